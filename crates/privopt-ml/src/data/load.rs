@@ -1,0 +1,197 @@
+//! Loaders for the catalog datasets, with the preprocessing the papers use.
+
+use std::path::Path;
+
+use privopt_math::SeedTree;
+
+use crate::data::fetch::require;
+use crate::data::split::train_test_indices;
+use crate::data::tabular::{Column, CsvOptions, RawTable, TabularEncoder, TabularSchema};
+use crate::data::{TrainTest, idx};
+use crate::error::{Error, Result};
+
+/// How to split datasets that ship without an official test set (COMPAS, credit).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SplitOptions {
+    /// Seed of the split.
+    pub seed: u64,
+    /// Fraction of examples held out for testing.
+    pub test_fraction: f64,
+}
+
+impl Default for SplitOptions {
+    fn default() -> Self {
+        Self {
+            seed: 0,
+            test_fraction: 0.2,
+        }
+    }
+}
+
+/// Loads catalog dataset `name` from `data_dir`.
+///
+/// MNIST and Fashion-MNIST keep their official 60000/10000 split, pixels in `[0, 1]`, 10
+/// classes. Adult keeps its official split. COMPAS and credit are split by `split`. Tabular
+/// data is one-hot encoded and min-max scaled to `[-1, 1]` with statistics of the training part.
+pub fn load(name: &str, data_dir: &Path, split: SplitOptions) -> Result<TrainTest> {
+    let dir = require(data_dir, name)?;
+    match name {
+        "mnist" => load_idx_dir(&dir, ""),
+        "fashion-mnist" => load_idx_dir(&dir, ".gz"),
+        "adult" => load_adult(&dir),
+        "compas" => load_compas(&dir, split),
+        "credit" => load_credit(&dir, split),
+        other => Err(Error::Invalid(format!(
+            "`{other}` is not a tabular or image dataset and has no loader"
+        ))),
+    }
+}
+
+fn load_idx_dir(dir: &Path, ext: &str) -> Result<TrainTest> {
+    let f = |stem: &str| dir.join(format!("{stem}{ext}"));
+    Ok(TrainTest {
+        train: idx::load_images(
+            &f("train-images-idx3-ubyte"),
+            &f("train-labels-idx1-ubyte"),
+            10,
+        )?,
+        test: idx::load_images(&f("t10k-images-idx3-ubyte"), &f("t10k-labels-idx1-ubyte"), 10)?,
+    })
+}
+
+const ADULT_COLUMNS: [&str; 15] = [
+    "age",
+    "workclass",
+    "fnlwgt",
+    "education",
+    "education-num",
+    "marital-status",
+    "occupation",
+    "relationship",
+    "race",
+    "sex",
+    "capital-gain",
+    "capital-loss",
+    "hours-per-week",
+    "native-country",
+    "income",
+];
+
+fn numeric(names: &[&str]) -> Vec<Column> {
+    names.iter().map(|n| Column::Numeric((*n).into())).collect()
+}
+
+fn categorical(names: &[&str]) -> Vec<Column> {
+    names.iter().map(|n| Column::Categorical((*n).into())).collect()
+}
+
+fn load_adult(dir: &Path) -> Result<TrainTest> {
+    let names = Some(ADULT_COLUMNS.iter().map(|s| (*s).to_owned()).collect());
+    let train = RawTable::read_csv(
+        &dir.join("adult.data"),
+        &CsvOptions {
+            names: names.clone(),
+            skip_lines: 0,
+        },
+    )?;
+    // adult.test opens with a `|1x3 Cross validator` line and ends labels with a period.
+    let test = RawTable::read_csv(
+        &dir.join("adult.test"),
+        &CsvOptions {
+            names,
+            skip_lines: 1,
+        },
+    )?;
+    let mut features = numeric(&[
+        "age",
+        "fnlwgt",
+        "education-num",
+        "capital-gain",
+        "capital-loss",
+        "hours-per-week",
+    ]);
+    features.extend(categorical(&[
+        "workclass",
+        "education",
+        "marital-status",
+        "occupation",
+        "relationship",
+        "race",
+        "sex",
+        "native-country",
+    ]));
+    let schema = TabularSchema {
+        features,
+        label: "income".into(),
+        positive: vec![">50K".into()],
+    };
+    let enc = TabularEncoder::fit(&schema, &train)?;
+    Ok(TrainTest {
+        train: enc.transform(&train)?,
+        test: enc.transform(&test)?,
+    })
+}
+
+/// Splits raw rows, fits preprocessing on the training rows only, and encodes both parts.
+fn split_and_encode(table: &RawTable, schema: &TabularSchema, split: SplitOptions) -> Result<TrainTest> {
+    let mut rng = SeedTree::new(split.seed).stream("data/split", &[]);
+    let (tr, te) = train_test_indices(table.rows.len(), split.test_fraction, &mut rng)?;
+    let (train, test) = (table.select(&tr), table.select(&te));
+    let enc = TabularEncoder::fit(schema, &train)?;
+    Ok(TrainTest {
+        train: enc.transform(&train)?,
+        test: enc.transform(&test)?,
+    })
+}
+
+/// ProPublica's analysis filter: screening within 30 days of arrest, a known recidivism
+/// outcome, an ordinary charge degree, and a score present (7214 rows -> 6172).
+fn load_compas(dir: &Path, split: SplitOptions) -> Result<TrainTest> {
+    let raw = RawTable::read_csv(&dir.join("compas-scores-two-years.csv"), &CsvOptions::default())?;
+    let days = raw.column("days_b_screening_arrest")?;
+    let recid = raw.column("is_recid")?;
+    let degree = raw.column("c_charge_degree")?;
+    let score = raw.column("score_text")?;
+    let table = raw.filter(|r| {
+        r[days]
+            .parse::<f64>()
+            .is_ok_and(|d| (-30.0..=30.0).contains(&d))
+            && r[recid] != "-1"
+            && r[degree] != "O"
+            && r[score] != "N/A"
+    });
+    let mut features = numeric(&[
+        "age",
+        "juv_fel_count",
+        "juv_misd_count",
+        "juv_other_count",
+        "priors_count",
+    ]);
+    features.extend(categorical(&["sex", "race", "c_charge_degree"]));
+    let schema = TabularSchema {
+        features,
+        label: "two_year_recid".into(),
+        positive: vec!["1".into()],
+    };
+    split_and_encode(&table, &schema, split)
+}
+
+/// Default of credit card clients: every column but `ID` and the label is a feature (the
+/// packaged CSV already one-hot encodes EDUCATION and MARRIAGE).
+fn load_credit(dir: &Path, split: SplitOptions) -> Result<TrainTest> {
+    let table = RawTable::read_csv(&dir.join("UCI_Credit_Card.csv"), &CsvOptions::default())?;
+    let label = "default-payment-next-month";
+    table.column(label)?;
+    let features = table
+        .header
+        .iter()
+        .filter(|h| *h != "ID" && *h != label)
+        .map(|h| Column::Numeric(h.clone()))
+        .collect();
+    let schema = TabularSchema {
+        features,
+        label: label.into(),
+        positive: vec!["1".into()],
+    };
+    split_and_encode(&table, &schema, split)
+}

@@ -1,0 +1,17 @@
+//! Machine-learning pieces shared by every privopt method.
+//!
+//! - [`data`]: the dataset catalog and fetcher (real data from package registries), IDX and CSV
+//!   loaders with the papers' preprocessing, PCA, binary subsets and seeded splits.
+//! - [`partition`]: IID, Dirichlet(α) and shard partitions of examples across clients.
+//! - [`model`]: least squares, logistic regression and a small MLP, with loss, gradient and
+//!   per-example gradient.
+//! - [`zo`]: zeroth-order gradient estimators whose perturbations are regenerated from
+//!   `(seed, round, step, index)` instead of being stored or sent.
+
+pub mod data;
+pub mod error;
+pub mod model;
+pub mod partition;
+pub mod zo;
+
+pub use error::{Error, Result};

@@ -1,0 +1,208 @@
+//! Models with loss, gradient and per-example gradient.
+//!
+//! A model is a pure function of a flat parameter vector `w`: methods hold `w`, models only
+//! evaluate it. This keeps parameters easy to perturb (zeroth-order methods), encrypt, sketch
+//! or send. The objective is the mean example loss plus `l2/2 · ‖w‖²`.
+
+mod linear;
+mod mlp;
+
+pub use linear::{LeastSquares, Logistic};
+pub use mlp::Mlp;
+
+use rand::RngCore;
+use serde::{Deserialize, Serialize};
+
+use crate::data::Dataset;
+use crate::error::{Result, ensure};
+
+/// A differentiable model over a flat parameter vector.
+pub trait Model: Send + Sync {
+    /// Short name (`"logistic"`, …).
+    fn name(&self) -> &'static str;
+    /// Length of the parameter vector.
+    fn num_params(&self) -> usize;
+    /// Number of input features.
+    fn n_features(&self) -> usize;
+    /// L2 regularization strength.
+    fn l2(&self) -> f64;
+    /// Initial parameters (zeros for convex models, small random weights for networks).
+    fn init_params(&self, rng: &mut dyn RngCore) -> Vec<f64>;
+    /// Loss of one example; when `grad` is given, adds the example's gradient to it.
+    fn example_loss(&self, w: &[f64], x: &[f64], y: f64, grad: Option<&mut [f64]>) -> f64;
+    /// Predicted class of one example, or `None` for a regression model on real targets.
+    fn predict_class(&self, w: &[f64], x: &[f64]) -> Option<usize>;
+
+    /// Mean loss over `idx` (all examples when `None`) plus the L2 term.
+    fn loss(&self, w: &[f64], data: &Dataset, idx: Option<&[usize]>) -> f64 {
+        let (sum, count) = fold_examples(data, idx, |i| {
+            self.example_loss(w, data.row(i), data.label(i), None)
+        });
+        sum / count.max(1) as f64 + regularizer(self.l2(), w)
+    }
+
+    /// Mean loss and writes its gradient (incl. the L2 term) into `grad`.
+    fn loss_grad(&self, w: &[f64], data: &Dataset, idx: Option<&[usize]>, grad: &mut [f64]) -> f64 {
+        grad.iter_mut().for_each(|g| *g = 0.0);
+        let (sum, count) = fold_examples(data, idx, |i| {
+            self.example_loss(w, data.row(i), data.label(i), Some(&mut *grad))
+        });
+        let scale = 1.0 / count.max(1) as f64;
+        let l2 = self.l2();
+        for (g, wi) in grad.iter_mut().zip(w) {
+            *g = *g * scale + l2 * wi;
+        }
+        sum * scale + regularizer(l2, w)
+    }
+
+    /// Gradient of each example's loss (without the L2 term), one vector per index.
+    fn per_example_grads(&self, w: &[f64], data: &Dataset, idx: &[usize]) -> Vec<Vec<f64>> {
+        idx.iter()
+            .map(|&i| {
+                let mut g = vec![0.0; self.num_params()];
+                self.example_loss(w, data.row(i), data.label(i), Some(&mut g));
+                g
+            })
+            .collect()
+    }
+
+    /// Fraction of examples whose predicted class equals the label (`None` for regression).
+    fn accuracy(&self, w: &[f64], data: &Dataset) -> Option<f64> {
+        data.num_classes()?;
+        let mut correct = 0usize;
+        for i in 0..data.len() {
+            if self.predict_class(w, data.row(i))? == data.label(i) as usize {
+                correct += 1;
+            }
+        }
+        Some(correct as f64 / data.len().max(1) as f64)
+    }
+}
+
+fn regularizer(l2: f64, w: &[f64]) -> f64 {
+    if l2 == 0.0 { 0.0 } else { 0.5 * l2 * w.iter().map(|v| v * v).sum::<f64>() }
+}
+
+fn fold_examples(data: &Dataset, idx: Option<&[usize]>, mut f: impl FnMut(usize) -> f64) -> (f64, usize) {
+    match idx {
+        Some(idx) => (idx.iter().map(|&i| f(i)).sum(), idx.len()),
+        None => ((0..data.len()).map(&mut f).sum(), data.len()),
+    }
+}
+
+/// Which model to build; the `[model]` table of an experiment config.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ModelSpec {
+    /// Linear least squares `½(w·x + b − y)²`.
+    LeastSquares {
+        /// L2 regularization strength (>= 0).
+        #[serde(default)]
+        l2: f64,
+    },
+    /// Binary logistic regression on labels {0, 1}.
+    Logistic {
+        /// L2 regularization strength (>= 0).
+        #[serde(default)]
+        l2: f64,
+    },
+    /// One hidden tanh layer and a softmax output.
+    Mlp {
+        /// Hidden units (>= 1).
+        hidden: usize,
+        /// L2 regularization strength (>= 0).
+        #[serde(default)]
+        l2: f64,
+    },
+}
+
+impl ModelSpec {
+    /// Builds the model for data with `n_features` features and `num_classes` classes.
+    pub fn build(&self, n_features: usize, num_classes: Option<usize>) -> Result<Box<dyn Model>> {
+        let check_l2 = |l2: f64| ensure(l2 >= 0.0 && l2.is_finite(), || format!("model.l2 must be >= 0, got {l2}"));
+        Ok(match *self {
+            ModelSpec::LeastSquares { l2 } => {
+                check_l2(l2)?;
+                Box::new(LeastSquares::new(n_features, l2))
+            }
+            ModelSpec::Logistic { l2 } => {
+                check_l2(l2)?;
+                ensure(num_classes == Some(2), || {
+                    format!("model.kind = \"logistic\" needs binary labels, the data has {num_classes:?} classes")
+                })?;
+                Box::new(Logistic::new(n_features, l2))
+            }
+            ModelSpec::Mlp { hidden, l2 } => {
+                check_l2(l2)?;
+                ensure(hidden >= 1, || "model.hidden must be >= 1".into())?;
+                let classes = num_classes.ok_or_else(|| {
+                    crate::Error::Invalid("model.kind = \"mlp\" needs class labels".into())
+                })?;
+                Box::new(Mlp::new(n_features, hidden, classes, l2))
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::synthetic;
+    use privopt_math::SeedTree;
+
+    /// Central finite differences of the full objective, compared with `loss_grad`.
+    fn check_gradient(model: &dyn Model, data: &Dataset, seed: u64) {
+        let mut r = SeedTree::new(seed).stream("init", &[]);
+        let mut w = model.init_params(&mut r);
+        // Move away from the (symmetric) init so that every term contributes.
+        for (i, v) in w.iter_mut().enumerate() {
+            *v += 0.1 * ((i as f64) * 0.7).sin();
+        }
+        let mut g = vec![0.0; w.len()];
+        model.loss_grad(&w, data, None, &mut g);
+        let h = 1e-5;
+        for j in 0..w.len() {
+            let mut wp = w.clone();
+            wp[j] += h;
+            let mut wm = w.clone();
+            wm[j] -= h;
+            let fd = (model.loss(&wp, data, None) - model.loss(&wm, data, None)) / (2.0 * h);
+            // Central differences have O(h²) truncation and O(ε/h) rounding error.
+            assert!((fd - g[j]).abs() < 1e-6 * (1.0 + fd.abs()), "{} param {j}: fd {fd} vs {}", model.name(), g[j]);
+        }
+        // The batch gradient is the mean of the per-example gradients plus the L2 term.
+        let idx: Vec<usize> = (0..data.len()).collect();
+        let per = model.per_example_grads(&w, data, &idx);
+        for j in 0..w.len() {
+            let mean: f64 = per.iter().map(|p| p[j]).sum::<f64>() / idx.len() as f64;
+            assert!((mean + model.l2() * w[j] - g[j]).abs() < 1e-10);
+        }
+    }
+
+    #[test]
+    fn gradients_match_finite_differences() {
+        let mut r = SeedTree::new(11).stream("data", &[]);
+        let cls = synthetic::logistic(30, 5, 4, &mut r).unwrap().train;
+        let reg = synthetic::linear(30, 5, 4, 0.5, &mut r).unwrap().train;
+        let three = Dataset::new(
+            cls.features().to_vec(),
+            (0..30).map(|i| (i % 3) as f64).collect(),
+            4,
+            Some(3),
+        )
+        .unwrap();
+        check_gradient(&Logistic::new(4, 0.1), &cls, 1);
+        check_gradient(&LeastSquares::new(4, 0.05), &reg, 2);
+        check_gradient(&Mlp::new(4, 6, 3, 0.01), &three, 3);
+        check_gradient(&Mlp::new(4, 3, 2, 0.0), &cls, 4);
+    }
+
+    #[test]
+    fn spec_validation_names_the_key() {
+        let e = ModelSpec::Logistic { l2: -1.0 }.build(3, Some(2)).err().unwrap().to_string();
+        assert!(e.contains("model.l2"), "{e}");
+        assert!(ModelSpec::Logistic { l2: 0.0 }.build(3, Some(10)).is_err());
+        assert!(ModelSpec::Mlp { hidden: 0, l2: 0.0 }.build(3, Some(10)).is_err());
+        assert_eq!(ModelSpec::Mlp { hidden: 5, l2: 0.0 }.build(3, Some(10)).unwrap().num_params(), 5 * 3 + 5 + 10 * 5 + 10);
+    }
+}

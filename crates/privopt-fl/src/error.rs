@@ -1,0 +1,46 @@
+//! The crate's error type.
+
+use std::path::PathBuf;
+
+/// What can go wrong while configuring, running or recording an experiment.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The config file is malformed or a value is out of range; the message names the key.
+    #[error("{0}")]
+    Config(String),
+    /// Data or model failure.
+    #[error(transparent)]
+    Ml(#[from] privopt_ml::Error),
+    /// A result file could not be written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file involved.
+        path: PathBuf,
+        /// The underlying failure.
+        source: std::io::Error,
+    },
+    /// A plot could not be drawn.
+    #[error("plotting {path}: {reason}")]
+    Plot {
+        /// The PNG being drawn.
+        path: PathBuf,
+        /// What failed.
+        reason: String,
+    },
+    /// The run diverged (a non-finite loss).
+    #[error("run diverged at round {round}: {what} is not finite (lower the learning rate?)")]
+    Diverged {
+        /// Round at which it was detected.
+        round: u64,
+        /// The quantity that became non-finite.
+        what: String,
+    },
+}
+
+/// Shorthand for results of this crate.
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// Returns `Err(Error::Config(..))` unless `cond` holds.
+pub(crate) fn ensure(cond: bool, msg: impl FnOnce() -> String) -> Result<()> {
+    if cond { Ok(()) } else { Err(Error::Config(msg())) }
+}

@@ -1,0 +1,104 @@
+//! The methods and baselines. Each is a module with a config struct implementing [`Method`];
+//! [`MethodConfig`] selects one by the `name` key of the `[method]` table.
+
+pub mod sgd;
+pub mod zo_sgd;
+
+use rand::Rng;
+use rand::seq::index::sample;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, ensure};
+use crate::runner::RunContext;
+
+/// A training method: validated from its config, then run against a [`RunContext`].
+pub trait Method {
+    /// Checks the method's parameters; errors name the key (`method.lr …`).
+    fn validate(&self) -> Result<()>;
+    /// Trains, recording metrics through `ctx`, and returns the final parameters.
+    fn run(&self, ctx: &mut RunContext<'_>) -> Result<Vec<f64>>;
+}
+
+/// The `[method]` table.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "name", rename_all = "snake_case")]
+pub enum MethodConfig {
+    /// Centralized minibatch SGD on all training data (the trivial first-order baseline).
+    Sgd(sgd::SgdConfig),
+    /// Federated zeroth-order SGD with shared perturbations and plain (unprotected) scalars.
+    ZoSgd(zo_sgd::ZoSgdConfig),
+}
+
+impl MethodConfig {
+    fn method(&self) -> &dyn Method {
+        match self {
+            MethodConfig::Sgd(c) => c,
+            MethodConfig::ZoSgd(c) => c,
+        }
+    }
+
+    /// The method's config name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            MethodConfig::Sgd(_) => "sgd",
+            MethodConfig::ZoSgd(_) => "zo_sgd",
+        }
+    }
+
+    /// See [`Method::validate`].
+    pub fn validate(&self) -> Result<()> {
+        self.method().validate()
+    }
+
+    /// See [`Method::run`].
+    pub fn run(&self, ctx: &mut RunContext<'_>) -> Result<Vec<f64>> {
+        self.method().run(ctx)
+    }
+}
+
+/// How the learning rate changes with the step `t` (counted from 0).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LrSchedule {
+    /// `η_t = η`.
+    #[default]
+    Constant,
+    /// `η_t = η / √(1 + t)`.
+    InvSqrt,
+}
+
+impl LrSchedule {
+    /// The learning rate at step `t` for base rate `lr`.
+    pub fn at(self, lr: f64, t: u64) -> f64 {
+        match self {
+            LrSchedule::Constant => lr,
+            LrSchedule::InvSqrt => lr / ((1 + t) as f64).sqrt(),
+        }
+    }
+}
+
+/// Checks a learning rate.
+pub(crate) fn check_lr(lr: f64) -> Result<()> {
+    ensure(lr > 0.0 && lr.is_finite(), || format!("method.lr must be > 0, got {lr}"))
+}
+
+/// Evaluation interval: the configured one, or about 50 evaluations per run.
+pub(crate) fn eval_interval(configured: u64, total: u64) -> u64 {
+    if configured > 0 { configured } else { (total / 50).max(1) }
+}
+
+/// A minibatch of `batch` indices drawn without replacement from `pool` (all of it when
+/// `batch` is 0 or at least the pool size).
+pub(crate) fn minibatch(pool: &[usize], batch: usize, rng: &mut impl Rng) -> Vec<usize> {
+    if batch == 0 || batch >= pool.len() {
+        return pool.to_vec();
+    }
+    sample(rng, pool.len(), batch).into_iter().map(|k| pool[k]).collect()
+}
+
+/// `w ← w − η·g`.
+pub(crate) fn descend(w: &mut [f64], g: &[f64], lr: f64) {
+    for (wi, gi) in w.iter_mut().zip(g) {
+        *wi -= lr * gi;
+    }
+}

@@ -1,0 +1,101 @@
+//! Per-round metrics, communication counters and run summaries.
+
+use std::collections::BTreeMap;
+
+use crate::error::{Error, Result};
+
+/// A table of numbers with one row per evaluation point; the first row fixes the columns.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MetricsTable {
+    columns: Vec<String>,
+    rows: Vec<Vec<f64>>,
+}
+
+impl MetricsTable {
+    /// Appends a row of `(column, value)` pairs; every row must have the first row's columns,
+    /// in the same order.
+    pub fn push(&mut self, row: &[(&str, f64)]) -> Result<()> {
+        if self.columns.is_empty() {
+            self.columns = row.iter().map(|(k, _)| (*k).to_owned()).collect();
+        } else if row.len() != self.columns.len() || row.iter().zip(&self.columns).any(|((k, _), c)| k != c) {
+            return Err(Error::Config(format!(
+                "metrics row {:?} does not match columns {:?}",
+                row.iter().map(|(k, _)| *k).collect::<Vec<_>>(),
+                self.columns
+            )));
+        }
+        self.rows.push(row.iter().map(|(_, v)| *v).collect());
+        Ok(())
+    }
+
+    /// Column names.
+    pub fn columns(&self) -> &[String] {
+        &self.columns
+    }
+
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Whether no row was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// All values of column `name`.
+    pub fn column(&self, name: &str) -> Option<Vec<f64>> {
+        let j = self.columns.iter().position(|c| c == name)?;
+        Some(self.rows.iter().map(|r| r[j]).collect())
+    }
+
+    /// The last row as `(column, value)` pairs.
+    pub fn last(&self) -> Vec<(&str, f64)> {
+        self.rows
+            .last()
+            .map(|r| self.columns.iter().map(String::as_str).zip(r.iter().copied()).collect())
+            .unwrap_or_default()
+    }
+
+    /// CSV text with a header line. Numbers use Rust's shortest round-trip form, so equal
+    /// runs give byte-identical files.
+    pub fn to_csv(&self) -> String {
+        let mut out = self.columns.join(",");
+        out.push('\n');
+        for r in &self.rows {
+            let cells: Vec<String> = r.iter().map(|v| v.to_string()).collect();
+            out.push_str(&cells.join(","));
+            out.push('\n');
+        }
+        out
+    }
+}
+
+/// Bytes sent so far, by direction.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Comm {
+    /// Client-to-server (or agent-to-neighbour) bytes.
+    pub up_bytes: u64,
+    /// Server-to-client bytes.
+    pub down_bytes: u64,
+}
+
+/// A flat map of named numbers (`summary.json`).
+pub type Summary = BTreeMap<String, f64>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_must_match_columns_and_csv_is_exact() {
+        let mut t = MetricsTable::default();
+        t.push(&[("round", 0.0), ("loss", 0.1 + 0.2)]).unwrap();
+        t.push(&[("round", 1.0), ("loss", 1e-20)]).unwrap();
+        assert!(t.push(&[("loss", 1.0), ("round", 2.0)]).is_err());
+        assert!(t.push(&[("round", 2.0)]).is_err());
+        assert_eq!(t.to_csv(), "round,loss\n0,0.30000000000000004\n1,0.00000000000000000001\n");
+        assert_eq!(t.column("loss").unwrap(), vec![0.1 + 0.2, 1e-20]);
+        assert_eq!(t.last(), vec![("round", 1.0), ("loss", 1e-20)]);
+    }
+}

@@ -1,0 +1,97 @@
+//! Builds the problem an experiment runs on: data (loaded or generated, subset, projected),
+//! its partition across clients, and the model.
+
+use std::path::Path;
+
+use privopt_math::SeedTree;
+use privopt_ml::data::load::{SplitOptions, load};
+use privopt_ml::data::pca::Pca;
+use privopt_ml::data::{Dataset, TrainTest, synthetic};
+use privopt_ml::model::Model;
+use privopt_ml::partition::partition;
+use rand::seq::index::sample;
+
+use crate::config::ExperimentConfig;
+use crate::error::{Result, ensure};
+
+/// Defaults of the synthetic problems.
+const SYNTHETIC_N_TRAIN: usize = 2000;
+const SYNTHETIC_N_TEST: usize = 500;
+const SYNTHETIC_DIM: usize = 20;
+const SYNTHETIC_NOISE: f64 = 0.1;
+
+/// Everything a method needs to know about the task.
+pub struct Problem {
+    /// Training examples (the union of all clients' data).
+    pub train: Dataset,
+    /// Held-out examples, for evaluation only.
+    pub test: Dataset,
+    /// For each client, its indices into `train`.
+    pub clients: Vec<Vec<usize>>,
+    /// The model being trained.
+    pub model: Box<dyn Model>,
+}
+
+impl Problem {
+    /// Builds the problem of `cfg`, reading catalog data from `data_dir`.
+    pub fn build(cfg: &ExperimentConfig, data_dir: &Path, seeds: &SeedTree) -> Result<Problem> {
+        let d = &cfg.data;
+        let mut tt = if d.is_synthetic() {
+            let mut rng = seeds.stream("data/synthetic", &[]);
+            let (n, m, dim) = (
+                d.n_train.unwrap_or(SYNTHETIC_N_TRAIN),
+                d.n_test.unwrap_or(SYNTHETIC_N_TEST),
+                d.dim.unwrap_or(SYNTHETIC_DIM),
+            );
+            match d.dataset.as_str() {
+                "synthetic_linear" => synthetic::linear(n, m, dim, d.noise.unwrap_or(SYNTHETIC_NOISE), &mut rng)?,
+                _ => synthetic::logistic(n, m, dim, &mut rng)?,
+            }
+        } else {
+            let split = SplitOptions {
+                seed: seeds.child_seed("data/split", &[]),
+                test_fraction: d.test_fraction,
+            };
+            load(&d.dataset, data_dir, split)?
+        };
+        if let Some(classes) = &d.classes {
+            tt = TrainTest {
+                train: tt.train.class_subset(classes)?,
+                test: tt.test.class_subset(classes)?,
+            };
+        }
+        if let Some(max) = d.max_train.filter(|&m| m < tt.train.len()) {
+            let mut rng = seeds.stream("data/subsample", &[]);
+            let mut idx = sample(&mut rng, tt.train.len(), max).into_vec();
+            idx.sort_unstable();
+            tt.train = tt.train.select(&idx);
+        }
+        if let Some(k) = d.pca {
+            ensure(k <= tt.train.n_features(), || {
+                format!("data.pca = {k} exceeds the {} features of the data", tt.train.n_features())
+            })?;
+            let pca = Pca::fit(&tt.train, k)?;
+            tt = TrainTest {
+                train: pca.transform(&tt.train)?,
+                test: pca.transform(&tt.test)?,
+            };
+        }
+        ensure(!tt.train.is_empty() && !tt.test.is_empty(), || {
+            "data: the training or test set is empty after subsetting".into()
+        })?;
+        ensure(
+            tt.train.num_classes().is_some() || matches!(d.partition, privopt_ml::partition::Partition::Iid),
+            || "data.partition: only kind = \"iid\" applies to regression targets".into(),
+        )?;
+        let mut rng = seeds.stream("data/partition", &[]);
+        let clients = partition(tt.train.labels(), d.clients, &d.partition, &mut rng)
+            .map_err(|e| crate::Error::Config(format!("data.partition: {e}")))?;
+        let model = cfg.model.build(tt.train.n_features(), tt.train.num_classes())?;
+        Ok(Problem {
+            train: tt.train,
+            test: tt.test,
+            clients,
+            model,
+        })
+    }
+}

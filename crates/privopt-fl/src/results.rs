@@ -1,0 +1,77 @@
+//! Writes a run's folder: `config.toml`, `metrics.csv`, `summary.json` and one PNG plot per
+//! metric curve.
+
+use std::path::{Path, PathBuf};
+
+use crate::config::ExperimentConfig;
+use crate::error::{Error, Result};
+use crate::plot::line_plot;
+use crate::runner::RunOutcome;
+
+/// Columns that are not plotted on their own (the x axis, and the byte counters which are
+/// plotted together).
+const NOT_PLOTTED: &[&str] = &["round", "bytes_up", "bytes_down"];
+
+/// The default output folder: `results/<name>-<UTC timestamp>`.
+pub fn default_out_dir(name: &str, timestamp: &str) -> PathBuf {
+    Path::new("results").join(format!("{name}-{timestamp}"))
+}
+
+fn write(path: &Path, contents: &str) -> Result<()> {
+    std::fs::write(path, contents).map_err(|source| Error::Io {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// Writes every result file of `outcome` into `dir` (created if needed) and returns the
+/// paths written.
+pub fn write_results(dir: &Path, cfg: &ExperimentConfig, outcome: &RunOutcome) -> Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+        path: dir.to_owned(),
+        source,
+    })?;
+    let mut written = Vec::new();
+    let mut put = |name: &str, text: String| -> Result<()> {
+        let p = dir.join(name);
+        write(&p, &text)?;
+        written.push(p);
+        Ok(())
+    };
+    put("config.toml", cfg.to_toml()?)?;
+    put("metrics.csv", outcome.metrics.to_csv())?;
+    let json = serde_json::to_string_pretty(&outcome.summary)
+        .map_err(|e| Error::Config(format!("cannot serialize summary: {e}")))?;
+    put("summary.json", json + "\n")?;
+
+    let rounds = outcome.metrics.column("round").unwrap_or_default();
+    let mut plots: Vec<(String, Vec<(String, Vec<f64>)>)> = Vec::new();
+    let losses: Vec<(String, Vec<f64>)> = ["train_loss", "test_loss"]
+        .iter()
+        .filter_map(|c| outcome.metrics.column(c).map(|v| ((*c).to_owned(), v)))
+        .collect();
+    if !losses.is_empty() {
+        plots.push(("loss".into(), losses));
+    }
+    let bytes: Vec<(String, Vec<f64>)> = ["bytes_up", "bytes_down"]
+        .iter()
+        .filter_map(|c| outcome.metrics.column(c).map(|v| ((*c).to_owned(), v)))
+        .collect();
+    if bytes.iter().any(|(_, v)| v.iter().any(|&b| b > 0.0)) {
+        plots.push(("communication".into(), bytes));
+    }
+    for c in outcome.metrics.columns() {
+        if !NOT_PLOTTED.contains(&c.as_str()) && !c.ends_with("_loss") {
+            if let Some(v) = outcome.metrics.column(c) {
+                plots.push((c.clone(), vec![(c.clone(), v)]));
+            }
+        }
+    }
+    for (name, series) in plots {
+        let p = dir.join(format!("{name}.png"));
+        let title = format!("{} — {}", cfg.name, name);
+        line_plot(&p, &title, &rounds, &series)?;
+        written.push(p);
+    }
+    Ok(written)
+}

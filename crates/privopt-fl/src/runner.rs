@@ -1,0 +1,161 @@
+//! Runs an experiment: builds the problem, hands the method a [`RunContext`], and collects
+//! metrics, communication and a summary.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use privopt_math::SeedTree;
+
+use crate::config::ExperimentConfig;
+use crate::error::{Error, Result};
+use crate::metrics::{Comm, MetricsTable, Summary};
+use crate::problem::Problem;
+
+/// Reports progress of long work (the CLI draws a bar; tests use [`NoProgress`]).
+pub trait Progress {
+    /// Work of `total` units called `label` begins.
+    fn start(&self, label: &str, total: u64);
+    /// `n` more units are done.
+    fn advance(&self, n: u64);
+    /// The work is over.
+    fn finish(&self);
+}
+
+/// A [`Progress`] that reports nothing.
+pub struct NoProgress;
+
+impl Progress for NoProgress {
+    fn start(&self, _: &str, _: u64) {}
+    fn advance(&self, _: u64) {}
+    fn finish(&self) {}
+}
+
+/// Machine-specific options of a run (not part of the experiment's config).
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// Where catalog datasets were fetched to.
+    pub data_dir: PathBuf,
+}
+
+/// What a method sees while it runs.
+pub struct RunContext<'a> {
+    /// The task.
+    pub problem: &'a Problem,
+    /// Root of every random stream of the run.
+    pub seeds: SeedTree,
+    /// Progress reporting.
+    pub progress: &'a dyn Progress,
+    metrics: MetricsTable,
+    comm: Comm,
+}
+
+impl<'a> RunContext<'a> {
+    /// A context over `problem` with the given seeds.
+    pub fn new(problem: &'a Problem, seeds: SeedTree, progress: &'a dyn Progress) -> Self {
+        Self {
+            problem,
+            seeds,
+            progress,
+            metrics: MetricsTable::default(),
+            comm: Comm::default(),
+        }
+    }
+
+    /// Counts `bytes` sent from clients upward.
+    pub fn send_up(&mut self, bytes: u64) {
+        self.comm.up_bytes += bytes;
+    }
+
+    /// Counts `bytes` sent from the server downward.
+    pub fn send_down(&mut self, bytes: u64) {
+        self.comm.down_bytes += bytes;
+    }
+
+    /// Communication so far.
+    pub fn comm(&self) -> Comm {
+        self.comm
+    }
+
+    /// Records one metrics row at `round` for parameters `w`: training loss, test loss, test
+    /// accuracy (classification), cumulative bytes, then the method's `extra` columns.
+    /// Fails if the model has diverged.
+    pub fn evaluate(&mut self, round: u64, w: &[f64], extra: &[(&str, f64)]) -> Result<()> {
+        let model = &self.problem.model;
+        let train_loss = model.loss(w, &self.problem.train, None);
+        let test_loss = model.loss(w, &self.problem.test, None);
+        for (what, v) in [("training loss", train_loss), ("test loss", test_loss)] {
+            if !v.is_finite() {
+                return Err(Error::Diverged {
+                    round,
+                    what: what.into(),
+                });
+            }
+        }
+        let mut row = vec![
+            ("round", round as f64),
+            ("train_loss", train_loss),
+            ("test_loss", test_loss),
+        ];
+        if let Some(acc) = model.accuracy(w, &self.problem.test) {
+            row.push(("test_accuracy", acc));
+        }
+        row.push(("bytes_up", self.comm.up_bytes as f64));
+        row.push(("bytes_down", self.comm.down_bytes as f64));
+        row.extend_from_slice(extra);
+        self.metrics.push(&row)
+    }
+}
+
+/// Everything a finished run produced.
+#[derive(Clone, Debug)]
+pub struct RunOutcome {
+    /// One row per evaluation.
+    pub metrics: MetricsTable,
+    /// Final metrics, totals and timing.
+    pub summary: Summary,
+    /// Final model parameters.
+    pub params: Vec<f64>,
+}
+
+/// Runs `cfg` to completion.
+pub fn run(cfg: &ExperimentConfig, opts: &RunOptions, progress: &dyn Progress) -> Result<RunOutcome> {
+    let started = Instant::now();
+    let seeds = SeedTree::new(cfg.seed);
+    let problem = Problem::build(cfg, &opts.data_dir, &seeds)?;
+    tracing::info!(
+        name = %cfg.name,
+        n_train = problem.train.len(),
+        n_test = problem.test.len(),
+        features = problem.train.n_features(),
+        clients = problem.clients.len(),
+        "problem built"
+    );
+    let mut ctx = RunContext::new(&problem, seeds, progress);
+    let params = cfg.method.run(&mut ctx)?;
+    let RunContext { metrics, comm, .. } = ctx;
+    if metrics.is_empty() {
+        return Err(Error::Config(format!("method `{}` recorded no metrics", cfg.method.name())));
+    }
+    let mut summary = Summary::new();
+    for (k, v) in metrics.last() {
+        if k != "round" && k != "bytes_up" && k != "bytes_down" {
+            summary.insert(format!("final_{k}"), v);
+        }
+    }
+    let rounds = metrics.column("round").and_then(|r| r.last().copied()).unwrap_or(0.0);
+    summary.insert("rounds".into(), rounds);
+    summary.insert("bytes_up_total".into(), comm.up_bytes as f64);
+    summary.insert("bytes_down_total".into(), comm.down_bytes as f64);
+    summary.insert("n_train".into(), problem.train.len() as f64);
+    summary.insert("n_test".into(), problem.test.len() as f64);
+    summary.insert("n_features".into(), problem.train.n_features() as f64);
+    summary.insert("n_params".into(), problem.model.num_params() as f64);
+    summary.insert("clients".into(), problem.clients.len() as f64);
+    summary.insert("seed".into(), cfg.seed as f64);
+    summary.insert("wall_time_s".into(), started.elapsed().as_secs_f64());
+    Ok(RunOutcome {
+        metrics,
+        summary,
+        params,
+    })
+}

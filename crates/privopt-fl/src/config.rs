@@ -88,8 +88,8 @@ impl ExperimentConfig {
     /// Parses and validates a config; `source` names the file in error messages, which are one
     /// line: `source:LINE: [table] message`.
     pub fn from_toml(text: &str, source: &str) -> Result<Self> {
-        let cfg: ExperimentConfig =
-            toml::from_str(text).map_err(|e| Error::Config(describe_toml_error(&e, text, source)))?;
+        let cfg: ExperimentConfig = toml::from_str(text)
+            .map_err(|e| Error::Config(describe_toml_error(&e, text, source)))?;
         cfg.validate()
             .map_err(|e| Error::Config(format!("{source}: {e}")))?;
         Ok(cfg)
@@ -104,11 +104,15 @@ impl ExperimentConfig {
     pub fn validate(&self) -> Result<()> {
         ensure(
             !self.name.is_empty()
-                && self
-                    .name
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-'),
-            || format!("name must be non-empty and use only [a-z0-9_-], got {:?}", self.name),
+                && self.name.bytes().all(|b| {
+                    b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-'
+                }),
+            || {
+                format!(
+                    "name must be non-empty and use only [a-z0-9_-], got {:?}",
+                    self.name
+                )
+            },
         )?;
         let d = &self.data;
         let known = privopt_ml::data::catalog::lookup(&d.dataset).is_ok();
@@ -124,7 +128,9 @@ impl ExperimentConfig {
                     .join(", ")
             )
         })?;
-        ensure(d.dataset != "minilm", || "data.dataset: `minilm` is a model, not a dataset".into())?;
+        ensure(d.dataset != "minilm", || {
+            "data.dataset: `minilm` is a model, not a dataset".into()
+        })?;
         if !d.is_synthetic() {
             for (key, set) in [
                 ("n_train", d.n_train.is_some()),
@@ -132,26 +138,43 @@ impl ExperimentConfig {
                 ("dim", d.dim.is_some()),
                 ("noise", d.noise.is_some()),
             ] {
-                ensure(!set, || format!("data.{key} applies only to synthetic datasets"))?;
+                ensure(!set, || {
+                    format!("data.{key} applies only to synthetic datasets")
+                })?;
             }
         }
         ensure(d.dataset == "synthetic_linear" || d.noise.is_none(), || {
             "data.noise applies only to synthetic_linear".into()
         })?;
         ensure(d.test_fraction > 0.0 && d.test_fraction < 1.0, || {
-            format!("data.test_fraction must be in (0, 1), got {}", d.test_fraction)
+            format!(
+                "data.test_fraction must be in (0, 1), got {}",
+                d.test_fraction
+            )
         })?;
-        for (key, v) in [("n_train", d.n_train), ("n_test", d.n_test), ("dim", d.dim), ("pca", d.pca), ("max_train", d.max_train)] {
+        for (key, v) in [
+            ("n_train", d.n_train),
+            ("n_test", d.n_test),
+            ("dim", d.dim),
+            ("pca", d.pca),
+            ("max_train", d.max_train),
+        ] {
             ensure(v != Some(0), || format!("data.{key} must be >= 1"))?;
         }
-        ensure(d.noise.is_none_or(|n| n >= 0.0 && n.is_finite()), || "data.noise must be >= 0".into())?;
+        ensure(d.noise.is_none_or(|n| n >= 0.0 && n.is_finite()), || {
+            "data.noise must be >= 0".into()
+        })?;
         ensure(d.clients >= 1, || "data.clients must be >= 1".into())?;
         if let Some(c) = &d.classes {
-            ensure(c.len() >= 2, || "data.classes must list at least 2 classes".into())?;
+            ensure(c.len() >= 2, || {
+                "data.classes must list at least 2 classes".into()
+            })?;
             let mut s = c.clone();
             s.sort_unstable();
             s.dedup();
-            ensure(s.len() == c.len(), || "data.classes has a repeated class".into())?;
+            ensure(s.len() == c.len(), || {
+                "data.classes has a repeated class".into()
+            })?;
         }
         match d.partition {
             Partition::Dirichlet { alpha } => ensure(alpha > 0.0 && alpha.is_finite(), || {
@@ -172,10 +195,17 @@ fn describe_toml_error(e: &toml::de::Error, text: &str, source: &str) -> String 
     let Some(span) = e.span() else {
         return format!("{source}: {message}");
     };
-    let before = &text[..span.start.min(text.len())];
+    let (start, end) = (span.start.min(text.len()), span.end.min(text.len()));
+    // Tagged tables (`[method]`) are reported with the span of the whole table: point at the
+    // unknown key itself when the message names one.
+    let at = unknown_field(&message)
+        .and_then(|key| find_key_line(text, start, end, key))
+        .unwrap_or(start);
+    let before = &text[..at];
     let line = before.matches('\n').count() + 1;
-    // The innermost table header above the error tells which table the key belongs to.
-    let table = before
+    // The innermost table header at or above that line tells which table the key belongs to.
+    let line_end = text[at..].find('\n').map_or(text.len(), |k| at + k);
+    let table = text[..line_end]
         .lines()
         .rev()
         .map(str::trim)
@@ -183,6 +213,31 @@ fn describe_toml_error(e: &toml::de::Error, text: &str, source: &str) -> String 
         .map(|h| format!("{h} "))
         .unwrap_or_default();
     format!("{source}:{line}: {table}{message}")
+}
+
+/// The `X` of serde's "unknown field `X`, expected …".
+fn unknown_field(message: &str) -> Option<&str> {
+    let rest = message.strip_prefix("unknown field `")?;
+    rest.split('`').next()
+}
+
+/// Byte offset of the line that assigns `key`, searching from `start` to the end of the
+/// table that contains `start..end` (the span may cover only the table's header).
+fn find_key_line(text: &str, start: usize, end: usize, key: &str) -> Option<usize> {
+    let mut offset = start;
+    for line in text.get(start..)?.split_inclusive('\n') {
+        let t = line.trim_start();
+        if offset >= end && t.starts_with('[') {
+            break;
+        }
+        if let Some(rest) = t.strip_prefix(key)
+            && rest.trim_start().starts_with('=')
+        {
+            return Some(offset);
+        }
+        offset += line.len();
+    }
+    None
 }
 
 #[cfg(test)]
@@ -220,17 +275,31 @@ batch_size = 8
     #[test]
     fn unknown_key_is_one_line_naming_key_line_and_table() {
         let bad = GOOD.replace("lr = 0.1", "lerning_rate = 0.1");
-        let e = ExperimentConfig::from_toml(&bad, "bad.toml").unwrap_err().to_string();
+        let e = ExperimentConfig::from_toml(&bad, "bad.toml")
+            .unwrap_err()
+            .to_string();
         assert!(!e.contains('\n'), "{e}");
-        assert!(e.contains("bad.toml:") && e.contains("lerning_rate"), "{e}");
+        assert!(
+            e.contains("bad.toml:16: [method]") && e.contains("lerning_rate"),
+            "{e}"
+        );
         let bad = GOOD.replace("dim = 5", "dimm = 5");
-        let e = ExperimentConfig::from_toml(&bad, "bad.toml").unwrap_err().to_string();
-        assert!(e.contains("bad.toml:8: [data]") && e.contains("dimm"), "{e}");
+        let e = ExperimentConfig::from_toml(&bad, "bad.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("bad.toml:8: [data]") && e.contains("dimm"),
+            "{e}"
+        );
         let bad = GOOD.replace("kind = \"logistic\"", "kind = \"logistc\"");
-        let e = ExperimentConfig::from_toml(&bad, "bad.toml").unwrap_err().to_string();
+        let e = ExperimentConfig::from_toml(&bad, "bad.toml")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("logistc"), "{e}");
         let bad = GOOD.replace("name = \"sgd\"", "name = \"sdg\"");
-        let e = ExperimentConfig::from_toml(&bad, "bad.toml").unwrap_err().to_string();
+        let e = ExperimentConfig::from_toml(&bad, "bad.toml")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("sdg"), "{e}");
     }
 
@@ -241,16 +310,24 @@ batch_size = 8
             ("batch_size = 8", "batch_size = 0", "method.batch_size"),
             ("clients = 4", "clients = 0", "data.clients"),
             ("alpha = 0.5", "alpha = 0.0", "data.partition.alpha"),
-            ("dataset = \"synthetic_logistic\"", "dataset = \"cifar\"", "data.dataset"),
+            (
+                "dataset = \"synthetic_logistic\"",
+                "dataset = \"cifar\"",
+                "data.dataset",
+            ),
             ("name = \"t\"", "name = \"T T\"", "name"),
         ] {
             let bad = GOOD.replace(from, to);
             assert_ne!(bad, GOOD);
-            let e = ExperimentConfig::from_toml(&bad, "x.toml").unwrap_err().to_string();
+            let e = ExperimentConfig::from_toml(&bad, "x.toml")
+                .unwrap_err()
+                .to_string();
             assert!(e.contains(key), "{to}: {e}");
         }
         let bad = GOOD.replace("dataset = \"synthetic_logistic\"", "dataset = \"mnist\"");
-        let e = ExperimentConfig::from_toml(&bad, "x.toml").unwrap_err().to_string();
+        let e = ExperimentConfig::from_toml(&bad, "x.toml")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("data.n_train applies only"), "{e}");
     }
 }

@@ -42,5 +42,9 @@ pub type Result<T> = std::result::Result<T, Error>;
 
 /// Returns `Err(Error::Config(..))` unless `cond` holds.
 pub(crate) fn ensure(cond: bool, msg: impl FnOnce() -> String) -> Result<()> {
-    if cond { Ok(()) } else { Err(Error::Config(msg())) }
+    if cond {
+        Ok(())
+    } else {
+        Err(Error::Config(msg()))
+    }
 }

@@ -17,7 +17,9 @@ impl MetricsTable {
     pub fn push(&mut self, row: &[(&str, f64)]) -> Result<()> {
         if self.columns.is_empty() {
             self.columns = row.iter().map(|(k, _)| (*k).to_owned()).collect();
-        } else if row.len() != self.columns.len() || row.iter().zip(&self.columns).any(|((k, _), c)| k != c) {
+        } else if row.len() != self.columns.len()
+            || row.iter().zip(&self.columns).any(|((k, _), c)| k != c)
+        {
             return Err(Error::Config(format!(
                 "metrics row {:?} does not match columns {:?}",
                 row.iter().map(|(k, _)| *k).collect::<Vec<_>>(),
@@ -53,7 +55,13 @@ impl MetricsTable {
     pub fn last(&self) -> Vec<(&str, f64)> {
         self.rows
             .last()
-            .map(|r| self.columns.iter().map(String::as_str).zip(r.iter().copied()).collect())
+            .map(|r| {
+                self.columns
+                    .iter()
+                    .map(String::as_str)
+                    .zip(r.iter().copied())
+                    .collect()
+            })
             .unwrap_or_default()
     }
 
@@ -94,7 +102,10 @@ mod tests {
         t.push(&[("round", 1.0), ("loss", 1e-20)]).unwrap();
         assert!(t.push(&[("loss", 1.0), ("round", 2.0)]).is_err());
         assert!(t.push(&[("round", 2.0)]).is_err());
-        assert_eq!(t.to_csv(), "round,loss\n0,0.30000000000000004\n1,0.00000000000000000001\n");
+        assert_eq!(
+            t.to_csv(),
+            "round,loss\n0,0.30000000000000004\n1,0.00000000000000000001\n"
+        );
         assert_eq!(t.column("loss").unwrap(), vec![0.1 + 0.2, 1e-20]);
         assert_eq!(t.last(), vec![("round", 1.0), ("loss", 1e-20)]);
     }

@@ -13,12 +13,21 @@ fn register_font() {
     FONT.call_once(|| {
         // DejaVu is a valid TrueType font; should registration fail anyway, text is simply
         // not drawn and plotting still reports success.
-        let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular());
+        let _ = plotters::style::register_font(
+            "sans-serif",
+            FontStyle::Normal,
+            dejavu::sans::regular(),
+        );
     });
 }
 
 /// Draws `series` (name, values) against `x` into a PNG at `path`.
-pub(crate) fn line_plot(path: &Path, title: &str, x: &[f64], series: &[(String, Vec<f64>)]) -> Result<()> {
+pub(crate) fn line_plot(
+    path: &Path,
+    title: &str,
+    x: &[f64],
+    series: &[(String, Vec<f64>)],
+) -> Result<()> {
     register_font();
     let err = |e: &dyn std::fmt::Display| Error::Plot {
         path: path.to_owned(),
@@ -26,7 +35,11 @@ pub(crate) fn line_plot(path: &Path, title: &str, x: &[f64], series: &[(String, 
     };
     let finite = |v: &f64| v.is_finite();
     let (x0, x1) = bounds(x.iter().copied().filter(finite));
-    let (y0, y1) = bounds(series.iter().flat_map(|(_, v)| v.iter().copied().filter(finite)));
+    let (y0, y1) = bounds(
+        series
+            .iter()
+            .flat_map(|(_, v)| v.iter().copied().filter(finite)),
+    );
     let root = BitMapBackend::new(path, (800, 500)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(&e))?;
     let mut chart = ChartBuilder::on(&root)
@@ -46,12 +59,17 @@ pub(crate) fn line_plot(path: &Path, title: &str, x: &[f64], series: &[(String, 
         let color = Palette99::pick(k).to_rgba();
         chart
             .draw_series(LineSeries::new(
-                x.iter().copied().zip(values.iter().copied()).filter(|(a, b)| a.is_finite() && b.is_finite()),
+                x.iter()
+                    .copied()
+                    .zip(values.iter().copied())
+                    .filter(|(a, b)| a.is_finite() && b.is_finite()),
                 color.stroke_width(2),
             ))
             .map_err(|e| err(&e))?
             .label(name.as_str())
-            .legend(move |(px, py)| PathElement::new(vec![(px, py), (px + 20, py)], color.stroke_width(2)));
+            .legend(move |(px, py)| {
+                PathElement::new(vec![(px, py), (px + 20, py)], color.stroke_width(2))
+            });
     }
     chart
         .configure_series_labels()
@@ -66,10 +84,16 @@ pub(crate) fn line_plot(path: &Path, title: &str, x: &[f64], series: &[(String, 
 
 /// A non-degenerate range covering `values` (with 5% headroom).
 fn bounds(values: impl Iterator<Item = f64>) -> (f64, f64) {
-    let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| (l.min(v), h.max(v)));
+    let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| {
+        (l.min(v), h.max(v))
+    });
     if !lo.is_finite() {
         return (0.0, 1.0);
     }
-    let pad = if hi > lo { 0.05 * (hi - lo) } else { lo.abs().max(1.0) * 0.05 };
+    let pad = if hi > lo {
+        0.05 * (hi - lo)
+    } else {
+        lo.abs().max(1.0) * 0.05
+    };
     (lo - pad, hi + pad)
 }

@@ -44,7 +44,9 @@ impl Problem {
                 d.dim.unwrap_or(SYNTHETIC_DIM),
             );
             match d.dataset.as_str() {
-                "synthetic_linear" => synthetic::linear(n, m, dim, d.noise.unwrap_or(SYNTHETIC_NOISE), &mut rng)?,
+                "synthetic_linear" => {
+                    synthetic::linear(n, m, dim, d.noise.unwrap_or(SYNTHETIC_NOISE), &mut rng)?
+                }
                 _ => synthetic::logistic(n, m, dim, &mut rng)?,
             }
         } else {
@@ -68,7 +70,10 @@ impl Problem {
         }
         if let Some(k) = d.pca {
             ensure(k <= tt.train.n_features(), || {
-                format!("data.pca = {k} exceeds the {} features of the data", tt.train.n_features())
+                format!(
+                    "data.pca = {k} exceeds the {} features of the data",
+                    tt.train.n_features()
+                )
             })?;
             let pca = Pca::fit(&tt.train, k)?;
             tt = TrainTest {
@@ -80,13 +85,16 @@ impl Problem {
             "data: the training or test set is empty after subsetting".into()
         })?;
         ensure(
-            tt.train.num_classes().is_some() || matches!(d.partition, privopt_ml::partition::Partition::Iid),
+            tt.train.num_classes().is_some()
+                || matches!(d.partition, privopt_ml::partition::Partition::Iid),
             || "data.partition: only kind = \"iid\" applies to regression targets".into(),
         )?;
         let mut rng = seeds.stream("data/partition", &[]);
         let clients = partition(tt.train.labels(), d.clients, &d.partition, &mut rng)
             .map_err(|e| crate::Error::Config(format!("data.partition: {e}")))?;
-        let model = cfg.model.build(tt.train.n_features(), tt.train.num_classes())?;
+        let model = cfg
+            .model
+            .build(tt.train.n_features(), tt.train.num_classes())?;
         Ok(Problem {
             train: tt.train,
             test: tt.test,

@@ -12,6 +12,9 @@ use crate::runner::RunOutcome;
 /// plotted together).
 const NOT_PLOTTED: &[&str] = &["round", "bytes_up", "bytes_down"];
 
+/// A named curve.
+type Series = (String, Vec<f64>);
+
 /// The default output folder: `results/<name>-<UTC timestamp>`.
 pub fn default_out_dir(name: &str, timestamp: &str) -> PathBuf {
     Path::new("results").join(format!("{name}-{timestamp}"))
@@ -26,7 +29,11 @@ fn write(path: &Path, contents: &str) -> Result<()> {
 
 /// Writes every result file of `outcome` into `dir` (created if needed) and returns the
 /// paths written.
-pub fn write_results(dir: &Path, cfg: &ExperimentConfig, outcome: &RunOutcome) -> Result<Vec<PathBuf>> {
+pub fn write_results(
+    dir: &Path,
+    cfg: &ExperimentConfig,
+    outcome: &RunOutcome,
+) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).map_err(|source| Error::Io {
         path: dir.to_owned(),
         source,
@@ -45,15 +52,15 @@ pub fn write_results(dir: &Path, cfg: &ExperimentConfig, outcome: &RunOutcome) -
     put("summary.json", json + "\n")?;
 
     let rounds = outcome.metrics.column("round").unwrap_or_default();
-    let mut plots: Vec<(String, Vec<(String, Vec<f64>)>)> = Vec::new();
-    let losses: Vec<(String, Vec<f64>)> = ["train_loss", "test_loss"]
+    let mut plots: Vec<(String, Vec<Series>)> = Vec::new();
+    let losses: Vec<Series> = ["train_loss", "test_loss"]
         .iter()
         .filter_map(|c| outcome.metrics.column(c).map(|v| ((*c).to_owned(), v)))
         .collect();
     if !losses.is_empty() {
         plots.push(("loss".into(), losses));
     }
-    let bytes: Vec<(String, Vec<f64>)> = ["bytes_up", "bytes_down"]
+    let bytes: Vec<Series> = ["bytes_up", "bytes_down"]
         .iter()
         .filter_map(|c| outcome.metrics.column(c).map(|v| ((*c).to_owned(), v)))
         .collect();
@@ -61,10 +68,11 @@ pub fn write_results(dir: &Path, cfg: &ExperimentConfig, outcome: &RunOutcome) -
         plots.push(("communication".into(), bytes));
     }
     for c in outcome.metrics.columns() {
-        if !NOT_PLOTTED.contains(&c.as_str()) && !c.ends_with("_loss") {
-            if let Some(v) = outcome.metrics.column(c) {
-                plots.push((c.clone(), vec![(c.clone(), v)]));
-            }
+        if !NOT_PLOTTED.contains(&c.as_str())
+            && !c.ends_with("_loss")
+            && let Some(v) = outcome.metrics.column(c)
+        {
+            plots.push((c.clone(), vec![(c.clone(), v)]));
         }
     }
     for (name, series) in plots {

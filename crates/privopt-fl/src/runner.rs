@@ -118,7 +118,11 @@ pub struct RunOutcome {
 }
 
 /// Runs `cfg` to completion.
-pub fn run(cfg: &ExperimentConfig, opts: &RunOptions, progress: &dyn Progress) -> Result<RunOutcome> {
+pub fn run(
+    cfg: &ExperimentConfig,
+    opts: &RunOptions,
+    progress: &dyn Progress,
+) -> Result<RunOutcome> {
     let started = Instant::now();
     let seeds = SeedTree::new(cfg.seed);
     let problem = Problem::build(cfg, &opts.data_dir, &seeds)?;
@@ -134,7 +138,10 @@ pub fn run(cfg: &ExperimentConfig, opts: &RunOptions, progress: &dyn Progress) -
     let params = cfg.method.run(&mut ctx)?;
     let RunContext { metrics, comm, .. } = ctx;
     if metrics.is_empty() {
-        return Err(Error::Config(format!("method `{}` recorded no metrics", cfg.method.name())));
+        return Err(Error::Config(format!(
+            "method `{}` recorded no metrics",
+            cfg.method.name()
+        )));
     }
     let mut summary = Summary::new();
     for (k, v) in metrics.last() {
@@ -142,7 +149,10 @@ pub fn run(cfg: &ExperimentConfig, opts: &RunOptions, progress: &dyn Progress) -
             summary.insert(format!("final_{k}"), v);
         }
     }
-    let rounds = metrics.column("round").and_then(|r| r.last().copied()).unwrap_or(0.0);
+    let rounds = metrics
+        .column("round")
+        .and_then(|r| r.last().copied())
+        .unwrap_or(0.0);
     summary.insert("rounds".into(), rounds);
     summary.insert("bytes_up_total".into(), comm.up_bytes as f64);
     summary.insert("bytes_down_total".into(), comm.down_bytes as f64);

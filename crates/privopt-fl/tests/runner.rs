@@ -72,7 +72,10 @@ fn zo_sgd_descends_and_counts_scalar_traffic() {
     // 300 rounds x 5 clients x 2 scalars x 8 bytes up; (2 x 8 + 8) bytes x 5 clients down.
     assert_eq!(out.summary["bytes_up_total"], (300 * 5 * 2 * 8) as f64);
     assert_eq!(out.summary["bytes_down_total"], (300 * 5 * 24) as f64);
-    assert_eq!(out.metrics.column("round").unwrap(), vec![0.0, 100.0, 200.0, 300.0]);
+    assert_eq!(
+        out.metrics.column("round").unwrap(),
+        vec![0.0, 100.0, 200.0, 300.0]
+    );
 }
 
 #[test]
@@ -89,7 +92,14 @@ fn same_seed_same_bits_and_all_result_files() {
 
     let dir = tempfile::tempdir().unwrap();
     let files = write_results(dir.path(), &cfg, &a).unwrap();
-    for name in ["config.toml", "metrics.csv", "summary.json", "loss.png", "test_accuracy.png", "communication.png"] {
+    for name in [
+        "config.toml",
+        "metrics.csv",
+        "summary.json",
+        "loss.png",
+        "test_accuracy.png",
+        "communication.png",
+    ] {
         let p = dir.path().join(name);
         assert!(files.contains(&p), "{name} not reported");
         assert!(std::fs::metadata(&p).unwrap().len() > 0, "{name} empty");
@@ -100,9 +110,14 @@ fn same_seed_same_bits_and_all_result_files() {
     let text = std::fs::read_to_string(dir.path().join("config.toml")).unwrap();
     let again = ExperimentConfig::from_toml(&text, "config.toml").unwrap();
     assert_eq!(again, cfg);
-    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("summary.json")).unwrap()).unwrap();
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("summary.json")).unwrap())
+            .unwrap();
     assert!(summary.as_object().unwrap().values().all(|v| v.is_number()));
-    assert_eq!(summary["final_test_accuracy"].as_f64().unwrap(), *a.metrics.column("test_accuracy").unwrap().last().unwrap());
+    assert_eq!(
+        summary["final_test_accuracy"].as_f64().unwrap(),
+        *a.metrics.column("test_accuracy").unwrap().last().unwrap()
+    );
 }
 
 #[test]
@@ -119,7 +134,10 @@ fn divergence_is_an_error_not_a_nan_result() {
 
 #[test]
 fn missing_dataset_names_the_fetch_command() {
-    let text = SGD.replace("dataset = \"synthetic_logistic\"\nn_train = 1000\nn_test = 1000\ndim = 10", "dataset = \"mnist\"");
+    let text = SGD.replace(
+        "dataset = \"synthetic_logistic\"\nn_train = 1000\nn_test = 1000\ndim = 10",
+        "dataset = \"mnist\"",
+    );
     let cfg = ExperimentConfig::from_toml(&text, "x").unwrap();
     let e = run(&cfg, &opts(), &NoProgress).unwrap_err().to_string();
     assert!(e.contains("privopt data fetch mnist"), "{e}");

@@ -83,5 +83,9 @@ impl Error {
 
 /// Returns `Err(Error::Invalid(..))` unless `cond` holds.
 pub(crate) fn ensure(cond: bool, msg: impl FnOnce() -> String) -> Result<()> {
-    if cond { Ok(()) } else { Err(Error::Invalid(msg())) }
+    if cond {
+        Ok(())
+    } else {
+        Err(Error::Invalid(msg()))
+    }
 }

@@ -43,7 +43,9 @@ pub fn partition(
 ) -> Result<Vec<Vec<usize>>> {
     let n = labels.len();
     ensure(clients >= 1, || "need at least one client".into())?;
-    ensure(n >= clients, || format!("{n} examples cannot cover {clients} clients"))?;
+    ensure(n >= clients, || {
+        format!("{n} examples cannot cover {clients} clients")
+    })?;
     match *scheme {
         Partition::Iid => {
             let mut idx: Vec<usize> = (0..n).collect();
@@ -70,7 +72,11 @@ pub fn partition(
             })?;
             let gamma = Gamma::new(alpha, 1.0)
                 .map_err(|e| Error::Invalid(format!("dirichlet alpha {alpha}: {e}")))?;
-            let classes = labels.iter().map(|&v| v as usize).max().map_or(0, |m| m + 1);
+            let classes = labels
+                .iter()
+                .map(|&v| v as usize)
+                .max()
+                .map_or(0, |m| m + 1);
             let mut by_class: Vec<Vec<usize>> = vec![Vec::new(); classes];
             for (i, &v) in labels.iter().enumerate() {
                 by_class[v as usize].push(i);
@@ -168,7 +174,11 @@ mod tests {
         // With alpha = 0.1 a typical client is dominated by one or two classes.
         let max_share: f64 = skewed
             .iter()
-            .map(|p| (0..10).map(|c| class_fraction(p, &y, c as f64)).fold(0.0, f64::max))
+            .map(|p| {
+                (0..10)
+                    .map(|c| class_fraction(p, &y, c as f64))
+                    .fold(0.0, f64::max)
+            })
             .sum::<f64>()
             / 10.0;
         assert!(max_share > 0.4, "mean dominant-class share {max_share}");
@@ -183,7 +193,15 @@ mod tests {
     fn shards_give_few_classes_per_client() {
         let y = labels(1000, 10);
         let mut r = SeedTree::new(7).stream("p", &[]);
-        let parts = partition(&y, 10, &Partition::Shards { shards_per_client: 2 }, &mut r).unwrap();
+        let parts = partition(
+            &y,
+            10,
+            &Partition::Shards {
+                shards_per_client: 2,
+            },
+            &mut r,
+        )
+        .unwrap();
         assert_exact_cover(&parts, y.len());
         for p in &parts {
             let mut classes: Vec<u64> = p.iter().map(|&i| y[i] as u64).collect();
@@ -196,13 +214,35 @@ mod tests {
     #[test]
     fn seeded_and_validated() {
         let y = labels(500, 5);
-        let a = partition(&y, 5, &Partition::Dirichlet { alpha: 0.5 }, &mut SeedTree::new(9).stream("p", &[])).unwrap();
-        let b = partition(&y, 5, &Partition::Dirichlet { alpha: 0.5 }, &mut SeedTree::new(9).stream("p", &[])).unwrap();
+        let a = partition(
+            &y,
+            5,
+            &Partition::Dirichlet { alpha: 0.5 },
+            &mut SeedTree::new(9).stream("p", &[]),
+        )
+        .unwrap();
+        let b = partition(
+            &y,
+            5,
+            &Partition::Dirichlet { alpha: 0.5 },
+            &mut SeedTree::new(9).stream("p", &[]),
+        )
+        .unwrap();
         assert_eq!(a, b);
         let mut r = SeedTree::new(1).stream("p", &[]);
         assert!(partition(&y, 0, &Partition::Iid, &mut r).is_err());
         assert!(partition(&y, 501, &Partition::Iid, &mut r).is_err());
         assert!(partition(&y, 5, &Partition::Dirichlet { alpha: 0.0 }, &mut r).is_err());
-        assert!(partition(&y, 5, &Partition::Shards { shards_per_client: 0 }, &mut r).is_err());
+        assert!(
+            partition(
+                &y,
+                5,
+                &Partition::Shards {
+                    shards_per_client: 0
+                },
+                &mut r
+            )
+            .is_err()
+        );
     }
 }

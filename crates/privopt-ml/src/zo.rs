@@ -91,7 +91,9 @@ impl ZoEstimator {
     pub fn perturbation(&self, seeds: &SeedTree, at: ZoAddress, index: u64, out: &mut [f64]) {
         let mut rng = seeds.stream(PERTURBATION_DOMAIN, &[at.round, at.step, index]);
         match self.direction {
-            Direction::Gaussian => out.iter_mut().for_each(|v| *v = StandardNormal.sample(&mut rng)),
+            Direction::Gaussian => out
+                .iter_mut()
+                .for_each(|v| *v = StandardNormal.sample(&mut rng)),
             Direction::Rademacher => {
                 // One random bit per coordinate, 64 coordinates per draw.
                 for chunk in out.chunks_mut(64) {
@@ -102,7 +104,8 @@ impl ZoEstimator {
                 }
             }
             Direction::Sphere => {
-                out.iter_mut().for_each(|v| *v = StandardNormal.sample(&mut rng));
+                out.iter_mut()
+                    .for_each(|v| *v = StandardNormal.sample(&mut rng));
                 let norm = out.iter().map(|v| v * v).sum::<f64>().sqrt();
                 let scale = (out.len() as f64).sqrt() / norm.max(f64::MIN_POSITIVE);
                 out.iter_mut().for_each(|v| *v *= scale);
@@ -206,7 +209,11 @@ mod tests {
         // Mean of u_i² over 200 vectors of dimension 500: the estimate of E[u_i²] = 1 has
         // sd sqrt(2/100000) ≈ 0.0045 for Gaussian; Rademacher and sphere are exact or tighter.
         let seeds = SeedTree::new(9);
-        for dir in [Direction::Gaussian, Direction::Rademacher, Direction::Sphere] {
+        for dir in [
+            Direction::Gaussian,
+            Direction::Rademacher,
+            Direction::Sphere,
+        ] {
             let e = est(dir, Difference::TwoPoint, 1);
             let mut u = vec![0.0; 500];
             let (mut sq, mut cross) = (0.0, 0.0);
@@ -217,8 +224,14 @@ mod tests {
             }
             let mean_sq = sq / (200.0 * 500.0);
             let mean_cross = cross / (200.0 * 499.0);
-            assert!((mean_sq - 1.0).abs() < 0.03, "{dir:?}: E[u_i^2] ≈ {mean_sq}");
-            assert!(mean_cross.abs() < 0.03, "{dir:?}: E[u_i u_j] ≈ {mean_cross}");
+            assert!(
+                (mean_sq - 1.0).abs() < 0.03,
+                "{dir:?}: E[u_i^2] ≈ {mean_sq}"
+            );
+            assert!(
+                mean_cross.abs() < 0.03,
+                "{dir:?}: E[u_i u_j] ≈ {mean_cross}"
+            );
         }
     }
 
@@ -226,7 +239,13 @@ mod tests {
     fn directional_derivative_of_a_quadratic_is_exact_and_unbiased() {
         // f(x) = ½‖x − c‖²: the two-point scalar equals u·(x − c) exactly.
         let c: Vec<f64> = (0..20).map(|i| i as f64 / 10.0).collect();
-        let mut f = |x: &[f64]| 0.5 * x.iter().zip(&c).map(|(a, b)| (a - b) * (a - b)).sum::<f64>();
+        let mut f = |x: &[f64]| {
+            0.5 * x
+                .iter()
+                .zip(&c)
+                .map(|(a, b)| (a - b) * (a - b))
+                .sum::<f64>()
+        };
         let x = vec![0.3; 20];
         let seeds = SeedTree::new(1);
         let at = ZoAddress { round: 0, step: 0 };
@@ -234,7 +253,11 @@ mod tests {
         let s = e.scalars(&mut f, &x, &seeds, at);
         let mut u = vec![0.0; 20];
         e.perturbation(&seeds, at, 7, &mut u);
-        let exact: f64 = u.iter().zip(x.iter().zip(&c)).map(|(ui, (xi, ci))| ui * (xi - ci)).sum();
+        let exact: f64 = u
+            .iter()
+            .zip(x.iter().zip(&c))
+            .map(|(ui, (xi, ci))| ui * (xi - ci))
+            .sum();
         assert!((s[7] - exact).abs() < 1e-6);
         // Averaged over 4000 directions, ĝ ≈ ∇f = x − c. Per coordinate, Var[s u_i] ≈ ‖∇f‖² + ∇f_i²,
         // so the standard error is about sqrt(‖∇f‖²/4000); allow 5 of them.
@@ -250,16 +273,30 @@ mod tests {
         assert_eq!(one.evaluations(), 4);
         let s1 = one.scalars(&mut f, &x, &seeds, at);
         one.perturbation(&seeds, at, 1, &mut u);
-        let exact1: f64 = u.iter().zip(x.iter().zip(&c)).map(|(ui, (xi, ci))| ui * (xi - ci)).sum();
+        let exact1: f64 = u
+            .iter()
+            .zip(x.iter().zip(&c))
+            .map(|(ui, (xi, ci))| ui * (xi - ci))
+            .sum();
         assert!((s1[1] - exact1).abs() < 1e-4 * 20.0);
     }
 
     #[test]
     fn validation_names_keys() {
         let mut e = est(Direction::Gaussian, Difference::TwoPoint, 0);
-        assert!(e.validate("method.zo").unwrap_err().to_string().contains("method.zo.perturbations"));
+        assert!(
+            e.validate("method.zo")
+                .unwrap_err()
+                .to_string()
+                .contains("method.zo.perturbations")
+        );
         e.perturbations = 1;
         e.mu = 0.0;
-        assert!(e.validate("method.zo").unwrap_err().to_string().contains("method.zo.mu"));
+        assert!(
+            e.validate("method.zo")
+                .unwrap_err()
+                .to_string()
+                .contains("method.zo.mu")
+        );
     }
 }

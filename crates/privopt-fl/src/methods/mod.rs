@@ -79,12 +79,18 @@ impl LrSchedule {
 
 /// Checks a learning rate.
 pub(crate) fn check_lr(lr: f64) -> Result<()> {
-    ensure(lr > 0.0 && lr.is_finite(), || format!("method.lr must be > 0, got {lr}"))
+    ensure(lr > 0.0 && lr.is_finite(), || {
+        format!("method.lr must be > 0, got {lr}")
+    })
 }
 
 /// Evaluation interval: the configured one, or about 50 evaluations per run.
 pub(crate) fn eval_interval(configured: u64, total: u64) -> u64 {
-    if configured > 0 { configured } else { (total / 50).max(1) }
+    if configured > 0 {
+        configured
+    } else {
+        (total / 50).max(1)
+    }
 }
 
 /// A minibatch of `batch` indices drawn without replacement from `pool` (all of it when
@@ -93,7 +99,10 @@ pub(crate) fn minibatch(pool: &[usize], batch: usize, rng: &mut impl Rng) -> Vec
     if batch == 0 || batch >= pool.len() {
         return pool.to_vec();
     }
-    sample(rng, pool.len(), batch).into_iter().map(|k| pool[k]).collect()
+    sample(rng, pool.len(), batch)
+        .into_iter()
+        .map(|k| pool[k])
+        .collect()
 }
 
 /// `w ← w − η·g`.

@@ -27,7 +27,9 @@ pub struct SgdConfig {
 impl Method for SgdConfig {
     fn validate(&self) -> Result<()> {
         ensure(self.steps >= 1, || "method.steps must be >= 1".into())?;
-        ensure(self.batch_size >= 1, || "method.batch_size must be >= 1".into())?;
+        ensure(self.batch_size >= 1, || {
+            "method.batch_size must be >= 1".into()
+        })?;
         check_lr(self.lr)
     }
 
@@ -41,7 +43,11 @@ impl Method for SgdConfig {
         ctx.evaluate(0, &w, &[])?;
         ctx.progress.start("sgd", self.steps);
         for t in 0..self.steps {
-            let batch = minibatch(&all, self.batch_size, &mut ctx.seeds.stream("sgd/batch", &[t]));
+            let batch = minibatch(
+                &all,
+                self.batch_size,
+                &mut ctx.seeds.stream("sgd/batch", &[t]),
+            );
             model.loss_grad(&w, &p.train, Some(&batch), &mut g);
             descend(&mut w, &g, self.lr_schedule.at(self.lr, t));
             if (t + 1) % every == 0 || t + 1 == self.steps {

@@ -51,9 +51,15 @@ fn full() -> f64 {
 impl Method for ZoSgdConfig {
     fn validate(&self) -> Result<()> {
         ensure(self.rounds >= 1, || "method.rounds must be >= 1".into())?;
-        ensure(self.participation > 0.0 && self.participation <= 1.0, || {
-            format!("method.participation must be in (0, 1], got {}", self.participation)
-        })?;
+        ensure(
+            self.participation > 0.0 && self.participation <= 1.0,
+            || {
+                format!(
+                    "method.participation must be in (0, 1], got {}",
+                    self.participation
+                )
+            },
+        )?;
         self.zo.validate("method.zo")?;
         check_lr(self.lr)
     }
@@ -62,7 +68,8 @@ impl Method for ZoSgdConfig {
         let p = ctx.problem;
         let model = &p.model;
         let n_clients = p.clients.len();
-        let per_round = ((self.participation * n_clients as f64).round() as usize).clamp(1, n_clients);
+        let per_round =
+            ((self.participation * n_clients as f64).round() as usize).clamp(1, n_clients);
         let mut w = model.init_params(&mut ctx.seeds.stream("model/init", &[]));
         let every = eval_interval(self.eval_every, self.rounds);
         let perturbations = self.zo.perturbations as u64;
@@ -78,7 +85,11 @@ impl Method for ZoSgdConfig {
             let mut sum = vec![0.0; self.zo.perturbations];
             let mut weight = 0.0;
             for &c in &chosen {
-                let batch = minibatch(&p.clients[c], self.batch_size, &mut ctx.seeds.stream("zo_sgd/batch", &[r, c as u64]));
+                let batch = minibatch(
+                    &p.clients[c],
+                    self.batch_size,
+                    &mut ctx.seeds.stream("zo_sgd/batch", &[r, c as u64]),
+                );
                 let mut f = |x: &[f64]| model.loss(x, &p.train, Some(&batch));
                 let s = self.zo.scalars(&mut f, &w, &ctx.seeds, at);
                 let n_c = batch.len() as f64;

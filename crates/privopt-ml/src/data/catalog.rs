@@ -214,7 +214,11 @@ pub fn lookup(name: &str) -> Result<&'static DatasetSpec> {
         .find(|s| s.name == name)
         .ok_or_else(|| Error::UnknownDataset {
             name: name.to_owned(),
-            known: CATALOG.iter().map(|s| s.name).collect::<Vec<_>>().join(", "),
+            known: CATALOG
+                .iter()
+                .map(|s| s.name)
+                .collect::<Vec<_>>()
+                .join(", "),
         })
 }
 
@@ -230,9 +234,18 @@ mod tests {
             assert!(names.insert(s.name), "duplicate {}", s.name);
             let mut files = HashSet::new();
             for f in s.files {
-                assert!(files.insert(f.file), "duplicate file {} in {}", f.file, s.name);
+                assert!(
+                    files.insert(f.file),
+                    "duplicate file {} in {}",
+                    f.file,
+                    s.name
+                );
                 assert_eq!(f.sha256.len(), 64);
-                assert!(f.sha256.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+                assert!(
+                    f.sha256
+                        .bytes()
+                        .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+                );
                 assert!(!f.file.contains('/'));
             }
         }

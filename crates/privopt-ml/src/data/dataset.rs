@@ -29,7 +29,9 @@ impl Dataset {
         n_features: usize,
         num_classes: Option<usize>,
     ) -> Result<Self> {
-        ensure(n_features > 0, || "a dataset needs at least one feature".into())?;
+        ensure(n_features > 0, || {
+            "a dataset needs at least one feature".into()
+        })?;
         ensure(x.len() == y.len() * n_features, || {
             format!(
                 "feature matrix has {} values, expected {} rows x {} features",
@@ -39,7 +41,9 @@ impl Dataset {
             )
         })?;
         if let Some(c) = num_classes {
-            ensure(c >= 2, || format!("classification needs >= 2 classes, got {c}"))?;
+            ensure(c >= 2, || {
+                format!("classification needs >= 2 classes, got {c}")
+            })?;
             ensure(
                 y.iter()
                     .all(|&v| v >= 0.0 && v.fract() == 0.0 && (v as usize) < c),
@@ -122,7 +126,9 @@ impl Dataset {
         let c = self
             .num_classes
             .ok_or_else(|| crate::Error::Invalid("class subset of regression data".into()))?;
-        ensure(classes.len() >= 2, || "a class subset needs >= 2 classes".into())?;
+        ensure(classes.len() >= 2, || {
+            "a class subset needs >= 2 classes".into()
+        })?;
         ensure(classes.iter().all(|&k| k < c), || {
             format!("class subset {classes:?} has a class >= {c}")
         })?;

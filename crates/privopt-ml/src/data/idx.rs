@@ -26,7 +26,10 @@ pub struct IdxArray {
 pub fn parse_idx(bytes: &[u8], path: &Path) -> Result<IdxArray> {
     let bad = |reason: String| Error::corrupt(path, reason);
     if bytes.len() < 4 {
-        return Err(bad(format!("{} bytes is too short for an IDX header", bytes.len())));
+        return Err(bad(format!(
+            "{} bytes is too short for an IDX header",
+            bytes.len()
+        )));
     }
     if bytes[0] != 0 || bytes[1] != 0 {
         return Err(bad("bad IDX magic (first two bytes must be zero)".into()));
@@ -93,19 +96,33 @@ pub fn load_images(images: &Path, labels: &Path, num_classes: usize) -> Result<D
     let img = read_idx(images)?;
     let lab = read_idx(labels)?;
     if img.dims.len() < 2 {
-        return Err(Error::corrupt(images, "image file must have >= 2 dimensions"));
+        return Err(Error::corrupt(
+            images,
+            "image file must have >= 2 dimensions",
+        ));
     }
     if lab.dims.len() != 1 {
-        return Err(Error::corrupt(labels, "label file must have exactly 1 dimension"));
+        return Err(Error::corrupt(
+            labels,
+            "label file must have exactly 1 dimension",
+        ));
     }
     if img.dims[0] != lab.dims[0] {
         return Err(Error::corrupt(
             labels,
-            format!("{} labels for {} images in {}", lab.dims[0], img.dims[0], images.display()),
+            format!(
+                "{} labels for {} images in {}",
+                lab.dims[0],
+                img.dims[0],
+                images.display()
+            ),
         ));
     }
     if let Some(&bad) = lab.data.iter().find(|&&l| l as usize >= num_classes) {
-        return Err(Error::corrupt(labels, format!("label {bad} is not below {num_classes}")));
+        return Err(Error::corrupt(
+            labels,
+            format!("label {bad} is not below {num_classes}"),
+        ));
     }
     let d: usize = img.dims[1..].iter().product();
     let x = img.data.iter().map(|&p| f64::from(p) / 255.0).collect();
@@ -154,7 +171,8 @@ mod tests {
         let img = dir.path().join("img.gz");
         let lab = dir.path().join("lab");
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        gz.write_all(&idx_bytes(&[2, 2, 2], &[0, 255, 51, 0, 1, 2, 3, 4])).unwrap();
+        gz.write_all(&idx_bytes(&[2, 2, 2], &[0, 255, 51, 0, 1, 2, 3, 4]))
+            .unwrap();
         std::fs::write(&img, gz.finish().unwrap()).unwrap();
         std::fs::write(&lab, idx_bytes(&[2], &[7, 1])).unwrap();
         let ds = load_images(&img, &lab, 10).unwrap();

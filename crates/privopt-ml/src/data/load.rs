@@ -55,7 +55,11 @@ fn load_idx_dir(dir: &Path, ext: &str) -> Result<TrainTest> {
             &f("train-labels-idx1-ubyte"),
             10,
         )?,
-        test: idx::load_images(&f("t10k-images-idx3-ubyte"), &f("t10k-labels-idx1-ubyte"), 10)?,
+        test: idx::load_images(
+            &f("t10k-images-idx3-ubyte"),
+            &f("t10k-labels-idx1-ubyte"),
+            10,
+        )?,
     })
 }
 
@@ -82,7 +86,10 @@ fn numeric(names: &[&str]) -> Vec<Column> {
 }
 
 fn categorical(names: &[&str]) -> Vec<Column> {
-    names.iter().map(|n| Column::Categorical((*n).into())).collect()
+    names
+        .iter()
+        .map(|n| Column::Categorical((*n).into()))
+        .collect()
 }
 
 fn load_adult(dir: &Path) -> Result<TrainTest> {
@@ -133,7 +140,11 @@ fn load_adult(dir: &Path) -> Result<TrainTest> {
 }
 
 /// Splits raw rows, fits preprocessing on the training rows only, and encodes both parts.
-fn split_and_encode(table: &RawTable, schema: &TabularSchema, split: SplitOptions) -> Result<TrainTest> {
+fn split_and_encode(
+    table: &RawTable,
+    schema: &TabularSchema,
+    split: SplitOptions,
+) -> Result<TrainTest> {
     let mut rng = SeedTree::new(split.seed).stream("data/split", &[]);
     let (tr, te) = train_test_indices(table.rows.len(), split.test_fraction, &mut rng)?;
     let (train, test) = (table.select(&tr), table.select(&te));
@@ -147,7 +158,10 @@ fn split_and_encode(table: &RawTable, schema: &TabularSchema, split: SplitOption
 /// ProPublica's analysis filter: screening within 30 days of arrest, a known recidivism
 /// outcome, an ordinary charge degree, and a score present (7214 rows -> 6172).
 fn load_compas(dir: &Path, split: SplitOptions) -> Result<TrainTest> {
-    let raw = RawTable::read_csv(&dir.join("compas-scores-two-years.csv"), &CsvOptions::default())?;
+    let raw = RawTable::read_csv(
+        &dir.join("compas-scores-two-years.csv"),
+        &CsvOptions::default(),
+    )?;
     let days = raw.column("days_b_screening_arrest")?;
     let recid = raw.column("is_recid")?;
     let degree = raw.column("c_charge_degree")?;

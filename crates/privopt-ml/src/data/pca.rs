@@ -20,7 +20,9 @@ impl Pca {
     /// covariance; fine for the d ≤ a few thousand features of the papers' datasets).
     pub fn fit(data: &Dataset, k: usize) -> Result<Pca> {
         let (n, d) = (data.len(), data.n_features());
-        ensure(k >= 1 && k <= d, || format!("PCA needs 1 <= k <= {d}, got {k}"))?;
+        ensure(k >= 1 && k <= d, || {
+            format!("PCA needs 1 <= k <= {d}, got {k}")
+        })?;
         ensure(n >= 2, || "PCA needs at least 2 examples".into())?;
         let mut mean = vec![0.0; d];
         for i in 0..n {
@@ -60,7 +62,10 @@ impl Pca {
     pub fn transform(&self, data: &Dataset) -> Result<Dataset> {
         let d = self.mean.len();
         ensure(data.n_features() == d, || {
-            format!("PCA was fitted on {d} features, data has {}", data.n_features())
+            format!(
+                "PCA was fitted on {d} features, data has {}",
+                data.n_features()
+            )
         })?;
         let k = self.k();
         let mut centered = vec![0.0; d];
@@ -100,7 +105,9 @@ mod tests {
         assert!((c0.abs() - 0.6).abs() < 1e-3 && (c1.abs() - 0.8).abs() < 1e-3);
         assert!(c0 * c1 > 0.0);
         // Variance 100 + 0.01; the sample estimate has relative sd sqrt(2/n) ~ 2.2%: allow 5 sd.
-        assert!((pca.explained_variance()[0] - 100.01).abs() < 100.0 * 5.0 * (2.0f64 / n as f64).sqrt());
+        assert!(
+            (pca.explained_variance()[0] - 100.01).abs() < 100.0 * 5.0 * (2.0f64 / n as f64).sqrt()
+        );
         let p = pca.transform(&ds).unwrap();
         assert_eq!(p.n_features(), 1);
         let mean: f64 = p.features().iter().sum::<f64>() / n as f64;

@@ -13,7 +13,12 @@ fn gaussian_rows(n: usize, d: usize, rng: &mut impl Rng) -> Vec<f64> {
 fn planted_weights(d: usize, rng: &mut impl Rng) -> Vec<f64> {
     // Unit-norm direction scaled so that margins x.w* ~ N(0, 9): a well-separated problem.
     let w: Vec<f64> = (0..d).map(|_| StandardNormal.sample(rng)).collect();
-    let norm = w.iter().map(|v| v * v).sum::<f64>().sqrt().max(f64::MIN_POSITIVE);
+    let norm = w
+        .iter()
+        .map(|v| v * v)
+        .sum::<f64>()
+        .sqrt()
+        .max(f64::MIN_POSITIVE);
     w.iter().map(|v| 3.0 * v / norm).collect()
 }
 

@@ -64,7 +64,8 @@ impl RawTable {
         // A trailing comma in the header (COMPAS) yields one empty name; keep widths consistent.
         let mut rows = Vec::new();
         for (i, rec) in records.enumerate() {
-            let rec = rec.map_err(|e| Error::corrupt(path, format!("bad CSV row {}: {e}", i + 1)))?;
+            let rec =
+                rec.map_err(|e| Error::corrupt(path, format!("bad CSV row {}: {e}", i + 1)))?;
             if rec.len() != header.len() {
                 return Err(Error::corrupt(
                     path,
@@ -179,7 +180,10 @@ impl TabularEncoder {
     /// Learns categories, imputation means and feature ranges from `train`.
     pub fn fit(schema: &TabularSchema, train: &RawTable) -> Result<Self> {
         if train.rows.is_empty() {
-            return Err(Error::corrupt(&train.source, "no rows to fit preprocessing on"));
+            return Err(Error::corrupt(
+                &train.source,
+                "no rows to fit preprocessing on",
+            ));
         }
         let mut fitted = Vec::new();
         let mut names = Vec::new();
@@ -239,7 +243,11 @@ impl TabularEncoder {
         for row in x.chunks_exact_mut(d) {
             for (v, &(lo, hi)) in row.iter_mut().zip(&self.ranges) {
                 // A feature constant in training carries no information: map it to 0.
-                *v = if hi > lo { 2.0 * (*v - lo) / (hi - lo) - 1.0 } else { 0.0 };
+                *v = if hi > lo {
+                    2.0 * (*v - lo) / (hi - lo) - 1.0
+                } else {
+                    0.0
+                };
             }
         }
         let lc = table.column(&self.schema.label)?;
@@ -288,7 +296,10 @@ mod tests {
     fn table(rows: &[&[&str]]) -> RawTable {
         RawTable {
             header: vec!["age".into(), "job".into(), "flat".into(), "y".into()],
-            rows: rows.iter().map(|r| r.iter().map(|s| s.to_string()).collect()).collect(),
+            rows: rows
+                .iter()
+                .map(|r| r.iter().map(|s| s.to_string()).collect())
+                .collect(),
             source: "mem.csv".into(),
         }
     }
@@ -313,7 +324,10 @@ mod tests {
             &["?", "?", "5", ">50K."],
         ]);
         let enc = TabularEncoder::fit(&schema(), &train).unwrap();
-        assert_eq!(enc.feature_names(), &["age", "job=?", "job=a", "job=b", "flat"]);
+        assert_eq!(
+            enc.feature_names(),
+            &["age", "job=?", "job=a", "job=b", "flat"]
+        );
         let ds = enc.transform(&train).unwrap();
         assert_eq!(ds.labels(), &[1.0, 0.0, 1.0]);
         // age: 20 -> -1, 40 -> 1, missing -> mean 30 -> 0; constant column -> 0.
@@ -332,8 +346,13 @@ mod tests {
     #[test]
     fn non_numeric_cell_is_an_error_naming_row_and_column() {
         let train = table(&[&["20", "a", "5", "x"], &["zz", "a", "5", "x"]]);
-        let e = TabularEncoder::fit(&schema(), &train).unwrap_err().to_string();
-        assert!(e.contains("mem.csv") && e.contains("row 2") && e.contains("`age`"), "{e}");
+        let e = TabularEncoder::fit(&schema(), &train)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("mem.csv") && e.contains("row 2") && e.contains("`age`"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -341,10 +360,19 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("r.csv");
         std::fs::write(&p, "a,b\n1,2\n3\n").unwrap();
-        let e = RawTable::read_csv(&p, &CsvOptions::default()).unwrap_err().to_string();
+        let e = RawTable::read_csv(&p, &CsvOptions::default())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("row 2 has 1 cells"), "{e}");
         std::fs::write(&p, "junk line\na,b\n1,2\n\n").unwrap();
-        let t = RawTable::read_csv(&p, &CsvOptions { skip_lines: 1, ..Default::default() }).unwrap();
+        let t = RawTable::read_csv(
+            &p,
+            &CsvOptions {
+                skip_lines: 1,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         assert_eq!(t.rows, vec![vec!["1".to_string(), "2".into()]]);
     }
 }

@@ -80,10 +80,18 @@ pub trait Model: Send + Sync {
 }
 
 fn regularizer(l2: f64, w: &[f64]) -> f64 {
-    if l2 == 0.0 { 0.0 } else { 0.5 * l2 * w.iter().map(|v| v * v).sum::<f64>() }
+    if l2 == 0.0 {
+        0.0
+    } else {
+        0.5 * l2 * w.iter().map(|v| v * v).sum::<f64>()
+    }
 }
 
-fn fold_examples(data: &Dataset, idx: Option<&[usize]>, mut f: impl FnMut(usize) -> f64) -> (f64, usize) {
+fn fold_examples(
+    data: &Dataset,
+    idx: Option<&[usize]>,
+    mut f: impl FnMut(usize) -> f64,
+) -> (f64, usize) {
     match idx {
         Some(idx) => (idx.iter().map(|&i| f(i)).sum(), idx.len()),
         None => ((0..data.len()).map(&mut f).sum(), data.len()),
@@ -119,7 +127,11 @@ pub enum ModelSpec {
 impl ModelSpec {
     /// Builds the model for data with `n_features` features and `num_classes` classes.
     pub fn build(&self, n_features: usize, num_classes: Option<usize>) -> Result<Box<dyn Model>> {
-        let check_l2 = |l2: f64| ensure(l2 >= 0.0 && l2.is_finite(), || format!("model.l2 must be >= 0, got {l2}"));
+        let check_l2 = |l2: f64| {
+            ensure(l2 >= 0.0 && l2.is_finite(), || {
+                format!("model.l2 must be >= 0, got {l2}")
+            })
+        };
         Ok(match *self {
             ModelSpec::LeastSquares { l2 } => {
                 check_l2(l2)?;
@@ -128,7 +140,9 @@ impl ModelSpec {
             ModelSpec::Logistic { l2 } => {
                 check_l2(l2)?;
                 ensure(num_classes == Some(2), || {
-                    format!("model.kind = \"logistic\" needs binary labels, the data has {num_classes:?} classes")
+                    format!(
+                        "model.kind = \"logistic\" needs binary labels, the data has {num_classes:?} classes"
+                    )
                 })?;
                 Box::new(Logistic::new(n_features, l2))
             }
@@ -168,7 +182,12 @@ mod tests {
             wm[j] -= h;
             let fd = (model.loss(&wp, data, None) - model.loss(&wm, data, None)) / (2.0 * h);
             // Central differences have O(h²) truncation and O(ε/h) rounding error.
-            assert!((fd - g[j]).abs() < 1e-6 * (1.0 + fd.abs()), "{} param {j}: fd {fd} vs {}", model.name(), g[j]);
+            assert!(
+                (fd - g[j]).abs() < 1e-6 * (1.0 + fd.abs()),
+                "{} param {j}: fd {fd} vs {}",
+                model.name(),
+                g[j]
+            );
         }
         // The batch gradient is the mean of the per-example gradients plus the L2 term.
         let idx: Vec<usize> = (0..data.len()).collect();
@@ -199,10 +218,24 @@ mod tests {
 
     #[test]
     fn spec_validation_names_the_key() {
-        let e = ModelSpec::Logistic { l2: -1.0 }.build(3, Some(2)).err().unwrap().to_string();
+        let e = ModelSpec::Logistic { l2: -1.0 }
+            .build(3, Some(2))
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains("model.l2"), "{e}");
         assert!(ModelSpec::Logistic { l2: 0.0 }.build(3, Some(10)).is_err());
-        assert!(ModelSpec::Mlp { hidden: 0, l2: 0.0 }.build(3, Some(10)).is_err());
-        assert_eq!(ModelSpec::Mlp { hidden: 5, l2: 0.0 }.build(3, Some(10)).unwrap().num_params(), 5 * 3 + 5 + 10 * 5 + 10);
+        assert!(
+            ModelSpec::Mlp { hidden: 0, l2: 0.0 }
+                .build(3, Some(10))
+                .is_err()
+        );
+        assert_eq!(
+            ModelSpec::Mlp { hidden: 5, l2: 0.0 }
+                .build(3, Some(10))
+                .unwrap()
+                .num_params(),
+            5 * 3 + 5 + 10 * 5 + 10
+        );
     }
 }

@@ -1,0 +1,230 @@
+//! `privopt bench SUITE`: micro-benchmarks with warm-up and repeated timed samples; the
+//! reported figure is the median time of one operation.
+//!
+//! Benchmark names follow `SUITE/PARAMS/OP`. Later suites (ckks, paillier, secagg, …) add a
+//! function to [`SUITES`].
+
+use std::hint::black_box;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use privopt_math::SeedTree;
+use privopt_ml::data::Dataset;
+use privopt_ml::model::{Logistic, Mlp, Model};
+use privopt_ml::zo::{Difference, Direction, ZoAddress, ZoEstimator};
+use rand::RngCore;
+use serde::Serialize;
+
+/// One benchmark: a name and the operation to time.
+pub struct Case {
+    name: String,
+    op: Box<dyn FnMut()>,
+}
+
+impl Case {
+    fn new(name: impl Into<String>, op: impl FnMut() + 'static) -> Self {
+        Self {
+            name: name.into(),
+            op: Box::new(op),
+        }
+    }
+}
+
+/// One measured result, as written to `--json`.
+#[derive(Debug, Serialize)]
+pub struct Measurement {
+    /// `SUITE/PARAMS/OP`.
+    pub name: String,
+    /// Median nanoseconds per operation.
+    pub median_ns: f64,
+    /// Timed samples taken.
+    pub runs: usize,
+}
+
+type Suite = (&'static str, &'static str, fn() -> Result<Vec<Case>>);
+
+/// Every suite: name, description, constructor.
+const SUITES: &[Suite] = &[
+    (
+        "ml",
+        "model gradients and zeroth-order perturbation generation",
+        ml_suite,
+    ),
+    (
+        "prg",
+        "seed-tree stream derivation and ChaCha20 output",
+        prg_suite,
+    ),
+];
+
+/// Time of one timed sample; short operations are repeated to fill it.
+const SAMPLE_TARGET: Duration = Duration::from_millis(20);
+/// Warm-up time before sampling.
+const WARM_UP: Duration = Duration::from_millis(200);
+
+/// Times `op`: warm-up, calibration of iterations per sample, then `runs` samples.
+pub fn measure(op: &mut dyn FnMut(), runs: usize) -> f64 {
+    let start = Instant::now();
+    let mut calls = 0u64;
+    while start.elapsed() < WARM_UP || calls == 0 {
+        op();
+        calls += 1;
+    }
+    let per_call = start.elapsed().as_secs_f64() / calls as f64;
+    let iters = ((SAMPLE_TARGET.as_secs_f64() / per_call).ceil() as u64).max(1);
+    let mut samples: Vec<f64> = (0..runs.max(1))
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..iters {
+                op();
+            }
+            t.elapsed().as_nanos() as f64 / iters as f64
+        })
+        .collect();
+    samples.sort_by(f64::total_cmp);
+    let m = samples.len();
+    if m % 2 == 1 {
+        samples[m / 2]
+    } else {
+        0.5 * (samples[m / 2 - 1] + samples[m / 2])
+    }
+}
+
+/// Runs `suite` (or lists suites for `list`), prints a table, optionally writes JSON.
+pub fn run(suite: &str, json: Option<&Path>, runs: usize, quiet: bool) -> Result<()> {
+    if suite == "list" {
+        for (name, desc, _) in SUITES {
+            println!("{name:<10} {desc}");
+        }
+        return Ok(());
+    }
+    let Some((_, _, make)) = SUITES.iter().find(|(n, _, _)| *n == suite) else {
+        bail!(
+            "unknown bench suite `{suite}`; known: {}",
+            SUITES.iter().map(|s| s.0).collect::<Vec<_>>().join(", ")
+        );
+    };
+    if runs == 0 {
+        bail!("--runs must be >= 1");
+    }
+    let mut results = Vec::new();
+    if !quiet {
+        println!("{:<48} {:>14} {:>6}", "benchmark", "median", "runs");
+    }
+    for mut case in make()? {
+        let median_ns = measure(&mut case.op, runs);
+        if !quiet {
+            println!("{:<48} {:>14} {:>6}", case.name, human_ns(median_ns), runs);
+        }
+        results.push(Measurement {
+            name: case.name,
+            median_ns,
+            runs,
+        });
+    }
+    if let Some(path) = json {
+        let text = serde_json::to_string_pretty(&results)?;
+        std::fs::write(path, text + "\n")
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
+}
+
+fn human_ns(ns: f64) -> String {
+    match ns {
+        n if n >= 1e9 => format!("{:.3} s", n / 1e9),
+        n if n >= 1e6 => format!("{:.3} ms", n / 1e6),
+        n if n >= 1e3 => format!("{:.3} µs", n / 1e3),
+        n => format!("{n:.1} ns"),
+    }
+}
+
+/// Random features in [0, 1) and labels in `0..classes` (for timing only).
+fn random_data(n: usize, d: usize, classes: usize) -> Result<Dataset> {
+    let mut r = SeedTree::new(0).stream("bench/data", &[]);
+    let x = (0..n * d)
+        .map(|_| (r.next_u32() as f64) / (u32::MAX as f64 + 1.0))
+        .collect();
+    let y = (0..n)
+        .map(|_| (r.next_u32() as usize % classes) as f64)
+        .collect();
+    Ok(Dataset::new(x, y, d, Some(classes))?)
+}
+
+fn grad_case(name: &str, model: Box<dyn Model>, data: Dataset, batch: usize) -> Case {
+    let w: Vec<f64> = (0..model.num_params())
+        .map(|i| ((i as f64) * 0.37).sin() * 0.01)
+        .collect();
+    let idx: Vec<usize> = (0..batch.min(data.len())).collect();
+    let mut g = vec![0.0; w.len()];
+    Case::new(name, move || {
+        black_box(model.loss_grad(black_box(&w), &data, Some(&idx), &mut g));
+    })
+}
+
+fn zo_case(name: &str, direction: Direction, d: usize) -> Case {
+    let e = ZoEstimator {
+        direction,
+        difference: Difference::TwoPoint,
+        mu: 1e-3,
+        perturbations: 1,
+    };
+    let seeds = SeedTree::new(1);
+    let mut u = vec![0.0; d];
+    let mut k = 0u64;
+    Case::new(name, move || {
+        k += 1;
+        e.perturbation(&seeds, ZoAddress { round: k, step: 0 }, 0, &mut u);
+        black_box(&u);
+    })
+}
+
+fn ml_suite() -> Result<Vec<Case>> {
+    Ok(vec![
+        grad_case(
+            "ml/logistic-d784-b256/loss_grad",
+            Box::new(Logistic::new(784, 0.0)),
+            random_data(256, 784, 2)?,
+            256,
+        ),
+        grad_case(
+            "ml/mlp-d784-h64-c10-b64/loss_grad",
+            Box::new(Mlp::new(784, 64, 10, 0.0)),
+            random_data(64, 784, 10)?,
+            64,
+        ),
+        zo_case(
+            "ml/gaussian-d100000/zo_perturbation",
+            Direction::Gaussian,
+            100_000,
+        ),
+        zo_case(
+            "ml/rademacher-d100000/zo_perturbation",
+            Direction::Rademacher,
+            100_000,
+        ),
+        zo_case(
+            "ml/sphere-d100000/zo_perturbation",
+            Direction::Sphere,
+            100_000,
+        ),
+    ])
+}
+
+fn prg_suite() -> Result<Vec<Case>> {
+    let seeds = SeedTree::new(7);
+    let mut k = 0u64;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut stream = seeds.stream("bench", &[]);
+    Ok(vec![
+        Case::new("prg/sha256-chacha20/derive_stream", move || {
+            k += 1;
+            black_box(seeds.stream("bench/derive", &[k, 0, 1]));
+        }),
+        Case::new("prg/chacha20-1MiB/fill", move || {
+            stream.fill_bytes(&mut buf);
+            black_box(&buf);
+        }),
+    ])
+}

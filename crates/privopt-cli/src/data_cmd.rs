@@ -1,0 +1,95 @@
+//! `privopt data fetch | info | list`.
+
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use privopt_ml::data::catalog::{CATALOG, lookup};
+use privopt_ml::data::fetch::{FetchOutcome, dataset_dir, fetch as fetch_one, is_present};
+use privopt_ml::data::load::{SplitOptions, load};
+use privopt_ml::data::{Dataset, catalog};
+
+/// Fetches `names` (all when empty), stopping at the first failure.
+pub fn fetch(data_dir: &Path, names: &[String], force: bool, quiet: bool) -> Result<()> {
+    let specs: Vec<&catalog::DatasetSpec> = if names.is_empty() {
+        CATALOG.iter().collect()
+    } else {
+        names.iter().map(|n| lookup(n)).collect::<Result<_, _>>()?
+    };
+    for spec in specs {
+        if !quiet {
+            eprintln!("fetching {} ...", spec.name);
+        }
+        let outcome = fetch_one(data_dir, spec, force)
+            .with_context(|| format!("data fetch {}", spec.name))?;
+        let what = match outcome {
+            FetchOutcome::AlreadyPresent => "already present",
+            FetchOutcome::Fetched => "fetched and verified",
+        };
+        println!(
+            "{:<14} {what}: {}",
+            spec.name,
+            dataset_dir(data_dir, spec).display()
+        );
+    }
+    Ok(())
+}
+
+/// Lists the catalog.
+pub fn list(data_dir: &Path) -> Result<()> {
+    for spec in CATALOG {
+        let state = if is_present(data_dir, spec) {
+            "present"
+        } else {
+            "absent "
+        };
+        println!("{:<14} {state}  {}", spec.name, spec.description);
+    }
+    Ok(())
+}
+
+fn describe(label: &str, ds: &Dataset) {
+    println!(
+        "{label:>6}: {} examples, {} features",
+        ds.len(),
+        ds.n_features()
+    );
+    let counts = ds.class_counts();
+    if !counts.is_empty() {
+        let list: Vec<String> = counts
+            .iter()
+            .enumerate()
+            .map(|(c, n)| format!("{c}:{n}"))
+            .collect();
+        println!("{:>6}  class counts {}", "", list.join(" "));
+    }
+}
+
+/// Prints a dataset's split sizes and class counts.
+pub fn info(data_dir: &Path, name: &str) -> Result<()> {
+    let spec = lookup(name)?;
+    println!("{} — {}", spec.name, spec.description);
+    if name == "minilm" {
+        let dir = privopt_ml::data::fetch::require(data_dir, name)?;
+        for f in spec.files {
+            let len = std::fs::metadata(dir.join(f.file))
+                .map(|m| m.len())
+                .unwrap_or(0);
+            println!("{:>24}  {len} bytes", f.file);
+        }
+        return Ok(());
+    }
+    let split = SplitOptions::default();
+    let tt = load(name, data_dir, split)?;
+    if tt.train.is_empty() {
+        bail!("{name}: no training examples");
+    }
+    if matches!(name, "compas" | "credit") {
+        println!(
+            "(no official test set: seeded split, seed {}, test fraction {})",
+            split.seed, split.test_fraction
+        );
+    }
+    describe("train", &tt.train);
+    describe("test", &tt.test);
+    Ok(())
+}

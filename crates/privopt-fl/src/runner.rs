@@ -106,6 +106,37 @@ impl<'a> RunContext<'a> {
     }
 }
 
+impl RunContext<'_> {
+    /// Drives `total` steps of `step(ctx, t, w)`: evaluates before the first step, every
+    /// `eval_every` steps (0: about 50 evaluations) and after the last, and reports progress
+    /// under `label`.
+    pub fn train_loop(
+        &mut self,
+        label: &str,
+        total: u64,
+        eval_every: u64,
+        w: &mut [f64],
+        mut step: impl FnMut(&mut Self, u64, &mut [f64]) -> Result<()>,
+    ) -> Result<()> {
+        let every = if eval_every > 0 {
+            eval_every
+        } else {
+            (total / 50).max(1)
+        };
+        self.evaluate(0, w, &[])?;
+        self.progress.start(label, total);
+        for t in 0..total {
+            step(self, t, w)?;
+            if (t + 1) % every == 0 || t + 1 == total {
+                self.evaluate(t + 1, w, &[])?;
+            }
+            self.progress.advance(1);
+        }
+        self.progress.finish();
+        Ok(())
+    }
+}
+
 /// Everything a finished run produced.
 #[derive(Clone, Debug)]
 pub struct RunOutcome {

@@ -84,15 +84,6 @@ pub(crate) fn check_lr(lr: f64) -> Result<()> {
     })
 }
 
-/// Evaluation interval: the configured one, or about 50 evaluations per run.
-pub(crate) fn eval_interval(configured: u64, total: u64) -> u64 {
-    if configured > 0 {
-        configured
-    } else {
-        (total / 50).max(1)
-    }
-}
-
 /// A minibatch of `batch` indices drawn without replacement from `pool` (all of it when
 /// `batch` is 0 or at least the pool size).
 pub(crate) fn minibatch(pool: &[usize], batch: usize, rng: &mut impl Rng) -> Vec<usize> {

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{LrSchedule, Method, check_lr, descend, eval_interval, minibatch};
+use super::{LrSchedule, Method, check_lr, descend, minibatch};
 use crate::error::{Result, ensure};
 use crate::runner::RunContext;
 
@@ -35,27 +35,21 @@ impl Method for SgdConfig {
 
     fn run(&self, ctx: &mut RunContext<'_>) -> Result<Vec<f64>> {
         let p = ctx.problem;
-        let model = &p.model;
-        let mut w = model.init_params(&mut ctx.seeds.stream("model/init", &[]));
+        let mut w = p
+            .model
+            .init_params(&mut ctx.seeds.stream("model/init", &[]));
         let mut g = vec![0.0; w.len()];
         let all: Vec<usize> = (0..p.train.len()).collect();
-        let every = eval_interval(self.eval_every, self.steps);
-        ctx.evaluate(0, &w, &[])?;
-        ctx.progress.start("sgd", self.steps);
-        for t in 0..self.steps {
+        ctx.train_loop("sgd", self.steps, self.eval_every, &mut w, |ctx, t, w| {
             let batch = minibatch(
                 &all,
                 self.batch_size,
                 &mut ctx.seeds.stream("sgd/batch", &[t]),
             );
-            model.loss_grad(&w, &p.train, Some(&batch), &mut g);
-            descend(&mut w, &g, self.lr_schedule.at(self.lr, t));
-            if (t + 1) % every == 0 || t + 1 == self.steps {
-                ctx.evaluate(t + 1, &w, &[])?;
-            }
-            ctx.progress.advance(1);
-        }
-        ctx.progress.finish();
+            p.model.loss_grad(w, &p.train, Some(&batch), &mut g);
+            descend(w, &g, self.lr_schedule.at(self.lr, t));
+            Ok(())
+        })?;
         Ok(w)
     }
 }

@@ -11,7 +11,7 @@
 use privopt_ml::zo::{ZoAddress, ZoEstimator};
 use serde::{Deserialize, Serialize};
 
-use super::{LrSchedule, Method, check_lr, descend, eval_interval, minibatch};
+use super::{LrSchedule, Method, check_lr, descend, minibatch};
 use crate::error::{Result, ensure};
 use crate::runner::RunContext;
 
@@ -68,47 +68,44 @@ impl Method for ZoSgdConfig {
         let p = ctx.problem;
         let model = &p.model;
         let n_clients = p.clients.len();
+        let everyone: Vec<usize> = (0..n_clients).collect();
         let per_round =
             ((self.participation * n_clients as f64).round() as usize).clamp(1, n_clients);
-        let mut w = model.init_params(&mut ctx.seeds.stream("model/init", &[]));
-        let every = eval_interval(self.eval_every, self.rounds);
         let perturbations = self.zo.perturbations as u64;
-        ctx.evaluate(0, &w, &[])?;
-        ctx.progress.start("zo_sgd", self.rounds);
-        for r in 0..self.rounds {
-            let at = ZoAddress { round: r, step: 0 };
-            let chosen = minibatch(
-                &(0..n_clients).collect::<Vec<_>>(),
-                per_round,
-                &mut ctx.seeds.stream("zo_sgd/clients", &[r]),
-            );
-            let mut sum = vec![0.0; self.zo.perturbations];
-            let mut weight = 0.0;
-            for &c in &chosen {
-                let batch = minibatch(
-                    &p.clients[c],
-                    self.batch_size,
-                    &mut ctx.seeds.stream("zo_sgd/batch", &[r, c as u64]),
+        let mut w = model.init_params(&mut ctx.seeds.stream("model/init", &[]));
+        ctx.train_loop(
+            "zo_sgd",
+            self.rounds,
+            self.eval_every,
+            &mut w,
+            |ctx, r, w| {
+                let at = ZoAddress { round: r, step: 0 };
+                let chosen = minibatch(
+                    &everyone,
+                    per_round,
+                    &mut ctx.seeds.stream("zo_sgd/clients", &[r]),
                 );
-                let mut f = |x: &[f64]| model.loss(x, &p.train, Some(&batch));
-                let s = self.zo.scalars(&mut f, &w, &ctx.seeds, at);
-                let n_c = batch.len() as f64;
-                for (acc, v) in sum.iter_mut().zip(&s) {
-                    *acc += n_c * v;
+                let mut sum = vec![0.0; self.zo.perturbations];
+                let mut weight = 0.0;
+                for &c in &chosen {
+                    let mut rng = ctx.seeds.stream("zo_sgd/batch", &[r, c as u64]);
+                    let batch = minibatch(&p.clients[c], self.batch_size, &mut rng);
+                    let mut f = |x: &[f64]| model.loss(x, &p.train, Some(&batch));
+                    let s = self.zo.scalars(&mut f, w, &ctx.seeds, at);
+                    let n_c = batch.len() as f64;
+                    for (acc, v) in sum.iter_mut().zip(&s) {
+                        *acc += n_c * v;
+                    }
+                    weight += n_c;
+                    ctx.send_up(SCALAR_BYTES * perturbations);
                 }
-                weight += n_c;
-                ctx.send_up(SCALAR_BYTES * perturbations);
-            }
-            let avg: Vec<f64> = sum.iter().map(|v| v / weight).collect();
-            ctx.send_down((SCALAR_BYTES * perturbations + SEED_BYTES) * n_clients as u64);
-            let g = self.zo.gradient_from_scalars(&avg, &ctx.seeds, at, w.len());
-            descend(&mut w, &g, self.lr_schedule.at(self.lr, r));
-            if (r + 1) % every == 0 || r + 1 == self.rounds {
-                ctx.evaluate(r + 1, &w, &[])?;
-            }
-            ctx.progress.advance(1);
-        }
-        ctx.progress.finish();
+                let avg: Vec<f64> = sum.iter().map(|v| v / weight).collect();
+                ctx.send_down((SCALAR_BYTES * perturbations + SEED_BYTES) * n_clients as u64);
+                let g = self.zo.gradient_from_scalars(&avg, &ctx.seeds, at, w.len());
+                descend(w, &g, self.lr_schedule.at(self.lr, r));
+                Ok(())
+            },
+        )?;
         Ok(w)
     }
 }

@@ -33,23 +33,72 @@ pub(crate) fn sigmoid(z: f64) -> f64 {
     }
 }
 
-/// Linear least squares, loss `½(w·x + b − y)²`.
-#[derive(Clone, Debug)]
-pub struct LeastSquares {
-    d: usize,
-    l2: f64,
+/// The loss of a linear model as a function of its score `z = w·x + b`.
+pub trait LinearLoss: Send + Sync {
+    /// Model name.
+    const NAME: &'static str;
+    /// Loss at score `z` for label `y`, and its derivative in `z`.
+    fn loss_and_slope(z: f64, y: f64) -> (f64, f64);
+    /// Predicted class at score `z`.
+    fn class(z: f64) -> usize;
 }
 
-impl LeastSquares {
-    /// A model over `d` features with L2 strength `l2`.
-    pub fn new(d: usize, l2: f64) -> Self {
-        Self { d, l2 }
+/// Squared loss `½(z − y)²`; for 0/1 labels the class is `z > ½`.
+#[derive(Clone, Copy, Debug)]
+pub struct Squared;
+
+impl LinearLoss for Squared {
+    const NAME: &'static str = "least_squares";
+    fn loss_and_slope(z: f64, y: f64) -> (f64, f64) {
+        let r = z - y;
+        (0.5 * r * r, r)
+    }
+    fn class(z: f64) -> usize {
+        usize::from(z > 0.5)
     }
 }
 
-impl Model for LeastSquares {
+/// Logistic loss `log(1 + e^z) − y·z` on labels {0, 1}; the class is `z > 0`.
+#[derive(Clone, Copy, Debug)]
+pub struct LogLoss;
+
+impl LinearLoss for LogLoss {
+    const NAME: &'static str = "logistic";
+    fn loss_and_slope(z: f64, y: f64) -> (f64, f64) {
+        (softplus(z) - y * z, sigmoid(z) - y)
+    }
+    fn class(z: f64) -> usize {
+        usize::from(z > 0.0)
+    }
+}
+
+/// A linear model with loss `L`: parameters are `d` weights followed by one bias.
+#[derive(Clone, Debug)]
+pub struct Linear<L> {
+    d: usize,
+    l2: f64,
+    loss: std::marker::PhantomData<L>,
+}
+
+/// Linear least squares.
+pub type LeastSquares = Linear<Squared>;
+/// Binary logistic regression.
+pub type Logistic = Linear<LogLoss>;
+
+impl<L> Linear<L> {
+    /// A model over `d` features with L2 strength `l2`.
+    pub fn new(d: usize, l2: f64) -> Self {
+        Self {
+            d,
+            l2,
+            loss: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<L: LinearLoss> Model for Linear<L> {
     fn name(&self) -> &'static str {
-        "least_squares"
+        L::NAME
     }
     fn num_params(&self) -> usize {
         self.d + 1
@@ -64,57 +113,14 @@ impl Model for LeastSquares {
         vec![0.0; self.d + 1]
     }
     fn example_loss(&self, w: &[f64], x: &[f64], y: f64, grad: Option<&mut [f64]>) -> f64 {
-        let r = affine(w, x) - y;
+        let (loss, slope) = L::loss_and_slope(affine(w, x), y);
         if let Some(g) = grad {
-            add_affine_grad(g, x, r);
+            add_affine_grad(g, x, slope);
         }
-        0.5 * r * r
-    }
-    /// For 0/1 labels, the class is `w·x + b > ½`.
-    fn predict_class(&self, w: &[f64], x: &[f64]) -> Option<usize> {
-        Some(usize::from(affine(w, x) > 0.5))
-    }
-}
-
-/// Binary logistic regression on labels {0, 1}, loss `log(1 + e^z) − y·z` with `z = w·x + b`.
-#[derive(Clone, Debug)]
-pub struct Logistic {
-    d: usize,
-    l2: f64,
-}
-
-impl Logistic {
-    /// A model over `d` features with L2 strength `l2`.
-    pub fn new(d: usize, l2: f64) -> Self {
-        Self { d, l2 }
-    }
-}
-
-impl Model for Logistic {
-    fn name(&self) -> &'static str {
-        "logistic"
-    }
-    fn num_params(&self) -> usize {
-        self.d + 1
-    }
-    fn n_features(&self) -> usize {
-        self.d
-    }
-    fn l2(&self) -> f64 {
-        self.l2
-    }
-    fn init_params(&self, _rng: &mut dyn RngCore) -> Vec<f64> {
-        vec![0.0; self.d + 1]
-    }
-    fn example_loss(&self, w: &[f64], x: &[f64], y: f64, grad: Option<&mut [f64]>) -> f64 {
-        let z = affine(w, x);
-        if let Some(g) = grad {
-            add_affine_grad(g, x, sigmoid(z) - y);
-        }
-        softplus(z) - y * z
+        loss
     }
     fn predict_class(&self, w: &[f64], x: &[f64]) -> Option<usize> {
-        Some(usize::from(affine(w, x) > 0.0))
+        Some(L::class(affine(w, x)))
     }
 }
 

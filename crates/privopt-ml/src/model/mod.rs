@@ -7,7 +7,7 @@
 mod linear;
 mod mlp;
 
-pub use linear::{LeastSquares, Logistic};
+pub use linear::{LeastSquares, Linear, LinearLoss, LogLoss, Logistic, Squared};
 pub use mlp::Mlp;
 
 use rand::RngCore;

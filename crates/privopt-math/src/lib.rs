@@ -1,10 +1,53 @@
 //! Arithmetic foundations of privopt.
 //!
-//! For now this crate holds the project's one source of reproducible randomness,
-//! [`prg`]: every random stream in an experiment (data split, client sampling,
-//! perturbations, DP noise, channel, test randomness) is derived from one master seed
-//! by a domain-separated key, so a rerun with the same seed is bit-for-bit identical.
+//! - [`prg`]: the one source of reproducible randomness — every random stream of an
+//!   experiment is derived from one master seed by a domain-separated key.
+//! - [`modarith`]: word-size modular arithmetic and NTT-friendly prime generation.
+//! - [`ntt`]: the negacyclic number-theoretic transform behind a small trait, with a fast
+//!   backend (`tfhe-ntt`) and a plain reference used by differential tests.
+//! - [`rns`]: RNS bases and polynomials of `Z_Q[X]/(X^n + 1)` in coefficient or evaluation
+//!   form (the form is part of the type), CRT lifting, and a wide mode for exact integer
+//!   polynomial arithmetic.
+//! - [`sample`]: uniform, ternary, sign, discrete-Gaussian and wide-Gaussian samplers.
 
+pub mod modarith;
+pub mod ntt;
 pub mod prg;
+pub mod rns;
+pub mod sample;
 
 pub use prg::{SeedTree, StreamRng};
+
+/// Errors of the arithmetic layer.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum MathError {
+    /// A ring degree that is not a power of two in the supported range.
+    #[error("ring degree {0} is not a power of two in 2^4..=2^17")]
+    RingDegree(usize),
+    /// Not enough NTT-friendly primes of the requested size exist.
+    #[error("found only {found} of {wanted} NTT-friendly primes below 2^{bits} for n = {n}")]
+    NotEnoughPrimes {
+        /// Ring degree.
+        n: usize,
+        /// Bit size asked for.
+        bits: u32,
+        /// Primes wanted.
+        wanted: usize,
+        /// Primes found.
+        found: usize,
+    },
+    /// A modulus that is not an NTT-friendly prime for the ring degree.
+    #[error("{q} is not a prime congruent to 1 mod 2n = {two_n}")]
+    BadModulus {
+        /// The modulus.
+        q: u64,
+        /// Twice the ring degree.
+        two_n: usize,
+    },
+    /// A modulus listed twice in one basis.
+    #[error("modulus {0} appears twice in the RNS basis")]
+    DuplicateModulus(u64),
+    /// A value that does not fit where it must go.
+    #[error("value out of range: {0}")]
+    OutOfRange(String),
+}

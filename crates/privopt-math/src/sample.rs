@@ -1,0 +1,230 @@
+//! Samplers for lattice cryptography.
+//!
+//! Secrets and noise must come from a cryptographic generator: [`secret_rng`] seeds ChaCha20
+//! from the operating system, or from a fixed seed in tests.
+
+use rand::{CryptoRng, Rng, RngCore, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use rand_distr::{Distribution, Normal};
+
+use crate::MathError;
+use crate::rns::{Eval, Poly, RnsBasis};
+
+/// A ChaCha20 generator seeded by the operating system, or by `test_seed` when given
+/// (reproducible tests and experiments only — never for deployed secrets).
+pub fn secret_rng(test_seed: Option<u64>) -> ChaCha20Rng {
+    match test_seed {
+        Some(s) => ChaCha20Rng::seed_from_u64(s),
+        None => ChaCha20Rng::from_os_rng(),
+    }
+}
+
+/// A uniformly random element of `R_Q`, sampled directly in evaluation form (the NTT is a
+/// bijection, so this is uniform in coefficient form too). Used for the common polynomial
+/// `a` from a public CRS stream.
+pub fn uniform(basis: &RnsBasis, rng: &mut impl Rng) -> Poly<Eval> {
+    let n = basis.n();
+    let mut p = basis.zero::<Eval>();
+    for (i, &q) in basis.moduli().iter().enumerate() {
+        for x in &mut p.as_mut_slice()[i * n..(i + 1) * n] {
+            *x = rng.random_range(0..q);
+        }
+    }
+    p
+}
+
+/// Uniform ternary coefficients in {−1, 0, 1}.
+pub fn ternary(n: usize, rng: &mut (impl RngCore + CryptoRng)) -> Vec<i64> {
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        let mut bits = rng.next_u64();
+        // 32 two-bit draws per word; the value 3 is rejected to keep the law uniform.
+        for _ in 0..32 {
+            if out.len() == n {
+                break;
+            }
+            match bits & 3 {
+                0 => out.push(-1),
+                1 => out.push(0),
+                2 => out.push(1),
+                _ => {}
+            }
+            bits >>= 2;
+        }
+    }
+    out
+}
+
+/// Uniform signs in {−1, 1} (Bernoulli(½) mapped to ±1: the EEZOFL paper's secret).
+pub fn signs(n: usize, rng: &mut (impl RngCore + CryptoRng)) -> Vec<i64> {
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        let bits = rng.next_u64();
+        for k in 0..64.min(n - out.len()) {
+            out.push(if (bits >> k) & 1 == 1 { 1 } else { -1 });
+        }
+    }
+    out
+}
+
+/// The discrete Gaussian `D_{Z,σ}` by inversion of a cumulative table.
+///
+/// The table holds `P(|x| ≤ k)` for `k = 0 … ⌈10σ⌉` in 64-bit fixed point; the mass beyond
+/// `10σ` is below `2^-70`, under the table's resolution, so the tail cut changes nothing
+/// observable. A sample scans the whole table (no early exit, so its time does not depend on
+/// the value) and draws its sign from one more bit.
+#[derive(Clone, Debug)]
+pub struct DiscreteGaussian {
+    sigma: f64,
+    /// `cdf[k] = P(|x| ≤ k)` scaled by 2^64 (saturating at u64::MAX).
+    cdf: Vec<u64>,
+}
+
+impl DiscreteGaussian {
+    /// The sampler for `σ` in `[0.5, 1000]` (the RLWE error range).
+    pub fn new(sigma: f64) -> Result<Self, MathError> {
+        if !(0.5..=1000.0).contains(&sigma) {
+            return Err(MathError::OutOfRange(format!(
+                "discrete Gaussian σ = {sigma} outside [0.5, 1000]"
+            )));
+        }
+        let tail = (10.0 * sigma).ceil() as usize;
+        let rho = |k: f64| (-k * k / (2.0 * sigma * sigma)).exp();
+        // |x| = 0 has weight ρ(0); |x| = k > 0 has weight 2ρ(k) (both signs).
+        let weights: Vec<f64> = (0..=tail)
+            .map(|k| if k == 0 { 1.0 } else { 2.0 * rho(k as f64) })
+            .collect();
+        let total: f64 = weights.iter().sum();
+        let mut acc = 0.0;
+        let cdf = weights
+            .iter()
+            .map(|w| {
+                acc += w / total;
+                if acc >= 1.0 {
+                    u64::MAX
+                } else {
+                    (acc * 2f64.powi(64)) as u64
+                }
+            })
+            .collect();
+        Ok(Self { sigma, cdf })
+    }
+
+    /// The standard deviation parameter σ.
+    pub fn sigma(&self) -> f64 {
+        self.sigma
+    }
+
+    /// One sample.
+    pub fn sample(&self, rng: &mut (impl RngCore + CryptoRng)) -> i64 {
+        let u = rng.next_u64();
+        let magnitude = self.cdf.iter().filter(|&&c| c < u).count() as i64;
+        // Zero has no sign; for |x| > 0 the sign bit is uniform.
+        let sign = if rng.next_u32() & 1 == 1 { -1 } else { 1 };
+        sign * magnitude
+    }
+
+    /// `n` independent samples.
+    pub fn sample_vec(&self, n: usize, rng: &mut (impl RngCore + CryptoRng)) -> Vec<i64> {
+        (0..n).map(|_| self.sample(rng)).collect()
+    }
+}
+
+/// `n` samples of a rounded continuous Gaussian of standard deviation `sigma` — the wide
+/// "smudging" noise that floods decryption shares. For σ ≥ 2^10 rounding is statistically
+/// indistinguishable from a discrete Gaussian; σ is limited to 2^50 so values stay exact in f64.
+pub fn wide_gaussian(
+    n: usize,
+    sigma: f64,
+    rng: &mut (impl RngCore + CryptoRng),
+) -> Result<Vec<i64>, MathError> {
+    if !(sigma >= 1.0 && sigma <= 2f64.powi(50)) {
+        return Err(MathError::OutOfRange(format!(
+            "smudging σ = {sigma} outside [1, 2^50]"
+        )));
+    }
+    let normal = Normal::new(0.0, sigma).map_err(|e| MathError::OutOfRange(e.to_string()))?;
+    Ok((0..n).map(|_| normal.sample(rng).round() as i64).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Mean and variance with a bound of `k` standard errors for the variance estimate.
+    fn moments(xs: &[i64]) -> (f64, f64) {
+        let n = xs.len() as f64;
+        let mean = xs.iter().map(|&x| x as f64).sum::<f64>() / n;
+        let var = xs.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / (n - 1.0);
+        (mean, var)
+    }
+
+    #[test]
+    fn discrete_gaussian_has_the_right_variance_and_tail() {
+        let g = DiscreteGaussian::new(3.2).unwrap();
+        let mut r = secret_rng(Some(1));
+        let m = 200_000;
+        let xs = g.sample_vec(m, &mut r);
+        let (mean, var) = moments(&xs);
+        // The variance of D_{Z,3.2} equals 3.2² to 1e-9 (σ well above the smoothing parameter).
+        // Standard error of the sample variance: σ²·sqrt(2/m) ≈ 0.032; allow 5 of them.
+        let se = 10.24 * (2.0 / m as f64).sqrt();
+        assert!((var - 10.24).abs() < 5.0 * se, "variance {var}");
+        assert!(mean.abs() < 5.0 * (10.24 / m as f64).sqrt(), "mean {mean}");
+        assert!(xs.iter().all(|x| x.abs() <= 32));
+        // P(0) = 1/Σρ ≈ 0.1247 for σ = 3.2.
+        let zeros = xs.iter().filter(|&&x| x == 0).count() as f64 / m as f64;
+        let p0 = 1.0
+            / (-40..=40)
+                .map(|k: i64| (-(k * k) as f64 / 20.48).exp())
+                .sum::<f64>();
+        assert!(
+            (zeros - p0).abs() < 5.0 * (p0 * (1.0 - p0) / m as f64).sqrt(),
+            "{zeros} vs {p0}"
+        );
+        assert!(DiscreteGaussian::new(0.1).is_err());
+    }
+
+    #[test]
+    fn ternary_and_signs_are_uniform() {
+        let mut r = secret_rng(Some(2));
+        let m = 90_000;
+        let t = ternary(m, &mut r);
+        for v in [-1, 0, 1] {
+            let f = t.iter().filter(|&&x| x == v).count() as f64 / m as f64;
+            assert!(
+                (f - 1.0 / 3.0).abs() < 5.0 * (2.0 / 9.0 / m as f64).sqrt(),
+                "{v}: {f}"
+            );
+        }
+        let s = signs(m, &mut r);
+        assert!(s.iter().all(|&x| x == 1 || x == -1));
+        let f = s.iter().filter(|&&x| x == 1).count() as f64 / m as f64;
+        assert!((f - 0.5).abs() < 5.0 * (0.25 / m as f64).sqrt());
+    }
+
+    #[test]
+    fn wide_gaussian_variance() {
+        let mut r = secret_rng(Some(3));
+        let sigma = 2f64.powi(20);
+        let m = 100_000;
+        let xs = wide_gaussian(m, sigma, &mut r).unwrap();
+        let (_, var) = moments(&xs);
+        let se = sigma * sigma * (2.0 / m as f64).sqrt();
+        assert!((var - sigma * sigma).abs() < 5.0 * se);
+        assert!(wide_gaussian(4, 2f64.powi(60), &mut r).is_err());
+    }
+
+    #[test]
+    fn uniform_covers_each_prime_range() {
+        let basis = RnsBasis::generate(1024, 36, 3, crate::ntt::NttBackend::Fast).unwrap();
+        let mut r = secret_rng(Some(4));
+        let p = uniform(&basis, &mut r);
+        for (i, &q) in basis.moduli().iter().enumerate() {
+            let row = p.row(i, 1024);
+            let mean = row.iter().map(|&x| x as f64).sum::<f64>() / 1024.0;
+            // Uniform on [0, q): sd of the mean = q / sqrt(12 · 1024).
+            assert!((mean - q as f64 / 2.0).abs() < 5.0 * q as f64 / (12.0f64 * 1024.0).sqrt());
+        }
+    }
+}

@@ -96,7 +96,7 @@ pub struct ReferenceNtt {
 
 /// A primitive `order`-th root of unity mod prime `q` (`order` a power of two dividing q − 1).
 pub fn primitive_root_of_unity(order: u64, q: u64) -> Option<u64> {
-    if (q - 1) % order != 0 {
+    if !(q - 1).is_multiple_of(order) {
         return None;
     }
     (2..q.min(10_000)).find_map(|g| {
@@ -189,9 +189,9 @@ impl Ntt for ReferenceNtt {
 pub fn schoolbook_negacyclic(a: &[u64], b: &[u64], q: u64) -> Vec<u64> {
     let n = a.len();
     let mut c = vec![0u64; n];
-    for i in 0..n {
-        for j in 0..n {
-            let p = mul_mod(a[i], b[j], q);
+    for (i, &ai) in a.iter().enumerate() {
+        for (j, &bj) in b.iter().enumerate() {
+            let p = mul_mod(ai, bj, q);
             let k = i + j;
             if k < n {
                 c[k] = add_mod(c[k], p, q);

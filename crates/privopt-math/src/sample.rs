@@ -3,7 +3,7 @@
 //! Secrets and noise must come from a cryptographic generator: [`secret_rng`] seeds ChaCha20
 //! from the operating system, or from a fixed seed in tests.
 
-use rand::{CryptoRng, Rng, RngCore, SeedableRng};
+use rand::{CryptoRng, Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use rand_distr::{Distribution, Normal};
 
@@ -34,7 +34,7 @@ pub fn uniform(basis: &RnsBasis, rng: &mut impl Rng) -> Poly<Eval> {
 }
 
 /// Uniform ternary coefficients in {−1, 0, 1}.
-pub fn ternary(n: usize, rng: &mut (impl RngCore + CryptoRng)) -> Vec<i64> {
+pub fn ternary(n: usize, rng: &mut impl CryptoRng) -> Vec<i64> {
     let mut out = Vec::with_capacity(n);
     while out.len() < n {
         let mut bits = rng.next_u64();
@@ -56,7 +56,7 @@ pub fn ternary(n: usize, rng: &mut (impl RngCore + CryptoRng)) -> Vec<i64> {
 }
 
 /// Uniform signs in {−1, 1} (Bernoulli(½) mapped to ±1: the EEZOFL paper's secret).
-pub fn signs(n: usize, rng: &mut (impl RngCore + CryptoRng)) -> Vec<i64> {
+pub fn signs(n: usize, rng: &mut impl CryptoRng) -> Vec<i64> {
     let mut out = Vec::with_capacity(n);
     while out.len() < n {
         let bits = rng.next_u64();
@@ -116,7 +116,7 @@ impl DiscreteGaussian {
     }
 
     /// One sample.
-    pub fn sample(&self, rng: &mut (impl RngCore + CryptoRng)) -> i64 {
+    pub fn sample(&self, rng: &mut impl CryptoRng) -> i64 {
         let u = rng.next_u64();
         let magnitude = self.cdf.iter().filter(|&&c| c < u).count() as i64;
         // Zero has no sign; for |x| > 0 the sign bit is uniform.
@@ -125,7 +125,7 @@ impl DiscreteGaussian {
     }
 
     /// `n` independent samples.
-    pub fn sample_vec(&self, n: usize, rng: &mut (impl RngCore + CryptoRng)) -> Vec<i64> {
+    pub fn sample_vec(&self, n: usize, rng: &mut impl CryptoRng) -> Vec<i64> {
         (0..n).map(|_| self.sample(rng)).collect()
     }
 }
@@ -136,7 +136,7 @@ impl DiscreteGaussian {
 pub fn wide_gaussian(
     n: usize,
     sigma: f64,
-    rng: &mut (impl RngCore + CryptoRng),
+    rng: &mut impl CryptoRng,
 ) -> Result<Vec<i64>, MathError> {
     if !(sigma >= 1.0 && sigma <= 2f64.powi(50)) {
         return Err(MathError::OutOfRange(format!(

@@ -50,16 +50,10 @@ impl<F> Poly<F> {
         &mut self.data
     }
 
-    /// Overwrites every residue with zero (used to wipe secrets).
+    /// Overwrites every residue with zero in a way the compiler does not elide, leaving the
+    /// polynomial empty (used to wipe secrets on drop).
     pub fn wipe(&mut self) {
-        for x in self.data.iter_mut() {
-            // A volatile write keeps the compiler from eliding the wipe of a dying value.
-            // SAFETY: `x` is a valid, aligned, exclusive reference to a u64.
-            #[allow(unsafe_code)]
-            unsafe {
-                std::ptr::write_volatile(x, 0)
-            };
-        }
+        zeroize::Zeroize::zeroize(&mut self.data);
     }
 }
 
@@ -348,14 +342,20 @@ impl RnsBasis {
     /// against all others; `None` when its centered value does not fit below `q_0 q_1 / 2`
     /// (that is, when it is not small and this fast path would be wrong).
     pub fn lift_small(&self, a: &Poly<Coeff>, j: usize) -> Option<i128> {
-        let n = self.n;
+        let residues: Vec<u64> = (0..self.moduli.len())
+            .map(|i| a.data[i * self.n + j])
+            .collect();
+        self.lift_small_residues(&residues)
+    }
+
+    /// [`RnsBasis::lift_small`] for one value given by its residues (one per prime).
+    pub fn lift_small_residues(&self, residues: &[u64]) -> Option<i128> {
         let q0 = self.moduli[0];
-        let r0 = a.data[j];
+        let r0 = *residues.first()?;
         if self.moduli.len() == 1 {
             return Some(i128::from(center(r0, q0)));
         }
-        let q1 = self.moduli[1];
-        let r1 = a.data[n + j];
+        let (q1, r1) = (self.moduli[1], *residues.get(1)?);
         // x = r0 + q0 · ((r1 − r0) q0^{-1} mod q1) ∈ [0, q0 q1).
         let t = mul_mod(sub_mod(r1, r0 % q1, q1), self.q0_inv_mod_q1, q1);
         let m = q0 as u128 * q1 as u128;
@@ -365,12 +365,27 @@ impl RnsBasis {
         } else {
             x as i128
         };
-        for (i, &q) in self.moduli.iter().enumerate().skip(2) {
-            if centered.rem_euclid(q as i128) as u64 != a.data[i * n + j] {
+        for (&q, &r) in self.moduli.iter().zip(residues).skip(2) {
+            if centered.rem_euclid(q as i128) as u64 != r {
                 return None;
             }
         }
         Some(centered)
+    }
+
+    /// Residues of the constant coefficient of a polynomial in evaluation form, without an
+    /// inverse NTT: the evaluations at the `n` roots sum to `n · a_0`.
+    pub fn constant_coefficient(&self, a: &Poly<Eval>) -> Vec<u64> {
+        self.moduli
+            .iter()
+            .enumerate()
+            .map(|(i, &q)| {
+                let sum = a.data[i * self.n..(i + 1) * self.n]
+                    .iter()
+                    .fold(0u64, |acc, &x| add_mod(acc, x, q));
+                mul_mod(sum, inv_mod(self.n as u64 % q, q), q)
+            })
+            .collect()
     }
 }
 
@@ -500,6 +515,17 @@ mod tests {
             &slow.to_eval(slow.from_signed(&c)),
         ));
         assert_eq!(f, s);
+    }
+
+    #[test]
+    fn constant_coefficient_from_evaluations() {
+        let b = basis(64);
+        let c = random_signed(64, 1 << 40, 3);
+        let e = b.to_eval(b.from_signed(&c));
+        assert_eq!(
+            b.lift_small_residues(&b.constant_coefficient(&e)),
+            Some(i128::from(c[0]))
+        );
     }
 
     #[test]

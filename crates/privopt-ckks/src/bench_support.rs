@@ -1,0 +1,1 @@
+//! Shared by `privopt bench mkckks` and the criterion benches.

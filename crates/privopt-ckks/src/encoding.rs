@@ -1,0 +1,275 @@
+//! Encodings of real numbers as ring elements.
+//!
+//! - **Coefficient encoding** of one scalar: the constant coefficient is `round(x·Λ)`, the
+//!   rest are zero. This is what EEZOFL sends: one scalar per device per round. Decoding
+//!   reads one coefficient, so its error is the per-coefficient noise divided by Λ.
+//! - **Slot encoding** of up to `n/2` reals through the canonical embedding: the polynomial
+//!   `m` with `m(ζ^{5^j}) ≈ z_j`, `ζ = e^{iπ/n}`, computed with the special FFT over the
+//!   rotation group `{5^j mod 2n}`. Each slot collects `n` coefficient noises, so its error is
+//!   about `√(n/2)` times larger than a coefficient's.
+
+use crate::error::CkksError;
+
+/// Largest `|x·Λ|` accepted (leaves headroom in i64 for sums of many parties).
+const MAX_ENCODED: f64 = 9.0e15; // < 2^53, so rounding in f64 is exact
+
+/// The coefficients encoding scalar `x` at scale `2^scale_log2` in a ring of degree `n`.
+pub fn encode_scalar(x: f64, n: usize, scale_log2: u32) -> Result<Vec<i64>, CkksError> {
+    let v = (x * 2f64.powi(scale_log2 as i32)).round();
+    if !v.is_finite() || v.abs() > MAX_ENCODED {
+        return Err(CkksError::Encoding(format!(
+            "{x} times 2^{scale_log2} does not fit in 53 bits"
+        )));
+    }
+    let mut m = vec![0i64; n];
+    m[0] = v as i64;
+    Ok(m)
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Complex {
+    re: f64,
+    im: f64,
+}
+
+impl Complex {
+    fn add(self, o: Self) -> Self {
+        Self {
+            re: self.re + o.re,
+            im: self.im + o.im,
+        }
+    }
+    fn sub(self, o: Self) -> Self {
+        Self {
+            re: self.re - o.re,
+            im: self.im - o.im,
+        }
+    }
+    fn mul(self, o: Self) -> Self {
+        Self {
+            re: self.re * o.re - self.im * o.im,
+            im: self.re * o.im + self.im * o.re,
+        }
+    }
+}
+
+/// Slot encoder/decoder for ring degree `n` (`n/2` real slots).
+#[derive(Clone, Debug)]
+pub struct SlotEncoder {
+    n: usize,
+    /// `5^j mod 2n` for `j < n/2`.
+    rot_group: Vec<usize>,
+    /// `e^{2πik/2n}` for `k ≤ 2n`.
+    ksi: Vec<Complex>,
+}
+
+impl SlotEncoder {
+    /// An encoder for ring degree `n` (a power of two ≥ 4).
+    pub fn new(n: usize) -> Result<Self, CkksError> {
+        if !n.is_power_of_two() || n < 4 {
+            return Err(CkksError::InvalidParams(format!(
+                "slot encoding needs n a power of two >= 4, got {n}"
+            )));
+        }
+        let m = 2 * n;
+        let mut rot_group = Vec::with_capacity(n / 2);
+        let mut g = 1usize;
+        for _ in 0..n / 2 {
+            rot_group.push(g);
+            g = g * 5 % m;
+        }
+        let ksi = (0..=m)
+            .map(|k| {
+                let t = 2.0 * std::f64::consts::PI * k as f64 / m as f64;
+                Complex {
+                    re: t.cos(),
+                    im: t.sin(),
+                }
+            })
+            .collect();
+        Ok(Self { n, rot_group, ksi })
+    }
+
+    /// Number of real slots, `n/2`.
+    pub fn slots(&self) -> usize {
+        self.n / 2
+    }
+
+    /// The integer coefficients encoding `values` (at most `n/2`; the rest are zero) at
+    /// scale `2^scale_log2`.
+    pub fn encode(&self, values: &[f64], scale_log2: u32) -> Result<Vec<i64>, CkksError> {
+        let slots = self.slots();
+        if values.len() > slots {
+            return Err(CkksError::Encoding(format!(
+                "{} values for {slots} slots",
+                values.len()
+            )));
+        }
+        if let Some(bad) = values.iter().find(|v| !v.is_finite()) {
+            return Err(CkksError::Encoding(format!("value {bad} is not finite")));
+        }
+        let mut vals = vec![Complex::default(); slots];
+        for (v, &x) in vals.iter_mut().zip(values) {
+            v.re = x;
+        }
+        self.fft_special_inv(&mut vals);
+        let scale = 2f64.powi(scale_log2 as i32);
+        let mut coeffs = vec![0i64; self.n];
+        for (j, v) in vals.iter().enumerate() {
+            for (k, part) in [(j, v.re), (j + slots, v.im)] {
+                let c = (part * scale).round();
+                if c.abs() > MAX_ENCODED {
+                    return Err(CkksError::Encoding(format!(
+                        "slot values too large for scale 2^{scale_log2}"
+                    )));
+                }
+                coeffs[k] = c as i64;
+            }
+        }
+        Ok(coeffs)
+    }
+
+    /// The real slot values of a polynomial given by its (already unscaled) coefficients.
+    pub fn decode(&self, coeffs: &[f64]) -> Vec<f64> {
+        let slots = self.slots();
+        let mut vals: Vec<Complex> = (0..slots)
+            .map(|j| Complex {
+                re: coeffs[j],
+                im: coeffs[j + slots],
+            })
+            .collect();
+        self.fft_special(&mut vals);
+        vals.iter().map(|v| v.re).collect()
+    }
+
+    fn bit_reverse(vals: &mut [Complex]) {
+        let bits = vals.len().trailing_zeros();
+        if bits == 0 {
+            return;
+        }
+        for i in 0..vals.len() {
+            let j = i.reverse_bits() >> (usize::BITS - bits);
+            if i < j {
+                vals.swap(i, j);
+            }
+        }
+    }
+
+    /// Evaluates at the slot roots (decoding direction).
+    fn fft_special(&self, vals: &mut [Complex]) {
+        let size = vals.len();
+        let m = 2 * self.n;
+        Self::bit_reverse(vals);
+        let mut len = 2;
+        while len <= size {
+            let (lenh, lenq) = (len / 2, len * 4);
+            for i in (0..size).step_by(len) {
+                for j in 0..lenh {
+                    let idx = (self.rot_group[j] % lenq) * m / lenq;
+                    let u = vals[i + j];
+                    let v = vals[i + j + lenh].mul(self.ksi[idx]);
+                    vals[i + j] = u.add(v);
+                    vals[i + j + lenh] = u.sub(v);
+                }
+            }
+            len *= 2;
+        }
+    }
+
+    /// Interpolates from slot values (encoding direction): the inverse of `fft_special`.
+    fn fft_special_inv(&self, vals: &mut [Complex]) {
+        let size = vals.len();
+        let m = 2 * self.n;
+        let mut len = size;
+        while len >= 2 {
+            let (lenh, lenq) = (len / 2, len * 4);
+            for i in (0..size).step_by(len) {
+                for j in 0..lenh {
+                    let idx = (lenq - self.rot_group[j] % lenq) * m / lenq;
+                    let u = vals[i + j].add(vals[i + j + lenh]);
+                    let v = vals[i + j].sub(vals[i + j + lenh]).mul(self.ksi[idx]);
+                    vals[i + j] = u;
+                    vals[i + j + lenh] = v;
+                }
+            }
+            len /= 2;
+        }
+        Self::bit_reverse(vals);
+        let inv = 1.0 / size as f64;
+        for v in vals.iter_mut() {
+            v.re *= inv;
+            v.im *= inv;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Direct canonical embedding: slot j = m(ζ^{5^j}) for ζ = e^{iπ/n}, real part.
+    fn direct_decode(coeffs: &[f64]) -> Vec<f64> {
+        let n = coeffs.len();
+        let mut g = 1usize;
+        (0..n / 2)
+            .map(|_| {
+                let root = g;
+                g = g * 5 % (2 * n);
+                coeffs
+                    .iter()
+                    .enumerate()
+                    .map(|(k, c)| {
+                        c * (std::f64::consts::PI * ((root * k) % (2 * n)) as f64 / n as f64).cos()
+                    })
+                    .sum()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn special_fft_matches_the_canonical_embedding() {
+        for n in [8usize, 64, 1024] {
+            let enc = SlotEncoder::new(n).unwrap();
+            let coeffs: Vec<f64> = (0..n)
+                .map(|k| ((k * 7919 % 101) as f64 - 50.0) / 13.0)
+                .collect();
+            let fast = enc.decode(&coeffs);
+            let slow = direct_decode(&coeffs);
+            for (a, b) in fast.iter().zip(&slow) {
+                assert!((a - b).abs() < 1e-9 * n as f64, "n={n}: {a} vs {b}");
+            }
+        }
+    }
+
+    #[test]
+    fn encode_then_decode_round_trips_to_rounding_precision() {
+        let n = 4096;
+        let enc = SlotEncoder::new(n).unwrap();
+        let values: Vec<f64> = (0..n / 2)
+            .map(|j| ((j as f64) * 0.37).sin() * 10.0)
+            .collect();
+        let coeffs = enc.encode(&values, 40).unwrap();
+        let unscaled: Vec<f64> = coeffs.iter().map(|&c| c as f64 / 2f64.powi(40)).collect();
+        let back = enc.decode(&unscaled);
+        // Rounding each coefficient adds U(−½, ½)/Λ; a slot sums n of them: sd √(n/12)/Λ ≈ 2^-35.
+        let worst = back
+            .iter()
+            .zip(&values)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
+        assert!(worst < 1e-9, "worst slot error {worst}");
+        // The encoding of a real vector is a real polynomial: conjugate slots come for free.
+        assert!(enc.encode(&vec![1.0; n / 2 + 1], 40).is_err());
+        assert!(enc.encode(&[f64::NAN], 40).is_err());
+        assert!(enc.encode(&[1e10], 40).is_err());
+    }
+
+    #[test]
+    fn scalar_encoding_limits() {
+        let m = encode_scalar(-1.5, 16, 40).unwrap();
+        assert_eq!(m[0], -(3i64 << 39));
+        assert!(m[1..].iter().all(|&c| c == 0));
+        assert!(encode_scalar(1e6, 16, 40).is_err());
+        assert!(encode_scalar(f64::INFINITY, 16, 40).is_err());
+    }
+}

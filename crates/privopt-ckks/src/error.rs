@@ -1,0 +1,85 @@
+//! The crate's error type: each rejection has its own variant, so callers and tests can tell
+//! them apart.
+
+use privopt_math::MathError;
+
+/// Everything CKKS and xMK-CKKS can reject.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum CkksError {
+    /// The parameters exceed the homomorphic-encryption standard's 128-bit bound.
+    #[error(
+        "insecure parameters: n = {n} allows log2 q <= {max_log_q} for 128-bit security, got {log_q:.1} (set insecure_for_testing to use them anyway)"
+    )]
+    Insecure {
+        /// Ring degree.
+        n: usize,
+        /// log2 of the ciphertext modulus.
+        log_q: f64,
+        /// The standard's bound for this n.
+        max_log_q: u32,
+    },
+    /// Inconsistent or out-of-range parameters.
+    #[error("invalid parameters: {0}")]
+    InvalidParams(String),
+    /// Arithmetic-layer failure.
+    #[error(transparent)]
+    Math(#[from] MathError),
+    /// A value cannot be encoded at this scale.
+    #[error("cannot encode: {0}")]
+    Encoding(String),
+    /// The decrypted value is too large to decode (wrap-around or a broken protocol run).
+    #[error(
+        "decryption failed: coefficient {index} is not small (noise or message exceeded the modulus)"
+    )]
+    DecodeOverflow {
+        /// The coefficient that failed.
+        index: usize,
+    },
+    /// A party whose share is required did not send one.
+    #[error("missing share from party {party}")]
+    MissingShare {
+        /// The absent party.
+        party: u32,
+    },
+    /// A party sent two shares.
+    #[error("duplicate share from party {party}")]
+    DuplicateShare {
+        /// The party.
+        party: u32,
+    },
+    /// A share from a party that is not part of the key.
+    #[error("share from party {party}, which is not a member of this key")]
+    UnknownParty {
+        /// The party.
+        party: u32,
+    },
+    /// A share made in another session (protocol round).
+    #[error("share from party {party} belongs to session {got}, expected session {expected}")]
+    WrongSession {
+        /// The party.
+        party: u32,
+        /// The session the share claims.
+        got: u64,
+        /// The session being aggregated.
+        expected: u64,
+    },
+    /// A share made for another ciphertext (or another CRS for key shares).
+    #[error("share from party {party} was made for another {what}")]
+    WrongBinding {
+        /// The party.
+        party: u32,
+        /// `"ciphertext"` or `"common polynomial"`.
+        what: &'static str,
+    },
+    /// Ciphertexts under different keys or sessions cannot be added.
+    #[error("ciphertexts do not match: {0}")]
+    Mismatch(String),
+    /// Bytes that are not a valid message.
+    #[error("malformed {what}: {reason}")]
+    Malformed {
+        /// The message type.
+        what: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+}

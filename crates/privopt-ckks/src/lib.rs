@@ -1,0 +1,15 @@
+//! CKKS for privopt: parameters checked against the homomorphic-encryption standard,
+//! coefficient and slot encodings, and multi-key CKKS (xMK-CKKS) in [`multiparty`].
+//!
+//! The arithmetic lives in `privopt-math`; this crate adds the scheme. The evaluator
+//! (multiplication, relinearization, rescaling, rotation, bootstrapping) comes later.
+
+pub mod bench_support;
+pub mod encoding;
+pub mod error;
+pub mod multiparty;
+pub mod params;
+pub mod wire;
+
+pub use error::CkksError;
+pub use params::{CkksParams, CkksParamsBuilder, SecretDistribution};

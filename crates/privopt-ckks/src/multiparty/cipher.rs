@@ -1,0 +1,245 @@
+//! The collective key, ciphertexts and their sum, and fusion of decryption shares.
+
+use std::sync::Arc;
+
+use privopt_math::rns::{Eval, Poly};
+use privopt_math::sample::ternary;
+use rand::CryptoRng;
+
+use super::shares::{DecryptionShare, PublicKeyShare, ShareCollector};
+use super::{CommonPoly, PartyId};
+use crate::encoding::{SlotEncoder, encode_scalar};
+use crate::error::CkksError;
+use crate::params::CkksParams;
+
+/// The collective public key `(b̃, a)` of a set of members for one session.
+#[derive(Clone, Debug)]
+pub struct CollectivePublicKey {
+    params: Arc<CkksParams>,
+    session: u64,
+    members: Vec<PartyId>,
+    b: Poly<Eval>,
+    a: Poly<Eval>,
+}
+
+impl CollectivePublicKey {
+    /// `b̃ = Σ b_i` over every member's key share for `session`.
+    pub fn aggregate(
+        params: &Arc<CkksParams>,
+        crs: &CommonPoly,
+        members: &[PartyId],
+        session: u64,
+        shares: &[PublicKeyShare],
+    ) -> Result<Self, CkksError> {
+        let b = ShareCollector::aggregate(params, members, session, *crs.digest(), shares)?;
+        let mut members = members.to_vec();
+        members.sort_unstable();
+        members.dedup();
+        Ok(Self {
+            params: Arc::clone(params),
+            session,
+            members,
+            b,
+            a: crs.poly().clone(),
+        })
+    }
+
+    /// The members whose secrets the key combines.
+    pub fn members(&self) -> &[PartyId] {
+        &self.members
+    }
+
+    /// Encrypts the integer coefficients `m` (an encoded message):
+    /// `(c0, c1) = (v·b̃ + m + e0, v·a + e1)`.
+    pub fn encrypt(&self, m: &[i64], rng: &mut impl CryptoRng) -> Result<Ciphertext, CkksError> {
+        let (basis, n) = (self.params.basis(), self.params.n());
+        if m.len() != n {
+            return Err(CkksError::Encoding(format!(
+                "{} coefficients for ring degree {n}",
+                m.len()
+            )));
+        }
+        let v = basis.to_eval(basis.from_signed(&ternary(n, rng)));
+        let mut e0 = self.params.error().sample_vec(n, rng);
+        for (e, x) in e0.iter_mut().zip(m) {
+            *e = e
+                .checked_add(*x)
+                .ok_or_else(|| CkksError::Encoding("message coefficient overflows".into()))?;
+        }
+        let mut c0 = basis.to_eval(basis.from_signed(&e0));
+        let mut c1 = basis.to_eval(basis.from_signed(&self.params.error().sample_vec(n, rng)));
+        basis.mul_acc(&mut c0, &v, &self.b);
+        basis.mul_acc(&mut c1, &v, &self.a);
+        Ok(Ciphertext {
+            params: Arc::clone(&self.params),
+            session: self.session,
+            members: self.members.clone(),
+            count: 1,
+            c0,
+            c1,
+        })
+    }
+
+    /// Encrypts one scalar in the constant coefficient (coefficient encoding).
+    pub fn encrypt_scalar(
+        &self,
+        x: f64,
+        rng: &mut impl CryptoRng,
+    ) -> Result<Ciphertext, CkksError> {
+        self.encrypt(
+            &encode_scalar(x, self.params.n(), self.params.scale_log2())?,
+            rng,
+        )
+    }
+
+    /// Encrypts up to `n/2` reals in the slots (canonical embedding).
+    pub fn encrypt_vector(
+        &self,
+        encoder: &SlotEncoder,
+        values: &[f64],
+        rng: &mut impl CryptoRng,
+    ) -> Result<Ciphertext, CkksError> {
+        self.encrypt(&encoder.encode(values, self.params.scale_log2())?, rng)
+    }
+}
+
+/// A (possibly summed) ciphertext under a collective key.
+#[derive(Clone, Debug)]
+pub struct Ciphertext {
+    pub(crate) params: Arc<CkksParams>,
+    pub(crate) session: u64,
+    pub(crate) members: Vec<PartyId>,
+    pub(crate) count: u32,
+    pub(crate) c0: Poly<Eval>,
+    pub(crate) c1: Poly<Eval>,
+}
+
+impl Ciphertext {
+    /// The homomorphic sum of ciphertexts under the same key and session.
+    pub fn sum(cts: &[Ciphertext]) -> Result<Ciphertext, CkksError> {
+        let (first, rest) = cts
+            .split_first()
+            .ok_or_else(|| CkksError::Mismatch("nothing to sum".into()))?;
+        let mut acc = first.clone();
+        let basis = first.params.basis();
+        for ct in rest {
+            if ct.params.fingerprint() != first.params.fingerprint() {
+                return Err(CkksError::Mismatch(
+                    "ciphertexts under different parameters".into(),
+                ));
+            }
+            if ct.session != first.session || ct.members != first.members {
+                return Err(CkksError::Mismatch(format!(
+                    "session {} / {} members vs session {} / {} members",
+                    ct.session,
+                    ct.members.len(),
+                    first.session,
+                    first.members.len()
+                )));
+            }
+            basis.add_assign(&mut acc.c0, &ct.c0);
+            basis.add_assign(&mut acc.c1, &ct.c1);
+            acc.count = acc
+                .count
+                .checked_add(ct.count)
+                .ok_or_else(|| CkksError::Mismatch("too many ciphertexts in one sum".into()))?;
+        }
+        Ok(acc)
+    }
+
+    /// Session the key was aggregated for.
+    pub fn session(&self) -> u64 {
+        self.session
+    }
+
+    /// Members whose shares decryption needs.
+    pub fn members(&self) -> &[PartyId] {
+        &self.members
+    }
+
+    /// Number of encryptions summed into this ciphertext.
+    pub fn count(&self) -> u32 {
+        self.count
+    }
+
+    /// `c1` in evaluation form.
+    pub fn c1(&self) -> &Poly<Eval> {
+        &self.c1
+    }
+
+    /// `c0` in evaluation form.
+    pub fn c0(&self) -> &Poly<Eval> {
+        &self.c0
+    }
+
+    /// Fingerprint of the parameters.
+    pub fn fingerprint(&self) -> &[u8; 32] {
+        self.params.fingerprint()
+    }
+
+    /// Digest binding decryption shares to this ciphertext. A share `s_i·C1 + e*` depends on
+    /// `C1` only, so the digest covers the parameters, the session and `C1`.
+    pub fn digest(&self) -> [u8; 32] {
+        let mut h = blake3::Hasher::new();
+        h.update(b"privopt/mkckks/ciphertext/v1");
+        h.update(self.params.fingerprint());
+        h.update(&self.session.to_le_bytes());
+        for x in self.c1.as_slice() {
+            h.update(&x.to_le_bytes());
+        }
+        h.finalize().into()
+    }
+}
+
+/// Fusion: `C0 + Σ D_i` over every member's decryption share of `ct`.
+pub fn fuse(ct: &Ciphertext, shares: &[DecryptionShare]) -> Result<Decrypted, CkksError> {
+    let mut m =
+        ShareCollector::aggregate(&ct.params, &ct.members, ct.session, ct.digest(), shares)?;
+    ct.params.basis().add_assign(&mut m, &ct.c0);
+    Ok(Decrypted {
+        params: Arc::clone(&ct.params),
+        m,
+    })
+}
+
+/// A fused decryption: the message polynomial plus noise, not yet decoded.
+#[derive(Clone, Debug)]
+pub struct Decrypted {
+    params: Arc<CkksParams>,
+    m: Poly<Eval>,
+}
+
+impl Decrypted {
+    /// The integer coefficients (message times Λ, plus noise).
+    pub fn integer_coefficients(&self) -> Result<Vec<i128>, CkksError> {
+        let basis = self.params.basis();
+        let coeffs = basis.to_coeff(self.m.clone());
+        (0..self.params.n())
+            .map(|j| {
+                basis
+                    .lift_small(&coeffs, j)
+                    .ok_or(CkksError::DecodeOverflow { index: j })
+            })
+            .collect()
+    }
+
+    /// The scalar in the constant coefficient (coefficient encoding), read without an inverse NTT.
+    pub fn scalar(&self) -> Result<f64, CkksError> {
+        let basis = self.params.basis();
+        let v = basis
+            .lift_small_residues(&basis.constant_coefficient(&self.m))
+            .ok_or(CkksError::DecodeOverflow { index: 0 })?;
+        Ok(v as f64 / self.params.scale())
+    }
+
+    /// The slot values (slot encoding).
+    pub fn vector(&self, encoder: &SlotEncoder) -> Result<Vec<f64>, CkksError> {
+        let scale = self.params.scale();
+        let coeffs: Vec<f64> = self
+            .integer_coefficients()?
+            .iter()
+            .map(|&c| c as f64 / scale)
+            .collect();
+        Ok(encoder.decode(&coeffs))
+    }
+}

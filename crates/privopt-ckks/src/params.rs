@@ -1,0 +1,345 @@
+//! CKKS parameters and their security check.
+//!
+//! The ciphertext modulus `q` is realised in RNS as a product of NTT-friendly primes below
+//! 2^50 (so the NTT takes its IFMA fast path): the paper's `(n = 4096, log2 q ≈ 109)` is three
+//! primes of 37, 36 and 36 bits, and `(n = 8192, log2 q ≈ 218)` is five primes of 44, 44, 44,
+//! 43 and 43 bits. Each prime is the largest `p < 2^bits` with `p ≡ 1 mod 2n`, so
+//! `log2 q` is just under the sum of the bit sizes, i.e. within the standard's bound.
+
+use std::sync::Arc;
+
+use privopt_math::ntt::NttBackend;
+use privopt_math::rns::RnsBasis;
+use privopt_math::sample::DiscreteGaussian;
+use sha2::{Digest, Sha256};
+
+use crate::error::CkksError;
+
+/// The homomorphic-encryption standard's maximum `log2 q` for 128-bit classical security
+/// with a ternary secret. Entries for 2^16 and 2^17 are not in the standard: they extend its
+/// (almost exactly) doubling pattern and are marked as such in errors and docs.
+pub const HE_STANDARD_128: &[(usize, u32)] = &[
+    (1 << 10, 27),
+    (1 << 11, 54),
+    (1 << 12, 109),
+    (1 << 13, 218),
+    (1 << 14, 438),
+    (1 << 15, 881),
+    (1 << 16, 1762),
+    (1 << 17, 3524),
+];
+
+/// The law of each secret-key coefficient.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SecretDistribution {
+    /// Uniform in {−1, 1} (Bernoulli(½) signs): the EEZOFL paper's choice. Variance 1.
+    #[default]
+    Signs,
+    /// Uniform in {−1, 0, 1}: the standard's assumption. Variance 2/3.
+    Ternary,
+}
+
+impl SecretDistribution {
+    /// Variance of one coefficient.
+    pub fn variance(self) -> f64 {
+        match self {
+            SecretDistribution::Signs => 1.0,
+            SecretDistribution::Ternary => 2.0 / 3.0,
+        }
+    }
+}
+
+/// Validated CKKS parameters, shared by every party (`Arc`).
+#[derive(Debug)]
+pub struct CkksParams {
+    basis: RnsBasis,
+    scale_log2: u32,
+    error: DiscreteGaussian,
+    secret: SecretDistribution,
+    smudging_log2: f64,
+    insecure: bool,
+    fingerprint: [u8; 32],
+}
+
+/// Builder for [`CkksParams`].
+#[derive(Clone, Debug)]
+pub struct CkksParamsBuilder {
+    n: usize,
+    prime_bits: Vec<u32>,
+    scale_log2: u32,
+    error_sigma: f64,
+    secret: SecretDistribution,
+    smudging_log2: f64,
+    insecure_for_testing: bool,
+    backend: NttBackend,
+}
+
+/// Default decryption-share smudging: σ* = 2^20 (see `docs/mkckks.md` for the rationale).
+pub const DEFAULT_SMUDGING_LOG2: f64 = 20.0;
+
+impl CkksParamsBuilder {
+    /// Ring degree `n` and the bit sizes of the RNS primes; defaults: scale 2^40, σ = 3.2,
+    /// sign secrets, smudging σ* = 2^20, security check on.
+    pub fn new(n: usize, prime_bits: &[u32]) -> Self {
+        Self {
+            n,
+            prime_bits: prime_bits.to_vec(),
+            scale_log2: 40,
+            error_sigma: 3.2,
+            secret: SecretDistribution::Signs,
+            smudging_log2: DEFAULT_SMUDGING_LOG2,
+            insecure_for_testing: false,
+            backend: NttBackend::Fast,
+        }
+    }
+
+    /// Encoding scale `Λ = 2^scale_log2`.
+    pub fn scale_log2(mut self, v: u32) -> Self {
+        self.scale_log2 = v;
+        self
+    }
+
+    /// Standard deviation of the RLWE error.
+    pub fn error_sigma(mut self, v: f64) -> Self {
+        self.error_sigma = v;
+        self
+    }
+
+    /// Secret-key distribution.
+    pub fn secret(mut self, v: SecretDistribution) -> Self {
+        self.secret = v;
+        self
+    }
+
+    /// `log2` of the standard deviation of the decryption-share smudging noise.
+    pub fn smudging_log2(mut self, v: f64) -> Self {
+        self.smudging_log2 = v;
+        self
+    }
+
+    /// Accept parameters beyond the 128-bit bound (tests and toy examples only).
+    pub fn insecure_for_testing(mut self, v: bool) -> Self {
+        self.insecure_for_testing = v;
+        self
+    }
+
+    /// NTT implementation.
+    pub fn backend(mut self, v: NttBackend) -> Self {
+        self.backend = v;
+        self
+    }
+
+    /// Validates and builds.
+    pub fn build(self) -> Result<Arc<CkksParams>, CkksError> {
+        let invalid = |m: String| Err(CkksError::InvalidParams(m));
+        if self.prime_bits.is_empty() {
+            return invalid("at least one RNS prime is needed".into());
+        }
+        if let Some(b) = self.prime_bits.iter().find(|&&b| !(20..=60).contains(&b)) {
+            return invalid(format!("prime size {b} bits is outside 20..=60"));
+        }
+        if !(1..=60).contains(&self.scale_log2) {
+            return invalid(format!("scale 2^{} is outside 2^1..=2^60", self.scale_log2));
+        }
+        if !(0.0..=50.0).contains(&self.smudging_log2) {
+            return invalid(format!(
+                "smudging 2^{} is outside 2^0..=2^50",
+                self.smudging_log2
+            ));
+        }
+        let error = DiscreteGaussian::new(self.error_sigma)?;
+        // Distinct primes: take sizes in decreasing order, avoiding those already chosen.
+        let mut primes: Vec<u64> = Vec::new();
+        for &bits in &self.prime_bits {
+            let p = privopt_math::modarith::ntt_primes(self.n, bits, 1, &primes)?;
+            primes.extend(p);
+        }
+        let basis = RnsBasis::new(self.n, &primes, self.backend)?;
+        let log_q = basis.log_modulus();
+        let max = HE_STANDARD_128
+            .iter()
+            .find(|(n, _)| *n == self.n)
+            .map(|(_, m)| *m);
+        match max {
+            Some(m) if log_q <= f64::from(m) => {}
+            _ if self.insecure_for_testing => {}
+            _ => {
+                return Err(CkksError::Insecure {
+                    n: self.n,
+                    log_q,
+                    max_log_q: max.unwrap_or(0),
+                });
+            }
+        }
+        // Room for the message: the scale must sit well below q.
+        if f64::from(self.scale_log2) + 10.0 > log_q {
+            return invalid(format!(
+                "scale 2^{} leaves no room below q = 2^{log_q:.1}",
+                self.scale_log2
+            ));
+        }
+        let mut h = Sha256::new();
+        h.update(b"privopt/ckks/params/v1");
+        h.update((self.n as u64).to_le_bytes());
+        for p in &primes {
+            h.update(p.to_le_bytes());
+        }
+        h.update(self.scale_log2.to_le_bytes());
+        h.update(self.error_sigma.to_le_bytes());
+        h.update([self.secret as u8]);
+        h.update(self.smudging_log2.to_le_bytes());
+        Ok(Arc::new(CkksParams {
+            basis,
+            scale_log2: self.scale_log2,
+            error,
+            secret: self.secret,
+            smudging_log2: self.smudging_log2,
+            insecure: self.insecure_for_testing,
+            fingerprint: h.finalize().into(),
+        }))
+    }
+}
+
+impl CkksParams {
+    /// The paper's first set: n = 4096, log2 q ≈ 109 (primes of 37 + 36 + 36 bits), Λ = 2^40.
+    pub fn paper_n4096() -> Result<Arc<CkksParams>, CkksError> {
+        CkksParamsBuilder::new(4096, &[37, 36, 36]).build()
+    }
+
+    /// The paper's second set: n = 8192, log2 q ≈ 218 (primes of 44·3 + 43·2 bits), Λ = 2^40.
+    pub fn paper_n8192() -> Result<Arc<CkksParams>, CkksError> {
+        CkksParamsBuilder::new(8192, &[44, 44, 44, 43, 43]).build()
+    }
+
+    /// The RNS basis of `q`.
+    pub fn basis(&self) -> &RnsBasis {
+        &self.basis
+    }
+
+    /// Ring degree.
+    pub fn n(&self) -> usize {
+        self.basis.n()
+    }
+
+    /// `log2 Λ`.
+    pub fn scale_log2(&self) -> u32 {
+        self.scale_log2
+    }
+
+    /// `Λ`.
+    pub fn scale(&self) -> f64 {
+        2f64.powi(self.scale_log2 as i32)
+    }
+
+    /// The RLWE error sampler.
+    pub fn error(&self) -> &DiscreteGaussian {
+        &self.error
+    }
+
+    /// Secret-key distribution.
+    pub fn secret(&self) -> SecretDistribution {
+        self.secret
+    }
+
+    /// `log2 σ*` of the smudging noise.
+    pub fn smudging_log2(&self) -> f64 {
+        self.smudging_log2
+    }
+
+    /// Whether the security check was waived.
+    pub fn is_insecure(&self) -> bool {
+        self.insecure
+    }
+
+    /// SHA-256 of everything that defines the parameters; messages carry it.
+    pub fn fingerprint(&self) -> &[u8; 32] {
+        &self.fingerprint
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paper_sets_are_within_the_standard() {
+        let a = CkksParams::paper_n4096().unwrap();
+        assert_eq!(a.basis().moduli().len(), 3);
+        assert!(a.basis().log_modulus() <= 109.0 && a.basis().log_modulus() > 108.0);
+        let b = CkksParams::paper_n8192().unwrap();
+        assert_eq!(b.basis().moduli().len(), 5);
+        assert!(b.basis().log_modulus() <= 218.0 && b.basis().log_modulus() > 217.0);
+        assert!(b.basis().moduli().iter().all(|&q| q < 1 << 50));
+        assert_ne!(a.fingerprint(), b.fingerprint());
+    }
+
+    #[test]
+    fn insecure_sets_are_rejected_unless_waived() {
+        let e = CkksParamsBuilder::new(4096, &[40, 40, 40])
+            .build()
+            .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                CkksError::Insecure {
+                    n: 4096,
+                    max_log_q: 109,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(e.to_string().contains("insecure_for_testing"));
+        let e = CkksParamsBuilder::new(8192, &[60, 60, 60, 45])
+            .build()
+            .unwrap_err();
+        assert!(matches!(
+            e,
+            CkksError::Insecure {
+                n: 8192,
+                max_log_q: 218,
+                ..
+            }
+        ));
+        // n = 512 has no 128-bit entry at all.
+        assert!(matches!(
+            CkksParamsBuilder::new(512, &[30]).build(),
+            Err(CkksError::Insecure { .. })
+        ));
+        let p = CkksParamsBuilder::new(4096, &[40, 40, 40])
+            .insecure_for_testing(true)
+            .build()
+            .unwrap();
+        assert!(p.is_insecure());
+        // 2^14 and 2^15 bounds.
+        assert!(CkksParamsBuilder::new(1 << 14, &[50; 8]).build().is_ok());
+        assert!(CkksParamsBuilder::new(1 << 14, &[50; 9]).build().is_err());
+        assert!(CkksParamsBuilder::new(1 << 15, &[55; 16]).build().is_ok());
+        assert!(CkksParamsBuilder::new(1 << 15, &[56; 16]).build().is_err());
+    }
+
+    #[test]
+    fn inconsistent_sets_are_invalid() {
+        assert!(matches!(
+            CkksParamsBuilder::new(4096, &[]).build(),
+            Err(CkksError::InvalidParams(_))
+        ));
+        assert!(matches!(
+            CkksParamsBuilder::new(4096, &[70]).build(),
+            Err(CkksError::InvalidParams(_))
+        ));
+        assert!(matches!(
+            CkksParamsBuilder::new(4096, &[36, 36, 36])
+                .scale_log2(100)
+                .build(),
+            Err(CkksError::InvalidParams(_))
+        ));
+        assert!(
+            CkksParamsBuilder::new(4096, &[37, 36, 36])
+                .error_sigma(0.0)
+                .build()
+                .is_err()
+        );
+        assert!(CkksParamsBuilder::new(4000, &[36]).build().is_err());
+    }
+}

@@ -221,6 +221,49 @@ fn bench_writes_the_json_convention() {
     }
 }
 
+#[test]
+fn bench_mkckks_names_every_operation() {
+    let tmp = tempfile::tempdir().unwrap();
+    let json = tmp.path().join("mk.json");
+    let o = privopt(
+        &[
+            "bench",
+            "mkckks",
+            "--runs",
+            "1",
+            "--quiet",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        tmp.path(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let names: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    for n in ["n4096", "n8192"] {
+        for op in [
+            "keygen",
+            "encrypt_scalar",
+            "encrypt_vector",
+            "aggregate10",
+            "partial_decrypt",
+            "fusion10",
+        ] {
+            let want = format!("mkckks/{n}/{op}");
+            assert!(
+                names.contains(&want.as_str()),
+                "{want} missing from {names:?}"
+            );
+        }
+    }
+}
+
 /// The data directory with fetched real datasets: `PRIVOPT_DATA`, else the workspace's
 /// `data/`. Under CI (`CI=true`, where `.ci/run` fetches first) missing data is a failure;
 /// elsewhere these tests say they were skipped.

@@ -247,6 +247,21 @@ mod tests {
     }
 
     #[test]
+    fn every_supported_degree_round_trips() {
+        for log_n in 10..=17 {
+            let n = 1usize << log_n;
+            let q = ntt_primes(n, 50, 1, &[]).unwrap()[0];
+            let plan = NttBackend::Fast.plan(n, q).unwrap();
+            let a = random_poly(n, q, log_n as u64);
+            let mut b = a.clone();
+            plan.forward(&mut b);
+            assert_ne!(a, b);
+            plan.inverse(&mut b);
+            assert_eq!(a, b, "n = 2^{log_n}");
+        }
+    }
+
+    #[test]
     fn negacyclic_wraps_with_a_sign() {
         // X^(n−1) · X = X^n = −1.
         let n = 16;

@@ -321,9 +321,17 @@ impl RnsBasis {
 
     /// The centered representative in `(−Q/2, Q/2]` of coefficient `j`.
     pub fn lift_centered(&self, a: &Poly<Coeff>, j: usize) -> BigInt {
+        let residues: Vec<u64> = (0..self.moduli.len())
+            .map(|i| a.data[i * self.n + j])
+            .collect();
+        self.lift_centered_residues(&residues)
+    }
+
+    /// The centered representative of the value with the given residues (one per prime).
+    pub fn lift_centered_residues(&self, residues: &[u64]) -> BigInt {
         let mut x = BigInt::zero();
-        for (i, &q) in self.moduli.iter().enumerate() {
-            let y = mul_mod(a.data[i * self.n + j], self.punctured_inv[i], q);
+        for (i, (&q, &r)) in self.moduli.iter().zip(residues).enumerate() {
+            let y = mul_mod(r, self.punctured_inv[i], q);
             x += &self.punctured[i] * BigInt::from(y);
         }
         x %= &self.big_q;

@@ -27,6 +27,9 @@ pub enum Error {
         /// What failed.
         reason: String,
     },
+    /// A protocol round failed (missing transmission, out-of-range value, crypto error).
+    #[error("protocol: {0}")]
+    Protocol(String),
     /// The run diverged (a non-finite loss).
     #[error("run diverged at round {round}: {what} is not finite (lower the learning rate?)")]
     Diverged {

@@ -67,8 +67,22 @@ pub fn write_results(
     if bytes.iter().any(|(_, v)| v.iter().any(|&b| b > 0.0)) {
         plots.push(("communication".into(), bytes));
     }
+    // Columns named `group/series` share one plot, `group.png`.
+    let mut groups: Vec<(String, Vec<Series>)> = Vec::new();
+    for c in outcome.metrics.columns() {
+        if let Some((group, series)) = c.split_once('/')
+            && let Some(v) = outcome.metrics.column(c)
+        {
+            match groups.iter_mut().find(|(g, _)| g == group) {
+                Some((_, list)) => list.push((series.to_owned(), v)),
+                None => groups.push((group.to_owned(), vec![(series.to_owned(), v)])),
+            }
+        }
+    }
+    plots.extend(groups);
     for c in outcome.metrics.columns() {
         if !NOT_PLOTTED.contains(&c.as_str())
+            && !c.contains('/')
             && !c.ends_with("_loss")
             && let Some(v) = outcome.metrics.column(c)
         {

@@ -47,6 +47,7 @@ pub struct RunContext<'a> {
     pub progress: &'a dyn Progress,
     metrics: MetricsTable,
     comm: Comm,
+    notes: Summary,
 }
 
 impl<'a> RunContext<'a> {
@@ -58,7 +59,24 @@ impl<'a> RunContext<'a> {
             progress,
             metrics: MetricsTable::default(),
             comm: Comm::default(),
+            notes: Summary::new(),
         }
+    }
+
+    /// Adds a named number to the run's `summary.json` (method-specific results).
+    pub fn note(&mut self, key: &str, value: f64) {
+        self.notes.insert(key.to_owned(), value);
+    }
+
+    /// A number noted earlier with [`RunContext::note`].
+    pub fn noted(&self, key: &str) -> Option<f64> {
+        self.notes.get(key).copied()
+    }
+
+    /// Appends a metrics row of the method's own columns (for methods whose rows are not
+    /// one model's evaluation, such as a suite of runs).
+    pub fn record(&mut self, row: &[(&str, f64)]) -> Result<()> {
+        self.metrics.push(row)
     }
 
     /// Counts `bytes` sent from clients upward.
@@ -167,7 +185,12 @@ pub fn run(
     );
     let mut ctx = RunContext::new(&problem, seeds, progress);
     let params = cfg.method.run(&mut ctx)?;
-    let RunContext { metrics, comm, .. } = ctx;
+    let RunContext {
+        metrics,
+        comm,
+        notes,
+        ..
+    } = ctx;
     if metrics.is_empty() {
         return Err(Error::Config(format!(
             "method `{}` recorded no metrics",
@@ -193,6 +216,7 @@ pub fn run(
     summary.insert("n_params".into(), problem.model.num_params() as f64);
     summary.insert("clients".into(), problem.clients.len() as f64);
     summary.insert("seed".into(), cfg.seed as f64);
+    summary.extend(notes);
     summary.insert("wall_time_s".into(), started.elapsed().as_secs_f64());
     Ok(RunOutcome {
         metrics,

@@ -1,6 +1,7 @@
 //! The methods and baselines. Each is a module with a config struct implementing [`Method`];
 //! [`MethodConfig`] selects one by the `name` key of the `[method]` table.
 
+pub mod eezofl;
 pub mod sgd;
 pub mod zo_sgd;
 
@@ -27,6 +28,10 @@ pub enum MethodConfig {
     Sgd(sgd::SgdConfig),
     /// Federated zeroth-order SGD with shared perturbations and plain (unprotected) scalars.
     ZoSgd(zo_sgd::ZoSgdConfig),
+    /// EEZOFL: one encrypted scalar per device per round over a fading channel (paper 000).
+    Eezofl(eezofl::EezoflConfig),
+    /// The EEZOFL reproduction suite (Table III, Fig. 2/3, Table II, audits).
+    EezoflSuite(eezofl::suite::EezoflSuiteConfig),
 }
 
 impl MethodConfig {
@@ -34,6 +39,8 @@ impl MethodConfig {
         match self {
             MethodConfig::Sgd(c) => c,
             MethodConfig::ZoSgd(c) => c,
+            MethodConfig::Eezofl(c) => c,
+            MethodConfig::EezoflSuite(c) => c,
         }
     }
 
@@ -42,6 +49,8 @@ impl MethodConfig {
         match self {
             MethodConfig::Sgd(_) => "sgd",
             MethodConfig::ZoSgd(_) => "zo_sgd",
+            MethodConfig::Eezofl(_) => "eezofl",
+            MethodConfig::EezoflSuite(_) => "eezofl_suite",
         }
     }
 

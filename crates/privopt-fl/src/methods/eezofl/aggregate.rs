@@ -1,0 +1,494 @@
+//! How the devices' scalars `Δf_i` become the server's `M_k`: one implementation per
+//! aggregation mode, all behind [`ScalarAggregation`].
+
+use std::sync::Arc;
+
+use num_bigint::BigInt;
+use privopt_channel::dyadic::{Dyadic, ExactRing};
+use privopt_channel::fading::{Fading, awgn};
+use privopt_channel::ota::{superpose_exact, superpose_modular};
+use privopt_ckks::CkksParams;
+use privopt_ckks::multiparty::{Ciphertext, CollectivePublicKey, CommonPoly, Party, fuse};
+use privopt_math::SeedTree;
+use privopt_math::rns::{Eval, Poly};
+use privopt_math::sample::wide_gaussian;
+use rand::CryptoRng;
+use rand_distr::{Distribution, StandardNormal};
+
+use super::protocol::{ExactDevice, ExactSetup, ServerRound, protocol_error};
+use crate::error::{Error, Result};
+
+/// What one round of aggregation produced.
+#[derive(Clone, Debug, Default)]
+pub struct RoundOutput {
+    /// `M_k`, the value every device multiplies `Φ_k` by.
+    pub value: f64,
+    /// What an ideal noiseless aggregation of the same encoded messages and gains would give.
+    pub ideal: f64,
+    /// Per-coefficient variance of the decoded HE noise `ε̂/Λ`, when audited.
+    pub noise_var: Option<f64>,
+}
+
+/// One aggregation mode.
+pub trait ScalarAggregation {
+    /// Aggregates the devices' `deltas` in round `k`. `audit` asks for the noise variance.
+    fn round(&mut self, k: u64, deltas: &[f64], audit: bool) -> Result<RoundOutput>;
+    /// Uplink bits per device per round.
+    fn uplink_bits(&self) -> u64;
+}
+
+/// Gains of all devices in round `k` (a fresh fading block per round).
+fn gains(laws: &[Fading], seeds: &SeedTree, k: u64) -> Vec<f64> {
+    let mut rng = seeds.stream("eezofl/channel", &[k]);
+    laws.iter().map(|f| f.sample(&mut rng)).collect()
+}
+
+/// (a) Non-encrypted over-the-air ZO, eq. (4): `Y = Σ Δf_i h_i / μ_i + n_k`.
+pub struct PlainOta {
+    /// Channel law per device.
+    pub laws: Vec<Fading>,
+    /// σ_n.
+    pub noise_sigma: f64,
+    /// Seed tree of the run.
+    pub seeds: SeedTree,
+}
+
+impl ScalarAggregation for PlainOta {
+    fn round(&mut self, k: u64, deltas: &[f64], _audit: bool) -> Result<RoundOutput> {
+        let h = gains(&self.laws, &self.seeds, k);
+        let ideal: f64 = deltas
+            .iter()
+            .zip(&h)
+            .zip(&self.laws)
+            .map(|((d, h), f)| d * h / f.mean())
+            .sum();
+        let z: f64 = StandardNormal.sample(&mut self.seeds.stream("eezofl/awgn", &[k]));
+        Ok(RoundOutput {
+            value: ideal + self.noise_sigma * z,
+            ideal,
+            noise_var: None,
+        })
+    }
+    fn uplink_bits(&self) -> u64 {
+        64
+    }
+}
+
+/// `round(Λ·x)`, refusing messages that do not fit.
+fn encode(x: f64, params: &CkksParams) -> Result<i64> {
+    let v = (x * params.scale()).round();
+    if !v.is_finite() || v.abs() > 2f64.powi(62) {
+        return Err(Error::Protocol(format!(
+            "message {x} does not fit at scale 2^{}",
+            params.scale_log2()
+        )));
+    }
+    Ok(v as i64)
+}
+
+/// The channel-state baselines' precoders (paper Fig. 3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Precoder {
+    /// The proposed protocol: no channel estimate, messages divided by `μ_i`.
+    None,
+    /// Zero forcing on a pilot estimate: `w = 1/ĥ`.
+    ZeroForcing,
+    /// MMSE on a pilot estimate: `w = ĥ/(ĥ² + σ_n²)`.
+    Mmse,
+}
+
+/// The four-phase protocol over the exact model, or a CSI baseline with keys aggregated once.
+pub struct ExactHeOta {
+    setup: ExactSetup,
+    devices: Vec<ExactDevice>,
+    laws: Vec<Fading>,
+    noise_sigma: f64,
+    seeds: SeedTree,
+    precoder: Precoder,
+    pilot_sigma: f64,
+    /// Largest |effective gain| the numerator bound allows.
+    max_gain: f64,
+    /// The key aggregated once at setup (CSI baselines only).
+    setup_key: Option<Dyadic>,
+}
+
+/// Precoder weights are capped at this magnitude (a transmitter's power limit); only the
+/// CSI baselines use them.
+pub const MAX_PRECODER_WEIGHT: f64 = 100.0;
+
+impl ExactHeOta {
+    /// Devices `0..laws.len()` with fresh keys; `max_gain` bounds every effective gain.
+    pub fn new(
+        params: Arc<CkksParams>,
+        laws: Vec<Fading>,
+        noise_sigma: f64,
+        f_bits: u32,
+        seeds: SeedTree,
+        precoder: Precoder,
+        pilot_sigma: f64,
+    ) -> Result<Self> {
+        let max_h = laws
+            .iter()
+            .map(|f| match *f {
+                Fading::Gaussian { mu, sigma } => mu.abs() + 20.0 * sigma,
+                Fading::Rician { omega, .. } => 20.0 * omega.sqrt(),
+            })
+            .fold(1.0, f64::max);
+        let max_gain = if precoder == Precoder::None {
+            max_h
+        } else {
+            max_h * MAX_PRECODER_WEIGHT
+        };
+        let setup = ExactSetup::new(
+            params,
+            laws.len(),
+            max_gain,
+            f_bits,
+            seeds.key("eezofl/crs", &[]),
+        )?;
+        let mut rng = seeds.stream("eezofl/keys", &[]);
+        let devices = (0..laws.len() as u32)
+            .map(|i| ExactDevice::generate(&setup, i, &mut rng))
+            .collect();
+        let mut me = Self {
+            setup,
+            devices,
+            laws,
+            noise_sigma,
+            seeds,
+            precoder,
+            pilot_sigma,
+            max_gain,
+            setup_key: None,
+        };
+        if precoder != Precoder::None {
+            // Keys aggregated once, through the setup round's channel and precoders.
+            let g = me.effective_gains(u64::MAX)?;
+            let ids = me.ids();
+            let keys: Vec<&Dyadic> = me.devices.iter().map(|d| d.key()).collect();
+            let w = me.noise(u64::MAX, 0)?;
+            let b0 = superpose_exact(&me.setup.ring, me.setup.grid, &g, &keys, &w)
+                .map_err(protocol_error)?;
+            let (server, _) = ServerRound::new(&ids).receive_keys(b0, &ids)?;
+            me.setup_key = Some(server.key().clone());
+        }
+        Ok(me)
+    }
+
+    /// The exact setup (for audits).
+    pub fn setup(&self) -> &ExactSetup {
+        &self.setup
+    }
+
+    /// The devices (for audits).
+    pub fn devices(&self) -> &[ExactDevice] {
+        &self.devices
+    }
+
+    fn ids(&self) -> Vec<u32> {
+        self.devices.iter().map(|d| d.id()).collect()
+    }
+
+    /// Grid integers of the effective gains `h_i·w_i` of round `k`.
+    fn effective_gains(&self, k: u64) -> Result<Vec<i64>> {
+        let h = gains(&self.laws, &self.seeds, k);
+        let mut pilot = self.seeds.stream("eezofl/pilot", &[k]);
+        let g: Vec<f64> = h
+            .iter()
+            .map(|&h| {
+                let z: f64 = StandardNormal.sample(&mut pilot);
+                let est = h + self.pilot_sigma * z;
+                let w = match self.precoder {
+                    Precoder::None => 1.0,
+                    Precoder::ZeroForcing => 1.0 / est,
+                    Precoder::Mmse => est / (est * est + self.noise_sigma * self.noise_sigma),
+                };
+                h * w.clamp(-MAX_PRECODER_WEIGHT, MAX_PRECODER_WEIGHT)
+            })
+            .collect();
+        if let Some(bad) = g.iter().find(|x| x.abs() > self.max_gain) {
+            return Err(Error::Protocol(format!(
+                "gain {bad} exceeds the proven bound {}",
+                self.max_gain
+            )));
+        }
+        self.setup.grid.quantize_all(&g).map_err(protocol_error)
+    }
+
+    /// Channel noise of transmission `phase` in round `k`, on the grid, one value per coefficient.
+    fn noise(&self, k: u64, phase: u64) -> Result<Vec<i64>> {
+        let mut rng = self.seeds.stream("eezofl/awgn", &[k, phase]);
+        let w = awgn(self.setup.params.n(), self.noise_sigma, &mut rng).map_err(protocol_error)?;
+        self.setup.grid.quantize_all(&w).map_err(protocol_error)
+    }
+
+    /// Runs one round; `skip_share` drops one device's decryption share (for tests).
+    pub fn run_round(
+        &self,
+        k: u64,
+        messages: &[i64],
+        skip_share: Option<u32>,
+        audit: bool,
+    ) -> Result<RoundOutput> {
+        let (ring, grid) = (&self.setup.ring, self.setup.grid);
+        let g = self.effective_gains(k)?;
+        let ids = self.ids();
+        let mut crypto = self.seeds.stream("eezofl/crypto", &[k]);
+        let server = match &self.setup_key {
+            Some(b0) => ServerRound::with_setup_key(&ids, b0.clone()),
+            None => {
+                let keys: Vec<&Dyadic> = self.devices.iter().map(|d| d.key()).collect();
+                let b_tilde = superpose_exact(ring, grid, &g, &keys, &self.noise(k, 1)?)
+                    .map_err(protocol_error)?;
+                ServerRound::new(&ids).receive_keys(b_tilde, &ids)?.0
+            }
+        };
+        let b_tilde = server.key().clone();
+        let cts: Vec<(Dyadic, Dyadic)> = self
+            .devices
+            .iter()
+            .zip(messages)
+            .map(|(d, &m)| d.encrypt(&self.setup, &b_tilde, m, &mut crypto))
+            .collect();
+        let c0s: Vec<&Dyadic> = cts.iter().map(|c| &c.0).collect();
+        let c1s: Vec<&Dyadic> = cts.iter().map(|c| &c.1).collect();
+        let c0 =
+            superpose_exact(ring, grid, &g, &c0s, &self.noise(k, 2)?).map_err(protocol_error)?;
+        let c1 =
+            superpose_exact(ring, grid, &g, &c1s, &self.noise(k, 3)?).map_err(protocol_error)?;
+        let (server, c1_tilde) = server.receive_ciphertexts(c0, c1, &ids)?;
+        let mut senders = Vec::new();
+        let mut gains_sent = Vec::new();
+        let mut shares = Vec::new();
+        for (d, &gi) in self.devices.iter().zip(&g) {
+            if Some(d.id()) == skip_share {
+                continue;
+            }
+            shares.push(d.decryption_share(&self.setup, &c1_tilde, &mut crypto)?);
+            senders.push(d.id());
+            gains_sent.push(gi);
+        }
+        let share_refs: Vec<&Dyadic> = shares.iter().collect();
+        let d_tilde = superpose_exact(ring, grid, &gains_sent, &share_refs, &self.noise(k, 4)?)
+            .map_err(protocol_error)?;
+        let rec = server.recover(&self.setup, &d_tilde, &senders)?;
+        // The exact channel-weighted message Σ g_i m_i (numerator at the grid scale).
+        let ideal_num: BigInt = g
+            .iter()
+            .zip(messages)
+            .map(|(&gi, &m)| BigInt::from(gi) * BigInt::from(m))
+            .sum();
+        let scale = self.setup.params.scale();
+        let ideal = ExactRing::to_f64(&ideal_num, grid.bits()) / scale;
+        let noise_var = if audit {
+            let mut nums = ring.numerators(&rec.m_hat).map_err(protocol_error)?;
+            // M̂ has exponent 2F; the message sits in coefficient 0 at exponent F.
+            nums[0] -= ideal_num << (rec.m_hat.exp - grid.bits());
+            let n = nums.len() as f64;
+            Some(
+                nums.iter()
+                    .map(|v| (ExactRing::to_f64(v, rec.m_hat.exp) / scale).powi(2))
+                    .sum::<f64>()
+                    / n,
+            )
+        } else {
+            None
+        };
+        Ok(RoundOutput {
+            value: rec.value,
+            ideal,
+            noise_var,
+        })
+    }
+
+    fn message_divisor(&self, i: usize) -> f64 {
+        match self.precoder {
+            Precoder::None => self.laws[i].mean(),
+            _ => 1.0,
+        }
+    }
+}
+
+impl ScalarAggregation for ExactHeOta {
+    fn round(&mut self, k: u64, deltas: &[f64], audit: bool) -> Result<RoundOutput> {
+        let messages = deltas
+            .iter()
+            .enumerate()
+            .map(|(i, d)| encode(d / self.message_divisor(i), &self.setup.params))
+            .collect::<Result<Vec<_>>>()?;
+        self.run_round(k, &messages, None, audit)
+    }
+    fn uplink_bits(&self) -> u64 {
+        // b_i, c0, c1 and D_i: four ring elements of n coefficients of ⌈log2 q⌉ bits.
+        4 * self.setup.params.n() as u64 * self.setup.params.basis().log_modulus().ceil() as u64
+    }
+}
+
+/// The protocol in the *modular* model: devices send residues mod q, the server rounds the
+/// real superposition and reduces it mod q (§IV-E read literally). Used for the audit.
+pub struct ModularHeOta {
+    exact: ExactHeOta,
+    s: Vec<Poly<Eval>>,
+    b: Vec<Poly<Eval>>,
+}
+
+impl ModularHeOta {
+    /// The same devices and keys as `exact`, reduced mod q.
+    pub fn new(exact: ExactHeOta) -> Self {
+        let basis = exact.setup.params.basis();
+        let mut s = Vec::new();
+        let mut b = Vec::new();
+        for d in &exact.devices {
+            let si = basis.to_eval(basis.from_signed(d.secret_coeffs()));
+            let mut bi = basis.to_eval(basis.from_signed(d.error_coeffs()));
+            let sa = basis.mul(&si, &exact.setup.a_mod_q);
+            basis.sub_assign(&mut bi, &sa);
+            s.push(si);
+            b.push(bi);
+        }
+        Self { exact, s, b }
+    }
+
+    fn encrypt(
+        &self,
+        b_tilde: &Poly<Eval>,
+        m: i64,
+        rng: &mut impl CryptoRng,
+    ) -> (Poly<Eval>, Poly<Eval>) {
+        let params = &self.exact.setup.params;
+        let basis = params.basis();
+        let n = params.n();
+        let v = basis.to_eval(basis.from_signed(&privopt_math::sample::ternary(n, rng)));
+        let mut e0 = params.error().sample_vec(n, rng);
+        e0[0] += m;
+        let mut c0 = basis.to_eval(basis.from_signed(&e0));
+        basis.mul_acc(&mut c0, &v, b_tilde);
+        let mut c1 = basis.to_eval(basis.from_signed(&params.error().sample_vec(n, rng)));
+        basis.mul_acc(&mut c1, &v, &self.exact.setup.a_mod_q);
+        (c0, c1)
+    }
+}
+
+impl ScalarAggregation for ModularHeOta {
+    fn round(&mut self, k: u64, deltas: &[f64], _audit: bool) -> Result<RoundOutput> {
+        let ex = &self.exact;
+        let params = &ex.setup.params;
+        let basis = params.basis();
+        let (ring, grid) = (&ex.setup.ring, ex.setup.grid);
+        let g = ex.effective_gains(k)?;
+        let messages = deltas
+            .iter()
+            .enumerate()
+            .map(|(i, d)| encode(d / ex.message_divisor(i), params))
+            .collect::<Result<Vec<_>>>()?;
+        let send = |xs: Vec<&Poly<Eval>>, phase: u64| -> Result<Poly<Eval>> {
+            superpose_modular(basis, ring, grid, &g, &xs, &ex.noise(k, phase)?)
+                .map_err(protocol_error)
+        };
+        let mut crypto = ex.seeds.stream("eezofl/crypto", &[k]);
+        let b_tilde = send(self.b.iter().collect(), 1)?;
+        let cts: Vec<(Poly<Eval>, Poly<Eval>)> = messages
+            .iter()
+            .map(|&m| self.encrypt(&b_tilde, m, &mut crypto))
+            .collect();
+        let c0 = send(cts.iter().map(|c| &c.0).collect(), 2)?;
+        let c1 = send(cts.iter().map(|c| &c.1).collect(), 3)?;
+        let shares = self
+            .s
+            .iter()
+            .map(|s| {
+                let e = wide_gaussian(params.n(), 2f64.powf(params.smudging_log2()), &mut crypto)
+                    .map_err(protocol_error)?;
+                let mut d = basis.to_eval(basis.from_signed(&e));
+                basis.mul_acc(&mut d, s, &c1);
+                Ok(d)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let d_tilde = send(shares.iter().collect(), 4)?;
+        let mut m_hat = c0;
+        basis.add_assign(&mut m_hat, &d_tilde);
+        let num = basis.lift_centered_residues(&basis.constant_coefficient(&m_hat));
+        let ideal: f64 = g
+            .iter()
+            .zip(&messages)
+            .map(|(&gi, &m)| grid.value(gi) * m as f64)
+            .sum::<f64>()
+            / params.scale();
+        Ok(RoundOutput {
+            value: ExactRing::to_f64(&num, 0) / params.scale(),
+            ideal,
+            noise_var: None,
+        })
+    }
+    fn uplink_bits(&self) -> u64 {
+        self.exact.uplink_bits()
+    }
+}
+
+/// (c) Digital xMK-CKKS aggregation of the same one-scalar payload, no channel: what a real
+/// deployment would use (mod q, over a network).
+pub struct DigitalHe {
+    params: Arc<CkksParams>,
+    parties: Vec<Party>,
+    key: CollectivePublicKey,
+    seeds: SeedTree,
+}
+
+impl DigitalHe {
+    /// `devices` parties with keys aggregated at setup.
+    pub fn new(params: Arc<CkksParams>, devices: u32, seeds: SeedTree) -> Result<Self> {
+        let crs = CommonPoly::from_seed(&params, seeds.key("eezofl/crs", &[]));
+        let mut rng = seeds.stream("eezofl/keys", &[]);
+        let parties: Vec<Party> = (0..devices)
+            .map(|i| Party::generate(i, &params, &crs, &mut rng))
+            .collect();
+        let ids: Vec<u32> = (0..devices).collect();
+        let shares: Vec<_> = parties.iter().map(|p| p.public_key_share(0)).collect();
+        let key = CollectivePublicKey::aggregate(&params, &crs, &ids, 0, &shares)
+            .map_err(protocol_error)?;
+        Ok(Self {
+            params,
+            parties,
+            key,
+            seeds,
+        })
+    }
+}
+
+impl ScalarAggregation for DigitalHe {
+    fn round(&mut self, k: u64, deltas: &[f64], _audit: bool) -> Result<RoundOutput> {
+        let mut rng = self.seeds.stream("eezofl/crypto", &[k]);
+        let messages = deltas
+            .iter()
+            .map(|&d| encode(d, &self.params))
+            .collect::<Result<Vec<_>>>()?;
+        let cts = messages
+            .iter()
+            .map(|&m| {
+                let mut coeffs = vec![0i64; self.params.n()];
+                coeffs[0] = m;
+                self.key.encrypt(&coeffs, &mut rng)
+            })
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(protocol_error)?;
+        let sum = Ciphertext::sum(&cts).map_err(protocol_error)?;
+        let shares = self
+            .parties
+            .iter()
+            .map(|p| p.partial_decrypt(&sum, &mut rng))
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(protocol_error)?;
+        let value = fuse(&sum, &shares)
+            .and_then(|d| d.scalar())
+            .map_err(protocol_error)?;
+        Ok(RoundOutput {
+            value,
+            ideal: messages.iter().map(|&m| m as f64).sum::<f64>() / self.params.scale(),
+            noise_var: None,
+        })
+    }
+    fn uplink_bits(&self) -> u64 {
+        // c0, c1 and the decryption share (keys once at setup).
+        3 * self.params.n() as u64 * self.params.basis().log_modulus().ceil() as u64
+    }
+}

@@ -1,0 +1,193 @@
+//! EEZOFL protocol: exact cancellation, missing shares, the un-reduced-key leak, and the noise
+//! budget of App. B.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use privopt_channel::fading::Fading;
+use privopt_fl::methods::eezofl::aggregate::{
+    ExactHeOta, ModularHeOta, Precoder, ScalarAggregation,
+};
+use privopt_fl::methods::eezofl::audit::{decoded_noise_variance, recover_secret};
+use privopt_fl::methods::eezofl::paper_params;
+use privopt_math::SeedTree;
+
+const N: usize = 10;
+
+fn ota(smudging_log2: f64, sigma: f64, seed: u64) -> ExactHeOta {
+    let params = paper_params(4096, smudging_log2).unwrap();
+    let laws = vec![Fading::Gaussian { mu: 1.0, sigma }; N];
+    ExactHeOta::new(
+        params,
+        laws,
+        1.0,
+        40,
+        SeedTree::new(seed),
+        Precoder::None,
+        0.1,
+    )
+    .unwrap()
+}
+
+fn predicted(smudging_log2: f64, sigma: f64) -> f64 {
+    let laws = vec![Fading::Gaussian { mu: 1.0, sigma }; N];
+    decoded_noise_variance(
+        4096,
+        &laws,
+        3.2,
+        1.0,
+        2f64.powf(smudging_log2),
+        2f64.powi(40),
+    )
+}
+
+#[test]
+fn q_scale_terms_cancel_and_the_channel_weighted_sum_is_recovered() {
+    let mut o = ota(20.0, 1.0, 1);
+    let deltas: Vec<f64> = (0..N).map(|i| (i as f64 - 4.0) * 0.0123).collect();
+    for k in 0..3 {
+        let out = o.round(k, &deltas, false).unwrap();
+        // Without cancellation the error would be of order q/Λ ≈ 2^69; with it, the decoded
+        // noise has the predicted standard deviation. Allow 6 of them.
+        let sd = predicted(20.0, 1.0).sqrt();
+        assert!(
+            (out.value - out.ideal).abs() < 6.0 * sd,
+            "round {k}: {} vs {} (sd {sd:e})",
+            out.value,
+            out.ideal
+        );
+        // And the ideal is the channel-weighted sum Σ h_i Δf_i / μ_i, not Σ Δf_i.
+        assert!(out.ideal.abs() > 0.0);
+    }
+}
+
+#[test]
+fn a_missing_decryption_share_is_an_error_not_garbage() {
+    let o = ota(20.0, 1.0, 2);
+    let e = o
+        .run_round(0, &vec![1 << 30; N], Some(3), false)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("device 3 did not transmit"), "{e}");
+}
+
+#[test]
+fn unreduced_partial_keys_reveal_the_secret() {
+    let o = ota(20.0, 1.0, 3);
+    let setup = o.setup();
+    for dev in &o.devices()[..2] {
+        let s = recover_secret(&setup.ring, &setup.a, dev.key()).expect("attack ran");
+        assert_eq!(
+            s,
+            dev.secret_coeffs(),
+            "device {}: secret not recovered",
+            dev.id()
+        );
+    }
+    // The same attack on the key reduced mod q (centered) recovers nothing.
+    let basis = setup.params.basis();
+    let dev = &o.devices()[0];
+    let mut b = basis.to_eval(basis.from_signed(dev.error_coeffs()));
+    let s_mod = basis.to_eval(basis.from_signed(dev.secret_coeffs()));
+    let sa = basis.mul(&s_mod, &setup.a_mod_q);
+    basis.sub_assign(&mut b, &sa);
+    let reduced = setup.ring.from_bigints(&basis.lift_all(&basis.to_coeff(b)));
+    let guess = recover_secret(&setup.ring, &setup.a, &reduced).unwrap();
+    let agree = guess
+        .iter()
+        .zip(dev.secret_coeffs())
+        .filter(|(g, s)| g == s)
+        .count();
+    assert!(
+        agree < 4096 / 2 + 200,
+        "reduced key leaked {agree} of 4096 coefficients"
+    );
+}
+
+#[test]
+fn decoded_noise_matches_the_noise_budget() {
+    // σ* = σ_e (the paper's modelling), so the channel-weighted product terms dominate.
+    let smudge = 3.2f64.log2();
+    let mut o = ota(smudge, 1.0, 4);
+    let deltas = vec![0.01; N];
+    let rounds = 120;
+    let v: Vec<f64> = (0..rounds)
+        .map(|k| o.round(k, &deltas, true).unwrap().noise_var.unwrap())
+        .collect();
+    let mean = v.iter().sum::<f64>() / rounds as f64;
+    let sd = (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (rounds as f64 - 1.0)).sqrt();
+    let pred = predicted(smudge, 1.0);
+    eprintln!(
+        "per-coefficient decoded variance: measured {mean:.4e} ± {:.2e}, eq. (26) {pred:.4e}",
+        sd / (rounds as f64).sqrt()
+    );
+    // Each round's variance depends on that round's gains; the mean over rounds estimates the
+    // expectation with standard error sd/√R. Allow 5 standard errors.
+    assert!(
+        (mean - pred).abs() < 5.0 * sd / (rounds as f64).sqrt(),
+        "measured {mean:e} vs predicted {pred:e}"
+    );
+}
+
+#[test]
+fn the_modular_model_breaks_decryption() {
+    let mut m = ModularHeOta::new(ota(20.0, 1.0, 5));
+    let out = m.round(0, &vec![0.01; N], false).unwrap();
+    let err = (out.value - out.ideal).abs();
+    // q/Λ ≈ 2^69 ≈ 6e20; anything above 1e6 is garbage for a gradient scalar.
+    assert!(err > 1e6, "modular model error {err:e}");
+}
+
+#[test]
+fn the_reproduction_suite_writes_every_key() {
+    use privopt_fl::config::ExperimentConfig;
+    use privopt_fl::runner::{NoProgress, RunOptions, run};
+    // The eezofl-table3 config with a smoke-sized workload on generated data.
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../configs/eezofl-table3.toml"
+    ))
+    .unwrap();
+    let text = text
+        .replace(
+            "dataset = \"mnist\"\nclasses = [0, 1]",
+            "dataset = \"synthetic_logistic\"\nn_train = 500\nn_test = 200\ndim = 8",
+        )
+        .replace("seeds = [0, 1, 2, 3, 4]", "seeds = [0, 1]")
+        .replace("he_sets = [8192, 4096]", "he_sets = [4096]")
+        .replace("noise_audit_rounds = 20", "noise_audit_rounds = 2")
+        .replace("modular_audit_rounds = 2", "modular_audit_rounds = 1")
+        .replace("rounds = 400", "rounds = 6")
+        .replace("eval_every = 10", "eval_every = 3");
+    let cfg = ExperimentConfig::from_toml(&text, "smoke").unwrap();
+    let out = run(
+        &cfg,
+        &RunOptions {
+            data_dir: "none".into(),
+        },
+        &NoProgress,
+    )
+    .unwrap();
+    let s = &out.summary;
+    for key in [
+        "acc_n4096_sigma1",
+        "acc_noenc_sigma1",
+        "acc_n4096_sigma10",
+        "acc_noenc_sigma10",
+        "noise_var_measured_n4096",
+        "noise_var_predicted_n4096",
+        "final_loss_zf",
+        "final_loss_mmse",
+        "modular_model_decrypt_error",
+        "uplink_bits_per_device_n4096",
+        "rho_n4096",
+    ] {
+        assert!(
+            s.contains_key(key),
+            "summary lacks {key}: {:?}",
+            s.keys().collect::<Vec<_>>()
+        );
+    }
+    assert!(s["modular_model_decrypt_error"] > 1e6);
+    assert_eq!(s["uplink_bits_per_device_n4096"], 4.0 * 4096.0 * 109.0);
+    assert!(out.metrics.columns().iter().any(|c| c.starts_with("fig2/")));
+    assert!(out.metrics.columns().iter().any(|c| c.starts_with("fig3/")));
+}

@@ -63,7 +63,7 @@ fn q_scale_terms_cancel_and_the_channel_weighted_sum_is_recovered() {
 fn a_missing_decryption_share_is_an_error_not_garbage() {
     let o = ota(20.0, 1.0, 2);
     let e = o
-        .run_round(0, &vec![1 << 30; N], Some(3), false)
+        .run_round(0, &[1 << 30; N], Some(3), false)
         .unwrap_err()
         .to_string();
     assert!(e.contains("device 3 did not transmit"), "{e}");
@@ -130,7 +130,7 @@ fn decoded_noise_matches_the_noise_budget() {
 #[test]
 fn the_modular_model_breaks_decryption() {
     let mut m = ModularHeOta::new(ota(20.0, 1.0, 5));
-    let out = m.round(0, &vec![0.01; N], false).unwrap();
+    let out = m.round(0, &[0.01; N], false).unwrap();
     let err = (out.value - out.ideal).abs();
     // q/Λ ≈ 2^69 ≈ 6e20; anything above 1e6 is garbage for a gradient scalar.
     assert!(err > 1e6, "modular model error {err:e}");

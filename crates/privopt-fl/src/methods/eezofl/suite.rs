@@ -187,6 +187,40 @@ impl EezoflSuiteConfig {
     }
 }
 
+impl EezoflSuiteConfig {
+    /// Mean per-coefficient decoded noise variance over `noise_audit_rounds` rounds of the
+    /// exact protocol with share noise `2^smudging_log2`.
+    fn noise_audit(
+        &self,
+        p: &Problem,
+        cfg: &EezoflConfig,
+        n: usize,
+        smudging_log2: f64,
+    ) -> Result<f64> {
+        let params = paper_params(n, smudging_log2)?;
+        let seeds = SeedTree::new(self.seeds[0]);
+        let laws = vec![cfg.channel; p.clients.len()];
+        let mut ota = ExactHeOta::new(
+            params,
+            laws,
+            cfg.noise_sigma,
+            cfg.grid_bits,
+            seeds,
+            Precoder::None,
+            cfg.pilot_sigma,
+        )?;
+        let mut theta = vec![0.0; p.model.num_params()];
+        let mut measured = Vec::new();
+        for k in 0..self.noise_audit_rounds {
+            measured.extend(
+                cfg.round(p, &seeds, k, &mut theta, &mut ota, true)?
+                    .noise_var,
+            );
+        }
+        Ok(mean_std(&measured).0)
+    }
+}
+
 impl Method for EezoflSuiteConfig {
     fn validate(&self) -> Result<()> {
         self.base.validate()?;
@@ -265,6 +299,9 @@ impl Method for EezoflSuiteConfig {
                 .map(|(_, t)| t)
                 .collect();
             let accs: Vec<f64> = group.iter().map(|t| t.accuracy).collect();
+            for (job, t) in jobs.iter().zip(&traces).filter(|(j, _)| &j.label == label) {
+                ctx.note(&format!("acc_{label}_seed{}", job.seed), t.accuracy);
+            }
             let (m, s) = mean_std(&accs);
             ctx.note(&format!("acc_{label}"), m);
             ctx.note(&format!("acc_std_{label}"), s);
@@ -343,54 +380,38 @@ impl Method for EezoflSuiteConfig {
         let lambda = second_moment_top_eigenvalue(&p.train);
         let smoothness = p.clients.len() as f64 * 0.25 * lambda;
         ctx.note("smoothness_L", smoothness);
+        let sigma_e = 3.2f64;
         for &n in &self.he_sets {
             let cfg = self.variant(Aggregation::HeOta, n, self.sigmas[0]);
             let params = paper_params(n, cfg.smudging_log2)?;
-            let seeds = SeedTree::new(self.seeds[0]);
-            let mut ota = ExactHeOta::new(
-                params.clone(),
-                laws_for(self.sigmas[0]),
-                cfg.noise_sigma,
-                cfg.grid_bits,
-                seeds,
-                Precoder::None,
-                cfg.pilot_sigma,
-            )?;
-            let mut theta = vec![0.0; p.model.num_params()];
-            let mut measured = Vec::new();
-            for k in 0..self.noise_audit_rounds {
-                let out = cfg.round(p, &seeds, k, &mut theta, &mut ota, true)?;
-                measured.extend(out.noise_var);
+            let laws = laws_for(self.sigmas[0]);
+            let d = p.model.num_params() as f64;
+            // Decoded noise: privopt's smudging, then the paper's modelling (σ_φ = σ_e).
+            for (tag, smudging_log2) in
+                [("", cfg.smudging_log2), ("sigma_phi_3_2_", sigma_e.log2())]
+            {
+                let measured = self.noise_audit(p, &cfg, n, smudging_log2)?;
+                let params = paper_params(n, smudging_log2)?;
+                let predicted = audit::decoded_noise_variance(
+                    n,
+                    &laws,
+                    params.error().sigma(),
+                    cfg.noise_sigma,
+                    2f64.powf(smudging_log2),
+                    params.scale(),
+                );
+                let omega2 = laws[0].second_moment().powi(2);
+                ctx.note(&format!("noise_var_measured_{tag}n{n}"), measured);
+                ctx.note(&format!("noise_var_predicted_{tag}n{n}"), predicted);
+                ctx.note(
+                    &format!("noise_var_predicted_{tag}per_omega2_n{n}"),
+                    predicted / omega2,
+                );
+                ctx.note(
+                    &format!("rho_{tag}n{n}"),
+                    audit::noise_floor(smoothness, 1.0, d, measured, cfg.eta0, cfg.gamma0),
+                );
             }
-            let (m, _) = mean_std(&measured);
-            let predicted = audit::decoded_noise_variance(
-                n,
-                &laws_for(self.sigmas[0]),
-                params.error().sigma(),
-                cfg.noise_sigma,
-                2f64.powf(cfg.smudging_log2),
-                params.scale(),
-            );
-            ctx.note(&format!("noise_var_measured_n{n}"), m);
-            ctx.note(&format!("noise_var_predicted_n{n}"), predicted);
-            // The paper's own modelling: share noise of the size of the RLWE error (σ_φ = σ_e).
-            let paper_pred = audit::decoded_noise_variance(
-                n,
-                &laws_for(self.sigmas[0]),
-                params.error().sigma(),
-                cfg.noise_sigma,
-                params.error().sigma(),
-                params.scale(),
-            );
-            ctx.note(
-                &format!("noise_var_predicted_sigma_phi_3_2_n{n}"),
-                paper_pred,
-            );
-            let omega = self.base.channel.mean().powi(2) + self.sigmas[0].powi(2);
-            ctx.note(
-                &format!("noise_var_predicted_sigma_phi_3_2_per_omega2_n{n}"),
-                paper_pred / (omega * omega),
-            );
             // Table II.
             let log_q = params.basis().log_modulus().ceil();
             ctx.note(
@@ -405,12 +426,8 @@ impl Method for EezoflSuiteConfig {
                 &format!("ciphertext_bytes_wire_n{n}"),
                 (2 * n * params.basis().moduli().len() * 8) as f64,
             );
-            let d = p.model.num_params() as f64;
-            ctx.note(
-                &format!("rho_n{n}"),
-                audit::noise_floor(smoothness, 1.0, d, m, cfg.eta0, cfg.gamma0),
-            );
-            // Encryption time per device (digital xMK-CKKS encryption of one scalar).
+            // A digital xMK-CKKS round (10 encryptions, sum, 10 shares, fusion).
+            let seeds = SeedTree::new(self.seeds[0]);
             let mut digital =
                 super::aggregate::DigitalHe::new(params.clone(), p.clients.len() as u32, seeds)?;
             let t = Instant::now();
@@ -422,27 +439,34 @@ impl Method for EezoflSuiteConfig {
                 &format!("digital_round_ms_n{n}"),
                 t.elapsed().as_secs_f64() * 1e3 / reps as f64,
             );
+            // Audit (a): the modular model with real-valued gains.
+            let exact = ExactHeOta::new(
+                params.clone(),
+                laws.clone(),
+                cfg.noise_sigma,
+                cfg.grid_bits,
+                seeds,
+                Precoder::None,
+                cfg.pilot_sigma,
+            )?;
+            let mut modular = ModularHeOta::new(exact);
+            let mut errors = Vec::new();
+            for k in 0..self.modular_audit_rounds {
+                let out = modular.round(k, &vec![0.01; p.clients.len()], false)?;
+                errors.push((out.value - out.ideal).abs());
+            }
+            let (m, _) = mean_std(&errors);
+            ctx.note(&format!("modular_model_decrypt_error_n{n}"), m);
+            ctx.note(
+                &format!("q_over_scale_n{n}"),
+                2f64.powf(params.basis().log_modulus() - f64::from(params.scale_log2())),
+            );
         }
-        // Audit (a): the modular model with real-valued gains.
-        let cfg = self.variant(Aggregation::HeOta, self.he_sets[0], self.sigmas[0]);
-        let seeds = SeedTree::new(self.seeds[0]);
-        let exact = ExactHeOta::new(
-            paper_params(cfg.he_n, cfg.smudging_log2)?,
-            laws_for(self.sigmas[0]),
-            cfg.noise_sigma,
-            cfg.grid_bits,
-            seeds,
-            Precoder::None,
-            cfg.pilot_sigma,
-        )?;
-        let mut modular = ModularHeOta::new(exact);
-        let mut errors = Vec::new();
-        for k in 0..self.modular_audit_rounds {
-            let out = modular.round(k, &vec![0.01; p.clients.len()], false)?;
-            errors.push((out.value - out.ideal).abs());
-        }
-        let (m, _) = mean_std(&errors);
-        ctx.note("modular_model_decrypt_error", m);
+        let first = self.he_sets.iter().copied().min().unwrap_or(4096);
+        let e = ctx
+            .noted(&format!("modular_model_decrypt_error_n{first}"))
+            .unwrap_or(f64::NAN);
+        ctx.note("modular_model_decrypt_error", e);
         Ok(Vec::new())
     }
 }

@@ -142,24 +142,11 @@ impl SlotEncoder {
         vals.iter().map(|v| v.re).collect()
     }
 
-    fn bit_reverse(vals: &mut [Complex]) {
-        let bits = vals.len().trailing_zeros();
-        if bits == 0 {
-            return;
-        }
-        for i in 0..vals.len() {
-            let j = i.reverse_bits() >> (usize::BITS - bits);
-            if i < j {
-                vals.swap(i, j);
-            }
-        }
-    }
-
     /// Evaluates at the slot roots (decoding direction).
     fn fft_special(&self, vals: &mut [Complex]) {
         let size = vals.len();
         let m = 2 * self.n;
-        Self::bit_reverse(vals);
+        privopt_math::ntt::bit_reverse_permute(vals);
         let mut len = 2;
         while len <= size {
             let (lenh, lenq) = (len / 2, len * 4);
@@ -194,7 +181,7 @@ impl SlotEncoder {
             }
             len /= 2;
         }
-        Self::bit_reverse(vals);
+        privopt_math::ntt::bit_reverse_permute(vals);
         let inv = 1.0 / size as f64;
         for v in vals.iter_mut() {
             v.re *= inv;

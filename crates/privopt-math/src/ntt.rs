@@ -134,13 +134,7 @@ impl ReferenceNtt {
 
     fn cyclic(&self, a: &mut [u64], root: u64) {
         let (n, q) = (self.n, self.q);
-        let bits = n.trailing_zeros();
-        for i in 0..n {
-            let j = i.reverse_bits() >> (usize::BITS - bits);
-            if i < j {
-                a.swap(i, j);
-            }
-        }
+        bit_reverse_permute(a);
         let mut len = 2;
         while len <= n {
             let w_len = pow_mod(root, (n / len) as u64, q);
@@ -181,6 +175,21 @@ impl Ntt for ReferenceNtt {
     fn mul_acc(&self, acc: &mut [u64], lhs: &[u64], rhs: &[u64]) {
         for ((c, l), r) in acc.iter_mut().zip(lhs).zip(rhs) {
             *c = add_mod(*c, mul_mod(*l, *r, self.q), self.q);
+        }
+    }
+}
+
+/// Reorders `a` (length a power of two) by bit-reversed index, in place: the permutation
+/// every iterative radix-2 transform starts or ends with.
+pub fn bit_reverse_permute<T>(a: &mut [T]) {
+    let bits = a.len().trailing_zeros();
+    if bits == 0 {
+        return;
+    }
+    for i in 0..a.len() {
+        let j = i.reverse_bits() >> (usize::BITS - bits);
+        if i < j {
+            a.swap(i, j);
         }
     }
 }

@@ -74,13 +74,7 @@ impl C64 {
 /// In-place iterative radix-2 complex FFT (`sign = −1` forward, `+1` inverse without 1/n).
 fn fft(a: &mut [C64], sign: f64) {
     let n = a.len();
-    let bits = n.trailing_zeros();
-    for i in 0..n {
-        let j = i.reverse_bits() >> (usize::BITS - bits);
-        if i < j {
-            a.swap(i, j);
-        }
-    }
+    privopt_math::ntt::bit_reverse_permute(a);
     let mut len = 2;
     while len <= n {
         let ang = sign * 2.0 * std::f64::consts::PI / len as f64;

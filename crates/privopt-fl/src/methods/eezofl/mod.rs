@@ -166,15 +166,12 @@ impl EezoflConfig {
         seeds: &SeedTree,
     ) -> Result<Box<dyn ScalarAggregation>> {
         let laws = vec![self.channel; devices];
-        let exact = |precoder| -> Result<ExactHeOta> {
-            ExactHeOta::new(
+        let exact = |precoder| {
+            self.exact_ota(
                 paper_params(self.he_n, self.smudging_log2)?,
-                laws.clone(),
-                self.noise_sigma,
-                self.grid_bits,
+                devices,
                 *seeds,
                 precoder,
-                self.pilot_sigma,
             )
         };
         Ok(match self.aggregation {
@@ -193,6 +190,25 @@ impl EezoflConfig {
             Aggregation::CsiZf => Box::new(exact(Precoder::ZeroForcing)?),
             Aggregation::CsiMmse => Box::new(exact(Precoder::Mmse)?),
         })
+    }
+
+    /// The exact-model protocol for `devices` devices with this config's channel, noise and grid.
+    pub fn exact_ota(
+        &self,
+        params: Arc<CkksParams>,
+        devices: usize,
+        seeds: SeedTree,
+        precoder: Precoder,
+    ) -> Result<ExactHeOta> {
+        ExactHeOta::new(
+            params,
+            vec![self.channel; devices],
+            self.noise_sigma,
+            self.grid_bits,
+            seeds,
+            precoder,
+            self.pilot_sigma,
+        )
     }
 
     fn estimator(&self, gamma: f64) -> ZoEstimator {

@@ -8,7 +8,7 @@ use privopt_math::SeedTree;
 use privopt_ml::data::Dataset;
 use serde::{Deserialize, Serialize};
 
-use super::aggregate::{ExactHeOta, ModularHeOta, Precoder, ScalarAggregation};
+use super::aggregate::{ModularHeOta, Precoder, ScalarAggregation};
 use super::{Aggregation, EezoflConfig, audit, paper_params};
 use crate::error::{Error, Result, ensure};
 use crate::methods::Method;
@@ -199,16 +199,7 @@ impl EezoflSuiteConfig {
     ) -> Result<f64> {
         let params = paper_params(n, smudging_log2)?;
         let seeds = SeedTree::new(self.seeds[0]);
-        let laws = vec![cfg.channel; p.clients.len()];
-        let mut ota = ExactHeOta::new(
-            params,
-            laws,
-            cfg.noise_sigma,
-            cfg.grid_bits,
-            seeds,
-            Precoder::None,
-            cfg.pilot_sigma,
-        )?;
+        let mut ota = cfg.exact_ota(params, p.clients.len(), seeds, Precoder::None)?;
         let mut theta = vec![0.0; p.model.num_params()];
         let mut measured = Vec::new();
         for k in 0..self.noise_audit_rounds {
@@ -440,15 +431,7 @@ impl Method for EezoflSuiteConfig {
                 t.elapsed().as_secs_f64() * 1e3 / reps as f64,
             );
             // Audit (a): the modular model with real-valued gains.
-            let exact = ExactHeOta::new(
-                params.clone(),
-                laws.clone(),
-                cfg.noise_sigma,
-                cfg.grid_bits,
-                seeds,
-                Precoder::None,
-                cfg.pilot_sigma,
-            )?;
+            let exact = cfg.exact_ota(params.clone(), p.clients.len(), seeds, Precoder::None)?;
             let mut modular = ModularHeOta::new(exact);
             let mut errors = Vec::new();
             for k in 0..self.modular_audit_rounds {

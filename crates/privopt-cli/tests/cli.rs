@@ -191,28 +191,31 @@ fn unknown_names_are_clear_errors() {
     );
 }
 
-#[test]
-fn bench_writes_the_json_convention() {
+/// Runs `privopt bench SUITE --runs RUNS --json …` and returns the JSON list it wrote.
+fn bench_json(suite: &str, runs: &str) -> Vec<serde_json::Value> {
     let tmp = tempfile::tempdir().unwrap();
-    let json = tmp.path().join("b.json");
-    let o = privopt(
-        &[
-            "bench",
-            "prg",
-            "--runs",
-            "3",
-            "--quiet",
-            "--json",
-            json.to_str().unwrap(),
-        ],
-        tmp.path(),
-    );
+    let json = tmp.path().join("bench.json");
+    let args = [
+        "bench",
+        suite,
+        "--runs",
+        runs,
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    let o = privopt(&args, tmp.path());
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let list = v.as_array().unwrap();
+    v.as_array().unwrap().clone()
+}
+
+#[test]
+fn bench_writes_the_json_convention() {
+    let list = bench_json("prg", "3");
     assert_eq!(list.len(), 2);
-    for m in list {
+    for m in &list {
         let name = m["name"].as_str().unwrap();
         assert_eq!(name.split('/').count(), 3, "{name}");
         assert!(name.starts_with("prg/"));
@@ -223,29 +226,8 @@ fn bench_writes_the_json_convention() {
 
 #[test]
 fn bench_mkckks_names_every_operation() {
-    let tmp = tempfile::tempdir().unwrap();
-    let json = tmp.path().join("mk.json");
-    let o = privopt(
-        &[
-            "bench",
-            "mkckks",
-            "--runs",
-            "1",
-            "--quiet",
-            "--json",
-            json.to_str().unwrap(),
-        ],
-        tmp.path(),
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let names: Vec<&str> = v
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["name"].as_str().unwrap())
-        .collect();
+    let list = bench_json("mkckks", "1");
+    let names: Vec<&str> = list.iter().map(|m| m["name"].as_str().unwrap()).collect();
     for n in ["n4096", "n8192"] {
         for op in [
             "keygen",

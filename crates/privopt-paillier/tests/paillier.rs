@@ -1,0 +1,124 @@
+//! Paillier: homomorphisms, CRT vs textbook decryption, every encryption path, rejections.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::OnceLock;
+
+use privopt_paillier::{Ciphertext, KeyPair, ObfuscatorPool, PaillierError};
+use proptest::prelude::*;
+use rand::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+use rug::Integer;
+
+fn key() -> &'static KeyPair {
+    static KEY: OnceLock<KeyPair> = OnceLock::new();
+    KEY.get_or_init(|| KeyPair::generate(1024, &mut ChaCha20Rng::seed_from_u64(1)).unwrap())
+}
+
+fn rng(seed: u64) -> ChaCha20Rng {
+    ChaCha20Rng::seed_from_u64(seed)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn addition_is_homomorphic(a in any::<i64>(), b in any::<i64>(), seed in any::<u64>()) {
+        let kp = key();
+        let (a, b) = (Integer::from(a), Integer::from(b));
+        let mut r = rng(seed);
+        let ca = kp.public.encrypt(&a, &mut r).unwrap();
+        let cb = kp.encrypt_owner(&b, &mut r).unwrap();
+        prop_assert_eq!(kp.decrypt(&kp.public.add(&ca, &cb)), Integer::from(&a + &b));
+    }
+
+    #[test]
+    fn scalar_multiplication_is_homomorphic(a in any::<i32>(), k in any::<i32>(), seed in any::<u64>()) {
+        let kp = key();
+        let (a, k) = (Integer::from(a), Integer::from(k));
+        let c = kp.public.encrypt(&a, &mut rng(seed)).unwrap();
+        prop_assert_eq!(kp.decrypt(&kp.public.mul_scalar(&c, &k)), Integer::from(&a * &k));
+    }
+
+    #[test]
+    fn crt_decryption_equals_textbook(a in any::<i64>(), seed in any::<u64>()) {
+        let kp = key();
+        let c = kp.public.encrypt_textbook(&Integer::from(a), &mut rng(seed)).unwrap();
+        prop_assert_eq!(kp.decrypt(&c), kp.decrypt_textbook(&c));
+        prop_assert_eq!(kp.decrypt_variable_time(&c), kp.decrypt_textbook(&c));
+        prop_assert_eq!(kp.decrypt(&c), Integer::from(a));
+    }
+}
+
+#[test]
+fn large_signed_values_wrap_correctly() {
+    let kp = key();
+    let quarter = Integer::from(kp.public.n() >> 2u32);
+    let mut r = rng(2);
+    let a = Integer::from(-&quarter) + 12345;
+    let b = Integer::from(&quarter) - 999;
+    let c = kp.public.add(
+        &kp.public.encrypt(&a, &mut r).unwrap(),
+        &kp.public.encrypt(&b, &mut r).unwrap(),
+    );
+    assert_eq!(kp.decrypt(&c), Integer::from(&a + &b));
+    assert_eq!(kp.decrypt(&kp.public.neg(&c)), -(a + b));
+    // Out of (−n/2, n/2]: refused, not silently wrapped.
+    let half = Integer::from(kp.public.n() >> 1u32);
+    assert!(matches!(
+        kp.public.encrypt(&(half + 1), &mut r),
+        Err(PaillierError::OutOfRange(_))
+    ));
+}
+
+#[test]
+fn every_encryption_path_decrypts() {
+    let kp = key();
+    let m = Integer::from(-4242);
+    let mut r = rng(3);
+    for c in [
+        kp.public.encrypt(&m, &mut r).unwrap(),
+        kp.public.encrypt_textbook(&m, &mut r).unwrap(),
+        kp.encrypt_owner(&m, &mut r).unwrap(),
+    ] {
+        assert_eq!(kp.decrypt(&c), m);
+    }
+    let mut pool = ObfuscatorPool::fill_owner(kp, 3, &mut r);
+    let c1 = pool.encrypt(&kp.public, &m).unwrap().unwrap();
+    let c2 = pool.encrypt(&kp.public, &m).unwrap().unwrap();
+    assert_ne!(c1, c2, "each obfuscator is used once");
+    assert_eq!(kp.decrypt(&c1), m);
+    assert_eq!(pool.len(), 1);
+    let mut djn = ObfuscatorPool::fill_djn(&kp.public, 1, &mut r);
+    assert_eq!(
+        kp.decrypt(&djn.encrypt(&kp.public, &m).unwrap().unwrap()),
+        m
+    );
+    assert!(djn.encrypt(&kp.public, &m).is_none());
+}
+
+#[test]
+fn invalid_ciphertexts_are_rejected() {
+    let kp = key();
+    let pk = &kp.public;
+    let n2 = pk.n_squared().clone();
+    for bad in [Integer::from(0), Integer::from(-5), n2.clone(), n2 + 1] {
+        assert!(matches!(
+            pk.validate(bad),
+            Err(PaillierError::InvalidCiphertext(_))
+        ));
+    }
+    // Multiples of p are tested in the crate's unit tests, which can see p.
+    // Bytes: round trip, and wrong lengths.
+    let c = pk.encrypt(&Integer::from(7), &mut rng(4)).unwrap();
+    let bytes = c.to_bytes(pk);
+    assert_eq!(bytes.len(), pk.ciphertext_bytes());
+    assert_eq!(Ciphertext::from_bytes(pk, &bytes).unwrap(), c);
+    assert!(matches!(
+        Ciphertext::from_bytes(pk, &bytes[1..]),
+        Err(PaillierError::Malformed(_))
+    ));
+    let mut long = bytes.clone();
+    long.push(0);
+    assert!(Ciphertext::from_bytes(pk, &long).is_err());
+    assert!(Ciphertext::from_bytes(pk, &vec![0xff; pk.ciphertext_bytes()]).is_err());
+}

@@ -2,6 +2,7 @@
 //! [`MethodConfig`] selects one by the `name` key of the `[method]` table.
 
 pub mod eezofl;
+pub mod pdsgd;
 pub mod sgd;
 pub mod zo_sgd;
 
@@ -32,6 +33,8 @@ pub enum MethodConfig {
     Eezofl(eezofl::EezoflConfig),
     /// The EEZOFL reproduction suite (Table III, Fig. 2/3, Table II, audits).
     EezoflSuite(eezofl::suite::EezoflSuiteConfig),
+    /// Paillier-encrypted decentralized SGD with random stepsizes (paper 001), Fig. 3 suite.
+    Pdsgd(pdsgd::PdsgdConfig),
 }
 
 impl MethodConfig {
@@ -41,6 +44,7 @@ impl MethodConfig {
             MethodConfig::ZoSgd(c) => c,
             MethodConfig::Eezofl(c) => c,
             MethodConfig::EezoflSuite(c) => c,
+            MethodConfig::Pdsgd(c) => c,
         }
     }
 
@@ -51,6 +55,7 @@ impl MethodConfig {
             MethodConfig::ZoSgd(_) => "zo_sgd",
             MethodConfig::Eezofl(_) => "eezofl",
             MethodConfig::EezoflSuite(_) => "eezofl_suite",
+            MethodConfig::Pdsgd(_) => "pdsgd",
         }
     }
 

@@ -1,0 +1,540 @@
+//! Privacy-preserving decentralized SGD with Paillier-encrypted pairwise exchanges and
+//! heterogeneous random stepsizes (paper 001, Alg. 1, eq. (3)–(9), §4).
+//!
+//! Agent i keeps `x_i`; each iteration it quantizes its state with the stochastic quantizer
+//! (4), runs the encrypted pairwise protocol ([`protocol`]) with every neighbour to obtain
+//! `w̃_{i→j} w̃_{j→i}(x̃_j − x̃_i)`, and updates by (7):
+//! `x_i ← x_i + γ^k Σ_j (…) − Λ_i^k g_i^k`, with a private random diagonal stepsize `Λ_i^k`.
+//! The conventional algorithm (6) and the variant without attenuation (`γ^k = 1`) are the
+//! paper's comparisons.
+//!
+//! The problem (§4) is distributed estimation: agent i holds `n_i` noisy measurements
+//! `z_ij = M_i x + ν_ij` and `f_i(x) = (1/n_i) Σ_j ‖z_ij − M_i x‖² + ω‖x‖²`. The paper gives
+//! neither `M_i` nor ω nor the graph (its Fig. 2 is an image): privopt draws `M_i` with
+//! standard normal entries, the true `x` and `x_i^0` from `N(0, I)`, uses ω = 0.01, and the
+//! 5-agent graph of [`EDGES`] (a ring 0–1–2–3–4–0 with the chord 0–2). All are per-trial
+//! random draws from the seed.
+
+pub mod backend;
+pub mod protocol;
+
+use std::time::Instant;
+
+use privopt_math::SeedTree;
+use rand::Rng;
+use rand_distr::{Distribution, StandardNormal};
+use serde::{Deserialize, Serialize};
+
+use self::backend::{Backend, PaillierBackend, TransparentBackend};
+use super::Method;
+use crate::error::{Result, ensure};
+use crate::runner::RunContext;
+
+/// The undirected graph of §4: a 5-ring with one chord (connected, degrees 3, 2, 3, 2, 2).
+pub const EDGES: &[(usize, usize)] = &[(0, 1), (1, 2), (2, 3), (3, 4), (4, 0), (0, 2)];
+/// Number of agents.
+pub const AGENTS: usize = 5;
+
+/// Which algorithm runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Variant {
+    /// Algorithm 1: encrypted quantized exchange, attenuation γ^k, random stepsizes.
+    Proposed,
+    /// Algorithm 1 with γ^k = 1.
+    NoAttenuation,
+    /// Eq. (6): exact states, no quantization or encryption, stepsize α^k.
+    Conventional,
+}
+
+/// `[method] name = "pdsgd"`; defaults are the paper's §4.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PdsgdConfig {
+    /// Independent trials (mean and variance over them).
+    #[serde(default = "d_trials")]
+    pub trials: u64,
+    /// Iterations per trial.
+    #[serde(default = "d_iterations")]
+    pub iterations: u64,
+    /// Quantization precision δ (weights are multiples of δ in (0, 1]).
+    #[serde(default = "d_delta")]
+    pub delta: f64,
+    /// Regularization ω.
+    #[serde(default = "d_omega")]
+    pub omega: f64,
+    /// Measurements per agent n_i.
+    #[serde(default = "d_measurements")]
+    pub measurements: usize,
+    /// Measurement dimension p.
+    #[serde(default = "d_p")]
+    pub p: usize,
+    /// Parameter dimension d.
+    #[serde(default = "d_d")]
+    pub d: usize,
+    /// `λ^k = lambda0 / k^lambda_decay · (1 + ζ / k^zeta_decay)`.
+    #[serde(default = "d_lambda0")]
+    pub lambda0: f64,
+    /// See `lambda0`.
+    #[serde(default = "d_lambda_decay")]
+    pub lambda_decay: f64,
+    /// See `lambda0`.
+    #[serde(default = "d_zeta_decay")]
+    pub zeta_decay: f64,
+    /// `γ^k = 1 / (1 + attenuation_a · k^attenuation_b)`.
+    #[serde(default = "d_att_a")]
+    pub attenuation_a: f64,
+    /// See `attenuation_a`.
+    #[serde(default = "d_att_b")]
+    pub attenuation_b: f64,
+    /// Record the error every this many iterations.
+    #[serde(default = "d_eval")]
+    pub eval_every: u64,
+    /// Iterations of the real-Paillier timing run (0: skip).
+    #[serde(default = "d_timing")]
+    pub paillier_timing_iterations: u64,
+    /// Paillier modulus size of the timing run.
+    #[serde(default = "d_bits")]
+    pub paillier_bits: u32,
+    /// Worker threads for the trials.
+    #[serde(default = "d_threads")]
+    pub threads: usize,
+    /// Quantize afresh for every message (each transmission draws its own stochastic
+    /// rounding; default). With `false`, each agent quantizes once per iteration and the two
+    /// directions of an edge reuse the same values, so quantization errors cancel pairwise in
+    /// the network average.
+    #[serde(default = "d_per_message")]
+    pub quantize_per_message: bool,
+}
+
+fn d_per_message() -> bool {
+    true
+}
+
+fn d_trials() -> u64 {
+    1000
+}
+fn d_iterations() -> u64 {
+    1000
+}
+fn d_delta() -> f64 {
+    0.1
+}
+fn d_omega() -> f64 {
+    0.01
+}
+fn d_measurements() -> usize {
+    50
+}
+fn d_p() -> usize {
+    3
+}
+fn d_d() -> usize {
+    2
+}
+fn d_lambda0() -> f64 {
+    0.005
+}
+fn d_lambda_decay() -> f64 {
+    0.6
+}
+fn d_zeta_decay() -> f64 {
+    1.2
+}
+fn d_att_a() -> f64 {
+    0.1
+}
+fn d_att_b() -> f64 {
+    0.81
+}
+fn d_eval() -> u64 {
+    10
+}
+fn d_timing() -> u64 {
+    5
+}
+fn d_bits() -> u32 {
+    2048
+}
+fn d_threads() -> usize {
+    2
+}
+
+/// One trial's problem: measurements, optimum, weights and initial states.
+pub struct Trial {
+    m: Vec<Vec<f64>>,
+    z: Vec<Vec<Vec<f64>>>,
+    /// The minimizer of `Σ_i f_i`.
+    pub x_star: Vec<f64>,
+    /// `k_{i→j}`: agent i's private weight integer towards j (`w_{i→j} = k δ`).
+    k: Vec<Vec<i64>>,
+    x0: Vec<Vec<f64>>,
+}
+
+/// Solves the small dense system `A x = b` by Gaussian elimination with partial pivoting.
+fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Vec<f64> {
+    let n = b.len();
+    for c in 0..n {
+        let piv = (c..n)
+            .max_by(|&r, &s| a[r][c].abs().total_cmp(&a[s][c].abs()))
+            .unwrap_or(c);
+        a.swap(c, piv);
+        b.swap(c, piv);
+        for r in c + 1..n {
+            let f = a[r][c] / a[c][c];
+            let (top, bottom) = a.split_at_mut(r);
+            for (x, y) in bottom[0][c..].iter_mut().zip(&top[c][c..]) {
+                *x -= f * y;
+            }
+            b[r] -= f * b[c];
+        }
+    }
+    let mut x = vec![0.0; n];
+    for c in (0..n).rev() {
+        x[c] = (b[c] - (c + 1..n).map(|k| a[c][k] * x[k]).sum::<f64>()) / a[c][c];
+    }
+    x
+}
+
+impl PdsgdConfig {
+    /// The problem of trial `t`.
+    pub fn trial(&self, seeds: &SeedTree, t: u64) -> Trial {
+        let mut r = seeds.stream("pdsgd/problem", &[t]);
+        let (p, d, n) = (self.p, self.d, self.measurements);
+        let normal = |r: &mut privopt_math::StreamRng| -> f64 { StandardNormal.sample(r) };
+        let x_true: Vec<f64> = (0..d).map(|_| normal(&mut r)).collect();
+        let m: Vec<Vec<f64>> = (0..AGENTS)
+            .map(|_| (0..p * d).map(|_| normal(&mut r)).collect())
+            .collect();
+        let z: Vec<Vec<Vec<f64>>> = m
+            .iter()
+            .map(|mi| {
+                (0..n)
+                    .map(|_| {
+                        (0..p)
+                            .map(|a| {
+                                (0..d).map(|b| mi[a * d + b] * x_true[b]).sum::<f64>()
+                                    + r.random_range(-0.5..0.5)
+                            })
+                            .collect()
+                    })
+                    .collect()
+            })
+            .collect();
+        // Σ_i [M_iᵀM_i + ω I] x = Σ_i M_iᵀ z̄_i.
+        let mut a = vec![vec![0.0; d]; d];
+        let mut b = vec![0.0; d];
+        for (mi, zi) in m.iter().zip(&z) {
+            let zbar: Vec<f64> = (0..p)
+                .map(|k| zi.iter().map(|v| v[k]).sum::<f64>() / n as f64)
+                .collect();
+            for u in 0..d {
+                for v in 0..d {
+                    a[u][v] += (0..p).map(|k| mi[k * d + u] * mi[k * d + v]).sum::<f64>();
+                }
+                a[u][u] += self.omega;
+                b[u] += (0..p).map(|k| mi[k * d + u] * zbar[k]).sum::<f64>();
+            }
+        }
+        let x_star = solve(a, b);
+        // Weights w_{i→j} = k δ with k uniform in 1..=⌊1/δ⌋, redrawn until every agent's
+        // coupling sum Σ_j w_ij is below 1: by Gershgorin the eigenvalues of W then lie in
+        // (−2, 0], so I + W is stable and the un-attenuated comparisons can converge (the
+        // paper's Assumption 1 asks only for a connected graph, which does not ensure this).
+        let kmax = (1.0 / self.delta).floor() as i64;
+        let k: Vec<Vec<i64>> = loop {
+            let k: Vec<Vec<i64>> = (0..AGENTS)
+                .map(|_| (0..AGENTS).map(|_| r.random_range(1..=kmax)).collect())
+                .collect();
+            let stable = (0..AGENTS).all(|i| {
+                Self::neighbours(i)
+                    .map(|j| (k[i][j] * k[j][i]) as f64 * self.delta * self.delta)
+                    .sum::<f64>()
+                    < 1.0
+            });
+            if stable {
+                break k;
+            }
+        };
+        let x0 = (0..AGENTS)
+            .map(|_| (0..d).map(|_| normal(&mut r)).collect())
+            .collect();
+        Trial {
+            m,
+            z,
+            x_star,
+            k,
+            x0,
+        }
+    }
+
+    /// Stochastic gradient of `f_i` at `x` from one uniformly sampled measurement.
+    pub fn gradient(&self, trial: &Trial, i: usize, x: &[f64], r: &mut impl Rng) -> Vec<f64> {
+        let (p, d) = (self.p, self.d);
+        let zj = &trial.z[i][r.random_range(0..self.measurements)];
+        let mi = &trial.m[i];
+        let resid: Vec<f64> = (0..p)
+            .map(|a| (0..d).map(|b| mi[a * d + b] * x[b]).sum::<f64>() - zj[a])
+            .collect();
+        (0..d)
+            .map(|b| {
+                2.0 * (0..p).map(|a| mi[a * d + b] * resid[a]).sum::<f64>()
+                    + 2.0 * self.omega * x[b]
+            })
+            .collect()
+    }
+
+    /// The stochastic quantizer (4): `⌊x/δ⌋ + Bernoulli(frac)`, in units of δ.
+    fn quantize(&self, x: &[f64], r: &mut impl Rng) -> Vec<i64> {
+        x.iter()
+            .map(|&v| {
+                let s = v / self.delta;
+                let fl = s.floor();
+                fl as i64 + i64::from(r.random::<f64>() < s - fl)
+            })
+            .collect()
+    }
+
+    fn neighbours(i: usize) -> impl Iterator<Item = usize> {
+        EDGES.iter().filter_map(move |&(a, b)| {
+            if a == i {
+                Some(b)
+            } else if b == i {
+                Some(a)
+            } else {
+                None
+            }
+        })
+    }
+
+    /// Runs one trial of `variant` and returns `Σ_i ‖x_i − x*‖²` at every evaluation point, and
+    /// the ciphertext bytes exchanged per iteration.
+    pub fn run_trial<B: Backend>(
+        &self,
+        trial: &Trial,
+        variant: Variant,
+        backend: &B,
+        seeds: &SeedTree,
+        t: u64,
+    ) -> Result<(Vec<f64>, Vec<Vec<f64>>)> {
+        let d = self.d;
+        let mut x = trial.x0.clone();
+        let err = |x: &[Vec<f64>]| -> f64 {
+            x.iter()
+                .map(|xi| {
+                    xi.iter()
+                        .zip(&trial.x_star)
+                        .map(|(a, b)| (a - b).powi(2))
+                        .sum::<f64>()
+                })
+                .sum()
+        };
+        let mut errors = vec![err(&x)];
+        for it in 0..self.iterations {
+            let k = (it + 1) as f64; // the paper's stepsizes count from k = 1
+            let gamma = match variant {
+                Variant::Proposed => 1.0 / (1.0 + self.attenuation_a * k.powf(self.attenuation_b)),
+                Variant::NoAttenuation | Variant::Conventional => 1.0,
+            };
+            // Once-per-iteration quantization (only used when not quantizing per message).
+            let q: Vec<Vec<i64>> = if self.quantize_per_message {
+                Vec::new()
+            } else {
+                (0..AGENTS)
+                    .map(|i| {
+                        self.quantize(&x[i], &mut seeds.stream("pdsgd/quant", &[t, it, i as u64]))
+                    })
+                    .collect()
+            };
+            let mut next = x.clone();
+            for i in 0..AGENTS {
+                let mut coupling = vec![0.0; d];
+                for j in Self::neighbours(i) {
+                    let term: Vec<f64> = match variant {
+                        Variant::Conventional => {
+                            let w =
+                                (trial.k[i][j] * trial.k[j][i]) as f64 * self.delta * self.delta;
+                            x[j].iter().zip(&x[i]).map(|(a, b)| w * (a - b)).collect()
+                        }
+                        _ => {
+                            let mut enc = seeds.stream("pdsgd/enc", &[t, it, i as u64, j as u64]);
+                            let (qi, qj) = if self.quantize_per_message {
+                                let mut r =
+                                    seeds.stream("pdsgd/quant-msg", &[t, it, i as u64, j as u64]);
+                                (self.quantize(&x[i], &mut r), self.quantize(&x[j], &mut r))
+                            } else {
+                                (q[i].clone(), q[j].clone())
+                            };
+                            let req = protocol::initiate(backend, i, &qi, &mut enc)?;
+                            let resp =
+                                protocol::respond(backend, j, &req, &qj, trial.k[j][i], &mut enc)?;
+                            protocol::finish(
+                                backend,
+                                i,
+                                &resp,
+                                trial.k[i][j] as f64 * self.delta,
+                                self.delta,
+                            )?
+                        }
+                    };
+                    for (c, v) in coupling.iter_mut().zip(term) {
+                        *c += v;
+                    }
+                }
+                let mut r = seeds.stream("pdsgd/sample", &[t, it, i as u64]);
+                let g = self.gradient(trial, i, &x[i], &mut r);
+                let base = self.lambda0 / k.powf(self.lambda_decay);
+                for l in 0..d {
+                    let step = match variant {
+                        // α^k of (6): the stepsizes' deterministic part.
+                        Variant::Conventional => base,
+                        _ => base * (1.0 + r.random::<f64>() / k.powf(self.zeta_decay)),
+                    };
+                    next[i][l] = x[i][l] + gamma * coupling[l] - step * g[l];
+                }
+            }
+            x = next;
+            if (it + 1) % self.eval_every == 0 || it + 1 == self.iterations {
+                errors.push(err(&x));
+            }
+        }
+        Ok((errors, x))
+    }
+}
+
+impl Method for PdsgdConfig {
+    fn validate(&self) -> Result<()> {
+        ensure(self.trials >= 1 && self.iterations >= 1, || {
+            "method.trials and method.iterations must be >= 1".into()
+        })?;
+        ensure(self.delta > 0.0 && self.delta <= 1.0, || {
+            format!("method.delta must be in (0, 1], got {}", self.delta)
+        })?;
+        ensure(self.omega >= 0.0, || "method.omega must be >= 0".into())?;
+        ensure(self.measurements >= 1 && self.p >= 1 && self.d >= 1, || {
+            "method.measurements, p and d must be >= 1".into()
+        })?;
+        ensure(self.lambda0 > 0.0, || "method.lambda0 must be > 0".into())?;
+        ensure(self.eval_every >= 1, || {
+            "method.eval_every must be >= 1".into()
+        })?;
+        ensure(matches!(self.paillier_bits, 1024 | 2048 | 3072), || {
+            "method.paillier_bits must be 1024, 2048 or 3072".into()
+        })
+    }
+
+    fn run(&self, ctx: &mut RunContext<'_>) -> Result<Vec<f64>> {
+        let seeds = ctx.seeds;
+        let transparent = TransparentBackend {
+            ciphertext_bytes: (2 * self.paillier_bits as usize).div_ceil(8),
+        };
+        let variants = [
+            ("proposed", Variant::Proposed),
+            ("no_attenuation", Variant::NoAttenuation),
+            ("conventional", Variant::Conventional),
+        ];
+        // Trials in parallel; each trial's numbers depend only on its index.
+        let next = std::sync::atomic::AtomicU64::new(0);
+        let results: std::sync::Mutex<Vec<(u64, Vec<Vec<f64>>)>> =
+            std::sync::Mutex::new(Vec::new());
+        let failure: std::sync::Mutex<Option<crate::Error>> = std::sync::Mutex::new(None);
+        ctx.progress.start("pdsgd trials", self.trials);
+        std::thread::scope(|s| {
+            for _ in 0..self.threads.max(1) {
+                s.spawn(|| {
+                    loop {
+                        let t = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        if t >= self.trials {
+                            break;
+                        }
+                        let trial = self.trial(&seeds, t);
+                        let mut curves = Vec::new();
+                        for (_, v) in variants {
+                            match self.run_trial(&trial, v, &transparent, &seeds, t) {
+                                Ok((e, _)) => curves.push(e),
+                                Err(e) => {
+                                    if let Ok(mut f) = failure.lock() {
+                                        *f = Some(e);
+                                    }
+                                    return;
+                                }
+                            }
+                        }
+                        if let Ok(mut r) = results.lock() {
+                            r.push((t, curves));
+                        }
+                    }
+                });
+            }
+        });
+        ctx.progress.finish();
+        if let Some(e) = failure.into_inner().ok().flatten() {
+            return Err(e);
+        }
+        let mut results = results.into_inner().unwrap_or_default();
+        results.sort_by_key(|(t, _)| *t);
+        let points = results.first().map(|(_, c)| c[0].len()).unwrap_or(0);
+        let n = results.len() as f64;
+        let mut means = vec![vec![0.0; points]; variants.len()];
+        let mut vars = vec![vec![0.0; points]; variants.len()];
+        for (vi, (mean, var)) in means.iter_mut().zip(vars.iter_mut()).enumerate() {
+            for p in 0..points {
+                let xs: Vec<f64> = results.iter().map(|(_, c)| c[vi][p]).collect();
+                let m = xs.iter().sum::<f64>() / n;
+                mean[p] = m;
+                var[p] = xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
+            }
+        }
+        for p in 0..points {
+            let it = (p as u64 * self.eval_every).min(self.iterations) as f64;
+            let mut row: Vec<(String, f64)> = vec![("round".into(), it)];
+            for (vi, (name, _)) in variants.iter().enumerate() {
+                row.push((
+                    format!("fig3_log10_mse/{name}"),
+                    means[vi][p].max(1e-300).log10(),
+                ));
+                row.push((format!("mse/{name}"), means[vi][p]));
+                row.push((format!("mse_variance/{name}"), vars[vi][p]));
+            }
+            let row_ref: Vec<(&str, f64)> = row.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+            ctx.record(&row_ref)?;
+        }
+        for (vi, (name, _)) in variants.iter().enumerate() {
+            ctx.note(
+                &format!("final_mse_{name}"),
+                *means[vi].last().unwrap_or(&f64::NAN),
+            );
+            ctx.note(
+                &format!("final_mse_variance_{name}"),
+                *vars[vi].last().unwrap_or(&f64::NAN),
+            );
+        }
+        // Real Paillier: all 5 agents in this process, one thread, a few iterations.
+        if self.paillier_timing_iterations > 0 {
+            let timed = PdsgdConfig {
+                iterations: self.paillier_timing_iterations,
+                eval_every: self.paillier_timing_iterations,
+                ..self.clone()
+            };
+            let mut krng = seeds.stream("pdsgd/keys", &[]);
+            let start = Instant::now();
+            let paillier = PaillierBackend::generate(AGENTS, self.paillier_bits, &mut krng)?;
+            let keygen = start.elapsed().as_secs_f64();
+            let trial = timed.trial(&seeds, 0);
+            let start = Instant::now();
+            timed.run_trial(&trial, Variant::Proposed, &paillier, &seeds, 0)?;
+            let per_iter = start.elapsed().as_secs_f64() / self.paillier_timing_iterations as f64;
+            ctx.note(
+                &format!("seconds_per_iteration_paillier{}", self.paillier_bits),
+                per_iter,
+            );
+            ctx.note(
+                &format!("keygen_seconds_5_agents_paillier{}", self.paillier_bits),
+                keygen,
+            );
+        }
+        // Per iteration each directed edge carries 2d ciphertexts (request and response).
+        let bytes = (2 * EDGES.len() * 2 * self.d * transparent.ciphertext_bytes(0)) as f64;
+        ctx.note("ciphertext_bytes_per_iteration", bytes);
+        Ok(Vec::new())
+    }
+}

@@ -338,18 +338,30 @@ fn paillier_suite() -> Result<Vec<Case>> {
         cases.push(Case::new(name("decrypt_variable_time"), move || {
             black_box(k.decrypt_variable_time(&cc));
         }));
-        let batch: Vec<_> = (0..BATCH).map(|_| c.clone()).collect();
-        let k = Rc::clone(&kp);
-        cases.push(Case::new(name("decrypt_batch32_2threads"), move || {
-            // A batch of 32 split over both cores: divide by 32 for throughput per ciphertext.
-            let (a, b) = batch.split_at(BATCH / 2);
-            let key: &KeyPair = &k;
-            std::thread::scope(|s| {
-                let h = s.spawn(|| a.iter().for_each(|x| drop(black_box(key.decrypt(x)))));
-                b.iter().for_each(|x| drop(black_box(key.decrypt(x))));
-                black_box(h.join().ok());
-            });
-        }));
+        for (label, constant_time) in [
+            ("decrypt_batch32_2threads", true),
+            ("decrypt_batch32_2threads_variable_time", false),
+        ] {
+            let batch: Vec<_> = (0..BATCH).map(|_| c.clone()).collect();
+            let k = Rc::clone(&kp);
+            cases.push(Case::new(name(label), move || {
+                // A batch of 32 split over both cores: divide by 32 for throughput per ciphertext.
+                let (a, b) = batch.split_at(BATCH / 2);
+                let key: &KeyPair = &k;
+                let dec = |x| {
+                    if constant_time {
+                        key.decrypt(x)
+                    } else {
+                        key.decrypt_variable_time(x)
+                    }
+                };
+                std::thread::scope(|s| {
+                    let h = s.spawn(|| a.iter().for_each(|x| drop(black_box(dec(x)))));
+                    b.iter().for_each(|x| drop(black_box(dec(x))));
+                    black_box(h.join().ok());
+                });
+            }));
+        }
         let (k, a, b) = (Rc::clone(&kp), c.clone(), c2.clone());
         cases.push(Case::new(name("add"), move || {
             black_box(k.public.add(&a, &b));

@@ -246,6 +246,29 @@ fn bench_mkckks_names_every_operation() {
     }
 }
 
+#[test]
+fn bench_paillier_names_every_operation() {
+    let list = bench_json("paillier", "1");
+    let names: Vec<&str> = list.iter().map(|m| m["name"].as_str().unwrap()).collect();
+    for bits in ["2048", "3072"] {
+        for op in [
+            "keygen",
+            "encrypt",
+            "encrypt_online",
+            "decrypt",
+            "add",
+            "mul16",
+            "mul64",
+        ] {
+            let want = format!("paillier/{bits}/{op}");
+            assert!(
+                names.contains(&want.as_str()),
+                "{want} missing from {names:?}"
+            );
+        }
+    }
+}
+
 /// The data directory with fetched real datasets: `PRIVOPT_DATA`, else the workspace's
 /// `data/`. Under CI (`CI=true`, where `.ci/run` fetches first) missing data is a failure;
 /// elsewhere these tests say they were skipped.

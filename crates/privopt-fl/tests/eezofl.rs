@@ -2,6 +2,8 @@
 //! budget of App. B.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use privopt_channel::fading::Fading;
 use privopt_fl::methods::eezofl::aggregate::{
     ExactHeOta, ModularHeOta, Precoder, ScalarAggregation,
@@ -139,34 +141,22 @@ fn the_modular_model_breaks_decryption() {
 
 #[test]
 fn the_reproduction_suite_writes_every_key() {
-    use privopt_fl::config::ExperimentConfig;
-    use privopt_fl::runner::{NoProgress, RunOptions, run};
     // The eezofl-table3 config with a smoke-sized workload on generated data.
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../configs/eezofl-table3.toml"
-    ))
-    .unwrap();
-    let text = text
-        .replace(
-            "dataset = \"mnist\"\nclasses = [0, 1]",
-            "dataset = \"synthetic_logistic\"\nn_train = 500\nn_test = 200\ndim = 8",
-        )
-        .replace("seeds = [0, 1, 2, 3, 4]", "seeds = [0, 1]")
-        .replace("he_sets = [8192, 4096]", "he_sets = [4096]")
-        .replace("noise_audit_rounds = 20", "noise_audit_rounds = 2")
-        .replace("modular_audit_rounds = 2", "modular_audit_rounds = 1")
-        .replace("rounds = 400", "rounds = 6")
-        .replace("eval_every = 10", "eval_every = 3");
-    let cfg = ExperimentConfig::from_toml(&text, "smoke").unwrap();
-    let out = run(
-        &cfg,
-        &RunOptions {
-            data_dir: "none".into(),
-        },
-        &NoProgress,
-    )
-    .unwrap();
+    let out = common::run_shipped_config(
+        "eezofl-table3",
+        &[
+            (
+                "dataset = \"mnist\"\nclasses = [0, 1]",
+                "dataset = \"synthetic_logistic\"\nn_train = 500\nn_test = 200\ndim = 8",
+            ),
+            ("seeds = [0, 1, 2, 3, 4]", "seeds = [0, 1]"),
+            ("he_sets = [8192, 4096]", "he_sets = [4096]"),
+            ("noise_audit_rounds = 20", "noise_audit_rounds = 2"),
+            ("modular_audit_rounds = 2", "modular_audit_rounds = 1"),
+            ("rounds = 400", "rounds = 6"),
+            ("eval_every = 10", "eval_every = 3"),
+        ],
+    );
     let s = &out.summary;
     for key in [
         "acc_n4096_sigma1",

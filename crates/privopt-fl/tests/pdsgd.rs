@@ -2,6 +2,8 @@
 //! weighted difference, stepsizes hide gradients, and the suite writes its keys.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use privopt_fl::methods::pdsgd::backend::{PaillierBackend, TransparentBackend};
 use privopt_fl::methods::pdsgd::{PdsgdConfig, Variant, protocol};
 use privopt_math::SeedTree;
@@ -97,31 +99,19 @@ fn stepsize_scaling_hides_the_gradient() {
 
 #[test]
 fn the_fig3_suite_writes_its_keys() {
-    use privopt_fl::config::ExperimentConfig;
-    use privopt_fl::runner::{NoProgress, RunOptions, run};
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../configs/pdsgd-fig3.toml"
-    ))
-    .unwrap();
-    let text = text
-        .replace("trials = 1000", "trials = 6")
-        .replace("iterations = 10000", "iterations = 200")
-        .replace("eval_every = 100", "eval_every = 50")
-        .replace(
-            "paillier_timing_iterations = 5",
-            "paillier_timing_iterations = 1",
-        )
-        .replace("paillier_bits = 2048", "paillier_bits = 1024");
-    let cfg = ExperimentConfig::from_toml(&text, "smoke").unwrap();
-    let out = run(
-        &cfg,
-        &RunOptions {
-            data_dir: "none".into(),
-        },
-        &NoProgress,
-    )
-    .unwrap();
+    let out = common::run_shipped_config(
+        "pdsgd-fig3",
+        &[
+            ("trials = 1000", "trials = 6"),
+            ("iterations = 10000", "iterations = 200"),
+            ("eval_every = 100", "eval_every = 50"),
+            (
+                "paillier_timing_iterations = 5",
+                "paillier_timing_iterations = 1",
+            ),
+            ("paillier_bits = 2048", "paillier_bits = 1024"),
+        ],
+    );
     for key in [
         "final_mse_proposed",
         "final_mse_no_attenuation",

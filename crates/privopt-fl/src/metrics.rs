@@ -88,6 +88,18 @@ pub struct Comm {
     pub down_bytes: u64,
 }
 
+/// Sample mean and variance (normalized by n − 1; 0 for fewer than two values).
+pub fn mean_variance(xs: &[f64]) -> (f64, f64) {
+    let n = xs.len() as f64;
+    let mean = xs.iter().sum::<f64>() / n;
+    let var = if xs.len() > 1 {
+        xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)
+    } else {
+        0.0
+    };
+    (mean, var)
+}
+
 /// A flat map of named numbers (`summary.json`).
 pub type Summary = BTreeMap<String, f64>;
 

@@ -155,6 +155,57 @@ impl RunContext<'_> {
     }
 }
 
+/// Runs `job(i)` for every `i in 0..count` on `threads` workers and returns the results in
+/// index order. Each result may depend only on its index, so the thread count changes no
+/// number. If jobs fail, the error of the lowest failing index is returned. Progress is
+/// reported from the calling thread (a [`Progress`] need not be thread-safe).
+pub fn parallel_map<R: Send>(
+    count: usize,
+    threads: usize,
+    label: &str,
+    progress: &dyn Progress,
+    job: impl Fn(usize) -> Result<R> + Sync,
+) -> Result<Vec<R>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Mutex, mpsc};
+
+    let next = AtomicUsize::new(0);
+    let slots: Vec<Mutex<Option<Result<R>>>> = (0..count).map(|_| Mutex::new(None)).collect();
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    progress.start(label, count as u64);
+    std::thread::scope(|s| {
+        for _ in 0..threads.max(1) {
+            let done = done_tx.clone();
+            let (next, slots, job) = (&next, &slots, &job);
+            s.spawn(move || {
+                loop {
+                    let i = next.fetch_add(1, Ordering::SeqCst);
+                    let Some(slot) = slots.get(i) else { break };
+                    let r = job(i);
+                    if let Ok(mut slot) = slot.lock() {
+                        *slot = Some(r);
+                    }
+                    let _ = done.send(());
+                }
+            });
+        }
+        drop(done_tx);
+        for _ in done_rx.iter() {
+            progress.advance(1);
+        }
+    });
+    progress.finish();
+    slots
+        .into_iter()
+        .map(|m| {
+            m.into_inner()
+                .ok()
+                .flatten()
+                .unwrap_or_else(|| Err(Error::Protocol("a worker thread failed".into())))
+        })
+        .collect()
+}
+
 /// Everything a finished run produced.
 #[derive(Clone, Debug)]
 pub struct RunOutcome {

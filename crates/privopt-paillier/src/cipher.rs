@@ -9,6 +9,14 @@ use rug::ops::RemRounding;
 use crate::PaillierError;
 use crate::keys::{DJN_EXPONENT_BITS, KeyPair, PublicKey, random_bits, random_unit};
 
+/// `b^e mod m`. GMP returns no value only for a negative `e` with a base not invertible mod
+/// `m`; every base here is a unit (a validated ciphertext or a sampled unit), so the `1` that
+/// stands in for that case is never produced.
+fn pow_mod(b: &Integer, e: &Integer, m: &Integer) -> Integer {
+    b.pow_mod_ref(e, m)
+        .map_or_else(|| Integer::from(1), Integer::from)
+}
+
 /// A validated ciphertext: an element of `Z*_{n²}` for its key.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Ciphertext {
@@ -84,8 +92,7 @@ impl PublicKey {
     /// Textbook obfuscator `r^n mod n²`, `r` uniform in `Z*_n`.
     pub fn obfuscator_textbook(&self, rng: &mut impl CryptoRng) -> Integer {
         let r = random_unit(&self.n, rng);
-        r.pow_mod_ref(&self.n, &self.n2)
-            .map_or_else(|| Integer::from(1), Integer::from)
+        pow_mod(&r, &self.n, &self.n2)
     }
 
     /// DJN obfuscator `h_s^α mod n²` with a 256-bit α, by a fixed-base table (security
@@ -125,9 +132,7 @@ impl PublicKey {
     /// `E(k · a) = E(a)^k` for a signed integer `k` (a negative `k` inverts first).
     pub fn mul_scalar(&self, a: &Ciphertext, k: &Integer) -> Ciphertext {
         // c ∈ Z*_{n²}, so c^k exists for negative k too; pow_mod handles the inversion.
-        let c =
-            a.c.pow_mod_ref(k, &self.n2)
-                .map_or_else(|| Integer::from(1), Integer::from);
+        let c = pow_mod(&a.c, k, &self.n2);
         Ciphertext { c }
     }
 
@@ -143,12 +148,8 @@ impl KeyPair {
     pub fn obfuscator_owner(&self, rng: &mut impl CryptoRng) -> Integer {
         let (pk, sk) = (&self.public, &self.secret);
         let r = random_unit(&pk.n, rng);
-        let xp = r
-            .pow_mod_ref(&sk.n_mod_pp, &sk.p2)
-            .map_or_else(|| Integer::from(1), Integer::from);
-        let xq = r
-            .pow_mod_ref(&sk.n_mod_qq, &sk.q2)
-            .map_or_else(|| Integer::from(1), Integer::from);
+        let xp = pow_mod(&r, &sk.n_mod_pp, &sk.p2);
+        let xq = pow_mod(&r, &sk.n_mod_qq, &sk.q2);
         // x = xp + p² · ((xq − xp) · (p²)^{-1} mod q²)
         let t = (Integer::from(&xq - &xp) * &sk.p2_inv_q2).rem_euc(&sk.q2);
         (xp + t * &sk.p2) % &pk.n2
@@ -184,8 +185,7 @@ impl KeyPair {
             let x = if constant_time {
                 Integer::from(cp.secure_pow_mod_ref(e, prime2))
             } else {
-                cp.pow_mod_ref(e, prime2)
-                    .map_or_else(|| Integer::from(1), Integer::from)
+                pow_mod(&cp, e, prime2)
             };
             ((x - 1u32) / prime * h).rem_euc(prime)
         };
@@ -203,13 +203,9 @@ impl KeyPair {
         let lambda = Integer::from(sk.p_minus_1.lcm_ref(&sk.q_minus_1));
         let l = |x: Integer| (x - 1u32) / &pk.n;
         let g = Integer::from(&pk.n + 1u32);
-        let gl = g
-            .pow_mod_ref(&lambda, &pk.n2)
-            .map_or_else(|| Integer::from(1), Integer::from);
+        let gl = pow_mod(&g, &lambda, &pk.n2);
         let mu = l(gl).invert(&pk.n).unwrap_or_default();
-        let cl =
-            c.c.pow_mod_ref(&lambda, &pk.n2)
-                .map_or_else(|| Integer::from(1), Integer::from);
+        let cl = pow_mod(&c.c, &lambda, &pk.n2);
         let m = (l(cl) * mu).rem_euc(&pk.n);
         if m > pk.half_n { m - &pk.n } else { m }
     }

@@ -52,24 +52,14 @@ impl CollectivePublicKey {
     /// Encrypts the integer coefficients `m` (an encoded message):
     /// `(c0, c1) = (v·b̃ + m + e0, v·a + e1)`.
     pub fn encrypt(&self, m: &[i64], rng: &mut impl CryptoRng) -> Result<Ciphertext, CkksError> {
-        let (basis, n) = (self.params.basis(), self.params.n());
+        let n = self.params.n();
         if m.len() != n {
             return Err(CkksError::Encoding(format!(
                 "{} coefficients for ring degree {n}",
                 m.len()
             )));
         }
-        let v = basis.to_eval(basis.from_signed(&ternary(n, rng)));
-        let mut e0 = self.params.error().sample_vec(n, rng);
-        for (e, x) in e0.iter_mut().zip(m) {
-            *e = e
-                .checked_add(*x)
-                .ok_or_else(|| CkksError::Encoding("message coefficient overflows".into()))?;
-        }
-        let mut c0 = basis.to_eval(basis.from_signed(&e0));
-        let mut c1 = basis.to_eval(basis.from_signed(&self.params.error().sample_vec(n, rng)));
-        basis.mul_acc(&mut c0, &v, &self.b);
-        basis.mul_acc(&mut c1, &v, &self.a);
+        let (c0, c1) = encrypt_with_key(&self.params, &self.b, &self.a, m, rng)?;
         Ok(Ciphertext {
             params: Arc::clone(&self.params),
             session: self.session,
@@ -101,6 +91,32 @@ impl CollectivePublicKey {
     ) -> Result<Ciphertext, CkksError> {
         self.encrypt(&encoder.encode(values, self.params.scale_log2())?, rng)
     }
+}
+
+/// The ring arithmetic of encryption under any key `b` and common polynomial `a` (evaluation
+/// form): `(v·b + m + e0, v·a + e1)` with fresh ternary `v` and Gaussian `e0`, `e1`.
+/// [`CollectivePublicKey::encrypt`] wraps it; models that aggregate keys differently (EEZOFL's
+/// modular over-the-air model) call it directly.
+pub fn encrypt_with_key(
+    params: &CkksParams,
+    b: &Poly<Eval>,
+    a: &Poly<Eval>,
+    m: &[i64],
+    rng: &mut impl CryptoRng,
+) -> Result<(Poly<Eval>, Poly<Eval>), CkksError> {
+    let (basis, n) = (params.basis(), params.n());
+    let v = basis.to_eval(basis.from_signed(&ternary(n, rng)));
+    let mut e0 = params.error().sample_vec(n, rng);
+    for (e, x) in e0.iter_mut().zip(m) {
+        *e = e
+            .checked_add(*x)
+            .ok_or_else(|| CkksError::Encoding("message coefficient overflows".into()))?;
+    }
+    let mut c0 = basis.to_eval(basis.from_signed(&e0));
+    let mut c1 = basis.to_eval(basis.from_signed(&params.error().sample_vec(n, rng)));
+    basis.mul_acc(&mut c0, &v, b);
+    basis.mul_acc(&mut c1, &v, a);
+    Ok((c0, c1))
 }
 
 /// A (possibly summed) ciphertext under a collective key.

@@ -24,8 +24,8 @@ mod cipher;
 mod party;
 mod shares;
 
-pub use cipher::{Ciphertext, CollectivePublicKey, Decrypted, fuse};
-pub use party::{CommonPoly, Party, SecretKey};
+pub use cipher::{Ciphertext, CollectivePublicKey, Decrypted, encrypt_with_key, fuse};
+pub use party::{CommonPoly, Party, SecretKey, decryption_share, partial_public_key};
 pub use shares::{
     DecryptRound, DecryptionShare, KeyRound, PublicKeyShare, Round, Share, ShareCollector,
 };

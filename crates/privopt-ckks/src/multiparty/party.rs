@@ -71,6 +71,35 @@ impl std::fmt::Debug for SecretKey {
     }
 }
 
+/// `b = −s·a + e` (evaluation form) for a secret `s` and error coefficients `e`.
+pub fn partial_public_key(
+    params: &CkksParams,
+    s: &Poly<Eval>,
+    a: &Poly<Eval>,
+    e: &[i64],
+) -> Poly<Eval> {
+    let basis = params.basis();
+    let mut b = basis.to_eval(basis.from_signed(e));
+    let mut sa = basis.mul(s, a);
+    basis.sub_assign(&mut b, &sa);
+    sa.wipe();
+    b
+}
+
+/// `s·c1 + e*` with smudging noise `e* ~ N(0, σ*²)` of the parameters (evaluation form).
+pub fn decryption_share(
+    params: &CkksParams,
+    s: &Poly<Eval>,
+    c1: &Poly<Eval>,
+    rng: &mut impl CryptoRng,
+) -> Result<Poly<Eval>, CkksError> {
+    let basis = params.basis();
+    let noise = wide_gaussian(params.n(), 2f64.powf(params.smudging_log2()), rng)?;
+    let mut d = basis.to_eval(basis.from_signed(&noise));
+    basis.mul_acc(&mut d, s, c1);
+    Ok(d)
+}
+
 /// One device: its secret, its partial public key, and the operations it performs.
 #[derive(Debug)]
 pub struct Party {
@@ -99,10 +128,7 @@ impl Party {
         let s = basis.to_eval(basis.from_signed(&s_coeffs));
         s_coeffs.zeroize();
         let e = params.error().sample_vec(n, rng);
-        let mut b = basis.to_eval(basis.from_signed(&e));
-        let mut sa = basis.mul(&s, crs.poly());
-        basis.sub_assign(&mut b, &sa);
-        sa.wipe();
+        let b = partial_public_key(params, &s, crs.poly(), &e);
         Self {
             id,
             params: Arc::clone(params),
@@ -136,10 +162,7 @@ impl Party {
         if !ct.members().contains(&self.id) {
             return Err(CkksError::UnknownParty { party: self.id });
         }
-        let basis = self.params.basis();
-        let noise = wide_gaussian(self.params.n(), 2f64.powf(self.params.smudging_log2()), rng)?;
-        let mut d = basis.to_eval(basis.from_signed(&noise));
-        basis.mul_acc(&mut d, &self.sk.s, ct.c1());
+        let d = decryption_share(&self.params, &self.sk.s, ct.c1(), rng)?;
         Ok(Share::new(self.id, ct.session(), ct.digest(), d))
     }
 }

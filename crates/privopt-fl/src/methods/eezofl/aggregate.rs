@@ -5,14 +5,15 @@ use std::sync::Arc;
 
 use num_bigint::BigInt;
 use privopt_channel::dyadic::{Dyadic, ExactRing};
-use privopt_channel::fading::{Fading, awgn};
+use privopt_channel::fading::{Fading, awgn, round_gains};
 use privopt_channel::ota::{superpose_exact, superpose_modular};
 use privopt_ckks::CkksParams;
-use privopt_ckks::multiparty::{Ciphertext, CollectivePublicKey, CommonPoly, Party, fuse};
+use privopt_ckks::multiparty::{
+    Ciphertext, CollectivePublicKey, CommonPoly, Party, decryption_share, encrypt_with_key, fuse,
+    partial_public_key,
+};
 use privopt_math::SeedTree;
 use privopt_math::rns::{Eval, Poly};
-use privopt_math::sample::wide_gaussian;
-use rand::CryptoRng;
 use rand_distr::{Distribution, StandardNormal};
 
 use super::protocol::{ExactDevice, ExactSetup, ServerRound, protocol_error};
@@ -39,8 +40,7 @@ pub trait ScalarAggregation {
 
 /// Gains of all devices in round `k` (a fresh fading block per round).
 fn gains(laws: &[Fading], seeds: &SeedTree, k: u64) -> Vec<f64> {
-    let mut rng = seeds.stream("eezofl/channel", &[k]);
-    laws.iter().map(|f| f.sample(&mut rng)).collect()
+    round_gains(laws, &mut seeds.stream("eezofl/channel", &[k]))
 }
 
 /// (a) Non-encrypted over-the-air ZO, eq. (4): `Y = Σ Δf_i h_i / μ_i + n_k`.
@@ -335,37 +335,21 @@ pub struct ModularHeOta {
 impl ModularHeOta {
     /// The same devices and keys as `exact`, reduced mod q.
     pub fn new(exact: ExactHeOta) -> Self {
-        let basis = exact.setup.params.basis();
+        let params = &exact.setup.params;
+        let basis = params.basis();
         let mut s = Vec::new();
         let mut b = Vec::new();
         for d in &exact.devices {
             let si = basis.to_eval(basis.from_signed(d.secret_coeffs()));
-            let mut bi = basis.to_eval(basis.from_signed(d.error_coeffs()));
-            let sa = basis.mul(&si, &exact.setup.a_mod_q);
-            basis.sub_assign(&mut bi, &sa);
+            b.push(partial_public_key(
+                params,
+                &si,
+                &exact.setup.a_mod_q,
+                d.error_coeffs(),
+            ));
             s.push(si);
-            b.push(bi);
         }
         Self { exact, s, b }
-    }
-
-    fn encrypt(
-        &self,
-        b_tilde: &Poly<Eval>,
-        m: i64,
-        rng: &mut impl CryptoRng,
-    ) -> (Poly<Eval>, Poly<Eval>) {
-        let params = &self.exact.setup.params;
-        let basis = params.basis();
-        let n = params.n();
-        let v = basis.to_eval(basis.from_signed(&privopt_math::sample::ternary(n, rng)));
-        let mut e0 = params.error().sample_vec(n, rng);
-        e0[0] += m;
-        let mut c0 = basis.to_eval(basis.from_signed(&e0));
-        basis.mul_acc(&mut c0, &v, b_tilde);
-        let mut c1 = basis.to_eval(basis.from_signed(&params.error().sample_vec(n, rng)));
-        basis.mul_acc(&mut c1, &v, &self.exact.setup.a_mod_q);
-        (c0, c1)
     }
 }
 
@@ -389,20 +373,19 @@ impl ScalarAggregation for ModularHeOta {
         let b_tilde = send(self.b.iter().collect(), 1)?;
         let cts: Vec<(Poly<Eval>, Poly<Eval>)> = messages
             .iter()
-            .map(|&m| self.encrypt(&b_tilde, m, &mut crypto))
-            .collect();
+            .map(|&m| {
+                let mut coeffs = vec![0i64; params.n()];
+                coeffs[0] = m;
+                encrypt_with_key(params, &b_tilde, &ex.setup.a_mod_q, &coeffs, &mut crypto)
+                    .map_err(protocol_error)
+            })
+            .collect::<Result<Vec<_>>>()?;
         let c0 = send(cts.iter().map(|c| &c.0).collect(), 2)?;
         let c1 = send(cts.iter().map(|c| &c.1).collect(), 3)?;
         let shares = self
             .s
             .iter()
-            .map(|s| {
-                let e = wide_gaussian(params.n(), 2f64.powf(params.smudging_log2()), &mut crypto)
-                    .map_err(protocol_error)?;
-                let mut d = basis.to_eval(basis.from_signed(&e));
-                basis.mul_acc(&mut d, s, &c1);
-                Ok(d)
-            })
+            .map(|s| decryption_share(params, s, &c1, &mut crypto).map_err(protocol_error))
             .collect::<Result<Vec<_>>>()?;
         let d_tilde = send(shares.iter().collect(), 4)?;
         let mut m_hat = c0;

@@ -211,6 +211,21 @@ impl EezoflConfig {
         )
     }
 
+    /// App. B eq. (26): the predicted per-coefficient decoded noise variance for `devices`
+    /// devices on this config's channel, ring degree and noise, with share noise
+    /// `2^smudging_log2`.
+    pub fn predicted_noise_variance(&self, devices: usize, smudging_log2: f64) -> Result<f64> {
+        let params = paper_params(self.he_n, smudging_log2)?;
+        Ok(audit::decoded_noise_variance(
+            params.n(),
+            &vec![self.channel; devices],
+            params.error().sigma(),
+            self.noise_sigma,
+            2f64.powf(smudging_log2),
+            params.scale(),
+        ))
+    }
+
     fn estimator(&self, gamma: f64) -> ZoEstimator {
         ZoEstimator {
             direction: self.perturbation,
@@ -342,16 +357,7 @@ impl Method for EezoflConfig {
                 "noise_var_measured",
                 noise.iter().sum::<f64>() / noise.len() as f64,
             );
-            let params = paper_params(self.he_n, self.smudging_log2)?;
-            let laws = vec![self.channel; p.clients.len()];
-            let predicted = audit::decoded_noise_variance(
-                params.n(),
-                &laws,
-                params.error().sigma(),
-                self.noise_sigma,
-                2f64.powf(self.smudging_log2),
-                params.scale(),
-            );
+            let predicted = self.predicted_noise_variance(p.clients.len(), self.smudging_log2)?;
             ctx.note("noise_var_predicted", predicted);
         }
         Ok(theta)

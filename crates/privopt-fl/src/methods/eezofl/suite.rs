@@ -10,10 +10,11 @@ use serde::{Deserialize, Serialize};
 
 use super::aggregate::{ModularHeOta, Precoder, ScalarAggregation};
 use super::{Aggregation, EezoflConfig, audit, paper_params};
-use crate::error::{Error, Result, ensure};
+use crate::error::{Result, ensure};
 use crate::methods::Method;
+use crate::metrics::mean_variance;
 use crate::problem::Problem;
-use crate::runner::RunContext;
+use crate::runner::{RunContext, parallel_map};
 
 /// `[method] name = "eezofl_suite"`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -94,62 +95,10 @@ fn run_job(problem: &Problem, job: &Job, eval_every: u64) -> Result<Trace> {
     Ok(Trace { losses, accuracy })
 }
 
-/// Runs `jobs` on `threads` workers; results come back in job order.
-fn run_all(
-    problem: &Problem,
-    jobs: &[Job],
-    eval_every: u64,
-    threads: usize,
-    ctx: &RunContext<'_>,
-) -> Result<Vec<Trace>> {
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Vec<std::sync::Mutex<Option<Result<Trace>>>> =
-        jobs.iter().map(|_| std::sync::Mutex::new(None)).collect();
-    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-    ctx.progress.start("eezofl runs", jobs.len() as u64);
-    std::thread::scope(|s| {
-        for _ in 0..threads.max(1) {
-            let done = done_tx.clone();
-            let (next, results) = (&next, &results);
-            s.spawn(move || {
-                loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                    let Some(job) = jobs.get(i) else { break };
-                    let r = run_job(problem, job, eval_every);
-                    if let Ok(mut slot) = results[i].lock() {
-                        *slot = Some(r);
-                    }
-                    let _ = done.send(());
-                }
-            });
-        }
-        drop(done_tx);
-        // Progress is reported from this thread only (the bar need not be thread-safe).
-        for _ in done_rx.iter() {
-            ctx.progress.advance(1);
-        }
-    });
-    ctx.progress.finish();
-    results
-        .into_iter()
-        .map(|m| {
-            m.into_inner()
-                .ok()
-                .flatten()
-                .unwrap_or_else(|| Err(Error::Protocol("a worker thread failed".into())))
-        })
-        .collect()
-}
-
+/// Sample mean and standard deviation.
 fn mean_std(xs: &[f64]) -> (f64, f64) {
-    let n = xs.len() as f64;
-    let mean = xs.iter().sum::<f64>() / n;
-    let var = if xs.len() > 1 {
-        xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)
-    } else {
-        0.0
-    };
-    (mean, var.sqrt())
+    let (m, v) = mean_variance(xs);
+    (m, v.sqrt())
 }
 
 /// Largest eigenvalue of `E[x̃ x̃ᵀ]` (x̃ = (x, 1)) by power iteration: `L_i` of the mean logistic
@@ -190,14 +139,8 @@ impl EezoflSuiteConfig {
 impl EezoflSuiteConfig {
     /// Mean per-coefficient decoded noise variance over `noise_audit_rounds` rounds of the
     /// exact protocol with share noise `2^smudging_log2`.
-    fn noise_audit(
-        &self,
-        p: &Problem,
-        cfg: &EezoflConfig,
-        n: usize,
-        smudging_log2: f64,
-    ) -> Result<f64> {
-        let params = paper_params(n, smudging_log2)?;
+    fn noise_audit(&self, p: &Problem, cfg: &EezoflConfig, smudging_log2: f64) -> Result<f64> {
+        let params = paper_params(cfg.he_n, smudging_log2)?;
         let seeds = SeedTree::new(self.seeds[0]);
         let mut ota = cfg.exact_ota(params, p.clients.len(), seeds, Precoder::None)?;
         let mut theta = vec![0.0; p.model.num_params()];
@@ -275,7 +218,9 @@ impl Method for EezoflSuiteConfig {
             });
         }
         let started = Instant::now();
-        let traces = run_all(p, &jobs, self.eval_every, self.threads, ctx)?;
+        let traces = parallel_map(jobs.len(), self.threads, "eezofl runs", ctx.progress, |i| {
+            run_job(p, &jobs[i], self.eval_every)
+        })?;
         ctx.note("training_runs_seconds", started.elapsed().as_secs_f64());
 
         // Group by label: mean accuracy over seeds and the mean loss curve.
@@ -333,10 +278,10 @@ impl Method for EezoflSuiteConfig {
                 s.clone()
             };
             for &n in &self.he_sets {
-                let v = curves_note(ctx, &format!("acc_he{n}_{s}"));
+                let v = ctx.noted(&format!("acc_he{n}_{s}")).unwrap_or(f64::NAN);
                 ctx.note(&format!("acc_n{n}_{short}"), v);
             }
-            let v = curves_note(ctx, &format!("acc_noenc_{s}"));
+            let v = ctx.noted(&format!("acc_noenc_{s}")).unwrap_or(f64::NAN);
             ctx.note(&format!("acc_noenc_{short}"), v);
         }
         let rows = curves.iter().map(|(_, c)| c.len()).max().unwrap_or(0);
@@ -381,16 +326,8 @@ impl Method for EezoflSuiteConfig {
             for (tag, smudging_log2) in
                 [("", cfg.smudging_log2), ("sigma_phi_3_2_", sigma_e.log2())]
             {
-                let measured = self.noise_audit(p, &cfg, n, smudging_log2)?;
-                let params = paper_params(n, smudging_log2)?;
-                let predicted = audit::decoded_noise_variance(
-                    n,
-                    &laws,
-                    params.error().sigma(),
-                    cfg.noise_sigma,
-                    2f64.powf(smudging_log2),
-                    params.scale(),
-                );
+                let measured = self.noise_audit(p, &cfg, smudging_log2)?;
+                let predicted = cfg.predicted_noise_variance(p.clients.len(), smudging_log2)?;
                 let omega2 = laws[0].second_moment().powi(2);
                 ctx.note(&format!("noise_var_measured_{tag}n{n}"), measured);
                 ctx.note(&format!("noise_var_predicted_{tag}n{n}"), predicted);
@@ -452,8 +389,4 @@ impl Method for EezoflSuiteConfig {
         ctx.note("modular_model_decrypt_error", e);
         Ok(Vec::new())
     }
-}
-
-fn curves_note(ctx: &RunContext<'_>, key: &str) -> f64 {
-    ctx.noted(key).unwrap_or(f64::NAN)
 }

@@ -28,7 +28,8 @@ use serde::{Deserialize, Serialize};
 use self::backend::{Backend, PaillierBackend, TransparentBackend};
 use super::Method;
 use crate::error::{Result, ensure};
-use crate::runner::RunContext;
+use crate::metrics::mean_variance;
+use crate::runner::{RunContext, parallel_map};
 
 /// The undirected graph of §4: a 5-ring with one chord (connected, degrees 3, 2, 3, 2, 2).
 pub const EDGES: &[(usize, usize)] = &[(0, 1), (1, 2), (2, 3), (3, 4), (4, 0), (0, 2)];
@@ -433,55 +434,27 @@ impl Method for PdsgdConfig {
             ("conventional", Variant::Conventional),
         ];
         // Trials in parallel; each trial's numbers depend only on its index.
-        let next = std::sync::atomic::AtomicU64::new(0);
-        let results: std::sync::Mutex<Vec<(u64, Vec<Vec<f64>>)>> =
-            std::sync::Mutex::new(Vec::new());
-        let failure: std::sync::Mutex<Option<crate::Error>> = std::sync::Mutex::new(None);
-        ctx.progress.start("pdsgd trials", self.trials);
-        std::thread::scope(|s| {
-            for _ in 0..self.threads.max(1) {
-                s.spawn(|| {
-                    loop {
-                        let t = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                        if t >= self.trials {
-                            break;
-                        }
-                        let trial = self.trial(&seeds, t);
-                        let mut curves = Vec::new();
-                        for (_, v) in variants {
-                            match self.run_trial(&trial, v, &transparent, &seeds, t) {
-                                Ok((e, _)) => curves.push(e),
-                                Err(e) => {
-                                    if let Ok(mut f) = failure.lock() {
-                                        *f = Some(e);
-                                    }
-                                    return;
-                                }
-                            }
-                        }
-                        if let Ok(mut r) = results.lock() {
-                            r.push((t, curves));
-                        }
-                    }
-                });
-            }
-        });
-        ctx.progress.finish();
-        if let Some(e) = failure.into_inner().ok().flatten() {
-            return Err(e);
-        }
-        let mut results = results.into_inner().unwrap_or_default();
-        results.sort_by_key(|(t, _)| *t);
-        let points = results.first().map(|(_, c)| c[0].len()).unwrap_or(0);
-        let n = results.len() as f64;
+        let results = parallel_map(
+            self.trials as usize,
+            self.threads,
+            "pdsgd trials",
+            ctx.progress,
+            |t| {
+                let t = t as u64;
+                let trial = self.trial(&seeds, t);
+                variants
+                    .iter()
+                    .map(|(_, v)| Ok(self.run_trial(&trial, *v, &transparent, &seeds, t)?.0))
+                    .collect::<Result<Vec<Vec<f64>>>>()
+            },
+        )?;
+        let points = results.first().map(|c| c[0].len()).unwrap_or(0);
         let mut means = vec![vec![0.0; points]; variants.len()];
         let mut vars = vec![vec![0.0; points]; variants.len()];
         for (vi, (mean, var)) in means.iter_mut().zip(vars.iter_mut()).enumerate() {
             for p in 0..points {
-                let xs: Vec<f64> = results.iter().map(|(_, c)| c[vi][p]).collect();
-                let m = xs.iter().sum::<f64>() / n;
-                mean[p] = m;
-                var[p] = xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
+                let xs: Vec<f64> = results.iter().map(|c| c[vi][p]).collect();
+                (mean[p], var[p]) = mean_variance(&xs);
             }
         }
         for p in 0..points {

@@ -4,6 +4,7 @@
 mod bench;
 mod configs;
 mod data_cmd;
+mod dp_cmd;
 mod experiment;
 mod progress;
 
@@ -63,6 +64,11 @@ enum Command {
         #[command(subcommand)]
         command: DataCommand,
     },
+    /// Differential-privacy accounting for the (subsampled) Gaussian mechanism.
+    Dp {
+        #[command(subcommand)]
+        command: DpCommand,
+    },
     /// Run a suite of micro-benchmarks and print a table of medians.
     Bench {
         /// Suite name (`privopt bench list` shows them).
@@ -73,6 +79,26 @@ enum Command {
         /// Timed samples per benchmark.
         #[arg(long, default_value_t = 15)]
         runs: usize,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum DpCommand {
+    /// ε spent by T steps with noise multiplier σ (printed alone on the last line).
+    Epsilon {
+        /// Noise multiplier: noise standard deviation / L2 sensitivity.
+        #[arg(long)]
+        sigma: f64,
+        #[command(flatten)]
+        run: dp_cmd::RunArgs,
+    },
+    /// The smallest noise multiplier σ for a target ε (printed alone on the last line).
+    Sigma {
+        /// Target ε.
+        #[arg(long)]
+        epsilon: f64,
+        #[command(flatten)]
+        run: dp_cmd::RunArgs,
     },
 }
 
@@ -131,6 +157,10 @@ fn main() -> ExitCode {
             DataCommand::Info { name } => data_cmd::info(&cli.data_dir, &name),
             DataCommand::List => data_cmd::list(&cli.data_dir),
             DataCommand::Verify { names } => data_cmd::verify(&cli.data_dir, &names),
+        },
+        Command::Dp { command } => match command {
+            DpCommand::Epsilon { sigma, run } => dp_cmd::epsilon(sigma, &run, cli.quiet),
+            DpCommand::Sigma { epsilon, run } => dp_cmd::sigma(epsilon, &run, cli.quiet),
         },
         Command::Bench { suite, json, runs } => {
             bench::run(&suite, json.as_deref(), runs, cli.quiet)

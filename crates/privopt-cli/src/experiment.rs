@@ -85,9 +85,13 @@ pub fn reproduce(
     data_dir: &Path,
     out: Option<PathBuf>,
     seed: Option<u64>,
+    runs: Option<usize>,
     quiet: bool,
 ) -> Result<()> {
-    let cfg = with_seed(configs::reproduction(id)?, seed);
+    let mut cfg = with_seed(configs::reproduction(id)?, seed);
+    if let Some(runs) = runs {
+        cfg.method.set_runs(runs)?;
+    }
     let (outcome, dir) = run_and_write(&cfg, data_dir, out, quiet)?;
     print_summary(&outcome, &dir);
     Ok(())

@@ -56,6 +56,9 @@ enum Command {
         /// Override the config's seed.
         #[arg(long)]
         seed: Option<u64>,
+        /// Override the number of repeated runs (suites that repeat runs, e.g. dpfhe-table4).
+        #[arg(long)]
+        runs: Option<usize>,
     },
     /// List the named reproductions, one line each.
     List,
@@ -143,8 +146,8 @@ fn main() -> ExitCode {
         Command::Run { config, out, seed } => {
             experiment::run_file(&config, &cli.data_dir, out, seed, cli.quiet)
         }
-        Command::Reproduce { id, out, seed } => {
-            experiment::reproduce(&id, &cli.data_dir, out, seed, cli.quiet)
+        Command::Reproduce { id, out, seed, runs } => {
+            experiment::reproduce(&id, &cli.data_dir, out, seed, runs, cli.quiet)
         }
         Command::List => {
             configs::print_list();

@@ -11,6 +11,12 @@ pub enum Error {
     /// Data or model failure.
     #[error(transparent)]
     Ml(#[from] privopt_ml::Error),
+    /// A privacy-accounting failure.
+    #[error(transparent)]
+    Dp(#[from] privopt_dp::DpError),
+    /// A polynomial-approximation failure.
+    #[error(transparent)]
+    Approx(#[from] privopt_approx::ApproxError),
     /// A result file could not be written.
     #[error("{path}: {source}")]
     Io {

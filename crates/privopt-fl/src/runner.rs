@@ -45,6 +45,8 @@ pub struct RunContext<'a> {
     pub seeds: SeedTree,
     /// Progress reporting.
     pub progress: &'a dyn Progress,
+    /// Where catalog datasets live (for methods that load more than the run's own dataset).
+    pub data_dir: PathBuf,
     metrics: MetricsTable,
     comm: Comm,
     notes: Summary,
@@ -57,6 +59,7 @@ impl<'a> RunContext<'a> {
             problem,
             seeds,
             progress,
+            data_dir: PathBuf::from("data"),
             metrics: MetricsTable::default(),
             comm: Comm::default(),
             notes: Summary::new(),
@@ -235,6 +238,7 @@ pub fn run(
         "problem built"
     );
     let mut ctx = RunContext::new(&problem, seeds, progress);
+    ctx.data_dir = opts.data_dir.clone();
     let params = cfg.method.run(&mut ctx)?;
     let RunContext {
         metrics,

@@ -1,6 +1,7 @@
 //! The methods and baselines. Each is a module with a config struct implementing [`Method`];
 //! [`MethodConfig`] selects one by the `name` key of the `[method]` table.
 
+pub mod dpfhe;
 pub mod eezofl;
 pub mod pdsgd;
 pub mod sgd;
@@ -35,6 +36,8 @@ pub enum MethodConfig {
     EezoflSuite(eezofl::suite::EezoflSuiteConfig),
     /// Paillier-encrypted decentralized SGD with random stepsizes (paper 001), Fig. 3 suite.
     Pdsgd(pdsgd::PdsgdConfig),
+    /// DP training under FHE, plaintext side (paper 002): Table 3, Table 4, Fig. 4/5.
+    Dpfhe(dpfhe::DpfheConfig),
 }
 
 impl MethodConfig {
@@ -45,6 +48,7 @@ impl MethodConfig {
             MethodConfig::Eezofl(c) => c,
             MethodConfig::EezoflSuite(c) => c,
             MethodConfig::Pdsgd(c) => c,
+            MethodConfig::Dpfhe(c) => c,
         }
     }
 
@@ -56,6 +60,21 @@ impl MethodConfig {
             MethodConfig::Eezofl(_) => "eezofl",
             MethodConfig::EezoflSuite(_) => "eezofl_suite",
             MethodConfig::Pdsgd(_) => "pdsgd",
+            MethodConfig::Dpfhe(_) => "dpfhe",
+        }
+    }
+
+    /// Sets the number of repeated runs of a method that has them (`--runs`).
+    pub fn set_runs(&mut self, runs: usize) -> Result<()> {
+        match self {
+            MethodConfig::Dpfhe(c) => {
+                c.set_runs(runs);
+                Ok(())
+            }
+            other => Err(crate::Error::Config(format!(
+                "--runs applies to the dpfhe suites, not to method `{}`",
+                other.name()
+            ))),
         }
     }
 

@@ -1,0 +1,292 @@
+//! Theorem 3's conditions for Algorithm 3 to be (ε, δ)-DP, and the data-independent parameter
+//! selection of App. D.3 that searches for parameters meeting them.
+//!
+//! Notation as in the paper: m features (bias included), φ′_max = 1 for the logistic loss,
+//! d ≥ ‖∇f(0)‖/√m (data-independently 1/2, since |σ(0) − y| = 1/2 and ‖x‖ ≤ √m), σ the
+//! standard deviation of the noise on the averaged gradient, c_δ = √(2 ln(3T/δ)).
+
+use privopt_approx::analysis::{error_report_on_grid, is_non_increasing, maximize, minimize};
+use privopt_approx::functions::{
+    Method, SIGMOID_LIPSCHITZ, approximate, reciprocal, reciprocal_lipschitz, sigmoid,
+};
+use privopt_approx::{ChebPoly, Interval};
+use serde::Serialize;
+
+
+use crate::error::Result;
+
+/// φ′_max of the logistic loss: |σ(z) − y| ≤ 1.
+pub const PHI_MAX: f64 = 1.0;
+
+/// What the theorem needs to know about the run, apart from the tunable parameters.
+#[derive(Clone, Copy, Debug)]
+pub struct RunShape {
+    /// Features m (bias included).
+    pub m: usize,
+    /// Steps T.
+    pub steps: u64,
+    /// δ.
+    pub delta: f64,
+    /// Standard deviation of the gradient noise.
+    pub noise_std: f64,
+    /// d ≥ ‖∇f(0)‖/√m.
+    pub d: f64,
+}
+
+/// The tunable parameters of Algorithm 3.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct BarrierParams {
+    /// Learning rate η.
+    pub eta: f64,
+    /// Threshold Θ.
+    pub theta: f64,
+    /// Penalty λ.
+    pub lambda: f64,
+    /// κ ∈ (0, 1).
+    pub kappa: f64,
+}
+
+/// Every quantity of Theorem 3 for one parameter set, and which conditions fail.
+#[derive(Clone, Debug, Serialize)]
+pub struct Certificate {
+    /// The parameters checked.
+    pub params: BarrierParams,
+    /// Sup error e_f of p̃ against σ on its own interval [−h, h] (certified bound).
+    pub e_f: f64,
+    /// h, the half-width of the sigmoid approximation interval.
+    pub sigmoid_half_width: f64,
+    /// Sup error e_B of P_κ against 1/x on [κΘ, Θ] (certified bound).
+    pub e_b: f64,
+    /// R, Lemma 5.3's bound on ‖w_i‖.
+    pub r: f64,
+    /// min and max of P_κ on [Θ − R², κΘ].
+    pub m_p: f64,
+    /// See `m_p`.
+    pub big_m_p: f64,
+    /// Right side of condition (1).
+    pub eta_bound: f64,
+    /// Both sides of condition (2).
+    pub lhs2: f64,
+    /// See `lhs2`.
+    pub rhs2: f64,
+    /// α = 2ηλ·m_P.
+    pub alpha: f64,
+    /// Failed conditions, in words; empty when the parameters are certified.
+    pub failures: Vec<String>,
+}
+
+impl Certificate {
+    /// Whether every condition holds.
+    pub fn holds(&self) -> bool {
+        self.failures.is_empty()
+    }
+}
+
+/// c_δ = √(2 ln(3T/δ)).
+pub fn c_delta(steps: u64, delta: f64) -> f64 {
+    (2.0 * (3.0 * steps as f64 / delta).ln()).sqrt()
+}
+
+/// Lemma 5.3's R.
+pub fn weight_bound(shape: &RunShape, p: &BarrierParams, zeta_f: f64, e_b: f64) -> f64 {
+    let sm = (shape.m as f64).sqrt();
+    ((1.0 - p.kappa) * p.theta).sqrt()
+        + p.eta
+            * (PHI_MAX * sm
+                + zeta_f
+                + 2.0 * p.lambda * e_b * p.theta.sqrt()
+                + (sm + c_delta(shape.steps, shape.delta)) * shape.noise_std)
+}
+
+/// Checks Theorem 3 for `params` with sigmoid polynomial `sigmoid_poly` (fitted on [−h, h]) and
+/// P_κ `reciprocal_poly` (fitted on [κΘ, Θ]). The sigmoid condition is checked as "h ≥ √m·R",
+/// which makes e_f (measured on [−h, h]) an error bound on the interval the theorem asks for.
+pub fn check(shape: &RunShape, params: &BarrierParams, sigmoid_poly: &ChebPoly, reciprocal_poly: &ChebPoly) -> Result<Certificate> {
+    let e_f = sigmoid_error(sigmoid_poly);
+    let e_b = reciprocal_error(params, reciprocal_poly)?;
+    check_numbers(shape, params, e_f, sigmoid_poly.interval().hi, reciprocal_poly, e_b)
+}
+
+/// Certified sup error of a sigmoid polynomial on its own interval.
+pub fn sigmoid_error(sigmoid_poly: &ChebPoly) -> f64 {
+    error_report_on_grid(sigmoid, SIGMOID_LIPSCHITZ, sigmoid_poly, sigmoid_poly.interval(), SEARCH_GRID).sup_bound
+}
+
+/// Certified sup error e_B of P_κ against 1/x on [κΘ, Θ].
+pub fn reciprocal_error(params: &BarrierParams, reciprocal_poly: &ChebPoly) -> Result<f64> {
+    let fit = Interval::new(params.kappa * params.theta, params.theta)?;
+    Ok(error_report_on_grid(reciprocal, reciprocal_lipschitz(fit), reciprocal_poly, fit, SEARCH_GRID).sup_bound)
+}
+
+/// Certification grid of the errors inside the checker (a coarser grid only loosens the bound).
+const SEARCH_GRID: usize = 1 << 16;
+
+/// Theorem 3 from the numbers: sigmoid error `e_f` valid on [−h, h], P_κ and its error `e_b`.
+pub fn check_numbers(
+    shape: &RunShape,
+    params: &BarrierParams,
+    e_f: f64,
+    h: f64,
+    reciprocal_poly: &ChebPoly,
+    e_b: f64,
+) -> Result<Certificate> {
+    let p = params;
+    let mut failures = Vec::new();
+    if !(p.kappa > 0.0 && p.kappa < 1.0 && p.theta > 0.0 && p.lambda > 0.0 && p.eta > 0.0) {
+        failures.push("parameters out of range (need 0 < κ < 1, Θ, λ, η > 0)".into());
+    }
+    let sm = (shape.m as f64).sqrt();
+    let zeta_f = e_f * sm;
+    let r = weight_bound(shape, p, zeta_f, e_b);
+    if sm * r > h {
+        failures.push(format!("sigmoid interval [−{h:.3}, {h:.3}] does not cover √m·R = {:.3}", sm * r));
+    }
+    if e_f > PHI_MAX {
+        failures.push(format!("e_f = {e_f:.4} exceeds φ′_max"));
+    }
+    let tail = Interval::new(p.theta - r * r, p.kappa * p.theta)?;
+    if !is_non_increasing(reciprocal_poly, tail) {
+        failures.push(format!("P_κ is not decreasing on [Θ − R², κΘ] = [{:.4}, {:.4}]", tail.lo, tail.hi));
+    }
+    let m_p = minimize(|x| reciprocal_poly.eval(x), tail).1;
+    let big_m_p = maximize(|x| reciprocal_poly.eval(x), tail).1;
+    if m_p < 0.0 {
+        failures.push(format!("m_P = {m_p:.4} < 0"));
+    }
+    let root = ((1.0 - p.kappa) * p.theta).sqrt();
+    let eta_bound = (p.kappa * p.theta / p.lambda)
+        .min(1.0 / (p.lambda * (big_m_p + m_p) + (PHI_MAX - shape.d) * sm / (2.0 * root)));
+    if p.eta > eta_bound {
+        failures.push(format!("condition (1): η = {:.4e} > {eta_bound:.4e}", p.eta));
+    }
+    let alpha = 2.0 * p.eta * p.lambda * m_p;
+    if alpha > 1.0 {
+        failures.push(format!("α = 2ηλm_P = {alpha:.4} > 1"));
+    }
+    let c = c_delta(shape.steps, shape.delta);
+    let sigma = shape.noise_std;
+    let a_coef = 2.0 * alpha - alpha * alpha;
+    let b_coef = -2.0 * p.eta * ((1.0 - alpha) * (shape.d * sm + c * sigma) + zeta_f);
+    let c_coef = -p.eta * p.eta * ((sm * PHI_MAX + (sm + c) * sigma).powi(2) - zeta_f * zeta_f);
+    let rhs2 = if a_coef > 0.0 {
+        (-b_coef + (b_coef * b_coef - 4.0 * a_coef * c_coef).max(0.0).sqrt()) / (2.0 * a_coef)
+    } else {
+        f64::INFINITY
+    };
+    if root < rhs2 {
+        failures.push(format!("condition (2): √((1−κ)Θ) = {root:.4} < {rhs2:.4}"));
+    }
+    Ok(Certificate {
+        params: *p,
+        e_f,
+        sigmoid_half_width: h,
+        e_b,
+        r,
+        m_p,
+        big_m_p,
+        eta_bound,
+        lhs2: root,
+        rhs2,
+        alpha,
+        failures,
+    })
+}
+
+/// Targets and starting points of the D.3 procedure.
+#[derive(Clone, Debug)]
+pub struct SelectionTargets {
+    /// Tolerance E_f on the sigmoid error.
+    pub e_f_target: f64,
+    /// Sigmoid degrees to try, in order.
+    pub sigmoid_degrees: Vec<usize>,
+    /// Degree of P_κ (least squares on [κΘ, Θ]).
+    pub barrier_degree: usize,
+    /// Initial λ (the paper: 0.001).
+    pub lambda0: f64,
+    /// Initial κ (the paper: 0.01).
+    pub kappa0: f64,
+}
+
+impl Default for SelectionTargets {
+    fn default() -> Self {
+        Self { e_f_target: 0.05, sigmoid_degrees: vec![7, 9], barrier_degree: 4, lambda0: 1e-3, kappa0: 0.01 }
+    }
+}
+
+/// A certified parameter set with its polynomials.
+#[derive(Clone, Debug)]
+pub struct Selection {
+    /// The certificate (all conditions hold).
+    pub certificate: Certificate,
+    /// p̃, the sigmoid polynomial.
+    pub sigmoid: ChebPoly,
+    /// P_κ.
+    pub reciprocal: ChebPoly,
+}
+
+/// App. D.3: start from η = 1/(2·m/4), Θ = m, λ = λ₀, κ = κ₀; shrink κ until condition (2)
+/// holds, then fit the sigmoid on [−√m·R, √m·R] and accept the first degree whose error is
+/// within E_f and passes the full check; when κ runs out, shrink Θ and grow λ and repeat.
+/// Returns the certified set, or the last certificate tried (whose `failures` say why).
+pub fn select(shape: &RunShape, targets: &SelectionTargets) -> Result<std::result::Result<Selection, Certificate>> {
+    search(shape, targets)
+}
+
+fn search(shape: &RunShape, targets: &SelectionTargets) -> Result<std::result::Result<Selection, Certificate>> {
+    let m = shape.m as f64;
+    let mut theta = m;
+    let mut lambda = targets.lambda0;
+    let mut last = None;
+    for _ in 0..25 {
+        let mut kappa = targets.kappa0;
+        let mut eta = 2.0 / m;
+        for _ in 0..30 {
+            let fit = Interval::new(kappa * theta, theta)?;
+            let reciprocal_poly = approximate(reciprocal, fit, targets.barrier_degree, Method::LeastSquares)?;
+            let mut params = BarrierParams { eta, theta, lambda, kappa };
+            let e_b = reciprocal_error(&params, &reciprocal_poly)?;
+            // Barrier-side conditions first, with the sigmoid at its target error and an
+            // unbounded interval: cheap, and most candidates fail here.
+            let e_f_guess = targets.e_f_target;
+            let mut cert = check_numbers(shape, &params, e_f_guess, f64::INFINITY, &reciprocal_poly, e_b)?;
+            if cert.eta_bound < params.eta {
+                // Condition (1) only asks for a smaller step; take it and re-check.
+                params.eta = 0.99 * cert.eta_bound;
+                eta = params.eta;
+                cert = check_numbers(shape, &params, e_f_guess, f64::INFINITY, &reciprocal_poly, e_b)?;
+            }
+            if cert.holds() {
+                let h = (m.sqrt() * cert.r).max(1e-3);
+                let mut candidates = Vec::new();
+                for &degree in &targets.sigmoid_degrees {
+                    let poly = approximate(sigmoid, Interval::symmetric(h)?, degree, Method::Minimax)?;
+                    let e_f = sigmoid_error(&poly);
+                    candidates.push((poly, e_f));
+                }
+                for (sigmoid_poly, e_f) in candidates {
+                    let h = sigmoid_poly.interval().hi;
+                    let mut full = check_numbers(shape, &params, e_f, h, &reciprocal_poly, e_b)?;
+                    if e_f > targets.e_f_target {
+                        full.failures.push(format!("e_f = {e_f:.4} above the target {}", targets.e_f_target));
+                    }
+                    if full.holds() {
+                        return Ok(Ok(Selection { certificate: full, sigmoid: sigmoid_poly, reciprocal: reciprocal_poly }));
+                    }
+                    last = Some(full);
+                }
+            } else {
+                last = Some(cert);
+            }
+            kappa *= 0.7;
+            if kappa < 1e-6 {
+                break;
+            }
+        }
+        theta *= 0.7;
+        lambda *= 1.5;
+    }
+    match last {
+        Some(cert) => Ok(Err(cert)),
+        None => Err(crate::Error::Config("D.3 selection tried no parameter set".into())),
+    }
+}

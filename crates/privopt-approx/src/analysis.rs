@@ -144,7 +144,8 @@ pub fn max_abs_derivative(p: &ChebPoly, interval: Interval) -> f64 {
 
 /// Whether p is non-increasing on `interval` (max p′ ≤ 0).
 pub fn is_non_increasing(p: &ChebPoly, interval: Interval) -> bool {
-    maximize(|x| p.derivative().eval(x), interval).1 <= 0.0
+    let d = p.derivative();
+    maximize(|x| d.eval(x), interval).1 <= 0.0
 }
 
 #[cfg(test)]

@@ -1,11 +1,31 @@
 //! Continuous least squares: the degree-n polynomial minimising ∫_a^b (f − p)² dx, by
 //! projecting f on the Legendre polynomials with Gauss–Legendre quadrature.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
 use crate::ApproxError;
 use crate::chebyshev::{ChebPoly, Interval, interpolate};
 
+/// Gauss–Legendre nodes and weights on [−1, 1], computed once per size and shared (the
+/// Newton iteration costs O(n²), which dominates repeated error reports).
+pub fn gauss_legendre(n: usize) -> Arc<(Vec<f64>, Vec<f64>)> {
+    static CACHE: OnceLock<Mutex<HashMap<usize, Arc<(Vec<f64>, Vec<f64>)>>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+    if let Ok(map) = cache.lock()
+        && let Some(rule) = map.get(&n)
+    {
+        return Arc::clone(rule);
+    }
+    let rule = Arc::new(compute_gauss_legendre(n));
+    if let Ok(mut map) = cache.lock() {
+        map.insert(n, Arc::clone(&rule));
+    }
+    rule
+}
+
 /// Gauss–Legendre nodes and weights on [−1, 1] (Newton's method on P_n).
-pub fn gauss_legendre(n: usize) -> (Vec<f64>, Vec<f64>) {
+fn compute_gauss_legendre(n: usize) -> (Vec<f64>, Vec<f64>) {
     let mut nodes = Vec::with_capacity(n);
     let mut weights = Vec::with_capacity(n);
     for i in 0..n {
@@ -62,9 +82,10 @@ pub fn least_squares(
     interval: Interval,
     degree: usize,
 ) -> Result<ChebPoly, ApproxError> {
-    let (nodes, weights) = gauss_legendre((8 * (degree + 1)).max(256));
+    let rule = gauss_legendre((8 * (degree + 1)).max(256));
+    let (nodes, weights) = (&rule.0, &rule.1);
     let mut legendre = vec![0.0; degree + 1];
-    for (&t, &w) in nodes.iter().zip(&weights) {
+    for (&t, &w) in nodes.iter().zip(weights) {
         let fx = f(interval.from_unit(t));
         for (c, p) in legendre.iter_mut().zip(legendre_values(degree, t)) {
             *c += w * fx * p;
@@ -87,11 +108,12 @@ pub fn least_squares(
 
 /// ∫_a^b g(x) dx by Gauss–Legendre with `n` nodes.
 pub fn integrate(g: impl Fn(f64) -> f64, interval: Interval, n: usize) -> f64 {
-    let (nodes, weights) = gauss_legendre(n);
+    let rule = gauss_legendre(n);
     0.5 * interval.width()
-        * nodes
+        * rule
+            .0
             .iter()
-            .zip(&weights)
+            .zip(&rule.1)
             .map(|(&t, &w)| w * g(interval.from_unit(t)))
             .sum::<f64>()
 }

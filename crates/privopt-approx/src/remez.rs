@@ -13,7 +13,7 @@ use crate::analysis::maximize;
 use crate::chebyshev::{ChebPoly, Interval};
 
 /// Grid for locating the error's extrema.
-const GRID: usize = 16384;
+const GRID: usize = 4096;
 
 /// Remez settings.
 #[derive(Clone, Copy, Debug)]

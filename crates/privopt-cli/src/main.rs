@@ -146,9 +146,12 @@ fn main() -> ExitCode {
         Command::Run { config, out, seed } => {
             experiment::run_file(&config, &cli.data_dir, out, seed, cli.quiet)
         }
-        Command::Reproduce { id, out, seed, runs } => {
-            experiment::reproduce(&id, &cli.data_dir, out, seed, runs, cli.quiet)
-        }
+        Command::Reproduce {
+            id,
+            out,
+            seed,
+            runs,
+        } => experiment::reproduce(&id, &cli.data_dir, out, seed, runs, cli.quiet),
         Command::List => {
             configs::print_list();
             Ok(())

@@ -90,16 +90,28 @@ pub fn train(data: &Dataset, spec: &GdSpec, rng: &mut impl Rng, track_margins: b
             .iter()
             .zip(&grad)
             .map(|(wi, gi)| {
-                let noise = if spec.noise_std > 0.0 { spec.noise_std * standard_normal(rng) } else { 0.0 };
+                let noise = if spec.noise_std > 0.0 {
+                    spec.noise_std * standard_normal(rng)
+                } else {
+                    0.0
+                };
                 wi - spec.lr * (barrier * wi + gi * inv + noise)
             })
             .collect();
         if next.iter().any(|x| !x.is_finite() || x.abs() > 1e12) {
-            return Trajectory { w, diverged_at: Some(t), max_margin };
+            return Trajectory {
+                w,
+                diverged_at: Some(t),
+                max_margin,
+            };
         }
         w = next;
     }
-    Trajectory { w, diverged_at: None, max_margin }
+    Trajectory {
+        w,
+        diverged_at: None,
+        max_margin,
+    }
 }
 
 /// Output perturbation (Wu et al. 2017, Algorithm 2, convex case): `passes` passes of
@@ -124,10 +136,13 @@ pub fn output_perturbation(
             grad.iter_mut().for_each(|g| *g = 0.0);
             gradient_sum(&Link::Exact, &w, data, chunk, None, &mut grad);
             let scale = lr / batch.max(1) as f64;
-            w.iter_mut().zip(&grad).for_each(|(wi, gi)| *wi -= scale * gi);
+            w.iter_mut()
+                .zip(&grad)
+                .for_each(|(wi, gi)| *wi -= scale * gi);
         }
     }
-    w.iter_mut().for_each(|wi| *wi += noise_std * standard_normal(rng));
+    w.iter_mut()
+        .for_each(|wi| *wi += noise_std * standard_normal(rng));
     w
 }
 

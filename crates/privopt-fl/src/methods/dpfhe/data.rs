@@ -21,7 +21,10 @@ const MNIST_PCA: usize = 49;
 /// Loads `name` with the paper's preprocessing. COMPAS and credit (no official test split) are
 /// split 80/20 with a seed derived from `seeds`.
 pub fn load_task(name: &str, data_dir: &Path, seeds: &SeedTree) -> Result<TrainTest> {
-    let split = SplitOptions { seed: seeds.child_seed("data/split", &[]), test_fraction: 0.2 };
+    let split = SplitOptions {
+        seed: seeds.child_seed("data/split", &[]),
+        test_fraction: 0.2,
+    };
     let tt = match name {
         "mnist" => {
             let tt = load("mnist", data_dir, split)?;
@@ -39,7 +42,10 @@ pub fn load_task(name: &str, data_dir: &Path, seeds: &SeedTree) -> Result<TrainT
             )));
         }
     };
-    Ok(TrainTest { train: with_bias(&tt.train)?, test: with_bias(&tt.test)? })
+    Ok(TrainTest {
+        train: with_bias(&tt.train)?,
+        test: with_bias(&tt.test)?,
+    })
 }
 
 /// Scales each feature by its largest absolute training value so training features lie in
@@ -55,11 +61,18 @@ fn scale_to_unit_box(train: Dataset, test: Dataset) -> Result<TrainTest> {
     let apply = |ds: &Dataset| {
         ds.map_rows(d, |row, out| {
             for ((o, x), s) in out.iter_mut().zip(row).zip(&scale) {
-                *o = if *s > 0.0 { (x / s).clamp(-1.0, 1.0) } else { 0.0 };
+                *o = if *s > 0.0 {
+                    (x / s).clamp(-1.0, 1.0)
+                } else {
+                    0.0
+                };
             }
         })
     };
-    Ok(TrainTest { train: apply(&train)?, test: apply(&test)? })
+    Ok(TrainTest {
+        train: apply(&train)?,
+        test: apply(&test)?,
+    })
 }
 
 /// Appends a constant feature 1 (the intercept).

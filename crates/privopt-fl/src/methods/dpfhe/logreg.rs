@@ -33,7 +33,14 @@ pub fn margin(w: &[f64], x: &[f64]) -> f64 {
 
 /// Adds Σ_{i ∈ batch} (link(⟨w, x_i⟩) − y_i)·x_i to `sum`; per-example terms are clipped to L2
 /// norm `clip` first when given (DP-SGD's clipping). Returns max_i |⟨w, x_i⟩| over the batch.
-pub fn gradient_sum(link: &Link, w: &[f64], data: &Dataset, batch: &[usize], clip: Option<f64>, sum: &mut [f64]) -> f64 {
+pub fn gradient_sum(
+    link: &Link,
+    w: &[f64],
+    data: &Dataset,
+    batch: &[usize],
+    clip: Option<f64>,
+    sum: &mut [f64],
+) -> f64 {
     let mut g = vec![0.0; w.len()];
     let mut max_margin = 0.0_f64;
     for &i in batch {
@@ -59,7 +66,11 @@ pub fn logistic_loss(w: &[f64], data: &Dataset) -> f64 {
         .map(|i| {
             let z = margin(w, data.row(i));
             // ln(1 + e^z) − y·z, computed without overflow.
-            let softplus = if z > 0.0 { z + (-z).exp().ln_1p() } else { z.exp().ln_1p() };
+            let softplus = if z > 0.0 {
+                z + (-z).exp().ln_1p()
+            } else {
+                z.exp().ln_1p()
+            };
             softplus - data.label(i) * z
         })
         .sum();
@@ -68,13 +79,17 @@ pub fn logistic_loss(w: &[f64], data: &Dataset) -> f64 {
 
 /// Fraction of examples with (⟨w, x⟩ > 0) == (y == 1).
 pub fn accuracy(w: &[f64], data: &Dataset) -> f64 {
-    let correct = (0..data.len()).filter(|&i| (margin(w, data.row(i)) > 0.0) == (data.label(i) > 0.5)).count();
+    let correct = (0..data.len())
+        .filter(|&i| (margin(w, data.row(i)) > 0.0) == (data.label(i) > 0.5))
+        .count();
     correct as f64 / data.len().max(1) as f64
 }
 
 /// Area under the ROC curve of the scores ⟨w, x⟩ (Mann–Whitney, ties counted half).
 pub fn auc(w: &[f64], data: &Dataset) -> f64 {
-    let mut scored: Vec<(f64, bool)> = (0..data.len()).map(|i| (margin(w, data.row(i)), data.label(i) > 0.5)).collect();
+    let mut scored: Vec<(f64, bool)> = (0..data.len())
+        .map(|i| (margin(w, data.row(i)), data.label(i) > 0.5))
+        .collect();
     scored.sort_by(|a, b| a.0.total_cmp(&b.0));
     let positives = scored.iter().filter(|s| s.1).count() as f64;
     let negatives = scored.len() as f64 - positives;
@@ -101,7 +116,13 @@ mod tests {
     use super::*;
 
     fn toy() -> Dataset {
-        Dataset::new(vec![1.0, 1.0, -1.0, 1.0, 0.5, 1.0, -0.5, 1.0], vec![1.0, 0.0, 1.0, 0.0], 2, Some(2)).unwrap()
+        Dataset::new(
+            vec![1.0, 1.0, -1.0, 1.0, 0.5, 1.0, -0.5, 1.0],
+            vec![1.0, 0.0, 1.0, 0.0],
+            2,
+            Some(2),
+        )
+        .unwrap()
     }
 
     #[test]

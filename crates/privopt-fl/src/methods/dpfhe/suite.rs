@@ -6,7 +6,9 @@
 use std::collections::BTreeMap;
 
 use privopt_approx::analysis::max_abs_derivative;
-use privopt_approx::functions::{Method as Fit, SIGMOID_LIPSCHITZ, approximate, reciprocal, sigmoid};
+use privopt_approx::functions::{
+    Method as Fit, SIGMOID_LIPSCHITZ, approximate, reciprocal, sigmoid,
+};
 use privopt_approx::{Interval, error_report};
 use privopt_dp::exact::gaussian_mu_for_epsilon;
 use privopt_dp::{Accountant, GaussianRun, Sampling};
@@ -38,10 +40,12 @@ pub enum Experiment {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Table4Settings {
-    /// Steps T of DP-SGD and of the no-clip method.
+    /// Steps T of DP-GD and of the no-clip method.
     pub steps: u64,
-    /// Batch size (sampled without replacement each step).
-    pub batch: usize,
+    /// Batch size sampled without replacement each step (accounted with the
+    /// Wang–Balle–Kasiviswanathan bound); full-batch GD when absent (exact Gaussian accounting).
+    #[serde(default)]
+    pub batch: Option<usize>,
     /// DP-SGD learning rate.
     pub lr_dpgd: f64,
     /// Sigmoid degrees the no-clip selection may use (the paper: 7 or 9).
@@ -145,11 +149,13 @@ fn paper_table3(dataset: &str) -> (Vec<f64>, f64) {
 
 /// Defaults of Table 4 (see docs/dpfhe.md for how they were chosen).
 fn default_table4(dataset: &str) -> Table4Settings {
-    let (steps, batch) = match dataset {
-        "compas" => (300, 250),
-        _ => (300, 500),
-    };
-    Table4Settings { steps, batch, lr_dpgd: 2.0, sigmoid_degrees: default_degrees() }
+    let _ = dataset;
+    Table4Settings {
+        steps: 1000,
+        batch: None,
+        lr_dpgd: 2.0,
+        sigmoid_degrees: default_degrees(),
+    }
 }
 
 impl DpfheConfig {
@@ -163,7 +169,10 @@ impl DpfheConfig {
     }
 
     fn table4_settings(&self, dataset: &str) -> Table4Settings {
-        self.table4.get(dataset).cloned().unwrap_or_else(|| default_table4(dataset))
+        self.table4
+            .get(dataset)
+            .cloned()
+            .unwrap_or_else(|| default_table4(dataset))
     }
 
     fn load(&self, ctx: &RunContext<'_>, dataset: &str) -> Result<TrainTest> {
@@ -179,29 +188,54 @@ impl DpfheConfig {
 
 impl Method for DpfheConfig {
     fn validate(&self) -> Result<()> {
-        ensure(!self.datasets.is_empty(), || "method.datasets must not be empty".into())?;
+        ensure(!self.datasets.is_empty(), || {
+            "method.datasets must not be empty".into()
+        })?;
         for d in &self.datasets {
             ensure(PAPER_DATASETS.contains(&d.as_str()), || {
-                format!("method.datasets: `{d}` is not one of {}", PAPER_DATASETS.join(", "))
+                format!(
+                    "method.datasets: `{d}` is not one of {}",
+                    PAPER_DATASETS.join(", ")
+                )
             })?;
         }
-        ensure((1..=31).contains(&self.degree), || format!("method.degree must be in 1..=31, got {}", self.degree))?;
+        ensure((1..=31).contains(&self.degree), || {
+            format!("method.degree must be in 1..=31, got {}", self.degree)
+        })?;
         ensure(self.runs >= 1, || "method.runs must be >= 1".into())?;
-        ensure(self.epsilon > 0.0 && self.epsilon.is_finite(), || format!("method.epsilon must be > 0, got {}", self.epsilon))?;
-        ensure(self.delta > 0.0 && self.delta < 1.0, || format!("method.delta must be in (0, 1), got {}", self.delta))?;
-        ensure(self.clip > 0.0 && self.clip.is_finite(), || format!("method.clip must be > 0, got {}", self.clip))?;
+        ensure(self.epsilon > 0.0 && self.epsilon.is_finite(), || {
+            format!("method.epsilon must be > 0, got {}", self.epsilon)
+        })?;
+        ensure(self.delta > 0.0 && self.delta < 1.0, || {
+            format!("method.delta must be in (0, 1), got {}", self.delta)
+        })?;
+        ensure(self.clip > 0.0 && self.clip.is_finite(), || {
+            format!("method.clip must be > 0, got {}", self.clip)
+        })?;
         ensure(self.threads >= 1, || "method.threads must be >= 1".into())?;
-        ensure(self.divergence_interval > 0.0, || "method.divergence_interval must be > 0".into())?;
+        ensure(self.divergence_interval > 0.0, || {
+            "method.divergence_interval must be > 0".into()
+        })?;
         for (d, hs) in &self.intervals {
-            ensure(hs.iter().all(|h| *h > 0.0 && h.is_finite()), || format!("method.intervals.{d}: half-widths must be > 0"))?;
+            ensure(hs.iter().all(|h| *h > 0.0 && h.is_finite()), || {
+                format!("method.intervals.{d}: half-widths must be > 0")
+            })?;
         }
         for (d, r) in &self.rho {
-            ensure(*r > 0.0 && r.is_finite(), || format!("method.rho.{d} must be > 0"))?;
+            ensure(*r > 0.0 && r.is_finite(), || {
+                format!("method.rho.{d} must be > 0")
+            })?;
         }
         for (d, s) in &self.table4 {
-            ensure(s.steps >= 1 && s.batch >= 1, || format!("method.table4.{d}: steps and batch must be >= 1"))?;
-            ensure(s.lr_dpgd > 0.0 && s.lr_dpgd.is_finite(), || format!("method.table4.{d}.lr_dpgd must be > 0"))?;
-            ensure(!s.sigmoid_degrees.is_empty(), || format!("method.table4.{d}.sigmoid_degrees must not be empty"))?;
+            ensure(s.steps >= 1 && s.batch != Some(0), || {
+                format!("method.table4.{d}: steps and batch must be >= 1")
+            })?;
+            ensure(s.lr_dpgd > 0.0 && s.lr_dpgd.is_finite(), || {
+                format!("method.table4.{d}.lr_dpgd must be > 0")
+            })?;
+            ensure(!s.sigmoid_degrees.is_empty(), || {
+                format!("method.table4.{d}.sigmoid_degrees must not be empty")
+            })?;
         }
         Ok(())
     }
@@ -256,31 +290,52 @@ impl DpfheConfig {
                     ctx.note(&format!("{key}_lr"), 1.0 / smoothness);
                     ctx.note(&format!("{key}_trho2"), trho2);
                     ctx.note(&format!("{key}_steps"), steps as f64);
-                    rows.push(Table3Row { dataset: di, fit, h, poly, lr: 1.0 / smoothness, steps: self.steps(steps) });
+                    rows.push(Table3Row {
+                        dataset: di,
+                        fit,
+                        h,
+                        poly,
+                        lr: 1.0 / smoothness,
+                        steps: self.steps(steps),
+                    });
                 }
             }
             data.push(tt);
         }
-        let accs = parallel_map(rows.len(), self.threads, "table 3 training", ctx.progress, |i| {
-            let r = &rows[i];
-            let spec = GdSpec {
-                link: Link::Poly(r.poly.clone()),
-                steps: r.steps,
-                lr: r.lr,
-                batch: None,
-                clip: None,
-                noise_std: 0.0,
-                barrier: None,
-            };
-            let mut rng = ctx.seeds.stream("dpfhe/table3", &[i as u64]);
-            let traj = train(&data[r.dataset].train, &spec, &mut rng, false);
-            Ok((accuracy(&traj.w, &data[r.dataset].test), traj.diverged_at))
-        })?;
+        let accs = parallel_map(
+            rows.len(),
+            self.threads,
+            "table 3 training",
+            ctx.progress,
+            |i| {
+                let r = &rows[i];
+                let spec = GdSpec {
+                    link: Link::Poly(r.poly.clone()),
+                    steps: r.steps,
+                    lr: r.lr,
+                    batch: None,
+                    clip: None,
+                    noise_std: 0.0,
+                    barrier: None,
+                };
+                let mut rng = ctx.seeds.stream("dpfhe/table3", &[i as u64]);
+                let traj = train(&data[r.dataset].train, &spec, &mut rng, false);
+                Ok((accuracy(&traj.w, &data[r.dataset].test), traj.diverged_at))
+            },
+        )?;
         for (r, (acc, diverged)) in rows.iter().zip(accs) {
-            let key = format!("table3_{}_{}_{}", self.datasets[r.dataset], r.fit.label(), r.h);
+            let key = format!(
+                "table3_{}_{}_{}",
+                self.datasets[r.dataset],
+                r.fit.label(),
+                r.h
+            );
             ctx.note(&format!("{key}_acc"), acc);
             ctx.note(&format!("{key}_steps_run"), r.steps as f64);
-            ctx.note(&format!("{key}_diverged"), if diverged.is_some() { 1.0 } else { 0.0 });
+            ctx.note(
+                &format!("{key}_diverged"),
+                if diverged.is_some() { 1.0 } else { 0.0 },
+            );
             ctx.record(&[
                 ("dataset", r.dataset as f64),
                 ("half_width", r.h),
@@ -298,20 +353,45 @@ impl DpfheConfig {
             let tt = self.load(ctx, name)?;
             let s = self.table4_settings(name);
             let (n, m) = (tt.train.len(), tt.train.n_features());
-            let batch = s.batch.min(n);
+            let batch = s.batch.map_or(n, |b| b.min(n));
             let steps = self.steps(s.steps);
-            let q = batch as f64 / n as f64;
-            let sampling = if batch == n { Sampling::Full } else { Sampling::WithoutReplacement { q } };
-            // DP-SGD: replace-one sensitivity of the clipped sum is 2C.
-            let sigma_dpgd = GaussianRun::calibrate(self.epsilon, self.delta, sampling, steps, Accountant::Rdp)?;
+            // Noise multiplier for (ε, δ') over T steps: exact Gaussian composition for full
+            // batches, the RDP accountant with sampling without replacement otherwise.
+            let multiplier = |delta: f64| -> Result<f64> {
+                if batch == n {
+                    Ok((steps as f64).sqrt() / gaussian_mu_for_epsilon(self.epsilon, delta)?)
+                } else {
+                    let sampling = Sampling::WithoutReplacement {
+                        q: batch as f64 / n as f64,
+                    };
+                    Ok(GaussianRun::calibrate(
+                        self.epsilon,
+                        delta,
+                        sampling,
+                        steps,
+                        Accountant::Rdp,
+                    )?)
+                }
+            };
+            // DP-GD: replace-one sensitivity of the clipped sum is 2C.
+            let sigma_dpgd = multiplier(self.delta)?;
             let std_dpgd = sigma_dpgd * 2.0 * self.clip / batch as f64;
             // No-clip (Thm 3): sensitivity Δ₂ = 2(φ′_max + e_f)√m with e_f ≤ E_f; the Gaussian
             // steps get δ/3, Lemma 5.3's weight bound the other 2δ/3.
-            let targets = SelectionTargets { sigmoid_degrees: s.sigmoid_degrees.clone(), ..SelectionTargets::default() };
+            let targets = SelectionTargets {
+                sigmoid_degrees: s.sigmoid_degrees.clone(),
+                ..SelectionTargets::default()
+            };
             let delta2 = 2.0 * (PHI_MAX + targets.e_f_target) * (m as f64).sqrt();
-            let sigma_noclip = GaussianRun::calibrate(self.epsilon, self.delta / 3.0, sampling, steps, Accountant::Rdp)?;
+            let sigma_noclip = multiplier(self.delta / 3.0)?;
             let std_noclip = sigma_noclip * delta2 / batch as f64;
-            let shape = RunShape { m, steps, delta: self.delta, noise_std: std_noclip, d: 0.5 };
+            let shape = RunShape {
+                m,
+                steps,
+                delta: self.delta,
+                noise_std: std_noclip,
+                d: 0.5,
+            };
             let (selection, certified) = match select(&shape, &targets)? {
                 Ok(sel) => (sel, true),
                 Err(cert) => {
@@ -323,7 +403,10 @@ impl DpfheConfig {
             };
             let cert = &selection.certificate;
             let key = format!("table4_{name}");
-            ctx.note(&format!("{key}_noclip_certified"), if certified { 1.0 } else { 0.0 });
+            ctx.note(
+                &format!("{key}_noclip_certified"),
+                if certified { 1.0 } else { 0.0 },
+            );
             for (k, v) in [
                 ("sigma_dpgd", sigma_dpgd),
                 ("sigma_noclip", sigma_noclip),
@@ -354,7 +437,7 @@ impl DpfheConfig {
                 link: Link::Exact,
                 steps,
                 lr: s.lr_dpgd,
-                batch: Some(batch),
+                batch: s.batch,
                 clip: Some(self.clip),
                 noise_std: std_dpgd,
                 barrier: None,
@@ -363,7 +446,7 @@ impl DpfheConfig {
                 link: Link::Poly(selection.sigmoid.clone()),
                 steps,
                 lr: cert.params.eta,
-                batch: Some(batch),
+                batch: s.batch,
                 clip: None,
                 noise_std: std_noclip,
                 barrier: Some(Barrier {
@@ -379,9 +462,17 @@ impl DpfheConfig {
                 let b = train(&tt.train, &noclip, &mut rng, false);
                 let c = output_perturbation(&tt.train, passes, lr_out, batch, std_out, &mut rng);
                 let score = |w: &[f64], diverged: bool| {
-                    if diverged { (f64::NAN, f64::NAN) } else { (accuracy(w, &tt.test), auc(w, &tt.test)) }
+                    if diverged {
+                        (f64::NAN, f64::NAN)
+                    } else {
+                        (accuracy(w, &tt.test), auc(w, &tt.test))
+                    }
                 };
-                Ok([score(&a.w, a.diverged_at.is_some()), score(&b.w, b.diverged_at.is_some()), score(&c, false)])
+                Ok([
+                    score(&a.w, a.diverged_at.is_some()),
+                    score(&b.w, b.diverged_at.is_some()),
+                    score(&c, false),
+                ])
             })?;
             for (mi, method) in ["dpgd", "noclip", "output"].iter().enumerate() {
                 let accs: Vec<f64> = results.iter().map(|r| r[mi].0).collect();
@@ -414,26 +505,63 @@ impl DpfheConfig {
         let slope = max_abs_derivative(&poly, Interval::symmetric(h)?);
         // LR = 1/β with the data-dependent smoothness β = max|p̃′|·λ_max(XᵀX/N) (App. D.1,
         // footnote 6), unless the config fixes it.
-        let lr = self.divergence_lr.unwrap_or(1.0 / (slope * top_eigenvalue_of_gram(&tt.train)));
+        let lr = self
+            .divergence_lr
+            .unwrap_or(1.0 / (slope * top_eigenvalue_of_gram(&tt.train)));
         let steps = self.steps(self.divergence_steps);
         // The barrier run keeps the same polynomial, step and T; its Θ, λ, κ come from the D.3
         // search with no noise, restricted to this sigmoid interval.
-        let shape = RunShape { m, steps, delta: self.delta, noise_std: 0.0, d: 0.5 };
+        let shape = RunShape {
+            m,
+            steps,
+            delta: self.delta,
+            noise_std: 0.0,
+            d: 0.5,
+        };
         // Θ = h²/m puts the Cauchy–Schwarz bound √m·√Θ on the interval's edge. Theorem 3 itself
         // cannot certify so narrow an interval at this step size (its R adds a whole step
         // η·√m); the certificate below says which conditions fail.
         let theta = h * h / m as f64;
-        let params = BarrierParams { eta: lr, theta, lambda: 1e-3, kappa: 0.01 };
+        let params = BarrierParams {
+            eta: lr,
+            theta,
+            lambda: 1e-3,
+            kappa: 0.01,
+        };
         let fit = Interval::new(params.kappa * theta, theta)?;
         let reciprocal_poly = approximate(reciprocal, fit, 4, Fit::LeastSquares)?;
         let cert = check(&shape, &params, &poly, &reciprocal_poly)?;
         if !cert.holds() {
-            tracing::info!("fig. 5 barrier parameters are not certified by Theorem 3: {}", cert.failures.join("; "));
+            tracing::info!(
+                "fig. 5 barrier parameters are not certified by Theorem 3: {}",
+                cert.failures.join("; ")
+            );
         }
-        ctx.note("fig5_barrier_certified", if cert.holds() { 1.0 } else { 0.0 });
-        let barrier = (Barrier { lambda: params.lambda, theta, reciprocal: reciprocal_poly }, params);
-        let plain = GdSpec { link: Link::Poly(poly.clone()), steps, lr, batch: None, clip: None, noise_std: 0.0, barrier: None };
-        let with_barrier = GdSpec { barrier: Some(barrier.0.clone()), ..plain.clone() };
+        ctx.note(
+            "fig5_barrier_certified",
+            if cert.holds() { 1.0 } else { 0.0 },
+        );
+        let barrier = (
+            Barrier {
+                lambda: params.lambda,
+                theta,
+                reciprocal: reciprocal_poly,
+            },
+            params,
+        );
+        let plain = GdSpec {
+            link: Link::Poly(poly.clone()),
+            steps,
+            lr,
+            batch: None,
+            clip: None,
+            noise_std: 0.0,
+            barrier: None,
+        };
+        let with_barrier = GdSpec {
+            barrier: Some(barrier.0.clone()),
+            ..plain.clone()
+        };
         let mut rng = ctx.seeds.stream("dpfhe/divergence", &[]);
         let a = train(&tt.train, &plain, &mut rng, true);
         let b = train(&tt.train, &with_barrier, &mut rng, true);
@@ -449,11 +577,23 @@ impl DpfheConfig {
         ctx.note("fig4_interval", h);
         ctx.note("fig4_lr", lr);
         ctx.note("fig4_steps", steps as f64);
-        ctx.note("fig4_plain_diverged_at", a.diverged_at.map_or(-1.0, |t| t as f64));
+        ctx.note(
+            "fig4_plain_diverged_at",
+            a.diverged_at.map_or(-1.0, |t| t as f64),
+        );
         ctx.note("fig4_plain_first_outside", first_above(&a.max_margin, h));
-        ctx.note("fig4_plain_max_margin", a.max_margin.iter().copied().fold(0.0, f64::max));
-        ctx.note("fig5_barrier_diverged_at", b.diverged_at.map_or(-1.0, |t| t as f64));
-        ctx.note("fig5_barrier_max_margin", b.max_margin.iter().copied().fold(0.0, f64::max));
+        ctx.note(
+            "fig4_plain_max_margin",
+            a.max_margin.iter().copied().fold(0.0, f64::max),
+        );
+        ctx.note(
+            "fig5_barrier_diverged_at",
+            b.diverged_at.map_or(-1.0, |t| t as f64),
+        );
+        ctx.note(
+            "fig5_barrier_max_margin",
+            b.max_margin.iter().copied().fold(0.0, f64::max),
+        );
         ctx.note("fig5_barrier_theta", barrier.1.theta);
         ctx.note("fig5_barrier_lambda", barrier.1.lambda);
         ctx.note("fig5_barrier_kappa", barrier.1.kappa);
@@ -464,7 +604,10 @@ impl DpfheConfig {
 
 /// First step (1-based) whose value exceeds `h`, or −1.
 fn first_above(values: &[f64], h: f64) -> f64 {
-    values.iter().position(|v| *v > h || !v.is_finite()).map_or(-1.0, |i| i as f64 + 1.0)
+    values
+        .iter()
+        .position(|v| *v > h || !v.is_finite())
+        .map_or(-1.0, |i| i as f64 + 1.0)
 }
 
 /// λ_max(XᵀX/N) by power iteration: the data-dependent smoothness factor of App. D.1's

@@ -12,7 +12,6 @@ use privopt_approx::functions::{
 use privopt_approx::{ChebPoly, Interval};
 use serde::Serialize;
 
-
 use crate::error::Result;
 
 /// φ′_max of the logistic loss: |σ(z) − y| ≤ 1.
@@ -101,21 +100,47 @@ pub fn weight_bound(shape: &RunShape, p: &BarrierParams, zeta_f: f64, e_b: f64) 
 /// Checks Theorem 3 for `params` with sigmoid polynomial `sigmoid_poly` (fitted on [−h, h]) and
 /// P_κ `reciprocal_poly` (fitted on [κΘ, Θ]). The sigmoid condition is checked as "h ≥ √m·R",
 /// which makes e_f (measured on [−h, h]) an error bound on the interval the theorem asks for.
-pub fn check(shape: &RunShape, params: &BarrierParams, sigmoid_poly: &ChebPoly, reciprocal_poly: &ChebPoly) -> Result<Certificate> {
+pub fn check(
+    shape: &RunShape,
+    params: &BarrierParams,
+    sigmoid_poly: &ChebPoly,
+    reciprocal_poly: &ChebPoly,
+) -> Result<Certificate> {
     let e_f = sigmoid_error(sigmoid_poly);
     let e_b = reciprocal_error(params, reciprocal_poly)?;
-    check_numbers(shape, params, e_f, sigmoid_poly.interval().hi, reciprocal_poly, e_b)
+    check_numbers(
+        shape,
+        params,
+        e_f,
+        sigmoid_poly.interval().hi,
+        reciprocal_poly,
+        e_b,
+    )
 }
 
 /// Certified sup error of a sigmoid polynomial on its own interval.
 pub fn sigmoid_error(sigmoid_poly: &ChebPoly) -> f64 {
-    error_report_on_grid(sigmoid, SIGMOID_LIPSCHITZ, sigmoid_poly, sigmoid_poly.interval(), SEARCH_GRID).sup_bound
+    error_report_on_grid(
+        sigmoid,
+        SIGMOID_LIPSCHITZ,
+        sigmoid_poly,
+        sigmoid_poly.interval(),
+        SEARCH_GRID,
+    )
+    .sup_bound
 }
 
 /// Certified sup error e_B of P_κ against 1/x on [κΘ, Θ].
 pub fn reciprocal_error(params: &BarrierParams, reciprocal_poly: &ChebPoly) -> Result<f64> {
     let fit = Interval::new(params.kappa * params.theta, params.theta)?;
-    Ok(error_report_on_grid(reciprocal, reciprocal_lipschitz(fit), reciprocal_poly, fit, SEARCH_GRID).sup_bound)
+    Ok(error_report_on_grid(
+        reciprocal,
+        reciprocal_lipschitz(fit),
+        reciprocal_poly,
+        fit,
+        SEARCH_GRID,
+    )
+    .sup_bound)
 }
 
 /// Certification grid of the errors inside the checker (a coarser grid only loosens the bound).
@@ -139,14 +164,22 @@ pub fn check_numbers(
     let zeta_f = e_f * sm;
     let r = weight_bound(shape, p, zeta_f, e_b);
     if sm * r > h {
-        failures.push(format!("sigmoid interval [−{h:.3}, {h:.3}] does not cover √m·R = {:.3}", sm * r));
+        failures.push(format!(
+            "sigmoid interval [−{h:.3}, {h:.3}] does not cover √m·R = {:.3}",
+            sm * r
+        ));
     }
     if e_f > PHI_MAX {
         failures.push(format!("e_f = {e_f:.4} exceeds φ′_max"));
     }
-    let tail = Interval::new(p.theta - r * r, p.kappa * p.theta)?;
+    // [Θ − R², κΘ]; when R² < (1 − κ)Θ it shrinks to (a sliver at) κΘ.
+    let kt = p.kappa * p.theta;
+    let tail = Interval::new((p.theta - r * r).min(kt - 1e-9 * kt.abs().max(1e-300)), kt)?;
     if !is_non_increasing(reciprocal_poly, tail) {
-        failures.push(format!("P_κ is not decreasing on [Θ − R², κΘ] = [{:.4}, {:.4}]", tail.lo, tail.hi));
+        failures.push(format!(
+            "P_κ is not decreasing on [Θ − R², κΘ] = [{:.4}, {:.4}]",
+            tail.lo, tail.hi
+        ));
     }
     let m_p = minimize(|x| reciprocal_poly.eval(x), tail).1;
     let big_m_p = maximize(|x| reciprocal_poly.eval(x), tail).1;
@@ -157,7 +190,10 @@ pub fn check_numbers(
     let eta_bound = (p.kappa * p.theta / p.lambda)
         .min(1.0 / (p.lambda * (big_m_p + m_p) + (PHI_MAX - shape.d) * sm / (2.0 * root)));
     if p.eta > eta_bound {
-        failures.push(format!("condition (1): η = {:.4e} > {eta_bound:.4e}", p.eta));
+        failures.push(format!(
+            "condition (1): η = {:.4e} > {eta_bound:.4e}",
+            p.eta
+        ));
     }
     let alpha = 2.0 * p.eta * p.lambda * m_p;
     if alpha > 1.0 {
@@ -209,7 +245,13 @@ pub struct SelectionTargets {
 
 impl Default for SelectionTargets {
     fn default() -> Self {
-        Self { e_f_target: 0.05, sigmoid_degrees: vec![7, 9], barrier_degree: 4, lambda0: 1e-3, kappa0: 0.01 }
+        Self {
+            e_f_target: 0.05,
+            sigmoid_degrees: vec![7, 9],
+            barrier_degree: 4,
+            lambda0: 1e-3,
+            kappa0: 0.01,
+        }
     }
 }
 
@@ -226,51 +268,114 @@ pub struct Selection {
 
 /// App. D.3: start from η = 1/(2·m/4), Θ = m, λ = λ₀, κ = κ₀; shrink κ until condition (2)
 /// holds, then fit the sigmoid on [−√m·R, √m·R] and accept the first degree whose error is
-/// within E_f and passes the full check; when κ runs out, shrink Θ and grow λ and repeat.
-/// Returns the certified set, or the last certificate tried (whose `failures` say why).
-pub fn select(shape: &RunShape, targets: &SelectionTargets) -> Result<std::result::Result<Selection, Certificate>> {
+/// within E_f and passes the full check; shrink Θ and grow λ and repeat. Of the certified sets
+/// found, returns the one with the largest step η; if none, the last certificate tried (whose
+/// `failures` say why).
+pub fn select(
+    shape: &RunShape,
+    targets: &SelectionTargets,
+) -> Result<std::result::Result<Selection, Certificate>> {
     search(shape, targets)
 }
 
-fn search(shape: &RunShape, targets: &SelectionTargets) -> Result<std::result::Result<Selection, Certificate>> {
+fn search(
+    shape: &RunShape,
+    targets: &SelectionTargets,
+) -> Result<std::result::Result<Selection, Certificate>> {
     let m = shape.m as f64;
     let mut theta = m;
     let mut lambda = targets.lambda0;
     let mut last = None;
+    let mut best: Option<Selection> = None;
+    let mut fits: std::collections::HashMap<(usize, u64), Option<(ChebPoly, f64)>> =
+        Default::default();
     for _ in 0..25 {
         let mut kappa = targets.kappa0;
         let mut eta = 2.0 / m;
         for _ in 0..30 {
             let fit = Interval::new(kappa * theta, theta)?;
-            let reciprocal_poly = approximate(reciprocal, fit, targets.barrier_degree, Method::LeastSquares)?;
-            let mut params = BarrierParams { eta, theta, lambda, kappa };
+            let reciprocal_poly = approximate(
+                reciprocal,
+                fit,
+                targets.barrier_degree,
+                Method::LeastSquares,
+            )?;
+            let mut params = BarrierParams {
+                eta,
+                theta,
+                lambda,
+                kappa,
+            };
             let e_b = reciprocal_error(&params, &reciprocal_poly)?;
             // Barrier-side conditions first, with the sigmoid at its target error and an
             // unbounded interval: cheap, and most candidates fail here.
             let e_f_guess = targets.e_f_target;
-            let mut cert = check_numbers(shape, &params, e_f_guess, f64::INFINITY, &reciprocal_poly, e_b)?;
+            let mut cert = check_numbers(
+                shape,
+                &params,
+                e_f_guess,
+                f64::INFINITY,
+                &reciprocal_poly,
+                e_b,
+            )?;
             if cert.eta_bound < params.eta {
                 // Condition (1) only asks for a smaller step; take it and re-check.
                 params.eta = 0.99 * cert.eta_bound;
                 eta = params.eta;
-                cert = check_numbers(shape, &params, e_f_guess, f64::INFINITY, &reciprocal_poly, e_b)?;
+                cert = check_numbers(
+                    shape,
+                    &params,
+                    e_f_guess,
+                    f64::INFINITY,
+                    &reciprocal_poly,
+                    e_b,
+                )?;
             }
             if cert.holds() {
-                let h = (m.sqrt() * cert.r).max(1e-3);
+                // Fit on h rounded up to a half (a wider interval still covers √m·R), so
+                // nearby candidates share one Remez run.
+                let h = ((m.sqrt() * cert.r).max(0.5) * 2.0).ceil() / 2.0;
                 let mut candidates = Vec::new();
                 for &degree in &targets.sigmoid_degrees {
-                    let poly = approximate(sigmoid, Interval::symmetric(h)?, degree, Method::Minimax)?;
-                    let e_f = sigmoid_error(&poly);
-                    candidates.push((poly, e_f));
+                    let key = (degree, (h * 2.0) as u64);
+                    if let std::collections::hash_map::Entry::Vacant(slot) = fits.entry(key) {
+                        // A failed fit (too few alternation points) just rules the candidate out.
+                        let fit =
+                            approximate(sigmoid, Interval::symmetric(h)?, degree, Method::Minimax)
+                                .ok()
+                                .map(|poly| {
+                                    let e_f = sigmoid_error(&poly);
+                                    (poly, e_f)
+                                });
+                        slot.insert(fit);
+                    }
+                    if let Some(Some(fit)) = fits.get(&key) {
+                        candidates.push(fit.clone());
+                    }
                 }
                 for (sigmoid_poly, e_f) in candidates {
                     let h = sigmoid_poly.interval().hi;
                     let mut full = check_numbers(shape, &params, e_f, h, &reciprocal_poly, e_b)?;
                     if e_f > targets.e_f_target {
-                        full.failures.push(format!("e_f = {e_f:.4} above the target {}", targets.e_f_target));
+                        full.failures.push(format!(
+                            "e_f = {e_f:.4} above the target {}",
+                            targets.e_f_target
+                        ));
                     }
                     if full.holds() {
-                        return Ok(Ok(Selection { certificate: full, sigmoid: sigmoid_poly, reciprocal: reciprocal_poly }));
+                        // Keep searching: the certified set with the largest step wins (the
+                        // step decides how far T noisy steps can travel).
+                        if best
+                            .as_ref()
+                            .is_none_or(|b: &Selection| b.certificate.params.eta < params.eta)
+                        {
+                            best = Some(Selection {
+                                certificate: full,
+                                sigmoid: sigmoid_poly,
+                                reciprocal: reciprocal_poly.clone(),
+                            });
+                        }
+                        break;
                     }
                     last = Some(full);
                 }
@@ -285,8 +390,13 @@ fn search(shape: &RunShape, targets: &SelectionTargets) -> Result<std::result::R
         theta *= 0.7;
         lambda *= 1.5;
     }
+    if let Some(sel) = best {
+        return Ok(Ok(sel));
+    }
     match last {
         Some(cert) => Ok(Err(cert)),
-        None => Err(crate::Error::Config("D.3 selection tried no parameter set".into())),
+        None => Err(crate::Error::Config(
+            "D.3 selection tried no parameter set".into(),
+        )),
     }
 }

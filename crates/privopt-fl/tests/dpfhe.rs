@@ -1,0 +1,216 @@
+//! The FHE paper's plaintext side: Theorem 3's checker and the D.3 selection, Lemma 5.3's
+//! weight bound holding on a noisy run, and smoke runs of the shipped reproductions.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use privopt_approx::Interval;
+use privopt_approx::functions::{Method as Fit, approximate, sigmoid};
+use privopt_fl::methods::dpfhe::algorithms::{Barrier, GdSpec, train};
+use privopt_fl::methods::dpfhe::logreg::{Link, accuracy};
+use privopt_fl::methods::dpfhe::theorem::{
+    BarrierParams, PHI_MAX, RunShape, SelectionTargets, check, select,
+};
+use privopt_ml::data::Dataset;
+use rand::{Rng, SeedableRng};
+
+/// Features uniform in [−1, 1] plus a bias, labels from a noisy linear rule.
+fn synthetic(n: usize, d: usize, seed: u64) -> Dataset {
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
+    let truth: Vec<f64> = (0..d).map(|_| rng.random_range(-1.0..1.0)).collect();
+    let mut x = Vec::with_capacity(n * (d + 1));
+    let mut y = Vec::with_capacity(n);
+    for _ in 0..n {
+        let row: Vec<f64> = (0..d).map(|_| rng.random_range(-1.0..1.0)).collect();
+        let z: f64 = row.iter().zip(&truth).map(|(a, b)| a * b).sum::<f64>() * 2.0;
+        y.push(if rng.random::<f64>() < 1.0 / (1.0 + (-z).exp()) {
+            1.0
+        } else {
+            0.0
+        });
+        x.extend(row);
+        x.push(1.0);
+    }
+    Dataset::new(x, y, d + 1, Some(2)).unwrap()
+}
+
+fn shape(m: usize, n: usize, steps: u64) -> RunShape {
+    // Noise as Algorithm 3 sets it for ε = 1 (zCDP form), sensitivity 2(φ′_max + E_f)√m / N.
+    let delta: f64 = 1e-5;
+    let delta2 = 2.0 * (PHI_MAX + 0.05) * (m as f64).sqrt();
+    let noise_std = 2.0 * delta2 * ((steps as f64) * (3.0 / delta).ln()).sqrt() / (1.0 * n as f64);
+    RunShape {
+        m,
+        steps,
+        delta,
+        noise_std,
+        d: 0.5,
+    }
+}
+
+#[test]
+fn selection_is_certified_and_lemma_5_3_bounds_every_margin() {
+    let data = synthetic(4000, 5, 1);
+    let s = shape(data.n_features(), data.len(), 200);
+    let sel = select(&s, &SelectionTargets::default())
+        .unwrap()
+        .expect("a certified parameter set");
+    let cert = &sel.certificate;
+    assert!(cert.holds(), "{:?}", cert.failures);
+    // Re-checking the returned polynomials from scratch agrees.
+    let again = check(&s, &cert.params, &sel.sigmoid, &sel.reciprocal).unwrap();
+    assert!(again.holds(), "{:?}", again.failures);
+    assert!(cert.e_f <= 0.05 && cert.sigmoid_half_width >= (s.m as f64).sqrt() * cert.r);
+    // Algorithm 3 with that noise: every margin stays within √m·R (Lemma 5.3), for every step
+    // of several noisy runs.
+    let bound = (s.m as f64).sqrt() * cert.r;
+    for seed in 0..3 {
+        let spec = GdSpec {
+            link: Link::Poly(sel.sigmoid.clone()),
+            steps: s.steps,
+            lr: cert.params.eta,
+            batch: None,
+            clip: None,
+            noise_std: s.noise_std,
+            barrier: Some(Barrier {
+                lambda: cert.params.lambda,
+                theta: cert.params.theta,
+                reciprocal: sel.reciprocal.clone(),
+            }),
+        };
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
+        let traj = train(&data, &spec, &mut rng, true);
+        assert!(traj.diverged_at.is_none());
+        let worst = traj.max_margin.iter().copied().fold(0.0, f64::max);
+        assert!(
+            worst <= bound,
+            "seed {seed}: margin {worst} > √m·R = {bound}"
+        );
+    }
+}
+
+#[test]
+fn checker_names_the_condition_that_fails() {
+    let s = shape(6, 4000, 200);
+    let sel = select(&s, &SelectionTargets::default()).unwrap().unwrap();
+    let mut p: BarrierParams = sel.certificate.params;
+    p.eta *= 1000.0;
+    let c = check(&s, &p, &sel.sigmoid, &sel.reciprocal).unwrap();
+    assert!(
+        c.failures.iter().any(|f| f.contains("condition (1)")),
+        "{:?}",
+        c.failures
+    );
+    // A sigmoid fitted on too narrow an interval no longer covers √m·R.
+    let narrow = approximate(sigmoid, Interval::symmetric(0.5).unwrap(), 7, Fit::Minimax).unwrap();
+    let c = check(&s, &sel.certificate.params, &narrow, &sel.reciprocal).unwrap();
+    assert!(
+        c.failures.iter().any(|f| f.contains("does not cover")),
+        "{:?}",
+        c.failures
+    );
+}
+
+#[test]
+fn plain_approximate_gd_learns_inside_its_interval() {
+    // Algorithm 1 with a sigmoid good on the margins it meets reaches the exact model's accuracy.
+    let data = synthetic(3000, 4, 2);
+    let poly = approximate(sigmoid, Interval::symmetric(8.0).unwrap(), 7, Fit::Minimax).unwrap();
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(0);
+    let run = |link: Link, rng: &mut rand_chacha::ChaCha20Rng| {
+        let spec = GdSpec {
+            link,
+            steps: 300,
+            lr: 0.5,
+            batch: None,
+            clip: None,
+            noise_std: 0.0,
+            barrier: None,
+        };
+        train(&data, &spec, rng, true)
+    };
+    let approx = run(Link::Poly(poly), &mut rng);
+    let exact = run(Link::Exact, &mut rng);
+    assert!(approx.max_margin.iter().all(|z| *z < 8.0));
+    let (a, e) = (accuracy(&approx.w, &data), accuracy(&exact.w, &data));
+    assert!((a - e).abs() < 0.01, "approx {a} vs exact {e}");
+}
+
+#[test]
+fn table3_smoke_reproduces_the_polynomial_columns() {
+    let Some(dir) = common::real_data_dir(&["compas"]) else {
+        return;
+    };
+    let out = common::run_shipped_config_with_data(
+        "dpfhe-table3",
+        &[(
+            "datasets = [\"mnist\", \"adult\", \"compas\", \"credit\"]",
+            "datasets = [\"compas\"]\nmax_steps = 200",
+        )],
+        &dir,
+    );
+    let s = &out.summary;
+    // The least-squares sup error equals the paper's "Error" column (0.0230 at [−7, 7]).
+    assert!((s["table3_compas_ls_7_error_sup"] - 0.0230).abs() < 5e-4);
+    for h in [7, 10, 15] {
+        // Minimax beats least squares in sup norm; least squares beats minimax in L2.
+        assert!(
+            s[&format!("table3_compas_mm_{h}_error_sup")]
+                < s[&format!("table3_compas_ls_{h}_error_sup")]
+        );
+        assert!(
+            s[&format!("table3_compas_ls_{h}_error_l2")]
+                < s[&format!("table3_compas_mm_{h}_error_l2")]
+        );
+        let acc = s[&format!("table3_compas_mm_{h}_acc")];
+        assert!(acc > 0.6 && acc <= 1.0, "{acc}");
+        let beta = s[&format!("table3_compas_mm_{h}_smoothness")];
+        assert!((s[&format!("table3_compas_mm_{h}_lr")] * beta - 1.0).abs() < 1e-12);
+    }
+}
+
+#[test]
+fn table4_smoke_runs_all_three_methods() {
+    let Some(dir) = common::real_data_dir(&["compas"]) else {
+        return;
+    };
+    let out = common::run_shipped_config_with_data(
+        "dpfhe-table4",
+        &[
+            (
+                "datasets = [\"mnist\", \"adult\", \"compas\", \"credit\"]",
+                "datasets = [\"compas\"]",
+            ),
+            ("runs = 100", "runs = 2\nmax_steps = 100"),
+        ],
+        &dir,
+    );
+    let s = &out.summary;
+    assert_eq!(s["table4_compas_noclip_certified"], 1.0);
+    for m in ["dpgd", "noclip", "output"] {
+        let acc = s[&format!("table4_compas_{m}_acc_mean")];
+        assert!(acc > 0.4 && acc < 0.8, "{m}: {acc}");
+    }
+    // DP-GD with clipping learns something at ε = 1 (COMPAS majority class ≈ 0.54).
+    assert!(s["table4_compas_dpgd_auc_mean"] > 0.6);
+}
+
+#[test]
+fn fig4_plain_gd_diverges_and_the_barrier_stays_inside() {
+    let Some(dir) = common::real_data_dir(&["adult"]) else {
+        return;
+    };
+    let out = common::run_shipped_config_with_data("dpfhe-fig4", &[], &dir);
+    let s = &out.summary;
+    assert!(
+        s["fig4_plain_first_outside"] > 0.0,
+        "the plain run never left [−7, 7]"
+    );
+    assert!(
+        s["fig4_plain_diverged_at"] > 0.0,
+        "the plain run did not diverge"
+    );
+    assert!(s["fig5_barrier_diverged_at"] < 0.0);
+    assert!(s["fig5_barrier_max_margin"] <= 7.0);
+    assert!(s["fig5_barrier_acc"] > 0.8);
+}

@@ -7,10 +7,13 @@ use std::sync::{Arc, Mutex, OnceLock};
 use crate::ApproxError;
 use crate::chebyshev::{ChebPoly, Interval, interpolate};
 
+/// Nodes and weights of a quadrature rule.
+pub type Rule = (Vec<f64>, Vec<f64>);
+
 /// Gauss–Legendre nodes and weights on [−1, 1], computed once per size and shared (the
 /// Newton iteration costs O(n²), which dominates repeated error reports).
-pub fn gauss_legendre(n: usize) -> Arc<(Vec<f64>, Vec<f64>)> {
-    static CACHE: OnceLock<Mutex<HashMap<usize, Arc<(Vec<f64>, Vec<f64>)>>>> = OnceLock::new();
+pub fn gauss_legendre(n: usize) -> Arc<Rule> {
+    static CACHE: OnceLock<Mutex<HashMap<usize, Arc<Rule>>>> = OnceLock::new();
     let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
     if let Ok(map) = cache.lock()
         && let Some(rule) = map.get(&n)
@@ -25,7 +28,7 @@ pub fn gauss_legendre(n: usize) -> Arc<(Vec<f64>, Vec<f64>)> {
 }
 
 /// Gauss–Legendre nodes and weights on [−1, 1] (Newton's method on P_n).
-fn compute_gauss_legendre(n: usize) -> (Vec<f64>, Vec<f64>) {
+fn compute_gauss_legendre(n: usize) -> Rule {
     let mut nodes = Vec::with_capacity(n);
     let mut weights = Vec::with_capacity(n);
     for i in 0..n {

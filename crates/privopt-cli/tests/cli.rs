@@ -370,3 +370,61 @@ fn verify_detects_a_modified_file() {
     let o = privopt(&["data", "verify", "mnist"], tmp.path());
     assert_clean_failure(&o, &["SHA-256 mismatch", "train-images-idx3-ubyte"]);
 }
+
+#[test]
+fn dp_epsilon_prints_the_accountant_value_on_its_last_line() {
+    let dir = tempfile::tempdir().unwrap();
+    // Reference row of Google's dp-accounting: σ = 1, q = 0.01, T = 1000, δ = 1e-5 → ε = 2.1014.
+    let o = privopt(
+        &[
+            "dp", "epsilon", "--sigma", "1", "--q", "0.01", "--steps", "1000",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8(o.stdout).unwrap();
+    let eps: f64 = out.lines().last().unwrap().trim().parse().unwrap();
+    assert!((eps - 2.101_366_525_420_273).abs() < 0.01 * 2.1, "{out}");
+    // σ calibration inverts it.
+    let o = privopt(
+        &[
+            "dp",
+            "sigma",
+            "--epsilon",
+            &eps.to_string(),
+            "--q",
+            "0.01",
+            "--steps",
+            "1000",
+            "-q",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let sigma: f64 = String::from_utf8(o.stdout).unwrap().trim().parse().unwrap();
+    assert!((sigma - 1.0).abs() < 1e-3, "{sigma}");
+    // Bad input is a clear one-line error.
+    let o = privopt(
+        &[
+            "dp", "epsilon", "--sigma", "1", "--q", "1.5", "--steps", "10",
+        ],
+        dir.path(),
+    );
+    assert_clean_failure(&o, &["q = 1.5"]);
+    let o = privopt(
+        &[
+            "dp",
+            "epsilon",
+            "--sigma",
+            "1",
+            "--q",
+            "0.1",
+            "--steps",
+            "10",
+            "--accountant",
+            "zcdp",
+        ],
+        dir.path(),
+    );
+    assert_clean_failure(&o, &["zCDP", "q < 1"]);
+}

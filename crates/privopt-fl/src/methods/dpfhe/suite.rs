@@ -323,7 +323,7 @@ impl DpfheConfig {
                 Ok((accuracy(&traj.w, &data[r.dataset].test), traj.diverged_at))
             },
         )?;
-        for (r, (acc, diverged)) in rows.iter().zip(accs) {
+        for (row, (r, (acc, diverged))) in rows.iter().zip(accs).enumerate() {
             let key = format!(
                 "table3_{}_{}_{}",
                 self.datasets[r.dataset],
@@ -337,6 +337,7 @@ impl DpfheConfig {
                 if diverged.is_some() { 1.0 } else { 0.0 },
             );
             ctx.record(&[
+                ("round", row as f64),
                 ("dataset", r.dataset as f64),
                 ("half_width", r.h),
                 ("minimax", if r.fit == Fit::Minimax { 1.0 } else { 0.0 }),
@@ -484,6 +485,7 @@ impl DpfheConfig {
                 ctx.note(&format!("{key}_{method}_auc_mean"), um);
                 ctx.note(&format!("{key}_{method}_auc_std"), uv.sqrt());
                 ctx.record(&[
+                    ("round", (3 * di + mi) as f64),
                     ("dataset", di as f64),
                     ("method", mi as f64),
                     ("acc_mean", am),
@@ -568,10 +570,17 @@ impl DpfheConfig {
         for t in 0..steps as usize {
             let pick = |v: &[f64]| v.get(t).copied().unwrap_or(f64::NAN);
             ctx.record(&[
-                ("step", t as f64 + 1.0),
+                ("round", t as f64 + 1.0),
                 ("max_margin/plain", pick(&a.max_margin)),
                 ("max_margin/barrier", pick(&b.max_margin)),
                 ("max_margin/interval", h),
+                // The same curves clipped at 3h, so the interval and the barrier run stay visible.
+                ("max_margin_zoom/plain", clip(pick(&a.max_margin), 3.0 * h)),
+                (
+                    "max_margin_zoom/barrier",
+                    clip(pick(&b.max_margin), 3.0 * h),
+                ),
+                ("max_margin_zoom/interval", h),
             ])?;
         }
         ctx.note("fig4_interval", h);
@@ -600,6 +609,11 @@ impl DpfheConfig {
         ctx.note("fig5_barrier_acc", accuracy(&b.w, &tt.test));
         Ok(b.w)
     }
+}
+
+/// min(v, cap), keeping NaN (a stopped run) as NaN.
+fn clip(v: f64, cap: f64) -> f64 {
+    if v.is_nan() { v } else { v.min(cap) }
 }
 
 /// First step (1-based) whose value exceeds `h`, or −1.

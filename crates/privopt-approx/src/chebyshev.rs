@@ -177,11 +177,6 @@ impl ChebPoly {
         }
         out
     }
-
-    /// The sum of |c_k|: a bound on sup |p| over the interval.
-    pub fn coefficient_norm(&self) -> f64 {
-        self.coeffs.iter().map(|c| c.abs()).sum()
-    }
 }
 
 /// The `n` Chebyshev points of the first kind on `interval`.

@@ -309,27 +309,22 @@ fn search(
             let e_b = reciprocal_error(&params, &reciprocal_poly)?;
             // Barrier-side conditions first, with the sigmoid at its target error and an
             // unbounded interval: cheap, and most candidates fail here.
-            let e_f_guess = targets.e_f_target;
-            let mut cert = check_numbers(
-                shape,
-                &params,
-                e_f_guess,
-                f64::INFINITY,
-                &reciprocal_poly,
-                e_b,
-            )?;
+            let barrier_side = |params: &BarrierParams| {
+                check_numbers(
+                    shape,
+                    params,
+                    targets.e_f_target,
+                    f64::INFINITY,
+                    &reciprocal_poly,
+                    e_b,
+                )
+            };
+            let mut cert = barrier_side(&params)?;
             if cert.eta_bound < params.eta {
                 // Condition (1) only asks for a smaller step; take it and re-check.
                 params.eta = 0.99 * cert.eta_bound;
                 eta = params.eta;
-                cert = check_numbers(
-                    shape,
-                    &params,
-                    e_f_guess,
-                    f64::INFINITY,
-                    &reciprocal_poly,
-                    e_b,
-                )?;
+                cert = barrier_side(&params)?;
             }
             if cert.holds() {
                 // Fit on h rounded up to a half (a wider interval still covers √m·R), so

@@ -20,6 +20,20 @@ pub fn normal_cdf(x: f64) -> f64 {
     0.5 * libm::erfc(-x / std::f64::consts::SQRT_2)
 }
 
+/// z with P(N(0, 1) > z) = p, for p ∈ (0, 1/2], by bisection on the normal tail.
+pub fn normal_upper_quantile(p: f64) -> f64 {
+    let (mut lo, mut hi) = (0.0, 40.0);
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if normal_cdf(-mid) > p {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    hi
+}
+
 /// Log-sum-exp of an iterator; `-∞` for an empty one.
 pub fn log_sum_exp(values: impl IntoIterator<Item = f64>) -> f64 {
     let values: Vec<f64> = values.into_iter().collect();
@@ -45,6 +59,12 @@ mod tests {
     fn binomial_matches_small_cases() {
         assert!((log_binomial(10.0, 3.0).exp() - 120.0).abs() < 1e-9);
         assert!((log_binomial(64.0, 32.0) - 1.832_624_140_942_590_5e18_f64.ln()).abs() < 1e-9);
+    }
+
+    #[test]
+    fn upper_quantile_inverts_the_tail() {
+        assert!((normal_upper_quantile(0.025) - 1.959963984540054).abs() < 1e-12);
+        assert!((normal_cdf(-normal_upper_quantile(1e-6)) - 1e-6).abs() < 1e-18);
     }
 
     #[test]

@@ -23,15 +23,7 @@ pub(crate) fn softplus(z: f64) -> f64 {
     z.max(0.0) + (-z.abs()).exp().ln_1p()
 }
 
-/// The logistic function.
-pub(crate) fn sigmoid(z: f64) -> f64 {
-    if z >= 0.0 {
-        1.0 / (1.0 + (-z).exp())
-    } else {
-        let e = z.exp();
-        e / (1.0 + e)
-    }
-}
+pub(crate) use privopt_approx::functions::sigmoid;
 
 /// The loss of a linear model as a function of its score `z = w·x + b`.
 pub trait LinearLoss: Send + Sync {

@@ -9,10 +9,10 @@
 //! Output perturbation (Wu et al. 2017, Alg. 2) is [`output_perturbation`].
 
 use privopt_approx::ChebPoly;
+use privopt_dp::GaussianMechanism;
 use privopt_ml::data::Dataset;
 use rand::Rng;
 use rand::seq::SliceRandom;
-use rand_distr::{Distribution, StandardNormal};
 
 use super::logreg::{Link, gradient_sum};
 use crate::methods::minibatch;
@@ -73,30 +73,37 @@ pub fn train(data: &Dataset, spec: &GdSpec, rng: &mut impl Rng, track_margins: b
     let mut w = vec![0.0; d];
     let mut grad = vec![0.0; d];
     let mut max_margin = Vec::new();
+    // σ·N(0, 1) per coordinate: the same draws, in the same order, as a plain sampler.
+    let noise = (spec.noise_std > 0.0)
+        .then(|| GaussianMechanism::new(spec.noise_std, 1.0))
+        .transpose()
+        .ok()
+        .flatten();
     for t in 0..spec.steps {
-        let batch = match spec.batch {
-            Some(b) => minibatch(&all, b, rng),
-            None => all.clone(),
+        let sampled;
+        let batch: &[usize] = match spec.batch {
+            Some(b) => {
+                sampled = minibatch(&all, b, rng);
+                &sampled
+            }
+            None => &all,
         };
         grad.iter_mut().for_each(|g| *g = 0.0);
-        let batch_max_margin = gradient_sum(&spec.link, &w, data, &batch, spec.clip, &mut grad);
+        let batch_max_margin = gradient_sum(&spec.link, &w, data, batch, spec.clip, &mut grad);
         if track_margins {
             // Margins of the iterate this step starts from (full batches see every example).
             max_margin.push(batch_max_margin);
         }
         let inv = 1.0 / batch.len() as f64;
         let barrier = spec.barrier.as_ref().map_or(0.0, |b| b.gradient_factor(&w));
+        let chi = noise
+            .as_ref()
+            .map_or_else(|| vec![0.0; d], |m| m.noise(d, rng));
         let next: Vec<f64> = w
             .iter()
             .zip(&grad)
-            .map(|(wi, gi)| {
-                let noise = if spec.noise_std > 0.0 {
-                    spec.noise_std * standard_normal(rng)
-                } else {
-                    0.0
-                };
-                wi - spec.lr * (barrier * wi + gi * inv + noise)
-            })
+            .zip(&chi)
+            .map(|((wi, gi), c)| wi - spec.lr * (barrier * wi + gi * inv + c))
             .collect();
         if next.iter().any(|x| !x.is_finite() || x.abs() > 1e12) {
             return Trajectory {
@@ -141,8 +148,9 @@ pub fn output_perturbation(
                 .for_each(|(wi, gi)| *wi -= scale * gi);
         }
     }
-    w.iter_mut()
-        .for_each(|wi| *wi += noise_std * standard_normal(rng));
+    if let Ok(mechanism) = GaussianMechanism::new(noise_std, 1.0) {
+        mechanism.perturb(&mut w, rng);
+    }
     w
 }
 
@@ -150,8 +158,4 @@ pub fn output_perturbation(
 /// convex loss with step `lr ≤ 2/β` and batch `batch`: 2·k·L·η/b.
 pub fn output_sensitivity(passes: u64, lipschitz: f64, lr: f64, batch: usize) -> f64 {
     2.0 * passes as f64 * lipschitz * lr / batch.max(1) as f64
-}
-
-fn standard_normal(rng: &mut impl Rng) -> f64 {
-    StandardNormal.sample(rng)
 }

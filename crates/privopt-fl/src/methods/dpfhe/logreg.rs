@@ -60,23 +60,6 @@ pub fn gradient_sum(
     max_margin
 }
 
-/// Mean logistic loss with the exact sigmoid.
-pub fn logistic_loss(w: &[f64], data: &Dataset) -> f64 {
-    let total: f64 = (0..data.len())
-        .map(|i| {
-            let z = margin(w, data.row(i));
-            // ln(1 + e^z) − y·z, computed without overflow.
-            let softplus = if z > 0.0 {
-                z + (-z).exp().ln_1p()
-            } else {
-                z.exp().ln_1p()
-            };
-            softplus - data.label(i) * z
-        })
-        .sum();
-    total / data.len().max(1) as f64
-}
-
 /// Fraction of examples with (⟨w, x⟩ > 0) == (y == 1).
 pub fn accuracy(w: &[f64], data: &Dataset) -> f64 {
     let correct = (0..data.len())
@@ -114,6 +97,23 @@ pub fn auc(w: &[f64], data: &Dataset) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Mean logistic loss with the exact sigmoid (what `gradient_sum` differentiates).
+    fn logistic_loss(w: &[f64], data: &Dataset) -> f64 {
+        let total: f64 = (0..data.len())
+            .map(|i| {
+                let z = margin(w, data.row(i));
+                // ln(1 + e^z) − y·z, computed without overflow.
+                let softplus = if z > 0.0 {
+                    z + (-z).exp().ln_1p()
+                } else {
+                    z.exp().ln_1p()
+                };
+                softplus - data.label(i) * z
+            })
+            .sum();
+        total / data.len().max(1) as f64
+    }
 
     fn toy() -> Dataset {
         Dataset::new(

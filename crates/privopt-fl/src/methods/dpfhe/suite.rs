@@ -10,14 +10,16 @@ use privopt_approx::functions::{
     Method as Fit, SIGMOID_LIPSCHITZ, approximate, reciprocal, sigmoid,
 };
 use privopt_approx::{Interval, error_report};
+use privopt_dp::GaussianMechanism;
 use privopt_dp::exact::gaussian_mu_for_epsilon;
+use privopt_dp::logmath::normal_upper_quantile;
 use privopt_dp::{Accountant, GaussianRun, Sampling};
 use privopt_ml::data::{Dataset, TrainTest};
 use serde::{Deserialize, Serialize};
 
 use super::algorithms::{Barrier, GdSpec, output_perturbation, output_sensitivity, train};
 use super::data::{PAPER_DATASETS, load_task};
-use super::logreg::{Link, accuracy, auc};
+use super::logreg::{Link, accuracy, auc, gradient_sum};
 use super::theorem::{BarrierParams, PHI_MAX, RunShape, SelectionTargets, check, select};
 use crate::error::{Result, ensure};
 use crate::methods::Method;
@@ -400,7 +402,7 @@ impl DpfheConfig {
             let std_noclip = sigma_noclip * delta2 / batch as f64;
             let d = if release_d {
                 let mut rng = ctx.seeds.stream("dpfhe/table4/d", &[di as u64]);
-                released_d_bound(&tt.train, sigma_noclip, self.delta / 6.0, &mut rng)
+                released_d_bound(&tt.train, sigma_noclip, self.delta / 6.0, &mut rng)?
             } else {
                 0.5
             };
@@ -635,35 +637,24 @@ impl DpfheConfig {
 /// deviation σ·√m/N (one more step of the same mechanism), then raised by z·std with
 /// P(N(0,1) > z) = `tail` so that it bounds the true value except with probability `tail`.
 /// Never above ½, which always bounds d.
-fn released_d_bound(data: &Dataset, sigma: f64, tail: f64, rng: &mut impl rand::Rng) -> f64 {
-    let (n, m) = (data.len() as f64, data.n_features());
+fn released_d_bound(
+    data: &Dataset,
+    sigma: f64,
+    tail: f64,
+    rng: &mut impl rand::Rng,
+) -> Result<f64> {
+    let (n, m) = (data.len(), data.n_features());
+    // ∇f(0) = mean_i (σ(0) − y_i)·x_i.
     let mut grad = vec![0.0; m];
-    for i in 0..data.len() {
-        let r = 0.5 - data.label(i);
-        grad.iter_mut()
-            .zip(data.row(i))
-            .for_each(|(g, x)| *g += r * x / n);
-    }
-    let norm = grad.iter().map(|g| g * g).sum::<f64>().sqrt();
+    let all: Vec<usize> = (0..n).collect();
+    gradient_sum(&Link::Exact, &vec![0.0; m], data, &all, None, &mut grad);
+    let norm = grad.iter().map(|g| g * g).sum::<f64>().sqrt() / n as f64;
     let sqrt_m = (m as f64).sqrt();
-    let std = sigma * sqrt_m / n;
-    let noise: f64 = rand_distr::Distribution::sample(&rand_distr::StandardNormal, rng);
-    let z = normal_upper_quantile(tail);
-    ((norm + std * noise + std * z).max(0.0) / sqrt_m).min(0.5)
-}
-
-/// z with P(N(0, 1) > z) = p, by bisection on the normal tail.
-fn normal_upper_quantile(p: f64) -> f64 {
-    let (mut lo, mut hi) = (0.0, 40.0);
-    for _ in 0..200 {
-        let mid = 0.5 * (lo + hi);
-        if privopt_dp::logmath::normal_cdf(-mid) > p {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    hi
+    let mechanism = GaussianMechanism::new(sigma, sqrt_m / n as f64)?;
+    let mut released = [norm];
+    mechanism.perturb(&mut released, rng);
+    let bound = released[0] + mechanism.std() * normal_upper_quantile(tail);
+    Ok((bound.max(0.0) / sqrt_m).min(0.5))
 }
 
 /// min(v, cap), keeping NaN (a stopped run) as NaN.

@@ -98,6 +98,24 @@ impl SlotEncoder {
     /// The integer coefficients encoding `values` (at most `n/2`; the rest are zero) at
     /// scale `2^scale_log2`.
     pub fn encode(&self, values: &[f64], scale_log2: u32) -> Result<Vec<i64>, CkksError> {
+        let scale = 2f64.powi(scale_log2 as i32);
+        self.coefficients(values)?
+            .iter()
+            .map(|&part| {
+                let c = (part * scale).round();
+                if c.abs() > MAX_ENCODED {
+                    return Err(CkksError::Encoding(format!(
+                        "slot values too large for scale 2^{scale_log2}"
+                    )));
+                }
+                Ok(c as i64)
+            })
+            .collect()
+    }
+
+    /// The real (unscaled, unrounded) coefficients of the polynomial whose slots are
+    /// `values`: the inverse canonical embedding.
+    pub fn coefficients(&self, values: &[f64]) -> Result<Vec<f64>, CkksError> {
         let slots = self.slots();
         if values.len() > slots {
             return Err(CkksError::Encoding(format!(
@@ -113,18 +131,10 @@ impl SlotEncoder {
             v.re = x;
         }
         self.fft_special_inv(&mut vals);
-        let scale = 2f64.powi(scale_log2 as i32);
-        let mut coeffs = vec![0i64; self.n];
+        let mut coeffs = vec![0.0; self.n];
         for (j, v) in vals.iter().enumerate() {
-            for (k, part) in [(j, v.re), (j + slots, v.im)] {
-                let c = (part * scale).round();
-                if c.abs() > MAX_ENCODED {
-                    return Err(CkksError::Encoding(format!(
-                        "slot values too large for scale 2^{scale_log2}"
-                    )));
-                }
-                coeffs[k] = c as i64;
-            }
+            coeffs[j] = v.re;
+            coeffs[j + slots] = v.im;
         }
         Ok(coeffs)
     }

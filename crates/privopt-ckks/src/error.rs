@@ -82,4 +82,13 @@ pub enum CkksError {
         /// What is wrong.
         reason: String,
     },
+    /// An operation needs more levels than the ciphertext has left.
+    #[error("out of levels: {0}")]
+    LevelExhausted(String),
+    /// Two operands whose scales differ (the level-scale invariant was broken).
+    #[error("scale mismatch: {0}")]
+    ScaleMismatch(String),
+    /// An evaluation key the operation needs was not generated.
+    #[error("missing evaluation key: {0}")]
+    MissingKey(String),
 }

@@ -1,12 +1,14 @@
 //! CKKS for privopt: parameters checked against the homomorphic-encryption standard,
 //! coefficient and slot encodings, and multi-key CKKS (xMK-CKKS) in [`multiparty`].
 //!
-//! The arithmetic lives in `privopt-math`; this crate adds the scheme. The evaluator
-//! (multiplication, relinearization, rescaling, rotation, bootstrapping) comes later.
+//! The arithmetic lives in `privopt-math`; this crate adds the scheme. [`eval`] is the
+//! leveled single-key engine (products, rescaling, hybrid key switching, rotations,
+//! polynomial evaluation); bootstrapping comes later.
 
 pub mod bench_support;
 pub mod encoding;
 pub mod error;
+pub mod eval;
 pub mod multiparty;
 pub mod params;
 pub mod wire;

@@ -53,6 +53,10 @@ impl SecretDistribution {
 #[derive(Debug)]
 pub struct CkksParams {
     basis: RnsBasis,
+    /// `Q · P`: the ciphertext primes followed by the key-switching (special) primes.
+    key_basis: RnsBasis,
+    special: usize,
+    digits: usize,
     scale_log2: u32,
     error: DiscreteGaussian,
     secret: SecretDistribution,
@@ -66,6 +70,11 @@ pub struct CkksParams {
 pub struct CkksParamsBuilder {
     n: usize,
     prime_bits: Vec<u32>,
+    /// `Some((base_bits, levels))`: a base prime of `base_bits` bits and `levels` rescaling
+    /// primes matched to the level scales (see [`CkksParamsBuilder::leveled`]).
+    chain: Option<(u32, usize)>,
+    special_bits: Vec<u32>,
+    digits: Option<usize>,
     scale_log2: u32,
     error_sigma: f64,
     secret: SecretDistribution,
@@ -84,6 +93,9 @@ impl CkksParamsBuilder {
         Self {
             n,
             prime_bits: prime_bits.to_vec(),
+            chain: None,
+            special_bits: Vec::new(),
+            digits: None,
             scale_log2: 40,
             error_sigma: 3.2,
             secret: SecretDistribution::Signs,
@@ -91,6 +103,38 @@ impl CkksParamsBuilder {
             insecure_for_testing: false,
             backend: NttBackend::Fast,
         }
+    }
+
+    /// A leveled evaluation set: a base prime `q_0` of `base_bits` bits, `levels` rescaling
+    /// primes and key-switching primes of the given sizes. The rescaling primes are chosen from
+    /// the top level down, each the NTT-friendly prime nearest to the scale its level will
+    /// have (`Δ_{l−1} = Δ_l² / q_l`), so every level's scale stays within a hair of `2^scale_log2`
+    /// instead of drifting with the squared ratio at each rescale.
+    pub fn leveled(
+        n: usize,
+        base_bits: u32,
+        scale_log2: u32,
+        levels: usize,
+        special_bits: &[u32],
+    ) -> Self {
+        let mut b = Self::new(n, &[base_bits]);
+        b.chain = Some((base_bits, levels));
+        b.scale_log2 = scale_log2;
+        b.special_bits = special_bits.to_vec();
+        b
+    }
+
+    /// Key-switching (special) primes `P` of the given sizes, for hybrid key switching.
+    pub fn special_primes(mut self, bits: &[u32]) -> Self {
+        self.special_bits = bits.to_vec();
+        self
+    }
+
+    /// Number of digits `dnum` of the hybrid key-switching decomposition (default: as many as
+    /// make each digit no wider than `P`, i.e. `⌈#q / #p⌉`).
+    pub fn digits(mut self, v: usize) -> Self {
+        self.digits = Some(v);
+        self
     }
 
     /// Encoding scale `Λ = 2^scale_log2`.
@@ -135,7 +179,12 @@ impl CkksParamsBuilder {
         if self.prime_bits.is_empty() {
             return invalid("at least one RNS prime is needed".into());
         }
-        if let Some(b) = self.prime_bits.iter().find(|&&b| !(20..=60).contains(&b)) {
+        if let Some(b) = self
+            .prime_bits
+            .iter()
+            .chain(&self.special_bits)
+            .find(|&&b| !(20..=60).contains(&b))
+        {
             return invalid(format!("prime size {b} bits is outside 20..=60"));
         }
         if !(1..=60).contains(&self.scale_log2) {
@@ -154,8 +203,42 @@ impl CkksParamsBuilder {
             let p = privopt_math::modarith::ntt_primes(self.n, bits, 1, &primes)?;
             primes.extend(p);
         }
+        if let Some((_, levels)) = self.chain {
+            primes.extend(scale_matched_primes(
+                self.n,
+                self.scale_log2,
+                levels,
+                &primes,
+            )?);
+        }
+        let mut special: Vec<u64> = Vec::new();
+        for &bits in &self.special_bits {
+            let avoid: Vec<u64> = primes.iter().chain(&special).copied().collect();
+            special.extend(privopt_math::modarith::ntt_primes(self.n, bits, 1, &avoid)?);
+        }
+        let digits = match self.digits {
+            Some(d) if d == 0 || d > primes.len() => {
+                return invalid(format!(
+                    "{d} key-switching digits for {} ciphertext primes",
+                    primes.len()
+                ));
+            }
+            Some(d) => d,
+            None => primes.len().div_ceil(special.len().max(1)),
+        };
+        if !special.is_empty() && digits < primes.len().div_ceil(special.len()) {
+            // Fewer digits than that makes a digit wider than P: key switching would amplify
+            // the noise by Q_j / P instead of shrinking it.
+            let wide = primes.len().div_ceil(digits);
+            return invalid(format!(
+                "{digits} digits put {wide} ciphertext primes in a digit but P has only {}",
+                special.len()
+            ));
+        }
         let basis = RnsBasis::new(self.n, &primes, self.backend)?;
-        let log_q = basis.log_modulus();
+        let key_basis = basis.extended(&special)?;
+        // The standard bounds the whole key modulus Q·P.
+        let log_q = key_basis.log_modulus();
         let max = HE_STANDARD_128
             .iter()
             .find(|(n, _)| *n == self.n)
@@ -181,15 +264,20 @@ impl CkksParamsBuilder {
         let mut h = Sha256::new();
         h.update(b"privopt/ckks/params/v1");
         h.update((self.n as u64).to_le_bytes());
-        for p in &primes {
+        for p in primes.iter().chain(&special) {
             h.update(p.to_le_bytes());
         }
+        h.update((special.len() as u64).to_le_bytes());
+        h.update((digits as u64).to_le_bytes());
         h.update(self.scale_log2.to_le_bytes());
         h.update(self.error_sigma.to_le_bytes());
         h.update([self.secret as u8]);
         h.update(self.smudging_log2.to_le_bytes());
         Ok(Arc::new(CkksParams {
             basis,
+            key_basis,
+            special: special.len(),
+            digits,
             scale_log2: self.scale_log2,
             error,
             secret: self.secret,
@@ -198,6 +286,26 @@ impl CkksParamsBuilder {
             fingerprint: h.finalize().into(),
         }))
     }
+}
+
+/// Rescaling primes `q_L, …, q_1` (returned as `q_1, …, q_L`), each the NTT-friendly prime
+/// nearest to the scale of its level: `Δ_L = 2^scale_log2`, `Δ_{l−1} = Δ_l² / q_l`.
+fn scale_matched_primes(
+    n: usize,
+    scale_log2: u32,
+    levels: usize,
+    avoid: &[u64],
+) -> Result<Vec<u64>, CkksError> {
+    let mut chosen: Vec<u64> = Vec::with_capacity(levels);
+    let mut scale = 2f64.powi(scale_log2 as i32);
+    for _ in 0..levels {
+        let taken: Vec<u64> = avoid.iter().chain(&chosen).copied().collect();
+        let q = privopt_math::modarith::ntt_prime_near(n, scale, &taken)?;
+        chosen.push(q);
+        scale = scale * scale / q as f64;
+    }
+    chosen.reverse();
+    Ok(chosen)
 }
 
 impl CkksParams {
@@ -214,6 +322,26 @@ impl CkksParams {
     /// The RNS basis of `q`.
     pub fn basis(&self) -> &RnsBasis {
         &self.basis
+    }
+
+    /// The basis of `Q·P` (ciphertext primes, then the special primes), for evaluation keys.
+    pub fn key_basis(&self) -> &RnsBasis {
+        &self.key_basis
+    }
+
+    /// Number of special (key-switching) primes.
+    pub fn special_count(&self) -> usize {
+        self.special
+    }
+
+    /// Number of digits of the hybrid key-switching decomposition.
+    pub fn digits(&self) -> usize {
+        self.digits
+    }
+
+    /// Highest level: the number of ciphertext primes minus one.
+    pub fn max_level(&self) -> usize {
+        self.basis.moduli().len() - 1
     }
 
     /// Ring degree.

@@ -57,6 +57,140 @@ pub fn center(x: u64, q: u64) -> i64 {
     }
 }
 
+/// A prime modulus `q < 2^62` with precomputed Barrett constants: products and reductions
+/// without a 128-bit division (the hot paths of the CKKS evaluator).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Modulus {
+    q: u64,
+    /// Bit length `k` of `q`.
+    k: u32,
+    /// `floor(2^{2k} / q)`, below `2^{k+1}`.
+    mu: u64,
+}
+
+impl Modulus {
+    /// Constants for `q` (`2 ≤ q < 2^62`).
+    pub fn new(q: u64) -> Result<Self, MathError> {
+        if !(2..1 << 62).contains(&q) {
+            return Err(MathError::OutOfRange(format!(
+                "modulus {q} is not in 2..2^62"
+            )));
+        }
+        let k = 64 - q.leading_zeros();
+        let mu = ((1u128 << (2 * k)) / q as u128) as u64;
+        Ok(Self { q, k, mu })
+    }
+
+    /// The modulus.
+    #[inline]
+    pub fn value(&self) -> u64 {
+        self.q
+    }
+
+    /// `x mod q` for `x < q^2` (or any `x < 2^{2k}`).
+    #[inline]
+    pub fn reduce_u128(&self, x: u128) -> u64 {
+        // Barrett: the quotient estimate is at most 2 below the true one.
+        let q1 = (x >> (self.k - 1)) as u64;
+        let q3 = ((q1 as u128 * self.mu as u128) >> (self.k + 1)) as u64;
+        let mut r = (x as u64).wrapping_sub(q3.wrapping_mul(self.q));
+        if r >= self.q {
+            r -= self.q;
+        }
+        if r >= self.q {
+            r -= self.q;
+        }
+        r
+    }
+
+    /// `a · b mod q` for `a, b < q`.
+    #[inline]
+    pub fn mul(&self, a: u64, b: u64) -> u64 {
+        self.reduce_u128(a as u128 * b as u128)
+    }
+
+    /// `x mod q` for any `u64`.
+    #[inline]
+    pub fn reduce(&self, x: u64) -> u64 {
+        self.reduce_u128(x as u128)
+    }
+
+    /// `x mod q` for a signed 128-bit `x`.
+    #[inline]
+    pub fn reduce_i128(&self, x: i128) -> u64 {
+        let r = (x.unsigned_abs() % self.q as u128) as u64;
+        if x < 0 && r != 0 { self.q - r } else { r }
+    }
+
+    /// Precomputes `w` for repeated products by the constant `w < q` ([`Modulus::mul_shoup`]).
+    #[inline]
+    pub fn shoup(&self, w: u64) -> ShoupConst {
+        ShoupConst {
+            w,
+            w_shoup: (((w as u128) << 64) / self.q as u128) as u64,
+        }
+    }
+
+    /// `a · w mod q` for any `a < 2^64` and a precomputed constant `w` (Shoup's trick).
+    #[inline]
+    pub fn mul_shoup(&self, a: u64, w: ShoupConst) -> u64 {
+        let hi = ((a as u128 * w.w_shoup as u128) >> 64) as u64;
+        let r = a.wrapping_mul(w.w).wrapping_sub(hi.wrapping_mul(self.q));
+        if r >= self.q { r - self.q } else { r }
+    }
+}
+
+/// A constant prepared for Shoup multiplication modulo one prime.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShoupConst {
+    w: u64,
+    w_shoup: u64,
+}
+
+impl ShoupConst {
+    /// The constant itself.
+    pub fn value(&self) -> u64 {
+        self.w
+    }
+}
+
+/// The NTT-friendly prime `p ≡ 1 (mod 2n)` nearest to `target` (searching both ways), not in
+/// `avoid`. Used to pick rescaling primes that keep every level's scale close to the
+/// nominal one.
+pub fn ntt_prime_near(n: usize, target: f64, avoid: &[u64]) -> Result<u64, MathError> {
+    let two_n = 2 * n as u64;
+    if !(target.is_finite() && target > (4 * two_n) as f64 && target < 2f64.powi(62)) {
+        return Err(MathError::OutOfRange(format!(
+            "no prime search near {target} for n = {n}"
+        )));
+    }
+    let centre = (target / two_n as f64).round() as u64;
+    let ok = |k: u64| {
+        let p = k * two_n + 1;
+        (is_prime(p) && !avoid.contains(&p)).then_some(p)
+    };
+    for step in 0..1_000_000u64 {
+        let above = ok(centre + step);
+        let below = if step > 0 && centre > step {
+            ok(centre - step)
+        } else {
+            None
+        };
+        match (above, below) {
+            (Some(a), Some(b)) => {
+                let da = (a as f64 - target).abs();
+                let db = (b as f64 - target).abs();
+                return Ok(if db < da { b } else { a });
+            }
+            (Some(p), None) | (None, Some(p)) => return Ok(p),
+            (None, None) => {}
+        }
+    }
+    Err(MathError::OutOfRange(format!(
+        "no NTT-friendly prime near {target} for n = {n}"
+    )))
+}
+
 /// Deterministic Miller–Rabin for all `u64` (the first twelve primes are a complete witness set).
 pub fn is_prime(n: u64) -> bool {
     const WITNESSES: [u64; 12] = [2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37];
@@ -151,6 +285,63 @@ mod tests {
         let more = ntt_primes(8192, 44, 1, &ps).unwrap();
         assert!(!ps.contains(&more[0]));
         assert!(ntt_primes(1 << 17, 18, 1, &[]).is_err());
+    }
+
+    #[test]
+    fn barrett_and_shoup_agree_with_division() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for q in [
+            3u64,
+            65537,
+            (1 << 40) - 87,
+            ntt_primes(1024, 50, 1, &[]).unwrap()[0],
+            ntt_primes(1024, 61, 1, &[]).unwrap()[0],
+            (1 << 62) - 57,
+        ] {
+            let m = Modulus::new(q).unwrap();
+            for _ in 0..20_000 {
+                let (a, b) = (next() % q, next() % q);
+                assert_eq!(m.mul(a, b), mul_mod(a, b, q), "q={q}");
+                let raw = next();
+                assert_eq!(m.reduce(raw), raw % q);
+                let w = m.shoup(b);
+                assert_eq!(
+                    m.mul_shoup(raw, w),
+                    ((raw as u128 * b as u128) % q as u128) as u64
+                );
+                let s = (next() as i128) * if raw & 1 == 0 { 1 } else { -1 };
+                assert_eq!(m.reduce_i128(s) as i128, s.rem_euclid(q as i128));
+            }
+            // Edge values.
+            assert_eq!(m.mul(q - 1, q - 1), 1 % q);
+        }
+        assert!(Modulus::new(1 << 62).is_err());
+    }
+
+    #[test]
+    fn prime_near_target_is_nearest() {
+        let n = 1024;
+        let target = 2f64.powi(40);
+        let p = ntt_prime_near(n, target, &[]).unwrap();
+        assert!(is_prime(p) && p % 2048 == 1);
+        let dist = (p as f64 - target).abs();
+        // No NTT prime is strictly closer.
+        let k0 = ((target - dist) / 2048.0).ceil() as u64;
+        let k1 = ((target + dist) / 2048.0).floor() as u64;
+        for k in k0..=k1 {
+            let c = k * 2048 + 1;
+            if is_prime(c) {
+                assert!((c as f64 - target).abs() >= dist);
+            }
+        }
+        let q = ntt_prime_near(n, target, &[p]).unwrap();
+        assert_ne!(p, q);
     }
 
     #[test]

@@ -5,6 +5,8 @@
 //! form are negacyclic products in coefficient form. Mixing backends within one basis is
 //! therefore not allowed, and an [`crate::rns::RnsBasis`] uses one backend throughout.
 
+use std::sync::Arc;
+
 use crate::MathError;
 use crate::modarith::{add_mod, inv_mod, is_prime, mul_mod, pow_mod, sub_mod};
 
@@ -34,7 +36,7 @@ pub enum NttBackend {
 
 impl NttBackend {
     /// A plan for size `n` modulo `q`.
-    pub fn plan(self, n: usize, q: u64) -> Result<Box<dyn Ntt>, MathError> {
+    pub fn plan(self, n: usize, q: u64) -> Result<Arc<dyn Ntt>, MathError> {
         if !n.is_power_of_two() || !(16..=1 << 17).contains(&n) {
             return Err(MathError::RingDegree(n));
         }
@@ -42,8 +44,8 @@ impl NttBackend {
             return Err(MathError::BadModulus { q, two_n: 2 * n });
         }
         Ok(match self {
-            NttBackend::Fast => Box::new(FastNtt::new(n, q)?),
-            NttBackend::Reference => Box::new(ReferenceNtt::new(n, q)?),
+            NttBackend::Fast => Arc::new(FastNtt::new(n, q)?),
+            NttBackend::Reference => Arc::new(ReferenceNtt::new(n, q)?),
         })
     }
 }

@@ -11,6 +11,7 @@
 //! integer polynomial arithmetic: no wrap-around below a stated bit bound.
 
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 use num_bigint::BigInt;
 use num_traits::Zero;
@@ -61,7 +62,8 @@ impl<F> Poly<F> {
 pub struct RnsBasis {
     n: usize,
     moduli: Vec<u64>,
-    ntts: Vec<Box<dyn Ntt>>,
+    backend: NttBackend,
+    ntts: Vec<Arc<dyn Ntt>>,
     /// `q_0^{-1} mod q_1`, for two-prime reconstruction.
     q0_inv_mod_q1: u64,
     /// `Q` and, per prime, `Q/q_i` and `(Q/q_i)^{-1} mod q_i`, for big-integer CRT.
@@ -82,6 +84,35 @@ impl std::fmt::Debug for RnsBasis {
 impl RnsBasis {
     /// A basis of the given distinct NTT-friendly primes for ring degree `n`.
     pub fn new(n: usize, moduli: &[u64], backend: NttBackend) -> Result<Self, MathError> {
+        let ntts = moduli
+            .iter()
+            .map(|&q| backend.plan(n, q))
+            .collect::<Result<Vec<_>, _>>()?;
+        Self::with_plans(n, moduli, backend, ntts)
+    }
+
+    /// This basis followed by `extra` primes; the existing NTT plans are shared, not rebuilt.
+    pub fn extended(&self, extra: &[u64]) -> Result<Self, MathError> {
+        let mut moduli = self.moduli.clone();
+        moduli.extend_from_slice(extra);
+        let mut ntts = self.ntts.clone();
+        for &q in extra {
+            ntts.push(self.backend.plan(self.n, q)?);
+        }
+        Self::with_plans(self.n, &moduli, self.backend, ntts)
+    }
+
+    /// The NTT plan of prime `i`.
+    pub fn ntt(&self, i: usize) -> &dyn Ntt {
+        self.ntts[i].as_ref()
+    }
+
+    fn with_plans(
+        n: usize,
+        moduli: &[u64],
+        backend: NttBackend,
+        ntts: Vec<Arc<dyn Ntt>>,
+    ) -> Result<Self, MathError> {
         if moduli.is_empty() {
             return Err(MathError::OutOfRange(
                 "an RNS basis needs at least one prime".into(),
@@ -97,10 +128,6 @@ impl RnsBasis {
                 )));
             }
         }
-        let ntts = moduli
-            .iter()
-            .map(|&q| backend.plan(n, q))
-            .collect::<Result<Vec<_>, _>>()?;
         let big_q: BigInt = moduli.iter().map(|&q| BigInt::from(q)).product();
         let punctured: Vec<BigInt> = moduli.iter().map(|&q| &big_q / BigInt::from(q)).collect();
         let punctured_inv = moduli
@@ -124,6 +151,7 @@ impl RnsBasis {
         Ok(Self {
             n,
             moduli: moduli.to_vec(),
+            backend,
             ntts,
             q0_inv_mod_q1,
             big_q,

@@ -1,0 +1,101 @@
+//! Encoding real vectors into plaintexts at a level's scale, and decoding decryptions.
+
+use super::ciphertext::Plaintext;
+use super::context::EvalContext;
+use super::ring;
+use crate::error::CkksError;
+
+/// Largest `|coefficient · scale|` accepted: rounding to `i128` must not overflow, and the
+/// value must stay far below the smallest modulus it will ever be reduced against.
+const MAX_SCALED: f64 = 1.0e36;
+
+/// Encodes `values` (at most `n/2`) at level `level` and scale `Δ_level`.
+pub fn encode(ctx: &EvalContext, values: &[f64], level: usize) -> Result<Plaintext, CkksError> {
+    encode_at(ctx, values, level, ctx.level_scale(level))
+}
+
+/// Encodes `values` at level `level` and an explicit scale (for plaintexts multiplied into
+/// ciphertexts, whose product must land on the next level's scale).
+pub fn encode_at(
+    ctx: &EvalContext,
+    values: &[f64],
+    level: usize,
+    scale: f64,
+) -> Result<Plaintext, CkksError> {
+    check_level(ctx, level)?;
+    let coeffs = ctx.encoder().coefficients(values)?;
+    let scaled: Vec<i128> = coeffs
+        .iter()
+        .map(|&c| {
+            let v = (c * scale).round();
+            if v.is_finite() && v.abs() < MAX_SCALED {
+                Ok(v as i128)
+            } else {
+                Err(CkksError::Encoding(format!(
+                    "slot values too large for scale {scale:e}"
+                )))
+            }
+        })
+        .collect::<Result<_, _>>()?;
+    let idx: Vec<usize> = (0..=level).collect();
+    let n = ctx.n();
+    let mut data = vec![0u64; n * idx.len()];
+    for (row, &i) in data.chunks_mut(n).zip(&idx) {
+        let m = &ctx.moduli[i];
+        for (d, &v) in row.iter_mut().zip(&scaled) {
+            *d = m.reduce_i128(v);
+        }
+    }
+    ring::forward(ctx, &mut data, &idx);
+    Ok(Plaintext { data, level, scale })
+}
+
+/// The real slot values of a decrypted plaintext. The coefficients are reconstructed from the
+/// first two primes (exact while `|coefficient| < q_0 q_1 / 2`, i.e. for any message that
+/// could still be rescaled), or from `q_0` alone at level 0.
+pub fn decode(ctx: &EvalContext, pt: &Plaintext) -> Result<Vec<f64>, CkksError> {
+    let n = ctx.n();
+    let rows = (pt.level + 1).min(2);
+    let idx: Vec<usize> = (0..rows).collect();
+    let mut data = pt.data[..rows * n].to_vec();
+    ring::inverse(ctx, &mut data, &idx);
+    let q0 = ctx.primes[0];
+    let coeffs: Vec<f64> = if rows == 1 {
+        data.iter()
+            .map(|&x| privopt_math::modarith::center(x, q0) as f64 / pt.scale)
+            .collect()
+    } else {
+        let q1 = ctx.primes[1];
+        let m1 = &ctx.moduli[1];
+        let q0_inv = m1.shoup(privopt_math::modarith::inv_mod(q0 % q1, q1));
+        let big = q0 as u128 * q1 as u128;
+        (0..n)
+            .map(|j| {
+                let (r0, r1) = (data[j], data[n + j]);
+                // x = r0 + q0 · ((r1 − r0) q0^{-1} mod q1) ∈ [0, q0 q1).
+                let t = m1.mul_shoup(
+                    privopt_math::modarith::sub_mod(r1, m1.reduce(r0), q1),
+                    q0_inv,
+                );
+                let x = r0 as u128 + q0 as u128 * t as u128;
+                let centered = if x > big / 2 {
+                    -((big - x) as f64)
+                } else {
+                    x as f64
+                };
+                centered / pt.scale
+            })
+            .collect()
+    };
+    Ok(ctx.encoder().decode(&coeffs))
+}
+
+pub(crate) fn check_level(ctx: &EvalContext, level: usize) -> Result<(), CkksError> {
+    if level > ctx.max_level() {
+        return Err(CkksError::LevelExhausted(format!(
+            "level {level} is above the top level {}",
+            ctx.max_level()
+        )));
+    }
+    Ok(())
+}

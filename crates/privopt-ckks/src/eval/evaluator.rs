@@ -1,0 +1,445 @@
+//! Homomorphic operations.
+//!
+//! **Scale policy.** Every ciphertext at level `l` carries the level's scale `Δ_l`
+//! (`Δ_{l−1} = Δ_l² / q_l`, with rescaling primes chosen to keep `Δ_l ≈ 2^scale_log2`).
+//! A product of two level-`l` ciphertexts has scale `Δ_l²` and rescales to exactly `Δ_{l−1}`;
+//! a constant `c` is multiplied in as the integer `round(c · Δ_{l−1} q_l / Δ_l)` so that it,
+//! too, rescales onto `Δ_{l−1}`; and bringing a ciphertext down to a lower level multiplies
+//! it by the constant 1 that way. Operands of additions and products are first brought to
+//! the lower of their levels, so circuits need no manual scale bookkeeping ("automatic
+//! rescale"), and every multiplication costs exactly one level.
+
+use std::sync::Arc;
+
+use rayon::ThreadPool;
+
+use super::ciphertext::{Ciphertext, Plaintext, Product};
+use super::context::EvalContext;
+use super::keys::{GaloisKeys, RelinKey};
+use super::{keyswitch, ring};
+use crate::error::CkksError;
+
+/// Relative scale difference tolerated between operands of an addition (the level-scale
+/// invariant holds to about `2^{-40}`; anything larger is a bug in the caller's circuit).
+const SCALE_TOLERANCE: f64 = 1e-9;
+
+/// Evaluates circuits on ciphertexts with the keys it was given.
+pub struct Evaluator {
+    ctx: Arc<EvalContext>,
+    relin: Option<RelinKey>,
+    galois: GaloisKeys,
+    pool: Option<ThreadPool>,
+}
+
+impl std::fmt::Debug for Evaluator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Evaluator")
+            .field("relin", &self.relin.is_some())
+            .field("galois", &self.galois.keys.len())
+            .finish()
+    }
+}
+
+impl Evaluator {
+    /// An evaluator with a relinearization key (for products) and Galois keys (for rotations).
+    pub fn new(ctx: &Arc<EvalContext>, relin: Option<RelinKey>, galois: GaloisKeys) -> Self {
+        Self {
+            ctx: Arc::clone(ctx),
+            relin,
+            galois,
+            pool: None,
+        }
+    }
+
+    /// Runs every operation on a pool of exactly `threads` threads (default: rayon's global
+    /// pool). One thread makes timings comparable with single-threaded libraries.
+    pub fn with_threads(mut self, threads: usize) -> Result<Self, CkksError> {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads.max(1))
+            .build()
+            .map_err(|e| CkksError::InvalidParams(format!("thread pool: {e}")))?;
+        self.pool = Some(pool);
+        Ok(self)
+    }
+
+    /// The context.
+    pub fn context(&self) -> &Arc<EvalContext> {
+        &self.ctx
+    }
+
+    /// Runs `f` on the evaluator's thread pool.
+    pub fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        match &self.pool {
+            Some(p) => p.install(f),
+            None => f(),
+        }
+    }
+
+    fn q_idx(level: usize) -> Vec<usize> {
+        (0..=level).collect()
+    }
+
+    /// `a + b`.
+    pub fn add(&self, a: &Ciphertext, b: &Ciphertext) -> Result<Ciphertext, CkksError> {
+        self.combine(a, b, false)
+    }
+
+    /// `a − b`.
+    pub fn sub(&self, a: &Ciphertext, b: &Ciphertext) -> Result<Ciphertext, CkksError> {
+        self.combine(a, b, true)
+    }
+
+    fn combine(
+        &self,
+        a: &Ciphertext,
+        b: &Ciphertext,
+        minus: bool,
+    ) -> Result<Ciphertext, CkksError> {
+        let (a, b) = self.align(a, b)?;
+        check_scales(a.scale, b.scale)?;
+        let idx = Self::q_idx(a.level);
+        let mut out = a.into_owned();
+        self.install(|| {
+            let op = if minus {
+                ring::sub_assign
+            } else {
+                ring::add_assign
+            };
+            op(&self.ctx, &mut out.c0, &b.c0, &idx);
+            op(&self.ctx, &mut out.c1, &b.c1, &idx);
+        });
+        Ok(out)
+    }
+
+    /// `−a`.
+    pub fn negate(&self, a: &Ciphertext) -> Ciphertext {
+        let idx = Self::q_idx(a.level);
+        let mut out = a.clone();
+        self.install(|| {
+            ring::negate(&self.ctx, &mut out.c0, &idx);
+            ring::negate(&self.ctx, &mut out.c1, &idx);
+        });
+        out
+    }
+
+    /// `a + p` for a plaintext at the same scale and at least `a`'s level.
+    pub fn add_plain(&self, a: &Ciphertext, p: &Plaintext) -> Result<Ciphertext, CkksError> {
+        if p.level < a.level {
+            return Err(CkksError::LevelExhausted(format!(
+                "plaintext at level {} cannot be added at level {}",
+                p.level, a.level
+            )));
+        }
+        check_scales(a.scale, p.scale)?;
+        let n = self.ctx.n();
+        let idx = Self::q_idx(a.level);
+        let mut out = a.clone();
+        self.install(|| ring::add_assign(&self.ctx, &mut out.c0, &p.data[..idx.len() * n], &idx));
+        Ok(out)
+    }
+
+    /// `a + c` in every slot.
+    pub fn add_const(&self, a: &Ciphertext, c: f64) -> Result<Ciphertext, CkksError> {
+        let v = scaled_integer(c * a.scale)?;
+        let idx = Self::q_idx(a.level);
+        let consts: Vec<u64> = idx
+            .iter()
+            .map(|&i| self.ctx.moduli[i].reduce_i128(v))
+            .collect();
+        let mut out = a.clone();
+        self.install(|| ring::add_constants(&self.ctx, &mut out.c0, &consts, &idx));
+        Ok(out)
+    }
+
+    /// `k · a` for an integer `k`, without rescaling (no level used).
+    pub fn mul_int(&self, a: &Ciphertext, k: i64) -> Ciphertext {
+        let idx = Self::q_idx(a.level);
+        let consts: Vec<u64> = idx
+            .iter()
+            .map(|&i| self.ctx.moduli[i].reduce_i128(i128::from(k)))
+            .collect();
+        let mut out = a.clone();
+        self.install(|| {
+            ring::mul_constants(&self.ctx, &mut out.c0, &consts, &idx);
+            ring::mul_constants(&self.ctx, &mut out.c1, &consts, &idx);
+        });
+        out
+    }
+
+    /// `c · a` for a real constant, rescaled: one level, landing on `Δ_{l−1}`.
+    pub fn mul_const(&self, a: &Ciphertext, c: f64) -> Result<Ciphertext, CkksError> {
+        let l = self.need_level(a, 1, "a constant product")?;
+        let target = self.ctx.level_scale(l - 1);
+        let k = scaled_integer(c * target * self.ctx.primes[l] as f64 / a.scale)?;
+        let idx = Self::q_idx(l);
+        let consts: Vec<u64> = idx
+            .iter()
+            .map(|&i| self.ctx.moduli[i].reduce_i128(k))
+            .collect();
+        let mut out = a.clone();
+        self.install(|| {
+            ring::mul_constants(&self.ctx, &mut out.c0, &consts, &idx);
+            ring::mul_constants(&self.ctx, &mut out.c1, &consts, &idx);
+        });
+        let mut r = self.rescale(&out)?;
+        r.scale = target;
+        Ok(r)
+    }
+
+    /// The plaintext of `values` at the scale that makes its product with a ciphertext at
+    /// `level` (scale `Δ_level`) rescale exactly onto `Δ_{level−1}`.
+    pub fn encode_for_product(&self, values: &[f64], level: usize) -> Result<Plaintext, CkksError> {
+        if level == 0 {
+            return Err(CkksError::LevelExhausted(
+                "no level left for a plaintext product".into(),
+            ));
+        }
+        let scale = self.ctx.level_scale(level - 1) * self.ctx.primes[level] as f64
+            / self.ctx.level_scale(level);
+        super::encode::encode_at(&self.ctx, values, level, scale)
+    }
+
+    /// `a ∘ p` for a plaintext made by [`Evaluator::encode_for_product`] (or any plaintext at
+    /// `a`'s level or above), rescaled.
+    pub fn mul_plain(&self, a: &Ciphertext, p: &Plaintext) -> Result<Ciphertext, CkksError> {
+        let l = self.need_level(a, 1, "a plaintext product")?;
+        if p.level < l {
+            return Err(CkksError::LevelExhausted(format!(
+                "plaintext at level {} cannot multiply a ciphertext at level {l}",
+                p.level
+            )));
+        }
+        let n = self.ctx.n();
+        let idx = Self::q_idx(l);
+        let pd = &p.data[..idx.len() * n];
+        let out = self.install(|| Ciphertext {
+            c0: ring::mul(&self.ctx, &a.c0, pd, &idx),
+            c1: ring::mul(&self.ctx, &a.c1, pd, &idx),
+            level: l,
+            scale: a.scale * p.scale,
+        });
+        self.rescale(&out)
+    }
+
+    /// The tensor product `(a0 b0, a0 b1 + a1 b0, a1 b1)` at the lower level of the two.
+    pub fn tensor(&self, a: &Ciphertext, b: &Ciphertext) -> Result<Product, CkksError> {
+        let (a, b) = self.align(a, b)?;
+        let idx = Self::q_idx(a.level);
+        Ok(self.install(|| {
+            let ctx = &self.ctx;
+            let d0 = ring::mul(ctx, &a.c0, &b.c0, &idx);
+            let mut d1 = ring::mul(ctx, &a.c0, &b.c1, &idx);
+            ring::mul_acc(ctx, &mut d1, &a.c1, &b.c0, &idx);
+            let d2 = ring::mul(ctx, &a.c1, &b.c1, &idx);
+            Product {
+                d0,
+                d1,
+                d2,
+                level: a.level,
+                scale: a.scale * b.scale,
+            }
+        }))
+    }
+
+    /// Relinearizes a tensor product back to two components (no rescale).
+    pub fn relinearize(&self, p: &Product) -> Result<Ciphertext, CkksError> {
+        let key = self
+            .relin
+            .as_ref()
+            .ok_or_else(|| CkksError::MissingKey("relinearization key".into()))?;
+        let idx = Self::q_idx(p.level);
+        Ok(self.install(|| {
+            let (k0, k1) = keyswitch::switch(&self.ctx, &p.d2, p.level, &key.0);
+            let mut c0 = p.d0.clone();
+            let mut c1 = p.d1.clone();
+            ring::add_assign(&self.ctx, &mut c0, &k0, &idx);
+            ring::add_assign(&self.ctx, &mut c1, &k1, &idx);
+            Ciphertext {
+                c0,
+                c1,
+                level: p.level,
+                scale: p.scale,
+            }
+        }))
+    }
+
+    /// Divides by the last prime `q_l`: level `l → l − 1`, scale `Δ → Δ / q_l`.
+    pub fn rescale(&self, a: &Ciphertext) -> Result<Ciphertext, CkksError> {
+        let l = self.need_level(a, 1, "a rescale")?;
+        let n = self.ctx.n();
+        let ctx = &self.ctx;
+        let idx = Self::q_idx(l - 1);
+        let rescale_poly = |c: &[u64]| -> Vec<u64> {
+            let mut last = c[l * n..(l + 1) * n].to_vec();
+            ctx.ntt(l).inverse(&mut last);
+            let mut lowered: Vec<u64> = idx
+                .iter()
+                .flat_map(|&i| ring::switch_row(ctx, &last, l, i))
+                .collect();
+            ring::forward(ctx, &mut lowered, &idx);
+            let mut out = c[..l * n].to_vec();
+            ring::sub_assign(ctx, &mut out, &lowered, &idx);
+            let inv: Vec<u64> = idx.iter().map(|&i| ctx.rescale_inv[l][i].value()).collect();
+            ring::mul_constants(ctx, &mut out, &inv, &idx);
+            out
+        };
+        Ok(self.install(|| {
+            let (c0, c1) = rayon::join(|| rescale_poly(&a.c0), || rescale_poly(&a.c1));
+            Ciphertext {
+                c0,
+                c1,
+                level: l - 1,
+                scale: a.scale / ctx.primes[l] as f64,
+            }
+        }))
+    }
+
+    /// `a · b`: tensor, relinearize, rescale (one level).
+    pub fn multiply(&self, a: &Ciphertext, b: &Ciphertext) -> Result<Ciphertext, CkksError> {
+        let (a, b) = self.align(a, b)?;
+        self.need_level(&a, 1, "a product")?;
+        let p = self.tensor(&a, &b)?;
+        self.rescale(&self.relinearize(&p)?)
+    }
+
+    /// `a²`.
+    pub fn square(&self, a: &Ciphertext) -> Result<Ciphertext, CkksError> {
+        self.multiply(a, a)
+    }
+
+    /// `a` brought down to `level` (one rescale by a constant 1; no-op at its own level).
+    pub fn drop_to_level(&self, a: &Ciphertext, level: usize) -> Result<Ciphertext, CkksError> {
+        if level > a.level {
+            return Err(CkksError::LevelExhausted(format!(
+                "cannot raise a ciphertext from level {} to {level}",
+                a.level
+            )));
+        }
+        if level == a.level {
+            return Ok(a.clone());
+        }
+        let mut t = a.clone();
+        t.truncate(level + 1, self.ctx.n());
+        self.mul_const(&t, 1.0)
+    }
+
+    /// Rotates the slots left by `k` (negative: right).
+    pub fn rotate(&self, a: &Ciphertext, k: i64) -> Result<Ciphertext, CkksError> {
+        let g = self.ctx.rotation_element(k);
+        if g == 1 {
+            return Ok(a.clone());
+        }
+        self.apply_galois(a, g, &format!("rotation by {k}"))
+    }
+
+    /// Complex conjugation of the slots (the identity on real slots; needed by bootstrapping).
+    pub fn conjugate(&self, a: &Ciphertext) -> Result<Ciphertext, CkksError> {
+        self.apply_galois(a, self.ctx.conjugation_element(), "conjugation")
+    }
+
+    fn apply_galois(&self, a: &Ciphertext, g: usize, what: &str) -> Result<Ciphertext, CkksError> {
+        let key = self
+            .galois
+            .keys
+            .get(&g)
+            .ok_or_else(|| CkksError::MissingKey(format!("Galois key for {what}")))?;
+        let idx = Self::q_idx(a.level);
+        Ok(self.install(|| {
+            let ctx = &self.ctx;
+            let mut c0 = ring::permute(ctx, &a.c0, &key.perm);
+            let c1 = ring::permute(ctx, &a.c1, &key.perm);
+            let (k0, k1) = keyswitch::switch(ctx, &c1, a.level, &key.key);
+            ring::add_assign(ctx, &mut c0, &k0, &idx);
+            Ciphertext {
+                c0,
+                c1: k1,
+                level: a.level,
+                scale: a.scale,
+            }
+        }))
+    }
+
+    /// Sum of each window of `width` consecutive slots (a power of two), by `log2 width`
+    /// rotate-and-add steps: slot `i` ends up holding `Σ_{j<width} a[i + j]` (cyclically).
+    /// Needs Galois keys for rotations by `1, 2, 4, …, width/2`.
+    pub fn sum_slots(&self, a: &Ciphertext, width: usize) -> Result<Ciphertext, CkksError> {
+        if !width.is_power_of_two() || width > self.ctx.slots() {
+            return Err(CkksError::InvalidParams(format!(
+                "window width {width} is not a power of two up to the slot count"
+            )));
+        }
+        let mut acc = a.clone();
+        let mut step = 1;
+        while step < width {
+            let r = self.rotate(&acc, step as i64)?;
+            acc = self.add(&acc, &r)?;
+            step *= 2;
+        }
+        Ok(acc)
+    }
+
+    /// Inner products of `a` and `b` over windows of `width` slots: one product (one level)
+    /// and `log2 width` rotations.
+    pub fn inner_product(
+        &self,
+        a: &Ciphertext,
+        b: &Ciphertext,
+        width: usize,
+    ) -> Result<Ciphertext, CkksError> {
+        self.sum_slots(&self.multiply(a, b)?, width)
+    }
+
+    /// Both operands at the lower of their levels.
+    fn align<'a>(
+        &self,
+        a: &'a Ciphertext,
+        b: &'a Ciphertext,
+    ) -> Result<
+        (
+            std::borrow::Cow<'a, Ciphertext>,
+            std::borrow::Cow<'a, Ciphertext>,
+        ),
+        CkksError,
+    > {
+        use std::borrow::Cow;
+        Ok(match a.level.cmp(&b.level) {
+            std::cmp::Ordering::Equal => (Cow::Borrowed(a), Cow::Borrowed(b)),
+            std::cmp::Ordering::Greater => (
+                Cow::Owned(self.drop_to_level(a, b.level)?),
+                Cow::Borrowed(b),
+            ),
+            std::cmp::Ordering::Less => (
+                Cow::Borrowed(a),
+                Cow::Owned(self.drop_to_level(b, a.level)?),
+            ),
+        })
+    }
+
+    fn need_level(&self, a: &Ciphertext, levels: usize, what: &str) -> Result<usize, CkksError> {
+        if a.level < levels {
+            return Err(CkksError::LevelExhausted(format!(
+                "{what} needs {levels} level(s); the ciphertext is at level {}",
+                a.level
+            )));
+        }
+        Ok(a.level)
+    }
+}
+
+fn check_scales(a: f64, b: f64) -> Result<(), CkksError> {
+    if ((a - b) / a).abs() > SCALE_TOLERANCE {
+        return Err(CkksError::ScaleMismatch(format!(
+            "{a:e} vs {b:e}: operands must share their level's scale"
+        )));
+    }
+    Ok(())
+}
+
+/// `round(x)` as an `i128`, refusing values that do not fit.
+fn scaled_integer(x: f64) -> Result<i128, CkksError> {
+    let v = x.round();
+    if !v.is_finite() || v.abs() >= 1.0e36 {
+        return Err(CkksError::Encoding(format!("constant {x:e} is too large")));
+    }
+    Ok(v as i128)
+}

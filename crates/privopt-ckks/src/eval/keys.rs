@@ -1,0 +1,277 @@
+//! Keys of the leveled scheme: the secret (zeroized on drop), the public key, and the
+//! switching keys of hybrid key switching — relinearization (`s² → s`) and Galois keys
+//! (`σ_g(s) → s`), generated only for the rotations a circuit asks for.
+//!
+//! A switching key from `s'` to `s` has one pair per digit `j` over `Q·P`:
+//! `(−a_j·s + e_j + P·T_j·s', a_j)` with `T_j ≡ 1 mod` the primes of digit `j` and `≡ 0` mod
+//! every other prime, so in RNS the term `P·T_j·s'` is `P·s'` on digit `j`'s rows and zero
+//! elsewhere.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use privopt_math::sample::{signs, ternary};
+use rand::{CryptoRng, Rng};
+use zeroize::Zeroize;
+
+use super::ciphertext::{Ciphertext, Plaintext};
+use super::context::EvalContext;
+use super::ring;
+use crate::error::CkksError;
+use crate::params::SecretDistribution;
+
+/// The secret key `s`, in evaluation form over `Q·P`. Wiped on drop.
+pub struct SecretKey {
+    ctx: Arc<EvalContext>,
+    s: Vec<u64>,
+}
+
+impl Drop for SecretKey {
+    fn drop(&mut self) {
+        self.s.zeroize();
+    }
+}
+
+impl std::fmt::Debug for SecretKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SecretKey(..)")
+    }
+}
+
+/// The public key `(b, a) = (−a·s + e, a)` over `Q`.
+#[derive(Clone, Debug)]
+pub struct PublicKey {
+    ctx: Arc<EvalContext>,
+    b: Vec<u64>,
+    a: Vec<u64>,
+}
+
+/// A hybrid key-switching key: one `(b_j, a_j)` pair per digit, over `Q·P`.
+#[derive(Clone, Debug)]
+pub struct SwitchingKey {
+    pub(crate) parts: Vec<(Vec<u64>, Vec<u64>)>,
+}
+
+impl SwitchingKey {
+    /// Size in bytes.
+    pub fn byte_len(&self) -> usize {
+        self.parts
+            .iter()
+            .map(|(b, a)| 8 * (b.len() + a.len()))
+            .sum()
+    }
+}
+
+/// The relinearization key (`s² → s`).
+#[derive(Clone, Debug)]
+pub struct RelinKey(pub(crate) SwitchingKey);
+
+/// A Galois key for `X ↦ X^g`, with the evaluation-form permutation it applies.
+#[derive(Clone, Debug)]
+pub struct GaloisKey {
+    pub(crate) perm: Vec<u32>,
+    pub(crate) key: SwitchingKey,
+}
+
+/// Galois keys by Galois element.
+#[derive(Clone, Debug, Default)]
+pub struct GaloisKeys {
+    pub(crate) keys: BTreeMap<usize, GaloisKey>,
+}
+
+impl GaloisKeys {
+    /// Galois elements covered.
+    pub fn elements(&self) -> impl Iterator<Item = usize> + '_ {
+        self.keys.keys().copied()
+    }
+
+    /// Total size in bytes.
+    pub fn byte_len(&self) -> usize {
+        self.keys.values().map(|k| k.key.byte_len()).sum()
+    }
+}
+
+impl SecretKey {
+    /// A fresh secret of the parameters' distribution.
+    pub fn generate(ctx: &Arc<EvalContext>, rng: &mut impl CryptoRng) -> Self {
+        let n = ctx.n();
+        let mut coeffs = match ctx.params().secret() {
+            SecretDistribution::Signs => signs(n, rng),
+            SecretDistribution::Ternary => ternary(n, rng),
+        };
+        let all: Vec<usize> = (0..ctx.primes.len()).collect();
+        let mut s = ring::from_signed(ctx, &coeffs, &all);
+        coeffs.zeroize();
+        ring::forward(ctx, &mut s, &all);
+        Self {
+            ctx: Arc::clone(ctx),
+            s,
+        }
+    }
+
+    /// The context.
+    pub fn context(&self) -> &Arc<EvalContext> {
+        &self.ctx
+    }
+
+    /// The public key.
+    pub fn public_key(&self, rng: &mut impl CryptoRng) -> PublicKey {
+        let ctx = &self.ctx;
+        let q: Vec<usize> = (0..ctx.q_count).collect();
+        let a = uniform_rows(ctx, &q, rng);
+        let mut b = ring::error(ctx, &q, rng);
+        let as_ = ring::mul(ctx, &a, &self.s[..a.len()], &q);
+        ring::sub_assign(ctx, &mut b, &as_, &q);
+        PublicKey {
+            ctx: Arc::clone(ctx),
+            b,
+            a,
+        }
+    }
+
+    /// A switching key from `s_from` (evaluation form over `Q·P`) to this secret.
+    fn switching_key(&self, s_from: &[u64], rng: &mut impl CryptoRng) -> SwitchingKey {
+        let ctx = &self.ctx;
+        let n = ctx.n();
+        let all: Vec<usize> = (0..ctx.primes.len()).collect();
+        let parts = ctx
+            .digits
+            .iter()
+            .map(|digit| {
+                let a = uniform_rows(ctx, &all, rng);
+                let mut b = ring::error(ctx, &all, rng);
+                let as_ = ring::mul(ctx, &a, &self.s, &all);
+                ring::sub_assign(ctx, &mut b, &as_, &all);
+                for i in digit.clone() {
+                    let m = &ctx.moduli[i];
+                    let w = m.shoup(ctx.p_mod[i]);
+                    let q = m.value();
+                    for (x, &sv) in b[i * n..(i + 1) * n]
+                        .iter_mut()
+                        .zip(&s_from[i * n..(i + 1) * n])
+                    {
+                        *x = privopt_math::modarith::add_mod(*x, m.mul_shoup(sv, w), q);
+                    }
+                }
+                (b, a)
+            })
+            .collect();
+        SwitchingKey { parts }
+    }
+
+    /// The relinearization key.
+    pub fn relin_key(&self, rng: &mut impl CryptoRng) -> RelinKey {
+        let all: Vec<usize> = (0..self.ctx.primes.len()).collect();
+        let mut s2 = ring::mul(&self.ctx, &self.s, &self.s, &all);
+        let key = self.switching_key(&s2, rng);
+        s2.zeroize();
+        RelinKey(key)
+    }
+
+    /// Galois keys for left rotations by each of `rotations` slots (negative: right), and
+    /// for conjugation if `conjugate`.
+    pub fn galois_keys(
+        &self,
+        rotations: &[i64],
+        conjugate: bool,
+        rng: &mut impl CryptoRng,
+    ) -> GaloisKeys {
+        let mut elements: Vec<usize> = rotations
+            .iter()
+            .map(|&k| self.ctx.rotation_element(k))
+            .filter(|&g| g != 1)
+            .collect();
+        if conjugate {
+            elements.push(self.ctx.conjugation_element());
+        }
+        elements.sort_unstable();
+        elements.dedup();
+        let mut keys = GaloisKeys::default();
+        for g in elements {
+            let perm = self.ctx.galois_permutation(g);
+            let mut sg = ring::permute(&self.ctx, &self.s, &perm);
+            let key = self.switching_key(&sg, rng);
+            sg.zeroize();
+            keys.keys.insert(g, GaloisKey { perm, key });
+        }
+        keys
+    }
+
+    /// Symmetric encryption: `(−a·s + e + m, a)`.
+    pub fn encrypt(&self, pt: &Plaintext, rng: &mut impl CryptoRng) -> Ciphertext {
+        let ctx = &self.ctx;
+        let idx: Vec<usize> = (0..=pt.level).collect();
+        let a = uniform_rows(ctx, &idx, rng);
+        let mut c0 = ring::error(ctx, &idx, rng);
+        ring::add_assign(ctx, &mut c0, &pt.data, &idx);
+        let as_ = ring::mul(ctx, &a, &self.s[..a.len()], &idx);
+        ring::sub_assign(ctx, &mut c0, &as_, &idx);
+        Ciphertext {
+            c0,
+            c1: a,
+            level: pt.level,
+            scale: pt.scale,
+        }
+    }
+
+    /// `c0 + c1·s` as a plaintext (evaluation form).
+    pub fn decrypt(&self, ct: &Ciphertext) -> Plaintext {
+        let ctx = &self.ctx;
+        let idx: Vec<usize> = (0..=ct.level).collect();
+        let mut m = ct.c0.clone();
+        ring::mul_acc(ctx, &mut m, &ct.c1, &self.s[..ct.c1.len()], &idx);
+        Plaintext {
+            data: m,
+            level: ct.level,
+            scale: ct.scale,
+        }
+    }
+
+    /// Decrypts and decodes the real slots.
+    pub fn decrypt_values(&self, ct: &Ciphertext) -> Result<Vec<f64>, CkksError> {
+        super::encode::decode(&self.ctx, &self.decrypt(ct))
+    }
+}
+
+impl PublicKey {
+    /// The context.
+    pub fn context(&self) -> &Arc<EvalContext> {
+        &self.ctx
+    }
+
+    /// Public-key encryption at the plaintext's level:
+    /// `(v·b + e0 + m, v·a + e1)` with ternary `v`.
+    pub fn encrypt(&self, pt: &Plaintext, rng: &mut impl CryptoRng) -> Ciphertext {
+        let ctx = &self.ctx;
+        let n = ctx.n();
+        let rows = pt.level + 1;
+        let idx: Vec<usize> = (0..rows).collect();
+        let mut v = ring::from_signed(ctx, &ternary(n, rng), &idx);
+        ring::forward(ctx, &mut v, &idx);
+        let mut c0 = ring::error(ctx, &idx, rng);
+        ring::add_assign(ctx, &mut c0, &pt.data, &idx);
+        ring::mul_acc(ctx, &mut c0, &v, &self.b[..rows * n], &idx);
+        let mut c1 = ring::error(ctx, &idx, rng);
+        ring::mul_acc(ctx, &mut c1, &v, &self.a[..rows * n], &idx);
+        v.zeroize();
+        Ciphertext {
+            c0,
+            c1,
+            level: pt.level,
+            scale: pt.scale,
+        }
+    }
+}
+
+/// Uniform residues for the given primes (evaluation form; the NTT is a bijection).
+fn uniform_rows(ctx: &EvalContext, indices: &[usize], rng: &mut impl CryptoRng) -> Vec<u64> {
+    indices
+        .iter()
+        .flat_map(|&i| {
+            let q = ctx.primes[i];
+            (0..ctx.n())
+                .map(|_| rng.random_range(0..q))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}

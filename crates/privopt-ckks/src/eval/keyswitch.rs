@@ -1,0 +1,88 @@
+//! Hybrid key switching (Han–Ki 2020, the variant SEAL and OpenFHE use): split a polynomial
+//! into `dnum` digits of ciphertext primes, raise each digit to `Q_l·P` by fast base
+//! conversion, take the inner product with the switching key, and divide by `P`.
+//!
+//! At level `l` only the primes `q_0 … q_l` exist; a digit cut by the level is converted
+//! from its remaining primes, and digits above the level are skipped. The key itself is
+//! made once at the top level and used at every level.
+
+use super::context::EvalContext;
+use super::keys::SwitchingKey;
+use super::ring;
+
+/// Switches `d` (evaluation form over `q_0 … q_level`) with `key`: returns `(k0, k1)` over the
+/// same primes with `k0 + k1·s ≈ d·s'` (where `key` switches from `s'` to `s`).
+pub(crate) fn switch(
+    ctx: &EvalContext,
+    d: &[u64],
+    level: usize,
+    key: &SwitchingKey,
+) -> (Vec<u64>, Vec<u64>) {
+    let n = ctx.n();
+    let q_rows = level + 1;
+    let ext = ctx.extended_indices(level);
+    let q_idx = &ext[..q_rows];
+    let p_idx = &ext[q_rows..];
+    let mut d_coeff = d.to_vec();
+    ring::inverse(ctx, &mut d_coeff, q_idx);
+
+    let mut acc0 = vec![0u64; n * ext.len()];
+    let mut acc1 = vec![0u64; n * ext.len()];
+    let q_off = ctx.q_count * n;
+    for (j, digit) in ctx.digits.iter().enumerate() {
+        if digit.start > level {
+            break;
+        }
+        let end = digit.end.min(q_rows);
+        let conv = &ctx.mod_up[j][end - digit.start - 1];
+        let targets: Vec<usize> = ext
+            .iter()
+            .copied()
+            .filter(|&i| !(digit.start..end).contains(&i))
+            .collect();
+        let mut raised = ring::convert(ctx, conv, &d_coeff[digit.start * n..end * n], &targets);
+        ring::forward(ctx, &mut raised, &targets);
+        // Assemble the digit over Q_l·P: its own primes straight from `d`, the rest raised.
+        let mut digit_ext = vec![0u64; n * ext.len()];
+        let mut next_raised = raised.chunks(n);
+        for (row, &i) in digit_ext.chunks_mut(n).zip(&ext) {
+            if (digit.start..end).contains(&i) {
+                row.copy_from_slice(&d[i * n..(i + 1) * n]);
+            } else if let Some(src) = next_raised.next() {
+                row.copy_from_slice(src);
+            }
+        }
+        let (b, a) = &key.parts[j];
+        let split = q_rows * n;
+        for (acc, k) in [(&mut acc0, b), (&mut acc1, a)] {
+            let (acc_q, acc_p) = acc.split_at_mut(split);
+            ring::mul_acc(ctx, acc_q, &digit_ext[..split], &k[..split], q_idx);
+            ring::mul_acc(ctx, acc_p, &digit_ext[split..], &k[q_off..], p_idx);
+        }
+    }
+    (
+        mod_down(ctx, acc0, q_rows, q_idx, p_idx),
+        mod_down(ctx, acc1, q_rows, q_idx, p_idx),
+    )
+}
+
+/// `(x_Q − conv_P→Q(x_P)) · P^{-1}` over `Q_l`: divides an element of `Q_l·P` by `P`.
+fn mod_down(
+    ctx: &EvalContext,
+    mut x: Vec<u64>,
+    q_rows: usize,
+    q_idx: &[usize],
+    p_idx: &[usize],
+) -> Vec<u64> {
+    let n = ctx.n();
+    let split = q_rows * n;
+    let mut xp = x[split..].to_vec();
+    ring::inverse(ctx, &mut xp, p_idx);
+    let mut conv = ring::convert(ctx, &ctx.mod_down, &xp, q_idx);
+    ring::forward(ctx, &mut conv, q_idx);
+    x.truncate(split);
+    ring::sub_assign(ctx, &mut x, &conv, q_idx);
+    let p_inv: Vec<u64> = q_idx.iter().map(|&i| ctx.p_inv[i].value()).collect();
+    ring::mul_constants(ctx, &mut x, &p_inv, q_idx);
+    x
+}

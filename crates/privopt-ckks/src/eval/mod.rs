@@ -1,0 +1,20 @@
+//! The leveled CKKS engine: keys, encryption, and homomorphic evaluation with RNS rescaling,
+//! hybrid key switching, rotations, and polynomial and linear-transform evaluation.
+//!
+//! Layout: [`context`] precomputes per-parameter tables; [`keys`] makes secret, public and
+//! switching keys; [`encode`] maps real vectors to plaintexts; [`evaluator`] runs the
+//! operations; key switching and the row kernels are internal.
+
+pub mod ciphertext;
+pub mod context;
+pub mod encode;
+pub mod evaluator;
+pub mod keys;
+mod keyswitch;
+mod ring;
+
+pub use ciphertext::{Ciphertext, Plaintext, Product};
+pub use context::EvalContext;
+pub use encode::{decode, encode, encode_at};
+pub use evaluator::Evaluator;
+pub use keys::{GaloisKeys, PublicKey, RelinKey, SecretKey, SwitchingKey};

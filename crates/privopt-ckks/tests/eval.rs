@@ -1,0 +1,235 @@
+//! The leveled CKKS engine against plaintext arithmetic: every operation's decryption must
+//! match the same operation on the clear vectors to the precision the scale allows.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+
+use privopt_ckks::CkksError;
+use privopt_ckks::eval::{Ciphertext, EvalContext, Evaluator, SecretKey, encode};
+use privopt_ckks::params::CkksParamsBuilder;
+use privopt_math::sample::secret_rng;
+use rand_chacha::ChaCha20Rng;
+
+struct Fixture {
+    ctx: Arc<EvalContext>,
+    sk: SecretKey,
+    ev: Evaluator,
+    rng: ChaCha20Rng,
+}
+
+/// n = 8192, log QP ≤ 218 (within the standard), 3 levels at scale 2^40, hybrid key switching
+/// with one special prime and 4 one-prime digits.
+fn fixture(rotations: &[i64]) -> Fixture {
+    let params = CkksParamsBuilder::leveled(8192, 50, 40, 3, &[47])
+        .build()
+        .unwrap();
+    let ctx = EvalContext::new(&params).unwrap();
+    let mut rng = secret_rng(Some(7));
+    let sk = SecretKey::generate(&ctx, &mut rng);
+    let relin = sk.relin_key(&mut rng);
+    let galois = sk.galois_keys(rotations, true, &mut rng);
+    let ev = Evaluator::new(&ctx, Some(relin), galois);
+    Fixture { ctx, sk, ev, rng }
+}
+
+fn vector(len: usize, seed: f64) -> Vec<f64> {
+    (0..len)
+        .map(|i| ((i as f64 + seed) * 0.731).sin() * 2.0)
+        .collect()
+}
+
+impl Fixture {
+    fn encrypt(&mut self, v: &[f64]) -> Ciphertext {
+        let pt = encode(&self.ctx, v, self.ctx.max_level()).unwrap();
+        let pk = self.sk.public_key(&mut self.rng);
+        pk.encrypt(&pt, &mut self.rng)
+    }
+
+    fn max_err(&self, ct: &Ciphertext, want: &[f64]) -> f64 {
+        let got = self.sk.decrypt_values(ct).unwrap();
+        want.iter()
+            .zip(&got)
+            .map(|(w, g)| (w - g).abs())
+            .fold(0.0, f64::max)
+    }
+}
+
+#[test]
+fn parameters_are_within_the_standard_and_oversized_sets_are_not() {
+    let p = CkksParamsBuilder::leveled(8192, 50, 40, 3, &[47])
+        .build()
+        .unwrap();
+    assert!(p.key_basis().log_modulus() <= 218.0);
+    assert_eq!(p.special_count(), 1);
+    assert_eq!(p.digits(), 4);
+    // One more 40-bit level breaks the 218-bit bound of n = 8192 once P is counted.
+    assert!(matches!(
+        CkksParamsBuilder::leveled(8192, 50, 40, 4, &[47]).build(),
+        Err(CkksError::Insecure { .. })
+    ));
+    // Digits wider than P are refused (they would amplify key-switching noise).
+    assert!(matches!(
+        CkksParamsBuilder::leveled(8192, 50, 40, 3, &[47])
+            .digits(2)
+            .build(),
+        Err(CkksError::InvalidParams(_))
+    ));
+}
+
+#[test]
+fn encryption_round_trips_at_every_level() {
+    let mut f = fixture(&[]);
+    let v = vector(f.ctx.slots(), 0.0);
+    let ct = f.encrypt(&v);
+    assert!(f.max_err(&ct, &v) < 1e-6, "{}", f.max_err(&ct, &v));
+    // Symmetric encryption too.
+    let pt = encode(&f.ctx, &v, 1).unwrap();
+    let ct = f.sk.encrypt(&pt, &mut f.rng);
+    assert_eq!(ct.level(), 1);
+    assert!(f.max_err(&ct, &v) < 1e-6);
+    for l in (0..f.ctx.max_level()).rev() {
+        let fresh = f.encrypt(&v);
+        let d = f.ev.drop_to_level(&fresh, l).unwrap();
+        assert_eq!(d.level(), l);
+        assert!(f.max_err(&d, &v) < 1e-6, "level {l}");
+    }
+}
+
+#[test]
+fn products_down_the_whole_chain() {
+    let mut f = fixture(&[]);
+    let slots = f.ctx.slots();
+    let a = vector(slots, 0.0);
+    let b = vector(slots, 3.0);
+    let (ca, cb) = (f.encrypt(&a), f.encrypt(&b));
+    let ab = f.ev.multiply(&ca, &cb).unwrap();
+    assert_eq!(ab.level(), f.ctx.max_level() - 1);
+    let want: Vec<f64> = a.iter().zip(&b).map(|(x, y)| x * y).collect();
+    let e1 = f.max_err(&ab, &want);
+    assert!(e1 < 1e-6, "a*b error {e1}");
+    // (a*b)^2, then times a fresh a: levels 1 and 0, with automatic alignment of a.
+    let sq = f.ev.square(&ab).unwrap();
+    let want_sq: Vec<f64> = want.iter().map(|x| x * x).collect();
+    assert!(f.max_err(&sq, &want_sq) < 1e-5);
+    let last = f.ev.multiply(&sq, &ca).unwrap();
+    assert_eq!(last.level(), 0);
+    let want_last: Vec<f64> = want_sq.iter().zip(&a).map(|(x, y)| x * y).collect();
+    assert!(
+        f.max_err(&last, &want_last) < 1e-4,
+        "{}",
+        f.max_err(&last, &want_last)
+    );
+    assert!(matches!(
+        f.ev.multiply(&last, &last),
+        Err(CkksError::LevelExhausted(_))
+    ));
+}
+
+#[test]
+fn constants_plaintexts_and_sums() {
+    let mut f = fixture(&[]);
+    let slots = f.ctx.slots();
+    let a = vector(slots, 1.0);
+    let b = vector(slots, 2.0);
+    let (ca, cb) = (f.encrypt(&a), f.encrypt(&b));
+    let s = f.ev.sub(&f.ev.add(&ca, &cb).unwrap(), &cb).unwrap();
+    assert!(f.max_err(&s, &a) < 1e-6);
+    let neg: Vec<f64> = a.iter().map(|x| -x).collect();
+    assert!(f.max_err(&f.ev.negate(&ca), &neg) < 1e-6);
+    let c =
+        f.ev.add_const(&f.ev.mul_const(&ca, -0.37).unwrap(), 1.5)
+            .unwrap();
+    let want: Vec<f64> = a.iter().map(|x| -0.37 * x + 1.5).collect();
+    assert!(f.max_err(&c, &want) < 1e-6);
+    let tripled: Vec<f64> = a.iter().map(|x| 3.0 * x).collect();
+    assert!(f.max_err(&f.ev.mul_int(&ca, 3), &tripled) < 1e-6);
+    let pt = f.ev.encode_for_product(&b, ca.level()).unwrap();
+    let prod = f.ev.mul_plain(&ca, &pt).unwrap();
+    let want: Vec<f64> = a.iter().zip(&b).map(|(x, y)| x * y).collect();
+    assert!(f.max_err(&prod, &want) < 1e-6);
+    // Adding a level-L ciphertext to a level-(L−1) one aligns them.
+    let mixed = f.ev.add(&prod, &ca).unwrap();
+    let want: Vec<f64> = want.iter().zip(&a).map(|(x, y)| x + y).collect();
+    assert!(f.max_err(&mixed, &want) < 1e-6);
+    // Same level, different scale: refused, not silently wrong.
+    let raw = f.ev.relinearize(&f.ev.tensor(&ca, &cb).unwrap()).unwrap();
+    assert!(matches!(
+        f.ev.add(&raw, &ca),
+        Err(CkksError::ScaleMismatch(_))
+    ));
+}
+
+#[test]
+fn rotations_conjugation_and_slot_sums() {
+    let mut f = fixture(&[1, 2, 4, 8, -3, 100]);
+    let slots = f.ctx.slots();
+    let a = vector(slots, 5.0);
+    let ca = f.encrypt(&a);
+    for k in [1i64, 2, -3, 100] {
+        let r = f.ev.rotate(&ca, k).unwrap();
+        let want: Vec<f64> = (0..slots)
+            .map(|i| a[(i as i64 + k).rem_euclid(slots as i64) as usize])
+            .collect();
+        let e = f.max_err(&r, &want);
+        // Key switching adds ~q_0/P · n σ per coefficient (q_0 is 3 bits wider than P here).
+        assert!(e < 2e-5, "rotate {k}: {e}");
+    }
+    // Rotation after a rescale uses the same key at a lower level.
+    let low = f.ev.mul_const(&ca, 0.5).unwrap();
+    let r = f.ev.rotate(&low, 1).unwrap();
+    let want: Vec<f64> = (0..slots).map(|i| 0.5 * a[(i + 1) % slots]).collect();
+    assert!(f.max_err(&r, &want) < 2e-5);
+    assert!(f.max_err(&f.ev.conjugate(&ca).unwrap(), &a) < 2e-5);
+    // Window sums of 16 slots and an inner product.
+    let s = f.ev.sum_slots(&ca, 16).unwrap();
+    let want: Vec<f64> = (0..slots)
+        .map(|i| (0..16).map(|j| a[(i + j) % slots]).sum())
+        .collect();
+    assert!(f.max_err(&s, &want) < 1e-4);
+    let ip = f.ev.inner_product(&ca, &ca, 8).unwrap();
+    let got = f.sk.decrypt_values(&ip).unwrap();
+    let want0: f64 = a[..8].iter().map(|x| x * x).sum();
+    assert!((got[0] - want0).abs() < 1e-4);
+    assert!(matches!(f.ev.rotate(&ca, 5), Err(CkksError::MissingKey(_))));
+}
+
+#[test]
+fn key_switching_with_several_digits_and_special_primes() {
+    // n = 2^14: 6 ciphertext primes in 3 digits of 2, two special primes.
+    let params = CkksParamsBuilder::leveled(1 << 14, 50, 40, 5, &[50, 50])
+        .build()
+        .unwrap();
+    assert_eq!(params.digits(), 3);
+    let ctx = EvalContext::new(&params).unwrap();
+    let mut rng = secret_rng(Some(9));
+    let sk = SecretKey::generate(&ctx, &mut rng);
+    let ev = Evaluator::new(
+        &ctx,
+        Some(sk.relin_key(&mut rng)),
+        sk.galois_keys(&[3], false, &mut rng),
+    )
+    .with_threads(2)
+    .unwrap();
+    let a = vector(ctx.slots(), 0.5);
+    let pk = sk.public_key(&mut rng);
+    let mut ct = pk.encrypt(&encode(&ctx, &a, ctx.max_level()).unwrap(), &mut rng);
+    let mut want = a.clone();
+    // Square repeatedly with a rotation in between: every level, including partial digits.
+    for _ in 0..5 {
+        ct = ev
+            .rotate(&ev.mul_const(&ev.square(&ct).unwrap(), 0.5).unwrap(), 3)
+            .unwrap();
+        let sq: Vec<f64> = want.iter().map(|x| 0.5 * x * x).collect();
+        want = (0..sq.len()).map(|i| sq[(i + 3) % sq.len()]).collect();
+        if ct.level() < 2 {
+            break;
+        }
+    }
+    let got = sk.decrypt_values(&ct).unwrap();
+    let err = want
+        .iter()
+        .zip(&got)
+        .map(|(w, g)| (w - g).abs())
+        .fold(0.0, f64::max);
+    assert!(err < 1e-5, "{err}");
+}

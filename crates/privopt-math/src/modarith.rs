@@ -112,7 +112,12 @@ impl Modulus {
     /// `x mod q` for any `u64`.
     #[inline]
     pub fn reduce(&self, x: u64) -> u64 {
-        self.reduce_u128(x as u128)
+        if self.k >= 32 {
+            // Every u64 is below 2^{2k}: Barrett applies.
+            self.reduce_u128(x as u128)
+        } else {
+            x % self.q
+        }
     }
 
     /// `x mod q` for a signed 128-bit `x`.

@@ -1,5 +1,5 @@
-//! The measured operations of the `mkckks` benchmarks, shared by `privopt bench mkckks` and
-//! the criterion benches so both time exactly the same code.
+//! The measured operations of the `mkckks` and `ckks` benchmarks, shared by `privopt bench`
+//! and the criterion benches so both time exactly the same code.
 
 use std::sync::Arc;
 
@@ -112,5 +112,164 @@ impl MkCkksFixture {
     /// Fusion of the N shares and decoding of a coefficient-encoded scalar.
     pub fn fusion_scalar(&self) -> Result<f64, CkksError> {
         fuse(&self.sum, &self.shares)?.scalar()
+    }
+}
+
+/// One parameter set of `privopt bench ckks` (arguments of [`CkksParamsBuilder::leveled`]).
+///
+/// [`CkksParamsBuilder::leveled`]: crate::params::CkksParamsBuilder::leveled
+#[derive(Clone, Copy, Debug)]
+pub struct BenchSet {
+    /// Name in benchmark ids.
+    pub name: &'static str,
+    /// Ring degree.
+    pub n: usize,
+    /// Bits of the base prime `q_0`.
+    pub base_bits: u32,
+    /// `log2` of the scale.
+    pub scale_log2: u32,
+    /// Rescaling levels.
+    pub levels: usize,
+    /// Bits of each special prime.
+    pub special_bits: &'static [u32],
+}
+
+/// The parameter sets of `privopt bench ckks`.
+pub const EVAL_BENCH_SETS: &[BenchSet] = &[
+    // OpenFHE's comparison point: n = 8192, log QP ≤ 218, hybrid key switching.
+    BenchSet {
+        name: "n8192",
+        n: 8192,
+        base_bits: 50,
+        scale_log2: 40,
+        levels: 3,
+        special_bits: &[47],
+    },
+    // n = 2^15, log QP ≈ 866 ≤ 881: 16 levels of 40 bits, 5 digits, P of 4 × 44 bits.
+    BenchSet {
+        name: "n32768",
+        n: 1 << 15,
+        base_bits: 50,
+        scale_log2: 40,
+        levels: 16,
+        special_bits: &[44, 44, 44, 44],
+    },
+    // SEAL's (TenSEAL's) default: primes of 60, 40, 40 bits and a 60-bit special prime.
+    BenchSet {
+        name: "seal8192",
+        n: 8192,
+        base_bits: 60,
+        scale_log2: 40,
+        levels: 2,
+        special_bits: &[60],
+    },
+];
+
+/// Keys, a full-vector plaintext and two ciphertexts at the top level, and a one-thread
+/// evaluator (every measured operation runs inside its pool).
+pub struct EvalFixture {
+    name: String,
+    ctx: Arc<crate::eval::EvalContext>,
+    sk: crate::eval::SecretKey,
+    pk: crate::eval::PublicKey,
+    ev: crate::eval::Evaluator,
+    values: Vec<f64>,
+    pt: crate::eval::Plaintext,
+    a: crate::eval::Ciphertext,
+    b: crate::eval::Ciphertext,
+    rng: ChaCha20Rng,
+}
+
+impl EvalFixture {
+    /// Builds the fixture for one of [`EVAL_BENCH_SETS`] on `threads` threads.
+    pub fn new(set: &str, threads: usize) -> Result<Self, CkksError> {
+        use crate::eval::{EvalContext, Evaluator, SecretKey, encode};
+        let s = EVAL_BENCH_SETS
+            .iter()
+            .find(|s| s.name == set)
+            .copied()
+            .ok_or_else(|| CkksError::InvalidParams(format!("unknown bench set {set}")))?;
+        let name = s.name;
+        let params = crate::params::CkksParamsBuilder::leveled(
+            s.n,
+            s.base_bits,
+            s.scale_log2,
+            s.levels,
+            s.special_bits,
+        )
+        .build()?;
+        let ctx = EvalContext::new(&params)?;
+        let mut rng = secret_rng(Some(0xcc5));
+        let sk = SecretKey::generate(&ctx, &mut rng);
+        let pk = sk.public_key(&mut rng);
+        let ev = Evaluator::new(
+            &ctx,
+            Some(sk.relin_key(&mut rng)),
+            sk.galois_keys(&[1], false, &mut rng),
+        )
+        .with_threads(threads)?;
+        let values: Vec<f64> = (0..ctx.slots()).map(|j| (j as f64 * 0.001).sin()).collect();
+        let pt = encode(&ctx, &values, ctx.max_level())?;
+        let a = pk.encrypt(&pt, &mut rng);
+        let b = pk.encrypt(&pt, &mut rng);
+        Ok(Self {
+            name: name.to_string(),
+            ctx,
+            sk,
+            pk,
+            ev,
+            values,
+            pt,
+            a,
+            b,
+            rng,
+        })
+    }
+
+    /// The set's name (`n8192`, …).
+    pub fn label(&self) -> &str {
+        &self.name
+    }
+
+    /// Encoding of a full vector of `n/2` slots at the top level.
+    pub fn encode(&self) -> Result<crate::eval::Plaintext, CkksError> {
+        self.ev
+            .install(|| crate::eval::encode(&self.ctx, &self.values, self.ctx.max_level()))
+    }
+
+    /// Public-key encryption of an encoded full vector.
+    pub fn encrypt(&mut self) -> crate::eval::Ciphertext {
+        let (pk, pt, rng) = (&self.pk, &self.pt, &mut self.rng);
+        self.ev.install(|| pk.encrypt(pt, rng))
+    }
+
+    /// Decryption and decoding of all slots.
+    pub fn decrypt(&self) -> Result<Vec<f64>, CkksError> {
+        self.ev.install(|| self.sk.decrypt_values(&self.a))
+    }
+
+    /// Ciphertext addition.
+    pub fn add(&self) -> Result<crate::eval::Ciphertext, CkksError> {
+        self.ev.add(&self.a, &self.b)
+    }
+
+    /// Multiplication, relinearization and rescaling at the top level.
+    pub fn mul_relin_rescale(&self) -> Result<crate::eval::Ciphertext, CkksError> {
+        self.ev.multiply(&self.a, &self.b)
+    }
+
+    /// Rotation by one slot at the top level.
+    pub fn rotate(&self) -> Result<crate::eval::Ciphertext, CkksError> {
+        self.ev.rotate(&self.a, 1)
+    }
+
+    /// Largest slot error of `a·b` after one product (a sanity check printed by the bench).
+    pub fn product_error(&self) -> Result<f64, CkksError> {
+        let got = self.sk.decrypt_values(&self.mul_relin_rescale()?)?;
+        Ok(got
+            .iter()
+            .zip(&self.values)
+            .map(|(g, v)| (g - v * v).abs())
+            .fold(0.0, f64::max))
     }
 }

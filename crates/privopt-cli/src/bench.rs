@@ -62,6 +62,11 @@ const SUITES: &[Suite] = &[
         mkckks_suite,
     ),
     (
+        "ckks",
+        "leveled CKKS (n8192, n32768, seal8192), one thread: encode … rotate",
+        ckks_suite,
+    ),
+    (
         "paillier",
         "Paillier at 2048 and 3072 bits, one thread (plus a two-thread batch decryption)",
         paillier_suite,
@@ -237,6 +242,49 @@ fn prg_suite() -> Result<Vec<Case>> {
             black_box(&buf);
         }),
     ])
+}
+
+fn ckks_suite() -> Result<Vec<Case>> {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    use privopt_ckks::bench_support::{EVAL_BENCH_SETS, EvalFixture};
+
+    let mut cases = Vec::new();
+    for set in EVAL_BENCH_SETS.iter().map(|s| s.name) {
+        let f = EvalFixture::new(set, 1)?;
+        let err = f.product_error()?;
+        if err > 1e-3 {
+            bail!("ckks/{set}: a product decrypts {err:e} off; refusing to time a broken engine");
+        }
+        let f = Rc::new(RefCell::new(f));
+        let name = |op: &str| format!("ckks/{set}/{op}");
+        let g = Rc::clone(&f);
+        cases.push(Case::new(name("encode"), move || {
+            black_box(g.borrow().encode().ok());
+        }));
+        let g = Rc::clone(&f);
+        cases.push(Case::new(name("encrypt"), move || {
+            black_box(g.borrow_mut().encrypt());
+        }));
+        let g = Rc::clone(&f);
+        cases.push(Case::new(name("decrypt"), move || {
+            black_box(g.borrow().decrypt().ok());
+        }));
+        let g = Rc::clone(&f);
+        cases.push(Case::new(name("add"), move || {
+            black_box(g.borrow().add().ok());
+        }));
+        let g = Rc::clone(&f);
+        cases.push(Case::new(name("mul_relin_rescale"), move || {
+            black_box(g.borrow().mul_relin_rescale().ok());
+        }));
+        let g = Rc::clone(&f);
+        cases.push(Case::new(name("rotate"), move || {
+            black_box(g.borrow().rotate().ok());
+        }));
+    }
+    Ok(cases)
 }
 
 fn mkckks_suite() -> Result<Vec<Case>> {

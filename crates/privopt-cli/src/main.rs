@@ -13,6 +13,12 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// mimalloc keeps freed pages for reuse: CKKS operations allocate and drop buffers of
+/// hundreds of kilobytes, and the system allocator returns them to the kernel and faults
+/// them back in every time.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Private, communication-efficient distributed optimization.
 #[derive(Parser, Debug)]
 #[command(name = "privopt", version, about, propagate_version = true)]

@@ -145,6 +145,16 @@ impl Modulus {
     }
 }
 
+impl Modulus {
+    /// [`Modulus::mul_shoup`] without the final correction: the result is in `[0, 2q)` and
+    /// congruent to `a · w`. Sums of such terms are reduced once at the end.
+    #[inline]
+    pub fn mul_shoup_lazy(&self, a: u64, w: ShoupConst) -> u64 {
+        let hi = ((a as u128 * w.w_shoup as u128) >> 64) as u64;
+        a.wrapping_mul(w.w).wrapping_sub(hi.wrapping_mul(self.q))
+    }
+}
+
 /// A constant prepared for Shoup multiplication modulo one prime.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ShoupConst {

@@ -28,7 +28,15 @@ pub struct Evaluator {
     ctx: Arc<EvalContext>,
     relin: Option<RelinKey>,
     galois: GaloisKeys,
-    pool: Option<ThreadPool>,
+    pool: Option<Threads>,
+}
+
+/// How many threads operations use.
+enum Threads {
+    /// Everything on the calling thread.
+    One,
+    /// A dedicated pool.
+    Pool(ThreadPool),
 }
 
 impl std::fmt::Debug for Evaluator {
@@ -54,11 +62,15 @@ impl Evaluator {
     /// Runs every operation on a pool of exactly `threads` threads (default: rayon's global
     /// pool). One thread makes timings comparable with single-threaded libraries.
     pub fn with_threads(mut self, threads: usize) -> Result<Self, CkksError> {
+        if threads <= 1 {
+            self.pool = Some(Threads::One);
+            return Ok(self);
+        }
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads.max(1))
             .build()
             .map_err(|e| CkksError::InvalidParams(format!("thread pool: {e}")))?;
-        self.pool = Some(pool);
+        self.pool = Some(Threads::Pool(pool));
         Ok(self)
     }
 
@@ -70,7 +82,8 @@ impl Evaluator {
     /// Runs `f` on the evaluator's thread pool.
     pub fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
         match &self.pool {
-            Some(p) => p.install(f),
+            Some(Threads::Pool(p)) => p.install(f),
+            Some(Threads::One) => ring::sequentially(f),
             None => f(),
         }
     }
@@ -98,17 +111,13 @@ impl Evaluator {
         let (a, b) = self.align(a, b)?;
         check_scales(a.scale, b.scale)?;
         let idx = Self::q_idx(a.level);
-        let mut out = a.into_owned();
-        self.install(|| {
-            let op = if minus {
-                ring::sub_assign
-            } else {
-                ring::add_assign
-            };
-            op(&self.ctx, &mut out.c0, &b.c0, &idx);
-            op(&self.ctx, &mut out.c1, &b.c1, &idx);
-        });
-        Ok(out)
+        let op = if minus { ring::sub } else { ring::add };
+        Ok(self.install(|| Ciphertext {
+            c0: op(&self.ctx, &a.c0, &b.c0, &idx),
+            c1: op(&self.ctx, &a.c1, &b.c1, &idx),
+            level: a.level,
+            scale: a.scale,
+        }))
     }
 
     /// `−a`.
@@ -284,7 +293,7 @@ impl Evaluator {
             out
         };
         Ok(self.install(|| {
-            let (c0, c1) = rayon::join(|| rescale_poly(&a.c0), || rescale_poly(&a.c1));
+            let (c0, c1) = ring::join(|| rescale_poly(&a.c0), || rescale_poly(&a.c1));
             Ciphertext {
                 c0,
                 c1,

@@ -5,41 +5,109 @@
 use privopt_math::modarith::{Modulus, add_mod, sub_mod};
 use rand::CryptoRng;
 use rayon::prelude::*;
+use std::cell::Cell;
 
 use super::context::{BaseConversion, EvalContext};
 
+thread_local! {
+    /// Set while an evaluator configured for one thread runs an operation: kernels then loop
+    /// on the calling thread instead of handing rows to rayon (no cross-thread hand-off, and
+    /// a one-thread measurement really uses one thread).
+    static SEQUENTIAL: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` with every kernel sequential on the calling thread.
+pub(crate) fn sequentially<R>(f: impl FnOnce() -> R) -> R {
+    let before = SEQUENTIAL.with(|s| s.replace(true));
+    let r = f();
+    SEQUENTIAL.with(|s| s.set(before));
+    r
+}
+
+fn sequential() -> bool {
+    SEQUENTIAL.with(Cell::get)
+}
+
+/// Calls `f(row, r, prime)` for every row `r` of `data` (in parallel unless sequential).
+fn each_row(
+    data: &mut [u64],
+    n: usize,
+    indices: &[usize],
+    f: impl Fn(&mut [u64], usize, usize) + Sync,
+) {
+    if sequential() {
+        for (r, (row, &i)) in data.chunks_mut(n).zip(indices).enumerate() {
+            f(row, r, i);
+        }
+    } else {
+        data.par_chunks_mut(n)
+            .zip(indices.par_iter())
+            .enumerate()
+            .for_each(|(r, (row, &i))| f(row, r, i));
+    }
+}
+
+/// `(a(), b())`, concurrently unless sequential.
+pub(crate) fn join<A: Send, B: Send>(
+    a: impl FnOnce() -> A + Send,
+    b: impl FnOnce() -> B + Send,
+) -> (A, B) {
+    if sequential() {
+        (a(), b())
+    } else {
+        rayon::join(a, b)
+    }
+}
+
 /// Forward NTT of every row.
 pub(crate) fn forward(ctx: &EvalContext, data: &mut [u64], indices: &[usize]) {
-    let n = ctx.n();
-    data.par_chunks_mut(n)
-        .zip(indices.par_iter())
-        .for_each(|(row, &i)| ctx.ntt(i).forward(row));
+    each_row(data, ctx.n(), indices, |row, _, i| ctx.ntt(i).forward(row));
 }
 
 /// Inverse NTT of every row.
 pub(crate) fn inverse(ctx: &EvalContext, data: &mut [u64], indices: &[usize]) {
-    let n = ctx.n();
-    data.par_chunks_mut(n)
-        .zip(indices.par_iter())
-        .for_each(|(row, &i)| ctx.ntt(i).inverse(row));
+    each_row(data, ctx.n(), indices, |row, _, i| ctx.ntt(i).inverse(row));
 }
 
 /// Signed coefficients reduced into each row (coefficient form).
 pub(crate) fn from_signed(ctx: &EvalContext, coeffs: &[i64], indices: &[usize]) -> Vec<u64> {
     let n = ctx.n();
     let mut out = vec![0u64; n * indices.len()];
-    out.par_chunks_mut(n)
-        .zip(indices.par_iter())
-        .for_each(|(row, &i)| {
-            let q = ctx.primes[i];
-            for (dst, &c) in row.iter_mut().zip(coeffs) {
-                *dst = if c >= 0 {
-                    c as u64 % q
-                } else {
-                    (q - (c.unsigned_abs() % q)) % q
-                };
-            }
-        });
+    each_row(&mut out, n, indices, |row, _, i| {
+        let m = &ctx.moduli[i];
+        let q = m.value();
+        for (dst, &c) in row.iter_mut().zip(coeffs) {
+            let r = m.reduce(c.unsigned_abs());
+            *dst = if c < 0 && r != 0 { q - r } else { r };
+        }
+    });
+    out
+}
+
+/// `a + b` row-wise, into a new vector.
+pub(crate) fn add(ctx: &EvalContext, a: &[u64], b: &[u64], indices: &[usize]) -> Vec<u64> {
+    zip_new(ctx, a, b, indices, add_mod)
+}
+
+/// `a − b` row-wise, into a new vector.
+pub(crate) fn sub(ctx: &EvalContext, a: &[u64], b: &[u64], indices: &[usize]) -> Vec<u64> {
+    zip_new(ctx, a, b, indices, sub_mod)
+}
+
+fn zip_new(
+    ctx: &EvalContext,
+    a: &[u64],
+    b: &[u64],
+    indices: &[usize],
+    op: fn(u64, u64, u64) -> u64,
+) -> Vec<u64> {
+    // One pass that writes each output word once (no clone-then-update, no zeroing).
+    let n = ctx.n();
+    let mut out = Vec::with_capacity(indices.len() * n);
+    for ((x, y), &i) in a.chunks(n).zip(b.chunks(n)).zip(indices) {
+        let q = ctx.primes[i];
+        out.extend(x.iter().zip(y).map(|(&u, &v)| op(u, v, q)));
+    }
     out
 }
 
@@ -61,38 +129,31 @@ fn zip_rows(
     op: fn(u64, u64, u64) -> u64,
 ) {
     let n = ctx.n();
-    a.par_chunks_mut(n)
-        .zip(b.par_chunks(n))
-        .zip(indices.par_iter())
-        .for_each(|((x, y), &i)| {
-            let q = ctx.primes[i];
-            for (u, &v) in x.iter_mut().zip(y) {
-                *u = op(*u, v, q);
-            }
-        });
+    each_row(a, n, indices, |x, r, i| {
+        let q = ctx.primes[i];
+        for (u, &v) in x.iter_mut().zip(&b[r * n..(r + 1) * n]) {
+            *u = op(*u, v, q);
+        }
+    });
 }
 
 /// `a = −a` row-wise.
 pub(crate) fn negate(ctx: &EvalContext, a: &mut [u64], indices: &[usize]) {
-    let n = ctx.n();
-    a.par_chunks_mut(n)
-        .zip(indices.par_iter())
-        .for_each(|(x, &i)| {
-            let q = ctx.primes[i];
-            for u in x.iter_mut() {
-                *u = if *u == 0 { 0 } else { q - *u };
-            }
-        });
+    each_row(a, ctx.n(), indices, |x, _, i| {
+        let q = ctx.primes[i];
+        for u in x.iter_mut() {
+            *u = if *u == 0 { 0 } else { q - *u };
+        }
+    });
 }
 
 /// `acc += a ∘ b` (evaluation form).
 pub(crate) fn mul_acc(ctx: &EvalContext, acc: &mut [u64], a: &[u64], b: &[u64], indices: &[usize]) {
     let n = ctx.n();
-    acc.par_chunks_mut(n)
-        .zip(a.par_chunks(n))
-        .zip(b.par_chunks(n))
-        .zip(indices.par_iter())
-        .for_each(|(((c, x), y), &i)| ctx.ntt(i).mul_acc(c, x, y));
+    each_row(acc, n, indices, |c, r, i| {
+        let rows = r * n..(r + 1) * n;
+        ctx.ntt(i).mul_acc(c, &a[rows.clone()], &b[rows]);
+    });
 }
 
 /// `a ∘ b` (evaluation form).
@@ -109,17 +170,13 @@ pub(crate) fn mul_constants(
     constants: &[u64],
     indices: &[usize],
 ) {
-    let n = ctx.n();
-    a.par_chunks_mut(n)
-        .zip(constants.par_iter())
-        .zip(indices.par_iter())
-        .for_each(|((x, &c), &i)| {
-            let m = &ctx.moduli[i];
-            let w = m.shoup(c);
-            for u in x.iter_mut() {
-                *u = m.mul_shoup(*u, w);
-            }
-        });
+    each_row(a, ctx.n(), indices, |x, r, i| {
+        let m = &ctx.moduli[i];
+        let w = m.shoup(constants[r]);
+        for u in x.iter_mut() {
+            *u = m.mul_shoup(*u, w);
+        }
+    });
 }
 
 /// `a += c` on every evaluation (adds the constant polynomial `c`), row `r` adding
@@ -130,29 +187,25 @@ pub(crate) fn add_constants(
     constants: &[u64],
     indices: &[usize],
 ) {
-    let n = ctx.n();
-    a.par_chunks_mut(n)
-        .zip(constants.par_iter())
-        .zip(indices.par_iter())
-        .for_each(|((x, &c), &i)| {
-            let q = ctx.primes[i];
-            for u in x.iter_mut() {
-                *u = add_mod(*u, c, q);
-            }
-        });
+    each_row(a, ctx.n(), indices, |x, r, i| {
+        let q = ctx.primes[i];
+        for u in x.iter_mut() {
+            *u = add_mod(*u, constants[r], q);
+        }
+    });
 }
 
 /// Permutes every row: `out[j] = in[perm[j]]` (an automorphism in evaluation form).
 pub(crate) fn permute(ctx: &EvalContext, a: &[u64], perm: &[u32]) -> Vec<u64> {
     let n = ctx.n();
+    let rows: Vec<usize> = (0..a.len() / n).collect();
     let mut out = vec![0u64; a.len()];
-    out.par_chunks_mut(n)
-        .zip(a.par_chunks(n))
-        .for_each(|(dst, src)| {
-            for (d, &p) in dst.iter_mut().zip(perm) {
-                *d = src[p as usize];
-            }
-        });
+    each_row(&mut out, n, &rows, |dst, r, _| {
+        let src = &a[r * n..(r + 1) * n];
+        for (d, &p) in dst.iter_mut().zip(perm) {
+            *d = src[p as usize];
+        }
+    });
     out
 }
 
@@ -166,31 +219,27 @@ pub(crate) fn convert(
 ) -> Vec<u64> {
     let n = ctx.n();
     // y_k = x_k · (B/b_k)^{-1} mod b_k.
-    let mut y = vec![0u64; src.len()];
-    y.par_chunks_mut(n)
-        .zip(src.par_chunks(n))
-        .zip(conv.sources.par_iter().zip(conv.hat_inv.par_iter()))
-        .for_each(|((dst, x), (&s, &w))| {
-            let m = &ctx.moduli[s];
-            for (d, &v) in dst.iter_mut().zip(x) {
-                *d = m.mul_shoup(v, w);
-            }
-        });
+    let mut y = src.to_vec();
+    each_row(&mut y, n, &conv.sources, |row, r, s| {
+        let m = &ctx.moduli[s];
+        let w = conv.hat_inv[r];
+        for v in row.iter_mut() {
+            *v = m.mul_shoup(*v, w);
+        }
+    });
     let mut out = vec![0u64; n * targets.len()];
-    out.par_chunks_mut(n)
-        .zip(targets.par_iter())
-        .for_each(|(dst, &t)| {
-            let m: &Modulus = &ctx.moduli[t];
-            let q = m.value();
-            let consts: Vec<_> = conv.hat_mod[t].iter().map(|&c| m.shoup(c)).collect();
-            for (k, w) in consts.iter().enumerate() {
-                let row = &y[k * n..(k + 1) * n];
-                for (d, &v) in dst.iter_mut().zip(row) {
-                    // v < 2^62 may exceed the target prime: Shoup accepts any 64-bit input.
-                    *d = add_mod(*d, m.mul_shoup(v, *w), q);
-                }
+    each_row(&mut out, n, targets, |dst, _, t| {
+        let m: &Modulus = &ctx.moduli[t];
+        let consts: Vec<_> = conv.hat_mod[t].iter().map(|&c| m.shoup(c)).collect();
+        // Lazy sum: each term is below 2q < 2^51, so up to 2^12 terms fit in a u64.
+        for (j, d) in dst.iter_mut().enumerate() {
+            let mut acc = 0u64;
+            for (k, &w) in consts.iter().enumerate() {
+                acc += m.mul_shoup_lazy(y[k * n + j], w);
             }
-        });
+            *d = m.reduce(acc);
+        }
+    });
     out
 }
 

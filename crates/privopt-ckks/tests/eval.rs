@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use privopt_ckks::CkksError;
-use privopt_ckks::eval::{Ciphertext, EvalContext, Evaluator, SecretKey, encode};
+use privopt_ckks::eval::{Ciphertext, EvalContext, Evaluator, PolyBasis, SecretKey, encode};
 use privopt_ckks::params::CkksParamsBuilder;
 use privopt_math::sample::secret_rng;
 use rand_chacha::ChaCha20Rng;
@@ -232,4 +232,82 @@ fn key_switching_with_several_digits_and_special_primes() {
         .map(|(w, g)| (w - g).abs())
         .fold(0.0, f64::max);
     assert!(err < 1e-5, "{err}");
+}
+
+/// A deeper chain for polynomial tests: n = 2^14, 7 levels, log QP ≈ 420 ≤ 438.
+fn deep_fixture() -> Fixture {
+    let params = CkksParamsBuilder::leveled(1 << 14, 50, 40, 7, &[45, 45])
+        .build()
+        .unwrap();
+    let ctx = EvalContext::new(&params).unwrap();
+    let mut rng = secret_rng(Some(11));
+    let sk = SecretKey::generate(&ctx, &mut rng);
+    let relin = sk.relin_key(&mut rng);
+    let ev = Evaluator::new(&ctx, Some(relin), Default::default());
+    Fixture { ctx, sk, ev, rng }
+}
+
+fn power_eval(c: &[f64], x: f64) -> f64 {
+    c.iter().rev().fold(0.0, |acc, &ci| acc * x + ci)
+}
+
+fn chebyshev_eval(c: &[f64], lo: f64, hi: f64, x: f64) -> f64 {
+    let t = (2.0 * x - lo - hi) / (hi - lo);
+    let (mut t0, mut t1) = (1.0, t);
+    let mut sum = c[0] + c.get(1).copied().unwrap_or(0.0) * t;
+    for &ci in c.iter().skip(2) {
+        let t2 = 2.0 * t * t1 - t0;
+        sum += ci * t2;
+        (t0, t1) = (t1, t2);
+    }
+    sum
+}
+
+#[test]
+fn paterson_stockmeyer_in_both_bases() {
+    let mut f = deep_fixture();
+    let slots = f.ctx.slots();
+    let top = f.ctx.max_level();
+    let x: Vec<f64> = (0..slots)
+        .map(|i| -7.0 + 14.0 * i as f64 / slots as f64)
+        .collect();
+    let ct = f.encrypt(&x);
+    // Degree 7 in the power basis on [-1, 1] (on [-7, 7] the rescale noise of the small
+    // leaves, ~1e-8, is multiplied by x^4 = 2401: that is what the Chebyshev basis avoids).
+    let unit: Vec<f64> = x.iter().map(|v| v / 7.0).collect();
+    let cu = f.encrypt(&unit);
+    let power = [0.5, 0.25, 0.0, -0.02, 0.0, 0.001, 0.3, -0.1];
+    let out =
+        f.ev.evaluate_polynomial(&cu, &power, PolyBasis::Power)
+            .unwrap();
+    let want: Vec<f64> = unit.iter().map(|&v| power_eval(&power, v)).collect();
+    let e = f.max_err(&out, &want);
+    assert!(e < 1e-6, "power basis error {e}");
+    let used = top - out.level();
+    assert!(used <= 4, "degree 7 used {used} levels");
+    // Degree 15 and 31 in the Chebyshev basis of [-7, 7].
+    for degree in [15usize, 31] {
+        let cheb: Vec<f64> = (0..=degree)
+            .map(|i| 1.0 / (1.0 + i as f64).powi(2))
+            .collect();
+        let basis = PolyBasis::Chebyshev { lo: -7.0, hi: 7.0 };
+        let out = f.ev.evaluate_polynomial(&ct, &cheb, basis).unwrap();
+        let want: Vec<f64> = x
+            .iter()
+            .map(|&v| chebyshev_eval(&cheb, -7.0, 7.0, v))
+            .collect();
+        let e = f.max_err(&out, &want);
+        assert!(e < 1e-4, "degree {degree}: error {e}");
+        let used = top - out.level();
+        let log = (degree + 1).next_power_of_two().trailing_zeros() as usize;
+        // ceil(log2(d+1)) for the products, + 1 for the affine map, + at most 1 for constants.
+        assert!(used <= log + 2, "degree {degree} used {used} levels");
+    }
+    // Too deep for the remaining levels: a clear error, not garbage.
+    let low = f.ev.drop_to_level(&ct, 2).unwrap();
+    let cheb = vec![0.1; 32];
+    assert!(matches!(
+        f.ev.evaluate_polynomial(&low, &cheb, PolyBasis::Chebyshev { lo: -1.0, hi: 1.0 }),
+        Err(CkksError::LevelExhausted(_))
+    ));
 }

@@ -178,19 +178,39 @@ impl Evaluator {
     /// `c · a` for a real constant, rescaled: one level, landing on `Δ_{l−1}`.
     pub fn mul_const(&self, a: &Ciphertext, c: f64) -> Result<Ciphertext, CkksError> {
         let l = self.need_level(a, 1, "a constant product")?;
-        let target = self.ctx.level_scale(l - 1);
-        let k = scaled_integer(c * target * self.ctx.primes[l] as f64 / a.scale)?;
+        self.mul_const_to(a, c, l - 1)
+    }
+
+    /// `c · a` delivered at `level` (below `a`'s) with scale `Δ_level`: the primes above
+    /// `level + 1` are dropped, then one constant product and one rescale. Costs the same
+    /// whatever the gap, so circuits use it both for scalar products and to align levels.
+    pub fn mul_const_to(
+        &self,
+        a: &Ciphertext,
+        c: f64,
+        level: usize,
+    ) -> Result<Ciphertext, CkksError> {
+        if level >= a.level {
+            return Err(CkksError::LevelExhausted(format!(
+                "a constant product from level {} cannot land on level {level}",
+                a.level
+            )));
+        }
+        let mut t = a.clone();
+        t.truncate(level + 1, self.ctx.n());
+        let l = level + 1;
+        let target = self.ctx.level_scale(level);
+        let k = scaled_integer(c * target * self.ctx.primes[l] as f64 / t.scale)?;
         let idx = Self::q_idx(l);
         let consts: Vec<u64> = idx
             .iter()
             .map(|&i| self.ctx.moduli[i].reduce_i128(k))
             .collect();
-        let mut out = a.clone();
         self.install(|| {
-            ring::mul_constants(&self.ctx, &mut out.c0, &consts, &idx);
-            ring::mul_constants(&self.ctx, &mut out.c1, &consts, &idx);
+            ring::mul_constants(&self.ctx, &mut t.c0, &consts, &idx);
+            ring::mul_constants(&self.ctx, &mut t.c1, &consts, &idx);
         });
-        let mut r = self.rescale(&out)?;
+        let mut r = self.rescale(&t)?;
         r.scale = target;
         Ok(r)
     }
@@ -327,9 +347,7 @@ impl Evaluator {
         if level == a.level {
             return Ok(a.clone());
         }
-        let mut t = a.clone();
-        t.truncate(level + 1, self.ctx.n());
-        self.mul_const(&t, 1.0)
+        self.mul_const_to(a, 1.0, level)
     }
 
     /// Rotates the slots left by `k` (negative: right).

@@ -11,6 +11,7 @@ pub mod encode;
 pub mod evaluator;
 pub mod keys;
 mod keyswitch;
+pub mod polyeval;
 mod ring;
 
 pub use ciphertext::{Ciphertext, Plaintext, Product};
@@ -18,3 +19,4 @@ pub use context::EvalContext;
 pub use encode::{decode, encode, encode_at};
 pub use evaluator::Evaluator;
 pub use keys::{GaloisKeys, PublicKey, RelinKey, SecretKey, SwitchingKey};
+pub use polyeval::PolyBasis;

@@ -5,7 +5,9 @@
 use std::sync::Arc;
 
 use privopt_ckks::CkksError;
-use privopt_ckks::eval::{Ciphertext, EvalContext, Evaluator, PolyBasis, SecretKey, encode};
+use privopt_ckks::eval::{
+    Ciphertext, EvalContext, Evaluator, LinearTransform, PolyBasis, SecretKey, encode,
+};
 use privopt_ckks::params::CkksParamsBuilder;
 use privopt_math::sample::secret_rng;
 use rand_chacha::ChaCha20Rng;
@@ -309,5 +311,54 @@ fn paterson_stockmeyer_in_both_bases() {
     assert!(matches!(
         f.ev.evaluate_polynomial(&low, &cheb, PolyBasis::Chebyshev { lo: -1.0, hi: 1.0 }),
         Err(CkksError::LevelExhausted(_))
+    ));
+}
+
+#[test]
+fn baby_step_giant_step_linear_transform_matches_the_matrix_product() {
+    let params = CkksParamsBuilder::leveled(8192, 50, 40, 3, &[47])
+        .build()
+        .unwrap();
+    let ctx = EvalContext::new(&params).unwrap();
+    let slots = ctx.slots();
+    let mut rng = secret_rng(Some(21));
+    let sk = SecretKey::generate(&ctx, &mut rng);
+    // A banded matrix with 20 diagonals (0..16 and a few far ones).
+    let mut diagonals = std::collections::BTreeMap::new();
+    for i in (0..16).chain([100, 101, 1000, slots - 1]) {
+        let d: Vec<f64> = (0..slots)
+            .map(|j| ((i * 31 + j * 7) % 17) as f64 / 17.0 - 0.5)
+            .collect();
+        diagonals.insert(i, d);
+    }
+    // Keys for exactly the rotations the transform reports.
+    let probe = Evaluator::new(&ctx, None, Default::default());
+    let top = ctx.max_level();
+    let needed = LinearTransform::new(&probe, &diagonals, top)
+        .unwrap()
+        .rotations();
+    assert!(needed.len() < diagonals.len() + 10);
+    let ev = Evaluator::new(&ctx, None, sk.galois_keys(&needed, false, &mut rng));
+    let lt = LinearTransform::new(&ev, &diagonals, top).unwrap();
+    let v = vector(slots, 2.0);
+    let pk = sk.public_key(&mut rng);
+    let ct = pk.encrypt(&encode(&ctx, &v, top).unwrap(), &mut rng);
+    let out = lt.apply(&ev, &ct).unwrap();
+    assert_eq!(out.level(), top - 1);
+    let got = sk.decrypt_values(&out).unwrap();
+    let mut worst: f64 = 0.0;
+    for j in 0..slots {
+        let want: f64 = diagonals
+            .iter()
+            .map(|(&i, d)| d[j] * v[(j + i) % slots])
+            .sum();
+        worst = worst.max((want - got[j]).abs());
+    }
+    assert!(worst < 1e-4, "{worst}");
+    // Missing keys are reported, not silently skipped.
+    let bare = Evaluator::new(&ctx, None, Default::default());
+    assert!(matches!(
+        lt.apply(&bare, &ct),
+        Err(CkksError::MissingKey(_))
     ));
 }

@@ -11,6 +11,7 @@ pub mod encode;
 pub mod evaluator;
 pub mod keys;
 mod keyswitch;
+pub mod linear;
 pub mod polyeval;
 mod ring;
 
@@ -19,4 +20,5 @@ pub use context::EvalContext;
 pub use encode::{decode, encode, encode_at};
 pub use evaluator::Evaluator;
 pub use keys::{GaloisKeys, PublicKey, RelinKey, SecretKey, SwitchingKey};
+pub use linear::LinearTransform;
 pub use polyeval::PolyBasis;

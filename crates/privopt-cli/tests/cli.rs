@@ -225,6 +225,30 @@ fn bench_writes_the_json_convention() {
 }
 
 #[test]
+fn bench_ckks_names_every_operation_at_every_parameter_set() {
+    let list = bench_json("ckks", "1");
+    let names: Vec<&str> = list.iter().map(|m| m["name"].as_str().unwrap()).collect();
+    assert_eq!(names.len(), 18, "{names:?}");
+    for set in ["n8192", "n32768", "seal8192"] {
+        for op in [
+            "encode",
+            "encrypt",
+            "decrypt",
+            "add",
+            "mul_relin_rescale",
+            "rotate",
+        ] {
+            let want = format!("ckks/{set}/{op}");
+            assert!(
+                names.contains(&want.as_str()),
+                "{want} missing from {names:?}"
+            );
+        }
+    }
+    assert!(list.iter().all(|m| m["median_ns"].as_f64().unwrap() > 0.0));
+}
+
+#[test]
 fn bench_mkckks_names_every_operation() {
     let list = bench_json("mkckks", "1");
     let names: Vec<&str> = list.iter().map(|m| m["name"].as_str().unwrap()).collect();

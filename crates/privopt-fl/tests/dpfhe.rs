@@ -217,3 +217,81 @@ fn fig4_plain_gd_diverges_and_the_barrier_stays_inside() {
     assert!(s["fig5_barrier_max_margin"] <= 7.0);
     assert!(s["fig5_barrier_acc"] > 0.8);
 }
+
+/// Algorithm 5 on ciphertexts (n = 2^15, 128-bit parameters) for five steps of batch 100 on
+/// Credit: the decrypted weights match the plaintext run from the same seed with the same
+/// polynomials, and so does the test accuracy.
+#[test]
+fn encrypted_algorithm_5_matches_the_plaintext_run() {
+    use privopt_ckks::eval::EvalContext;
+    use privopt_fl::methods::dpfhe::data::load_task;
+    use privopt_fl::methods::dpfhe::encrypted::{encrypted_params, presample, run_encrypted};
+
+    let Some(dir) = common::real_data_dir(&["credit"]) else {
+        return;
+    };
+    let seeds = privopt_math::SeedTree::new(5);
+    let tt = load_task("credit", &dir, &seeds).unwrap();
+    let sig = approximate(
+        sigmoid,
+        Interval::symmetric(10.0).unwrap(),
+        7,
+        Fit::LeastSquares,
+    )
+    .unwrap();
+    let theta = 4.0;
+    let recip = approximate(
+        |x| 1.0 / x,
+        Interval::new(0.01 * theta, theta).unwrap(),
+        4,
+        Fit::LeastSquares,
+    )
+    .unwrap();
+    let spec = GdSpec {
+        link: Link::Poly(sig.clone()),
+        steps: 5,
+        lr: 1.0,
+        batch: Some(100),
+        clip: None,
+        noise_std: 0.05,
+        barrier: Some(Barrier {
+            lambda: 0.05,
+            theta,
+            reciprocal: recip,
+        }),
+    };
+    let plain = train(&tt.train, &spec, &mut seeds.stream("run", &[]), false);
+    let inputs = presample(&tt.train, &spec, 5, &mut seeds.stream("run", &[]));
+    let ctx = EvalContext::new(&encrypted_params().unwrap()).unwrap();
+    let keys = privopt_math::sample::secret_rng(Some(3));
+    let enc = run_encrypted(&ctx, &tt.train, &spec, &sig, None, &inputs, 2, keys).unwrap();
+    let diff = enc
+        .w
+        .iter()
+        .zip(&plain.w)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f64::max);
+    let size = plain.w.iter().map(|x| x.abs()).fold(0.0, f64::max);
+    assert!(
+        size > 0.05,
+        "the weights must move for the comparison to mean anything"
+    );
+    assert!(
+        diff < 1e-4,
+        "max |w_enc − w_plain| = {diff:e} (|w| up to {size})"
+    );
+    let (a_enc, a_plain) = (accuracy(&enc.w, &tt.test), accuracy(&plain.w, &tt.test));
+    assert!((a_enc - a_plain).abs() <= 0.001, "{a_enc} vs {a_plain}");
+    // Five steps at ~8 levels each on a 16-level chain: refreshed between steps.
+    let depth = enc.depths.critical();
+    assert!((6..=12).contains(&depth), "{:?}", enc.depths);
+    assert!(
+        enc.refreshes >= 2 && enc.refreshes <= 5,
+        "{}",
+        enc.refreshes
+    );
+    eprintln!(
+        "alg5: diff {diff:e}, depth {depth}, refreshes {}, {:?}, s/step {:?}",
+        enc.refreshes, enc.depths, enc.seconds_per_step
+    );
+}

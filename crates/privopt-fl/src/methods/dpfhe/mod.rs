@@ -5,6 +5,7 @@
 
 pub mod algorithms;
 pub mod data;
+pub mod encrypted;
 pub mod logreg;
 pub mod suite;
 pub mod theorem;

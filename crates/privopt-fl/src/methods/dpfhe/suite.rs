@@ -256,6 +256,22 @@ impl Method for DpfheConfig {
     }
 }
 
+/// What [`DpfheConfig::table4_plan`] decides for one dataset.
+pub(super) struct Table4Plan {
+    /// DP-SGD with clipping (exact sigmoid).
+    pub(super) dpgd: GdSpec,
+    /// The no-clip barrier method (Algorithm 3).
+    pub(super) noclip: GdSpec,
+    /// Output perturbation: passes, step and noise.
+    pub(super) passes: u64,
+    pub(super) lr_out: f64,
+    pub(super) std_out: f64,
+    /// Examples per step.
+    pub(super) batch: usize,
+    /// Summary-key prefix of the dataset.
+    pub(super) key: String,
+}
+
 /// One row of Table 3 before training.
 struct Table3Row {
     dataset: usize,
@@ -356,127 +372,158 @@ impl DpfheConfig {
         Ok(Vec::new())
     }
 
+    /// The Table 4 runs of one dataset: DP-SGD with clipping and the no-clip method calibrated
+    /// to (ε, δ), App. D.3's certified parameters, and output perturbation. Notes the chosen
+    /// values under `{prefix}_{name}_…`.
+    fn table4_plan(
+        &self,
+        ctx: &mut RunContext<'_>,
+        prefix: &str,
+        di: usize,
+        name: &str,
+        tt: &TrainTest,
+    ) -> Result<Table4Plan> {
+        let s = self.table4_settings(name);
+        let (n, m) = (tt.train.len(), tt.train.n_features());
+        let batch = s.batch.map_or(n, |b| b.min(n));
+        let steps = self.steps(s.steps);
+        // Noise multiplier for (ε, δ') over T steps: exact Gaussian composition for full
+        // batches, the RDP accountant with sampling without replacement otherwise.
+        let multiplier = |delta: f64, steps: u64| -> Result<f64> {
+            if batch == n {
+                Ok((steps as f64).sqrt() / gaussian_mu_for_epsilon(self.epsilon, delta)?)
+            } else {
+                let sampling = Sampling::WithoutReplacement {
+                    q: batch as f64 / n as f64,
+                };
+                Ok(GaussianRun::calibrate(
+                    self.epsilon,
+                    delta,
+                    sampling,
+                    steps,
+                    Accountant::Rdp,
+                )?)
+            }
+        };
+        // DP-GD: replace-one sensitivity of the clipped sum is 2C.
+        let sigma_dpgd = multiplier(self.delta, steps)?;
+        let std_dpgd = sigma_dpgd * 2.0 * self.clip / batch as f64;
+        // No-clip (Thm 3): sensitivity Δ₂ = 2(φ′_max + e_f)√m with e_f ≤ E_f; Lemma 5.3's
+        // weight bound takes 2δ/3. The rest goes to the Gaussian steps (δ/3), or, when d is
+        // released (Remark 5.3, full batches), δ/6 to T + 1 Gaussians and δ/6 to the
+        // chance that the released bound on d is too low.
+        let targets = SelectionTargets {
+            sigmoid_degrees: s.sigmoid_degrees.clone(),
+            ..SelectionTargets::default()
+        };
+        let delta2 = 2.0 * (PHI_MAX + targets.e_f_target) * (m as f64).sqrt();
+        let release_d = self.release_d && batch == n;
+        let sigma_noclip = if release_d {
+            multiplier(self.delta / 6.0, steps + 1)?
+        } else {
+            multiplier(self.delta / 3.0, steps)?
+        };
+        let std_noclip = sigma_noclip * delta2 / batch as f64;
+        let d = if release_d {
+            let mut rng = ctx.seeds.stream("dpfhe/table4/d", &[di as u64]);
+            released_d_bound(&tt.train, sigma_noclip, self.delta / 6.0, &mut rng)?
+        } else {
+            0.5
+        };
+        ctx.note(&format!("{prefix}_{name}_noclip_d"), d);
+        let shape = RunShape {
+            m,
+            steps,
+            delta: self.delta,
+            noise_std: std_noclip,
+            d,
+        };
+        let (selection, certified) = match select(&shape, &targets)? {
+            Ok(sel) => (sel, true),
+            Err(cert) => {
+                return Err(crate::Error::Config(format!(
+                    "{name}: App. D.3 selection found no certified parameters; last failures: {}",
+                    cert.failures.join("; ")
+                )));
+            }
+        };
+        let cert = &selection.certificate;
+        let key = format!("{prefix}_{name}");
+        ctx.note(
+            &format!("{key}_noclip_certified"),
+            if certified { 1.0 } else { 0.0 },
+        );
+        for (k, v) in [
+            ("sigma_dpgd", sigma_dpgd),
+            ("sigma_noclip", sigma_noclip),
+            ("noise_std_dpgd", std_dpgd),
+            ("noise_std_noclip", std_noclip),
+            ("steps", steps as f64),
+            ("batch", batch as f64),
+            ("noclip_eta", cert.params.eta),
+            ("noclip_theta", cert.params.theta),
+            ("noclip_lambda", cert.params.lambda),
+            ("noclip_kappa", cert.params.kappa),
+            ("noclip_sigmoid_degree", selection.sigmoid.degree() as f64),
+            ("noclip_sigmoid_half_width", cert.sigmoid_half_width),
+            ("noclip_e_f", cert.e_f),
+            ("noclip_e_b", cert.e_b),
+            ("noclip_r", cert.r),
+        ] {
+            ctx.note(&format!("{key}_{k}"), v);
+        }
+        // Output perturbation: as many epochs as DP-SGD, constant step 1/β (β = m/4), L = √m.
+        let passes = ((steps as f64 * batch as f64) / n as f64).ceil().max(1.0) as u64;
+        let lr_out = 4.0 / m as f64;
+        let sens = output_sensitivity(passes, (m as f64).sqrt(), lr_out, batch);
+        let std_out = sens / gaussian_mu_for_epsilon(self.epsilon, self.delta)?;
+        ctx.note(&format!("{key}_noise_std_output"), std_out);
+        ctx.note(&format!("{key}_output_passes"), passes as f64);
+        let dpgd = GdSpec {
+            link: Link::Exact,
+            steps,
+            lr: s.lr_dpgd,
+            batch: s.batch,
+            clip: Some(self.clip),
+            noise_std: std_dpgd,
+            barrier: None,
+        };
+        let noclip = GdSpec {
+            link: Link::Poly(selection.sigmoid.clone()),
+            steps,
+            lr: cert.params.eta,
+            batch: s.batch,
+            clip: None,
+            noise_std: std_noclip,
+            barrier: Some(Barrier {
+                lambda: cert.params.lambda,
+                theta: cert.params.theta,
+                reciprocal: selection.reciprocal.clone(),
+            }),
+        };
+        Ok(Table4Plan {
+            dpgd,
+            noclip,
+            passes,
+            lr_out,
+            std_out,
+            batch,
+            key,
+        })
+    }
+
     fn table4(&self, ctx: &mut RunContext<'_>) -> Result<Vec<f64>> {
         for (di, name) in self.datasets.iter().enumerate() {
             let tt = self.load(ctx, name)?;
-            let s = self.table4_settings(name);
-            let (n, m) = (tt.train.len(), tt.train.n_features());
-            let batch = s.batch.map_or(n, |b| b.min(n));
-            let steps = self.steps(s.steps);
-            // Noise multiplier for (ε, δ') over T steps: exact Gaussian composition for full
-            // batches, the RDP accountant with sampling without replacement otherwise.
-            let multiplier = |delta: f64, steps: u64| -> Result<f64> {
-                if batch == n {
-                    Ok((steps as f64).sqrt() / gaussian_mu_for_epsilon(self.epsilon, delta)?)
-                } else {
-                    let sampling = Sampling::WithoutReplacement {
-                        q: batch as f64 / n as f64,
-                    };
-                    Ok(GaussianRun::calibrate(
-                        self.epsilon,
-                        delta,
-                        sampling,
-                        steps,
-                        Accountant::Rdp,
-                    )?)
-                }
-            };
-            // DP-GD: replace-one sensitivity of the clipped sum is 2C.
-            let sigma_dpgd = multiplier(self.delta, steps)?;
-            let std_dpgd = sigma_dpgd * 2.0 * self.clip / batch as f64;
-            // No-clip (Thm 3): sensitivity Δ₂ = 2(φ′_max + e_f)√m with e_f ≤ E_f; Lemma 5.3's
-            // weight bound takes 2δ/3. The rest goes to the Gaussian steps (δ/3), or, when d is
-            // released (Remark 5.3, full batches), δ/6 to T + 1 Gaussians and δ/6 to the
-            // chance that the released bound on d is too low.
-            let targets = SelectionTargets {
-                sigmoid_degrees: s.sigmoid_degrees.clone(),
-                ..SelectionTargets::default()
-            };
-            let delta2 = 2.0 * (PHI_MAX + targets.e_f_target) * (m as f64).sqrt();
-            let release_d = self.release_d && batch == n;
-            let sigma_noclip = if release_d {
-                multiplier(self.delta / 6.0, steps + 1)?
-            } else {
-                multiplier(self.delta / 3.0, steps)?
-            };
-            let std_noclip = sigma_noclip * delta2 / batch as f64;
-            let d = if release_d {
-                let mut rng = ctx.seeds.stream("dpfhe/table4/d", &[di as u64]);
-                released_d_bound(&tt.train, sigma_noclip, self.delta / 6.0, &mut rng)?
-            } else {
-                0.5
-            };
-            ctx.note(&format!("table4_{name}_noclip_d"), d);
-            let shape = RunShape {
-                m,
-                steps,
-                delta: self.delta,
-                noise_std: std_noclip,
-                d,
-            };
-            let (selection, certified) = match select(&shape, &targets)? {
-                Ok(sel) => (sel, true),
-                Err(cert) => {
-                    return Err(crate::Error::Config(format!(
-                        "{name}: App. D.3 selection found no certified parameters; last failures: {}",
-                        cert.failures.join("; ")
-                    )));
-                }
-            };
-            let cert = &selection.certificate;
-            let key = format!("table4_{name}");
-            ctx.note(
-                &format!("{key}_noclip_certified"),
-                if certified { 1.0 } else { 0.0 },
-            );
-            for (k, v) in [
-                ("sigma_dpgd", sigma_dpgd),
-                ("sigma_noclip", sigma_noclip),
-                ("noise_std_dpgd", std_dpgd),
-                ("noise_std_noclip", std_noclip),
-                ("steps", steps as f64),
-                ("batch", batch as f64),
-                ("noclip_eta", cert.params.eta),
-                ("noclip_theta", cert.params.theta),
-                ("noclip_lambda", cert.params.lambda),
-                ("noclip_kappa", cert.params.kappa),
-                ("noclip_sigmoid_degree", selection.sigmoid.degree() as f64),
-                ("noclip_sigmoid_half_width", cert.sigmoid_half_width),
-                ("noclip_e_f", cert.e_f),
-                ("noclip_e_b", cert.e_b),
-                ("noclip_r", cert.r),
-            ] {
-                ctx.note(&format!("{key}_{k}"), v);
-            }
-            // Output perturbation: as many epochs as DP-SGD, constant step 1/β (β = m/4), L = √m.
-            let passes = ((steps as f64 * batch as f64) / n as f64).ceil().max(1.0) as u64;
-            let lr_out = 4.0 / m as f64;
-            let sens = output_sensitivity(passes, (m as f64).sqrt(), lr_out, batch);
-            let std_out = sens / gaussian_mu_for_epsilon(self.epsilon, self.delta)?;
-            ctx.note(&format!("{key}_noise_std_output"), std_out);
-            ctx.note(&format!("{key}_output_passes"), passes as f64);
-            let dpgd = GdSpec {
-                link: Link::Exact,
-                steps,
-                lr: s.lr_dpgd,
-                batch: s.batch,
-                clip: Some(self.clip),
-                noise_std: std_dpgd,
-                barrier: None,
-            };
-            let noclip = GdSpec {
-                link: Link::Poly(selection.sigmoid.clone()),
-                steps,
-                lr: cert.params.eta,
-                batch: s.batch,
-                clip: None,
-                noise_std: std_noclip,
-                barrier: Some(Barrier {
-                    lambda: cert.params.lambda,
-                    theta: cert.params.theta,
-                    reciprocal: selection.reciprocal.clone(),
-                }),
-            };
+            let Table4Plan {
+                dpgd,
+                noclip,
+                passes,
+                lr_out,
+                std_out,
+                batch,
+                key,
+            } = self.table4_plan(ctx, "table4", di, name, &tt)?;
             let label = format!("table 4 {name}");
             let results = parallel_map(self.runs, self.threads, &label, ctx.progress, |r| {
                 let mut rng = ctx.seeds.stream("dpfhe/table4", &[di as u64, r as u64]);

@@ -85,13 +85,11 @@ pub fn reproduce(
     data_dir: &Path,
     out: Option<PathBuf>,
     seed: Option<u64>,
-    runs: Option<usize>,
+    overrides: &privopt_fl::methods::SuiteOverrides,
     quiet: bool,
 ) -> Result<()> {
     let mut cfg = with_seed(configs::reproduction(id)?, seed);
-    if let Some(runs) = runs {
-        cfg.method.set_runs(runs)?;
-    }
+    cfg.method.apply_overrides(overrides)?;
     let (outcome, dir) = run_and_write(&cfg, data_dir, out, quiet)?;
     print_summary(&outcome, &dir);
     Ok(())

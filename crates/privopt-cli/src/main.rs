@@ -65,6 +65,15 @@ enum Command {
         /// Override the number of repeated runs (suites that repeat runs, e.g. dpfhe-table4).
         #[arg(long)]
         runs: Option<usize>,
+        /// Override the datasets (comma-separated; dpfhe suites).
+        #[arg(long, value_delimiter = ',')]
+        datasets: Option<Vec<String>>,
+        /// Override the training steps (dpfhe suites; dpfhe-encrypted runs exactly this many).
+        #[arg(long)]
+        iterations: Option<u64>,
+        /// Override the worker threads (dpfhe-encrypted times exactly this count).
+        #[arg(long)]
+        threads: Option<usize>,
     },
     /// List the named reproductions, one line each.
     List,
@@ -157,7 +166,22 @@ fn main() -> ExitCode {
             out,
             seed,
             runs,
-        } => experiment::reproduce(&id, &cli.data_dir, out, seed, runs, cli.quiet),
+            datasets,
+            iterations,
+            threads,
+        } => experiment::reproduce(
+            &id,
+            &cli.data_dir,
+            out,
+            seed,
+            &privopt_fl::methods::SuiteOverrides {
+                runs,
+                datasets,
+                iterations,
+                threads,
+            },
+            cli.quiet,
+        ),
         Command::List => {
             configs::print_list();
             Ok(())

@@ -295,3 +295,49 @@ fn encrypted_algorithm_5_matches_the_plaintext_run() {
         enc.refreshes, enc.depths, enc.seconds_per_step
     );
 }
+
+/// `privopt reproduce dpfhe-encrypted` at smoke size: one step of each algorithm on Credit
+/// with the App. D.3 parameters, every summary key the issue names.
+#[test]
+fn dpfhe_encrypted_smoke_writes_depths_timings_and_agreement() {
+    let Some(dir) = common::real_data_dir(&["credit"]) else {
+        return;
+    };
+    let out = common::run_shipped_config_with_data(
+        "dpfhe-encrypted",
+        &[
+            (
+                "datasets = [\"mnist\", \"credit\"]",
+                "datasets = [\"credit\"]",
+            ),
+            ("encrypted_steps = 5", "encrypted_steps = 1"),
+            ("encrypted_steps_alg4 = 2", "encrypted_steps_alg4 = 1"),
+            ("encrypted_threads = [1, 2]", "encrypted_threads = [2]"),
+        ],
+        &dir,
+    );
+    let s = &out.summary;
+    for k in [
+        "sec_per_iter_alg4",
+        "sec_per_iter_alg5",
+        "depth_alg4",
+        "depth_alg5",
+        "max_abs_diff_vs_plain",
+        "acc_encrypted",
+        "acc_plain",
+        "client_refreshes",
+    ] {
+        assert!(s.get(k).is_some_and(|v| v.is_finite()), "{k} missing");
+    }
+    // Clipping costs far more depth than the barrier (the paper: 24 vs 9).
+    assert!(
+        s["depth_alg4"] >= s["depth_alg5"] + 10.0,
+        "{} vs {}",
+        s["depth_alg4"],
+        s["depth_alg5"]
+    );
+    assert!(s["max_abs_diff_vs_plain"] < 1e-5);
+    assert!((s["acc_encrypted"] - s["acc_plain"]).abs() <= 0.001);
+    // Algorithm 4 needs more levels than the 16-level chain has: it went back to the client.
+    assert!(s["alg4_client_refreshes"] >= 1.0);
+}

@@ -227,17 +227,26 @@ pub(crate) fn convert(
             *v = m.mul_shoup(*v, w);
         }
     });
+    let halves: Vec<u64> = conv.sources.iter().map(|&s| ctx.primes[s] / 2).collect();
     let mut out = vec![0u64; n * targets.len()];
     each_row(&mut out, n, targets, |dst, _, t| {
         let m: &Modulus = &ctx.moduli[t];
+        let q = m.value();
         let consts: Vec<_> = conv.hat_mod[t].iter().map(|&c| m.shoup(c)).collect();
+        let product = conv.product_mod[t];
         // Lazy sum: each term is below 2q < 2^51, so up to 2^12 terms fit in a u64.
         for (j, d) in dst.iter_mut().enumerate() {
             let mut acc = 0u64;
+            let mut wraps = 0u64;
             for (k, &w) in consts.iter().enumerate() {
-                acc += m.mul_shoup_lazy(y[k * n + j], w);
+                let v = y[k * n + j];
+                acc += m.mul_shoup_lazy(v, w);
+                // A term above b_k/2 stands for v − b_k: subtract (B/b_k)·b_k = B once.
+                wraps += u64::from(v > halves[k]);
             }
-            *d = m.reduce(acc);
+            let r = m.reduce(acc);
+            let sub = m.mul(m.reduce(wraps), product);
+            *d = if r >= sub { r - sub } else { r + q - sub };
         }
     });
     out

@@ -40,6 +40,26 @@ pub enum MethodConfig {
     Dpfhe(dpfhe::DpfheConfig),
 }
 
+/// Command-line overrides of a suite's settings.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SuiteOverrides {
+    /// Repeated runs.
+    pub runs: Option<usize>,
+    /// Datasets.
+    pub datasets: Option<Vec<String>>,
+    /// Training steps (a cap; the encrypted suite runs exactly this many).
+    pub iterations: Option<u64>,
+    /// Worker threads (the encrypted suite times exactly this count).
+    pub threads: Option<usize>,
+}
+
+impl SuiteOverrides {
+    /// Whether nothing is overridden.
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
 impl MethodConfig {
     fn method(&self) -> &dyn Method {
         match self {
@@ -64,15 +84,19 @@ impl MethodConfig {
         }
     }
 
-    /// Sets the number of repeated runs of a method that has them (`--runs`).
-    pub fn set_runs(&mut self, runs: usize) -> Result<()> {
+    /// Applies command-line overrides (`privopt reproduce … --runs/--datasets/--iterations/
+    /// --threads`) to a suite that has those settings.
+    pub fn apply_overrides(&mut self, o: &SuiteOverrides) -> Result<()> {
+        if o.is_empty() {
+            return Ok(());
+        }
         match self {
             MethodConfig::Dpfhe(c) => {
-                c.set_runs(runs);
+                c.apply_overrides(o);
                 Ok(())
             }
             other => Err(crate::Error::Config(format!(
-                "--runs applies to the dpfhe suites, not to method `{}`",
+                "--runs, --datasets, --iterations and --threads apply to the dpfhe suites, not to method `{}`",
                 other.name()
             ))),
         }

@@ -488,15 +488,19 @@ impl<'a> Server<'a> {
         depths.push("clip/max", before, m.level());
         let m = self.ensure(m, poly_levels(c.inverse.degree()), client)?;
         let before = m.level();
-        let factor = self.poly(&m, &c.inverse)?;
+        // The step η/B rides on the inverse's coefficients: no extra level.
+        let step = self.lr / self.layout.batch as f64;
+        let scaled_inverse = ChebPoly::new(
+            c.inverse.coeffs().iter().map(|x| x * step).collect(),
+            c.inverse.interval(),
+        )
+        .map_err(|e| Error::Config(e.to_string()))?;
+        let factor = self.poly(&m, &scaled_inverse)?;
         depths.push("clip/inverse", before, factor.level());
-        let factor = self.ensure(factor, 2, client)?;
-        let grads = self.ensure(grads, 2, client)?;
+        let factor = self.ensure(factor, 1, client)?;
+        let grads = self.ensure(grads, 1, client)?;
         let before = factor.level().min(grads.level());
-        let scaled = ev
-            .mul_const(&factor, self.lr / self.layout.batch as f64)
-            .map_err(he)?;
-        let out = ev.multiply(&grads, &scaled).map_err(he)?;
+        let out = ev.multiply(&grads, &factor).map_err(he)?;
         depths.push("clip/scale", before, out.level());
         Ok(out)
     }

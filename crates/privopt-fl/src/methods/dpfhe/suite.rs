@@ -36,6 +36,8 @@ pub enum Experiment {
     Table4,
     /// Fig. 4/5.
     Divergence,
+    /// Algorithms 4 and 5 on ciphertexts (Tables 1 and 5).
+    Encrypted,
 }
 
 /// Table 4 settings of one dataset.
@@ -115,6 +117,23 @@ pub struct DpfheConfig {
     /// Worker threads (runs are independent; results do not depend on this).
     #[serde(default = "default_threads")]
     pub threads: usize,
+    /// Encrypted suite: steps run on ciphertexts (the DP noise is calibrated for the full
+    /// `table4` run; this many of its steps are executed).
+    #[serde(default = "default_encrypted_steps")]
+    pub encrypted_steps: u64,
+    /// Encrypted suite: steps of Algorithm 4 (slower; default: as many as Algorithm 5).
+    #[serde(default)]
+    pub encrypted_steps_alg4: Option<u64>,
+    /// Encrypted suite: server thread counts to time.
+    #[serde(default = "default_encrypted_threads")]
+    pub encrypted_threads: Vec<usize>,
+}
+
+fn default_encrypted_steps() -> u64 {
+    5
+}
+fn default_encrypted_threads() -> Vec<usize> {
+    vec![1, 2]
 }
 
 fn default_datasets() -> Vec<String> {
@@ -166,9 +185,23 @@ fn default_table4(dataset: &str) -> Table4Settings {
 }
 
 impl DpfheConfig {
-    /// Overrides the number of repeated runs (`privopt reproduce … --runs N`).
-    pub fn set_runs(&mut self, runs: usize) {
-        self.runs = runs;
+    /// Applies command-line overrides.
+    pub fn apply_overrides(&mut self, o: &crate::methods::SuiteOverrides) {
+        if let Some(r) = o.runs {
+            self.runs = r;
+        }
+        if let Some(d) = &o.datasets {
+            self.datasets = d.clone();
+        }
+        if let Some(t) = o.iterations {
+            self.max_steps = Some(t);
+            self.encrypted_steps = t;
+            self.encrypted_steps_alg4 = Some(t);
+        }
+        if let Some(t) = o.threads {
+            self.threads = t;
+            self.encrypted_threads = vec![t];
+        }
     }
 
     fn steps(&self, steps: u64) -> u64 {
@@ -220,6 +253,14 @@ impl Method for DpfheConfig {
             format!("method.clip must be > 0, got {}", self.clip)
         })?;
         ensure(self.threads >= 1, || "method.threads must be >= 1".into())?;
+        ensure(
+            self.encrypted_steps >= 1 && self.encrypted_steps_alg4 != Some(0),
+            || "method.encrypted_steps must be >= 1".into(),
+        )?;
+        ensure(
+            !self.encrypted_threads.is_empty() && self.encrypted_threads.iter().all(|&t| t >= 1),
+            || "method.encrypted_threads must list thread counts >= 1".into(),
+        )?;
         ensure(self.divergence_interval > 0.0, || {
             "method.divergence_interval must be > 0".into()
         })?;
@@ -252,6 +293,7 @@ impl Method for DpfheConfig {
             Experiment::Table3 => self.table3(ctx),
             Experiment::Table4 => self.table4(ctx),
             Experiment::Divergence => self.divergence(ctx),
+            Experiment::Encrypted => self.encrypted(ctx),
         }
     }
 }
@@ -510,6 +552,140 @@ impl DpfheConfig {
             batch,
             key,
         })
+    }
+
+    /// Algorithms 5 and 4 on ciphertexts with the Table 4 parameters of each dataset: depth
+    /// per stage, seconds per step at each thread count, agreement with the plaintext run.
+    fn encrypted(&self, ctx: &mut RunContext<'_>) -> Result<Vec<f64>> {
+        use privopt_ckks::eval::EvalContext;
+
+        use super::encrypted::{ClipCircuit, encrypted_params, presample, run_encrypted};
+
+        let he = |e: privopt_ckks::CkksError| crate::Error::Config(format!("CKKS: {e}"));
+        let params = encrypted_params()?;
+        let ectx = EvalContext::new(&params).map_err(he)?;
+        ctx.note("encrypted_ring_dim", params.n() as f64);
+        ctx.note("encrypted_log_qp", params.key_basis().log_modulus());
+        ctx.note("encrypted_levels", params.max_level() as f64);
+        for (di, name) in self.datasets.iter().enumerate() {
+            let tt = self.load(ctx, name)?;
+            let plan = self.table4_plan(ctx, "encrypted", di, name, &tt)?;
+            let first = di == 0;
+            let note = |ctx: &mut RunContext<'_>, k: &str, v: f64| {
+                ctx.note(&format!("{name}_{k}"), v);
+                if first {
+                    ctx.note(k, v);
+                }
+            };
+            let Link::Poly(sigmoid) = plan.noclip.link.clone() else {
+                return Err(crate::Error::Config(
+                    "the no-clip method needs a polynomial sigmoid".into(),
+                ));
+            };
+            let m = tt.train.n_features() as f64;
+            for (alg, steps) in [
+                (5u8, self.encrypted_steps),
+                (4, self.encrypted_steps_alg4.unwrap_or(self.encrypted_steps)),
+            ] {
+                let mut spec = if alg == 5 {
+                    plan.noclip.clone()
+                } else {
+                    plan.dpgd.clone()
+                };
+                // Algorithm 4 uses the same polynomial sigmoid; its clipping is polynomial too.
+                spec.link = Link::Poly(sigmoid.clone());
+                spec.steps = steps;
+                let clip = if alg == 4 {
+                    // ‖(p̃(z) − y)·x‖² ≤ (1 + e_f)² · m for features in [−1, 1].
+                    Some(ClipCircuit::new(self.clip, 1.21 * m)?)
+                } else {
+                    None
+                };
+                let plain = train(
+                    &tt.train,
+                    &spec,
+                    &mut ctx.seeds.stream("dpfhe/encrypted", &[di as u64]),
+                    false,
+                );
+                let inputs = presample(
+                    &tt.train,
+                    &spec,
+                    steps,
+                    &mut ctx.seeds.stream("dpfhe/encrypted", &[di as u64]),
+                );
+                let mut first_run = None;
+                for &threads in &self.encrypted_threads {
+                    // Seeded keys: an experiment must be reproducible; deployments use OS entropy.
+                    let keys = privopt_math::sample::secret_rng(Some(
+                        ctx.seeds.child_seed("dpfhe/encrypted/keys", &[di as u64]),
+                    ));
+                    let run = run_encrypted(
+                        &ectx,
+                        &tt.train,
+                        &spec,
+                        &sigmoid,
+                        clip.as_ref(),
+                        &inputs,
+                        threads,
+                        keys,
+                    )?;
+                    let secs = run.seconds_per_step.iter().sum::<f64>()
+                        / run.seconds_per_step.len().max(1) as f64;
+                    note(ctx, &format!("sec_per_iter_alg{alg}_t{threads}"), secs);
+                    if first_run.is_none() {
+                        note(ctx, &format!("sec_per_iter_alg{alg}"), secs);
+                        first_run = Some(run);
+                    }
+                }
+                let Some(run) = first_run else { continue };
+                let diff = run
+                    .w
+                    .iter()
+                    .zip(&plain.w)
+                    .map(|(a, b)| (a - b).abs())
+                    .fold(0.0, f64::max);
+                let depth = run.depths.critical() as f64;
+                note(ctx, &format!("depth_alg{alg}"), depth);
+                for (stage, levels) in &run.depths.stages {
+                    let key = stage.replace(['/', ' '], "_");
+                    note(ctx, &format!("depth_alg{alg}_{key}"), *levels as f64);
+                }
+                let (acc_e, acc_p) = (accuracy(&run.w, &tt.test), accuracy(&plain.w, &tt.test));
+                note(ctx, &format!("alg{alg}_steps"), steps as f64);
+                note(
+                    ctx,
+                    &format!("alg{alg}_client_refreshes"),
+                    run.refreshes as f64,
+                );
+                if alg == 5 {
+                    note(ctx, "max_abs_diff_vs_plain", diff);
+                    note(ctx, "acc_encrypted", acc_e);
+                    note(ctx, "acc_plain", acc_p);
+                    note(ctx, "client_refreshes", run.refreshes as f64);
+                } else {
+                    note(ctx, "alg4_max_abs_diff_vs_exact_clipping", diff);
+                    note(ctx, "alg4_acc_encrypted", acc_e);
+                    note(ctx, "alg4_acc_plain", acc_p);
+                }
+                ctx.record(&[
+                    ("round", (2 * di + usize::from(alg == 4)) as f64),
+                    ("dataset", di as f64),
+                    ("algorithm", f64::from(alg)),
+                    ("depth", depth),
+                    ("max_abs_diff", diff),
+                    ("acc_encrypted", acc_e),
+                    ("acc_plain", acc_p),
+                    ("refreshes", run.refreshes as f64),
+                ])?;
+            }
+            if let (Some(a4), Some(a5)) = (
+                ctx.noted(&format!("{name}_sec_per_iter_alg4")),
+                ctx.noted(&format!("{name}_sec_per_iter_alg5")),
+            ) {
+                note(ctx, "alg4_over_alg5", a4 / a5);
+            }
+        }
+        Ok(Vec::new())
     }
 
     fn table4(&self, ctx: &mut RunContext<'_>) -> Result<Vec<f64>> {

@@ -277,7 +277,7 @@ fn encrypted_algorithm_5_matches_the_plaintext_run() {
         "the weights must move for the comparison to mean anything"
     );
     assert!(
-        diff < 1e-4,
+        diff < 1e-5,
         "max |w_enc − w_plain| = {diff:e} (|w| up to {size})"
     );
     let (a_enc, a_plain) = (accuracy(&enc.w, &tt.test), accuracy(&plain.w, &tt.test));

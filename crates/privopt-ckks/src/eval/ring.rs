@@ -227,25 +227,32 @@ pub(crate) fn convert(
             *v = m.mul_shoup(*v, w);
         }
     });
-    let halves: Vec<u64> = conv.sources.iter().map(|&s| ctx.primes[s] / 2).collect();
+    // How many terms of each coefficient stand for a negative value (y > b_k/2 means y − b_k):
+    // the same for every target, so counted once.
+    let mut wraps = vec![0u8; n];
+    for (k, &src) in conv.sources.iter().enumerate() {
+        let half = ctx.primes[src] / 2;
+        for (w, &v) in wraps.iter_mut().zip(&y[k * n..(k + 1) * n]) {
+            *w += u8::from(v > half);
+        }
+    }
     let mut out = vec![0u64; n * targets.len()];
     each_row(&mut out, n, targets, |dst, _, t| {
         let m: &Modulus = &ctx.moduli[t];
         let q = m.value();
         let consts: Vec<_> = conv.hat_mod[t].iter().map(|&c| m.shoup(c)).collect();
-        let product = conv.product_mod[t];
+        // c·B mod t for every possible count c: a wrapped term is corrected by subtracting B.
+        let corrections: Vec<u64> = (0..=conv.sources.len() as u64)
+            .map(|c| m.mul(c % q, conv.product_mod[t]))
+            .collect();
         // Lazy sum: each term is below 2q < 2^51, so up to 2^12 terms fit in a u64.
         for (j, d) in dst.iter_mut().enumerate() {
             let mut acc = 0u64;
-            let mut wraps = 0u64;
             for (k, &w) in consts.iter().enumerate() {
-                let v = y[k * n + j];
-                acc += m.mul_shoup_lazy(v, w);
-                // A term above b_k/2 stands for v − b_k: subtract (B/b_k)·b_k = B once.
-                wraps += u64::from(v > halves[k]);
+                acc += m.mul_shoup_lazy(y[k * n + j], w);
             }
             let r = m.reduce(acc);
-            let sub = m.mul(m.reduce(wraps), product);
+            let sub = corrections[usize::from(wraps[j])];
             *d = if r >= sub { r - sub } else { r + q - sub };
         }
     });

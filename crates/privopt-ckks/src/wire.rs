@@ -3,7 +3,9 @@
 //! Layout (little-endian): `"PVMK"`, version (1 byte), kind (1 byte), two zero bytes, the
 //! 32-byte parameter fingerprint, the session (8 bytes), then
 //! - shares: party (4), binding digest (32), one polynomial;
-//! - ciphertexts: count (4), number of members `k` (4), `k` sorted member ids (4 each), `c0`, `c1`.
+//! - ciphertexts: count (4), number of members `k` (4), `k` sorted member ids (4 each), `c0`, `c1`;
+//! - leveled ([`crate::eval`]) ciphertexts: session 0, level (4), scale (8, an `f64`), then `c0`
+//!   and `c1` over the first `level + 1` primes.
 //!
 //! A polynomial is `L · n` residues of 8 bytes, prime-major, each below its prime. Decoding
 //! refuses anything else: wrong magic, version or kind, other parameters, a length that is
@@ -22,6 +24,7 @@ use crate::params::CkksParams;
 const MAGIC: &[u8; 4] = b"PVMK";
 const VERSION: u8 = 1;
 const KIND_CIPHERTEXT: u8 = 3;
+const KIND_EVAL_CIPHERTEXT: u8 = 4;
 const HEADER: usize = 4 + 1 + 1 + 2 + 32 + 8;
 /// Most members a ciphertext may name.
 pub const MAX_MEMBERS: usize = 1 << 16;
@@ -243,6 +246,83 @@ impl Ciphertext {
             count,
             c0,
             c1,
+        })
+    }
+}
+
+impl crate::eval::Ciphertext {
+    /// Encoded length of a leveled ciphertext at `level`.
+    pub fn encoded_len(params: &CkksParams, level: usize) -> usize {
+        HEADER + 4 + 8 + 2 * 8 * params.n() * (level + 1)
+    }
+
+    /// The ciphertext as bytes.
+    pub fn to_bytes(&self, params: &CkksParams) -> Vec<u8> {
+        let mut out = Vec::with_capacity(Self::encoded_len(params, self.level));
+        header(&mut out, KIND_EVAL_CIPHERTEXT, params, 0);
+        out.extend_from_slice(&(self.level as u32).to_le_bytes());
+        out.extend_from_slice(&self.scale.to_le_bytes());
+        for x in self.c0.iter().chain(&self.c1) {
+            out.extend_from_slice(&x.to_le_bytes());
+        }
+        out
+    }
+
+    /// Parses a leveled ciphertext under `params`: refuses other parameters, a level above
+    /// the chain, a scale that is not a positive finite number, a length other than the
+    /// level's, and residues not below their primes.
+    pub fn from_bytes(params: &CkksParams, bytes: &[u8]) -> Result<Self, CkksError> {
+        let mut r = Reader {
+            bytes,
+            pos: 0,
+            what: "leveled ciphertext",
+        };
+        r.header(KIND_EVAL_CIPHERTEXT, params, None)?;
+        let level = r.u32()? as usize;
+        if level > params.max_level() {
+            return Err(r.bad(format!(
+                "level {level} is above the top level {}",
+                params.max_level()
+            )));
+        }
+        let scale = f64::from_bits(r.u64()?);
+        if !(scale.is_finite() && scale > 0.0) {
+            return Err(r.bad(format!("scale {scale} is not a positive number")));
+        }
+        let expected = Self::encoded_len(params, level);
+        if bytes.len() != expected {
+            let which = if bytes.len() < expected {
+                "truncated"
+            } else {
+                "oversized"
+            };
+            return Err(r.bad(format!(
+                "{which}: {} bytes, expected {expected}",
+                bytes.len()
+            )));
+        }
+        let n = params.n();
+        let moduli = params.basis().moduli();
+        let mut poly = |r: &mut Reader<'_>| -> Result<Vec<u64>, CkksError> {
+            let mut v = Vec::with_capacity(n * (level + 1));
+            for &q in &moduli[..=level] {
+                for _ in 0..n {
+                    let x = r.u64()?;
+                    if x >= q {
+                        return Err(r.bad(format!("residue {x} is not below its prime {q}")));
+                    }
+                    v.push(x);
+                }
+            }
+            Ok(v)
+        };
+        let c0 = poly(&mut r)?;
+        let c1 = poly(&mut r)?;
+        Ok(Self {
+            c0,
+            c1,
+            level,
+            scale,
         })
     }
 }

@@ -384,3 +384,51 @@ fn key_switching_noise_has_no_structured_spike() {
     let slot0 = f.sk.decrypt_values(&rotated).unwrap()[0].abs();
     assert!(slot0 < 2.0 * a, "slot 0 carries {slot0:e}");
 }
+
+#[test]
+fn leveled_ciphertexts_round_trip_through_bytes_and_bad_bytes_are_refused() {
+    let mut f = fixture(&[]);
+    let v = vector(f.ctx.slots(), 4.0);
+    let fresh = f.encrypt(&v);
+    let ct = f.ev.mul_const(&fresh, 0.5).unwrap();
+    let params = f.ctx.params().clone();
+    let bytes = ct.to_bytes(&params);
+    assert_eq!(bytes.len(), Ciphertext::encoded_len(&params, ct.level()));
+    let back = Ciphertext::from_bytes(&params, &bytes).unwrap();
+    assert_eq!(back, ct);
+    let half: Vec<f64> = v.iter().map(|x| 0.5 * x).collect();
+    assert!(f.max_err(&back, &half) < 1e-6);
+    let malformed = |b: &[u8]| {
+        matches!(
+            Ciphertext::from_bytes(&params, b),
+            Err(CkksError::Malformed { .. })
+        )
+    };
+    assert!(malformed(&bytes[..bytes.len() - 1]), "truncated");
+    let mut longer = bytes.clone();
+    longer.push(0);
+    assert!(malformed(&longer), "oversized");
+    let mut bad = bytes.clone();
+    bad[0] ^= 1;
+    assert!(malformed(&bad), "magic");
+    // Level field (after the 48-byte header) beyond the chain.
+    let mut bad = bytes.clone();
+    bad[48..52].copy_from_slice(&99u32.to_le_bytes());
+    assert!(malformed(&bad), "level");
+    let mut bad = bytes.clone();
+    bad[52..60].copy_from_slice(&f64::NAN.to_le_bytes());
+    assert!(malformed(&bad), "scale");
+    // First residue set to its prime: out of range.
+    let mut bad = bytes.clone();
+    let q0 = params.basis().moduli()[0];
+    bad[60..68].copy_from_slice(&q0.to_le_bytes());
+    assert!(malformed(&bad), "residue");
+    // Another parameter set's fingerprint.
+    let other = CkksParamsBuilder::leveled(8192, 50, 40, 2, &[50])
+        .build()
+        .unwrap();
+    assert!(matches!(
+        Ciphertext::from_bytes(&other, &bytes),
+        Err(CkksError::Malformed { .. })
+    ));
+}

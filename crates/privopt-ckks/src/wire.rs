@@ -303,7 +303,7 @@ impl crate::eval::Ciphertext {
         }
         let n = params.n();
         let moduli = params.basis().moduli();
-        let mut poly = |r: &mut Reader<'_>| -> Result<Vec<u64>, CkksError> {
+        let poly = |r: &mut Reader<'_>| -> Result<Vec<u64>, CkksError> {
             let mut v = Vec::with_capacity(n * (level + 1));
             for &q in &moduli[..=level] {
                 for _ in 0..n {

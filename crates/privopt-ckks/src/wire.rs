@@ -95,6 +95,22 @@ impl<'a> Reader<'a> {
         Ok(d)
     }
 
+    /// Refuses input whose total length is not `expected`.
+    fn expect_len(&self, expected: usize) -> Result<(), CkksError> {
+        if self.bytes.len() == expected {
+            return Ok(());
+        }
+        let which = if self.bytes.len() < expected {
+            "truncated"
+        } else {
+            "oversized"
+        };
+        Err(self.bad(format!(
+            "{which}: {} bytes, expected {expected}",
+            self.bytes.len()
+        )))
+    }
+
     /// Checks the header and returns the session.
     fn header(
         &mut self,
@@ -102,18 +118,8 @@ impl<'a> Reader<'a> {
         params: &CkksParams,
         expected_len: Option<usize>,
     ) -> Result<u64, CkksError> {
-        if let Some(len) = expected_len
-            && self.bytes.len() != len
-        {
-            let which = if self.bytes.len() < len {
-                "truncated"
-            } else {
-                "oversized"
-            };
-            return Err(self.bad(format!(
-                "{which}: {} bytes, expected {len}",
-                self.bytes.len()
-            )));
+        if let Some(len) = expected_len {
+            self.expect_len(len)?;
         }
         if self.take(4)? != MAGIC {
             return Err(self.bad("bad magic"));
@@ -218,18 +224,7 @@ impl Ciphertext {
         if k == 0 || k > MAX_MEMBERS {
             return Err(r.bad(format!("{k} members is outside 1..={MAX_MEMBERS}")));
         }
-        let expected = HEADER + 8 + 4 * k + 2 * poly_bytes(params);
-        if bytes.len() != expected {
-            let which = if bytes.len() < expected {
-                "truncated"
-            } else {
-                "oversized"
-            };
-            return Err(r.bad(format!(
-                "{which}: {} bytes, expected {expected}",
-                bytes.len()
-            )));
-        }
+        r.expect_len(HEADER + 8 + 4 * k + 2 * poly_bytes(params))?;
         let members = (0..k).map(|_| r.u32()).collect::<Result<Vec<_>, _>>()?;
         if members.windows(2).any(|w| w[0] >= w[1]) {
             return Err(r.bad("member ids are not sorted and unique"));
@@ -289,18 +284,7 @@ impl crate::eval::Ciphertext {
         if !(scale.is_finite() && scale > 0.0) {
             return Err(r.bad(format!("scale {scale} is not a positive number")));
         }
-        let expected = Self::encoded_len(params, level);
-        if bytes.len() != expected {
-            let which = if bytes.len() < expected {
-                "truncated"
-            } else {
-                "oversized"
-            };
-            return Err(r.bad(format!(
-                "{which}: {} bytes, expected {expected}",
-                bytes.len()
-            )));
-        }
+        r.expect_len(Self::encoded_len(params, level))?;
         let n = params.n();
         let moduli = params.basis().moduli();
         let poly = |r: &mut Reader<'_>| -> Result<Vec<u64>, CkksError> {

@@ -154,7 +154,7 @@ fn constants_plaintexts_and_sums() {
     let want: Vec<f64> = want.iter().zip(&a).map(|(x, y)| x + y).collect();
     assert!(f.max_err(&mixed, &want) < 1e-6);
     // Same level, different scale: refused, not silently wrong.
-    let raw = f.ev.relinearize(&f.ev.tensor(&ca, &cb).unwrap()).unwrap();
+    let raw = f.ev.relinearize(f.ev.tensor(&ca, &cb).unwrap()).unwrap();
     assert!(matches!(
         f.ev.add(&raw, &ca),
         Err(CkksError::ScaleMismatch(_))

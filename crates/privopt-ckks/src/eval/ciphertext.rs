@@ -45,13 +45,6 @@ impl Ciphertext {
     pub fn byte_len(&self) -> usize {
         8 * (self.c0.len() + self.c1.len())
     }
-
-    /// Keeps only the first `level + 1` primes (a modulus drop; the scale is unchanged).
-    pub(crate) fn truncate(&mut self, level: usize, n: usize) {
-        self.c0.truncate((level + 1) * n);
-        self.c1.truncate((level + 1) * n);
-        self.level = level;
-    }
 }
 
 /// The tensor product of two ciphertexts, `(d0, d1, d2)` decrypting under `(1, s, s²)`;

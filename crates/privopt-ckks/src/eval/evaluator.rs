@@ -196,9 +196,15 @@ impl Evaluator {
                 a.level
             )));
         }
-        let mut t = a.clone();
-        t.truncate(level + 1, self.ctx.n());
+        // Copy only the rows that survive the drop.
+        let n = self.ctx.n();
         let l = level + 1;
+        let mut t = Ciphertext {
+            c0: a.c0[..(l + 1) * n].to_vec(),
+            c1: a.c1[..(l + 1) * n].to_vec(),
+            level: l,
+            scale: a.scale,
+        };
         let target = self.ctx.level_scale(level);
         let k = scaled_integer(c * target * self.ctx.primes[l] as f64 / t.scale)?;
         let idx = Self::q_idx(l);
@@ -271,7 +277,7 @@ impl Evaluator {
     }
 
     /// Relinearizes a tensor product back to two components (no rescale).
-    pub fn relinearize(&self, p: &Product) -> Result<Ciphertext, CkksError> {
+    pub fn relinearize(&self, p: Product) -> Result<Ciphertext, CkksError> {
         let key = self
             .relin
             .as_ref()
@@ -279,8 +285,7 @@ impl Evaluator {
         let idx = Self::q_idx(p.level);
         Ok(self.install(|| {
             let (k0, k1) = keyswitch::switch(&self.ctx, &p.d2, p.level, &key.0);
-            let mut c0 = p.d0.clone();
-            let mut c1 = p.d1.clone();
+            let (mut c0, mut c1) = (p.d0, p.d1);
             ring::add_assign(&self.ctx, &mut c0, &k0, &idx);
             ring::add_assign(&self.ctx, &mut c1, &k1, &idx);
             Ciphertext {
@@ -328,7 +333,7 @@ impl Evaluator {
         let (a, b) = self.align(a, b)?;
         self.need_level(&a, 1, "a product")?;
         let p = self.tensor(&a, &b)?;
-        self.rescale(&self.relinearize(&p)?)
+        self.rescale(&self.relinearize(p)?)
     }
 
     /// `a²`.
@@ -395,12 +400,18 @@ impl Evaluator {
                 "window width {width} is not a power of two up to the slot count"
             )));
         }
+        let steps: Vec<i64> = (0..width.trailing_zeros()).map(|i| 1i64 << i).collect();
+        self.rotate_and_add(a, &steps)
+    }
+
+    /// `acc ← acc + rot(acc, k)` for each `k` in turn: with `k = 1, 2, 4, …` a window sum;
+    /// with `−1, −2, …` a broadcast to the following slots; with multiples of a block width,
+    /// a sum across blocks.
+    pub fn rotate_and_add(&self, a: &Ciphertext, steps: &[i64]) -> Result<Ciphertext, CkksError> {
         let mut acc = a.clone();
-        let mut step = 1;
-        while step < width {
-            let r = self.rotate(&acc, step as i64)?;
+        for &k in steps {
+            let r = self.rotate(&acc, k)?;
             acc = self.add(&acc, &r)?;
-            step *= 2;
         }
         Ok(acc)
     }

@@ -71,19 +71,21 @@ impl Layout {
 
     /// Rotations the circuits use: within a block (left), broadcasts (right), across blocks.
     pub fn rotations(&self) -> Vec<i64> {
-        let mut r = Vec::new();
-        let mut s = 1;
-        while s < self.block {
-            r.push(s as i64);
-            r.push(-(s as i64));
-            s *= 2;
-        }
-        let mut s = self.block;
-        while s < self.slots {
-            r.push(s as i64);
-            s *= 2;
-        }
-        r
+        self.within_block()
+            .flat_map(|s| [s, -s])
+            .chain(self.across_blocks())
+            .collect()
+    }
+
+    /// `1, 2, 4, …` below the block width.
+    fn within_block(&self) -> impl Iterator<Item = i64> {
+        (0..self.block.trailing_zeros()).map(|i| 1i64 << i)
+    }
+
+    /// `D, 2D, 4D, …` below the slot count.
+    fn across_blocks(&self) -> impl Iterator<Item = i64> {
+        let block = self.block as i64;
+        (0..(self.slots / self.block).trailing_zeros()).map(move |i| block << i)
     }
 
     /// A vector with `value(j)` replicated in every block.
@@ -357,26 +359,14 @@ impl<'a> Server<'a> {
 
     /// Copies the value at each block start to the whole block (right rotate-and-add).
     fn broadcast(&self, x: &Ciphertext) -> Result<Ciphertext> {
-        let mut acc = x.clone();
-        let mut s = 1;
-        while s < self.layout.block {
-            let r = self.ev.rotate(&acc, -(s as i64)).map_err(he)?;
-            acc = self.ev.add(&acc, &r).map_err(he)?;
-            s *= 2;
-        }
-        Ok(acc)
+        let steps: Vec<i64> = self.layout.within_block().map(|s| -s).collect();
+        self.ev.rotate_and_add(x, &steps).map_err(he)
     }
 
     /// Sum over all blocks, left in every block.
     fn sum_blocks(&self, x: &Ciphertext) -> Result<Ciphertext> {
-        let mut acc = x.clone();
-        let mut s = self.layout.block;
-        while s < self.layout.slots {
-            let r = self.ev.rotate(&acc, s as i64).map_err(he)?;
-            acc = self.ev.add(&acc, &r).map_err(he)?;
-            s *= 2;
-        }
-        Ok(acc)
+        let steps: Vec<i64> = self.layout.across_blocks().collect();
+        self.ev.rotate_and_add(x, &steps).map_err(he)
     }
 
     fn mask(&self, x: &Ciphertext, c: f64) -> Result<Ciphertext> {

@@ -5,7 +5,11 @@
 //! - shares: party (4), binding digest (32), one polynomial;
 //! - ciphertexts: count (4), number of members `k` (4), `k` sorted member ids (4 each), `c0`, `c1`;
 //! - leveled ([`crate::eval`]) ciphertexts: session 0, level (4), scale (8, an `f64`), then `c0`
-//!   and `c1` over the first `level + 1` primes.
+//!   and `c1` over the first `level + 1` primes;
+//! - evaluation keys (session 0): the public key is `b`, `a` over `Q`; a relinearization key is
+//!   the digit count (4) and one `(b_j, a_j)` pair over `Q·P` per digit; Galois keys are a
+//!   count (4) and, per key in increasing order, its Galois element (8) and its pairs. The
+//!   evaluation-form permutation of a Galois key is derived from its element on load.
 //!
 //! A polynomial is `L · n` residues of 8 bytes, prime-major, each below its prime. Decoding
 //! refuses anything else: wrong magic, version or kind, other parameters, a length that is
@@ -18,6 +22,7 @@ use std::sync::Arc;
 use privopt_math::rns::{Eval, Poly};
 
 use crate::error::CkksError;
+use crate::eval::{EvalContext, GaloisKeys, PublicKey, RelinKey, SwitchingKey};
 use crate::multiparty::{Ciphertext, Round, Share};
 use crate::params::CkksParams;
 
@@ -25,6 +30,9 @@ const MAGIC: &[u8; 4] = b"PVMK";
 const VERSION: u8 = 1;
 const KIND_CIPHERTEXT: u8 = 3;
 const KIND_EVAL_CIPHERTEXT: u8 = 4;
+const KIND_PUBLIC_KEY: u8 = 5;
+const KIND_RELIN_KEY: u8 = 6;
+const KIND_GALOIS_KEYS: u8 = 7;
 const HEADER: usize = 4 + 1 + 1 + 2 + 32 + 8;
 /// Most members a ciphertext may name.
 pub const MAX_MEMBERS: usize = 1 << 16;
@@ -41,9 +49,25 @@ fn header(out: &mut Vec<u8>, kind: u8, params: &CkksParams, session: u64) {
 }
 
 fn put_poly(out: &mut Vec<u8>, p: &Poly<Eval>) {
-    for x in p.as_slice() {
+    put_residues(out, p.as_slice());
+}
+
+fn put_residues(out: &mut Vec<u8>, residues: &[u64]) {
+    for x in residues {
         out.extend_from_slice(&x.to_le_bytes());
     }
+}
+
+fn put_switching_key(out: &mut Vec<u8>, key: &SwitchingKey) {
+    for (b, a) in &key.parts {
+        put_residues(out, b);
+        put_residues(out, a);
+    }
+}
+
+/// Bytes of one switching key's pairs.
+fn switching_key_bytes(params: &CkksParams) -> usize {
+    params.digits() * 2 * 8 * params.n() * params.key_basis().moduli().len()
 }
 
 /// A cursor over untrusted bytes that turns every shortfall into a `Malformed` error.
@@ -109,6 +133,34 @@ impl<'a> Reader<'a> {
             "{which}: {} bytes, expected {expected}",
             self.bytes.len()
         )))
+    }
+
+    /// Rows of `n` residues, row `r` below `moduli[r]`.
+    fn residues(&mut self, moduli: &[u64], n: usize) -> Result<Vec<u64>, CkksError> {
+        let mut v = Vec::with_capacity(n * moduli.len());
+        for &q in moduli {
+            for _ in 0..n {
+                let x = self.u64()?;
+                if x >= q {
+                    return Err(self.bad(format!("residue {x} is not below its prime {q}")));
+                }
+                v.push(x);
+            }
+        }
+        Ok(v)
+    }
+
+    /// The digit pairs of a switching key.
+    fn switching_key(&mut self, params: &CkksParams) -> Result<SwitchingKey, CkksError> {
+        let moduli = params.key_basis().moduli();
+        let parts = (0..params.digits())
+            .map(|_| {
+                let b = self.residues(moduli, params.n())?;
+                let a = self.residues(moduli, params.n())?;
+                Ok((b, a))
+            })
+            .collect::<Result<_, CkksError>>()?;
+        Ok(SwitchingKey { parts })
     }
 
     /// Checks the header and returns the session.
@@ -257,9 +309,8 @@ impl crate::eval::Ciphertext {
         header(&mut out, KIND_EVAL_CIPHERTEXT, params, 0);
         out.extend_from_slice(&(self.level as u32).to_le_bytes());
         out.extend_from_slice(&self.scale.to_le_bytes());
-        for x in self.c0.iter().chain(&self.c1) {
-            out.extend_from_slice(&x.to_le_bytes());
-        }
+        put_residues(&mut out, &self.c0);
+        put_residues(&mut out, &self.c1);
         out
     }
 
@@ -285,28 +336,134 @@ impl crate::eval::Ciphertext {
             return Err(r.bad(format!("scale {scale} is not a positive number")));
         }
         r.expect_len(Self::encoded_len(params, level))?;
-        let n = params.n();
-        let moduli = params.basis().moduli();
-        let poly = |r: &mut Reader<'_>| -> Result<Vec<u64>, CkksError> {
-            let mut v = Vec::with_capacity(n * (level + 1));
-            for &q in &moduli[..=level] {
-                for _ in 0..n {
-                    let x = r.u64()?;
-                    if x >= q {
-                        return Err(r.bad(format!("residue {x} is not below its prime {q}")));
-                    }
-                    v.push(x);
-                }
-            }
-            Ok(v)
-        };
-        let c0 = poly(&mut r)?;
-        let c1 = poly(&mut r)?;
+        let moduli = &params.basis().moduli()[..=level];
+        let c0 = r.residues(moduli, params.n())?;
+        let c1 = r.residues(moduli, params.n())?;
         Ok(Self {
             c0,
             c1,
             level,
             scale,
         })
+    }
+}
+
+impl PublicKey {
+    /// The key as bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let params = self.ctx.params();
+        let mut out = Vec::with_capacity(HEADER + 2 * poly_bytes(params));
+        header(&mut out, KIND_PUBLIC_KEY, params, 0);
+        put_residues(&mut out, &self.b);
+        put_residues(&mut out, &self.a);
+        out
+    }
+
+    /// Parses a public key for `ctx`'s parameters.
+    pub fn from_bytes(ctx: &Arc<EvalContext>, bytes: &[u8]) -> Result<Self, CkksError> {
+        let params = ctx.params();
+        let mut r = Reader {
+            bytes,
+            pos: 0,
+            what: "public key",
+        };
+        r.header(
+            KIND_PUBLIC_KEY,
+            params,
+            Some(HEADER + 2 * poly_bytes(params)),
+        )?;
+        let b = r.residues(params.basis().moduli(), params.n())?;
+        let a = r.residues(params.basis().moduli(), params.n())?;
+        Ok(Self {
+            ctx: Arc::clone(ctx),
+            b,
+            a,
+        })
+    }
+}
+
+impl RelinKey {
+    /// The key as bytes.
+    pub fn to_bytes(&self, params: &CkksParams) -> Vec<u8> {
+        let mut out = Vec::with_capacity(HEADER + 4 + switching_key_bytes(params));
+        header(&mut out, KIND_RELIN_KEY, params, 0);
+        out.extend_from_slice(&(self.0.parts.len() as u32).to_le_bytes());
+        put_switching_key(&mut out, &self.0);
+        out
+    }
+
+    /// Parses a relinearization key under `params`.
+    pub fn from_bytes(params: &CkksParams, bytes: &[u8]) -> Result<Self, CkksError> {
+        let mut r = Reader {
+            bytes,
+            pos: 0,
+            what: "relinearization key",
+        };
+        r.header(
+            KIND_RELIN_KEY,
+            params,
+            Some(HEADER + 4 + switching_key_bytes(params)),
+        )?;
+        let digits = r.u32()? as usize;
+        if digits != params.digits() {
+            return Err(r.bad(format!(
+                "{digits} digits where the parameters have {}",
+                params.digits()
+            )));
+        }
+        Ok(Self(r.switching_key(params)?))
+    }
+}
+
+impl GaloisKeys {
+    /// The keys as bytes.
+    pub fn to_bytes(&self, params: &CkksParams) -> Vec<u8> {
+        let each = 8 + switching_key_bytes(params);
+        let mut out = Vec::with_capacity(HEADER + 4 + self.keys.len() * each);
+        header(&mut out, KIND_GALOIS_KEYS, params, 0);
+        out.extend_from_slice(&(self.keys.len() as u32).to_le_bytes());
+        for (&g, key) in &self.keys {
+            out.extend_from_slice(&(g as u64).to_le_bytes());
+            put_switching_key(&mut out, &key.key);
+        }
+        out
+    }
+
+    /// Parses Galois keys for `ctx`'s parameters: elements must be odd, below `2n`, not 1,
+    /// and strictly increasing.
+    pub fn from_bytes(ctx: &EvalContext, bytes: &[u8]) -> Result<Self, CkksError> {
+        let params = ctx.params();
+        let mut r = Reader {
+            bytes,
+            pos: 0,
+            what: "Galois keys",
+        };
+        r.header(KIND_GALOIS_KEYS, params, None)?;
+        let count = r.u32()? as usize;
+        if count > params.n() {
+            return Err(r.bad(format!("{count} keys for ring degree {}", params.n())));
+        }
+        r.expect_len(HEADER + 4 + count * (8 + switching_key_bytes(params)))?;
+        let mut keys = GaloisKeys::default();
+        let mut last = 1;
+        for _ in 0..count {
+            let g = r.u64()?;
+            let g = usize::try_from(g).map_err(|_| r.bad(format!("element {g}")))?;
+            if g % 2 == 0 || g >= 2 * params.n() || g <= last {
+                return Err(r.bad(format!(
+                    "Galois element {g} is not odd, below 2n and above the previous one"
+                )));
+            }
+            last = g;
+            let key = r.switching_key(params)?;
+            keys.keys.insert(
+                g,
+                crate::eval::keys::GaloisKey {
+                    perm: ctx.galois_permutation(g),
+                    key,
+                },
+            );
+        }
+        Ok(keys)
     }
 }

@@ -432,3 +432,52 @@ fn leveled_ciphertexts_round_trip_through_bytes_and_bad_bytes_are_refused() {
         Err(CkksError::Malformed { .. })
     ));
 }
+
+#[test]
+fn evaluation_keys_round_trip_through_bytes_and_bad_bytes_are_refused() {
+    use privopt_ckks::eval::{GaloisKeys, PublicKey, RelinKey};
+    let ctx = fixture(&[]).ctx;
+    let params = ctx.params().clone();
+    let mut rng = secret_rng(Some(31));
+    let sk = SecretKey::generate(&ctx, &mut rng);
+    let pk = PublicKey::from_bytes(&ctx, &sk.public_key(&mut rng).to_bytes()).unwrap();
+    let relin = RelinKey::from_bytes(&params, &sk.relin_key(&mut rng).to_bytes(&params)).unwrap();
+    let galois_bytes = sk.galois_keys(&[1, -2], true, &mut rng).to_bytes(&params);
+    let galois = GaloisKeys::from_bytes(&ctx, &galois_bytes).unwrap();
+    assert_eq!(galois.elements().count(), 3);
+    // The loaded keys work: encrypt under the loaded public key, multiply and rotate with
+    // the loaded evaluation keys, decrypt with the secret.
+    let ev = Evaluator::new(&ctx, Some(relin), galois);
+    let v = vector(ctx.slots(), 1.0);
+    let ct = pk.encrypt(&encode(&ctx, &v, ctx.max_level()).unwrap(), &mut rng);
+    let out = ev.rotate(&ev.square(&ct).unwrap(), -2).unwrap();
+    let got = sk.decrypt_values(&out).unwrap();
+    let s = v.len();
+    let worst = (0..s)
+        .map(|i| (got[i] - v[(i + s - 2) % s].powi(2)).abs())
+        .fold(0.0, f64::max);
+    assert!(worst < 1e-5, "{worst}");
+    let malformed =
+        |e: Result<GaloisKeys, CkksError>| matches!(e, Err(CkksError::Malformed { .. }));
+    assert!(malformed(GaloisKeys::from_bytes(
+        &ctx,
+        &galois_bytes[..galois_bytes.len() - 8]
+    )));
+    // First element (after the header and the count) made even.
+    let mut bad = galois_bytes.clone();
+    bad[52..60].copy_from_slice(&4u64.to_le_bytes());
+    assert!(malformed(GaloisKeys::from_bytes(&ctx, &bad)));
+    // A public key is not a relinearization key.
+    let pk_bytes = sk.public_key(&mut rng).to_bytes();
+    assert!(matches!(
+        RelinKey::from_bytes(&params, &pk_bytes),
+        Err(CkksError::Malformed { .. })
+    ));
+    let mut bad = pk_bytes.clone();
+    let last = bad.len() - 8;
+    bad[last..].copy_from_slice(&u64::MAX.to_le_bytes());
+    assert!(matches!(
+        PublicKey::from_bytes(&ctx, &bad),
+        Err(CkksError::Malformed { .. })
+    ));
+}

@@ -41,9 +41,9 @@ impl std::fmt::Debug for SecretKey {
 /// The public key `(b, a) = (−a·s + e, a)` over `Q`.
 #[derive(Clone, Debug)]
 pub struct PublicKey {
-    ctx: Arc<EvalContext>,
-    b: Vec<u64>,
-    a: Vec<u64>,
+    pub(crate) ctx: Arc<EvalContext>,
+    pub(crate) b: Vec<u64>,
+    pub(crate) a: Vec<u64>,
 }
 
 /// A hybrid key-switching key: one `(b_j, a_j)` pair per digit, over `Q·P`.

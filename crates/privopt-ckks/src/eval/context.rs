@@ -89,11 +89,13 @@ pub struct EvalContext {
     /// Conversion from `P` to the ciphertext primes.
     pub(crate) mod_down: BaseConversion,
     /// `P^{-1} mod q_i`.
-    pub(crate) p_inv: Vec<ShoupConst>,
+    pub(crate) p_inv: Vec<u64>,
     /// `P mod q_i`, for key generation.
     pub(crate) p_mod: Vec<u64>,
     /// `rescale_inv[l][i] = q_l^{-1} mod q_i` for `i < l`.
-    pub(crate) rescale_inv: Vec<Vec<ShoupConst>>,
+    pub(crate) rescale_inv: Vec<Vec<u64>>,
+    /// `rescale_from[l]`: conversion from `q_l` alone (a centred lift), for rescaling.
+    pub(crate) rescale_from: Vec<BaseConversion>,
     /// `Δ_l` for every level.
     level_scales: Vec<f64>,
     /// Evaluation `i` of an NTT is the value at `ψ^{exponents[i]}` (odd, below `2n`).
@@ -141,14 +143,17 @@ impl EvalContext {
         let p_inv = p_mod
             .iter()
             .zip(&moduli)
-            .map(|(&pm, m)| m.shoup(inv_mod(pm, m.value())))
+            .map(|(&pm, m)| inv_mod(pm, m.value()))
             .collect();
         let rescale_inv = (0..q_count)
             .map(|l| {
                 (0..l)
-                    .map(|i| moduli[i].shoup(inv_mod(primes[l] % primes[i], primes[i])))
+                    .map(|i| inv_mod(primes[l] % primes[i], primes[i]))
                     .collect()
             })
+            .collect();
+        let rescale_from = (0..q_count)
+            .map(|l| BaseConversion::new(&primes, vec![l]))
             .collect();
         let top = params.max_level();
         let mut level_scales = vec![params.scale(); q_count];
@@ -172,6 +177,7 @@ impl EvalContext {
             p_inv,
             p_mod,
             rescale_inv,
+            rescale_from,
             level_scales,
             exponents,
             position,

@@ -147,14 +147,28 @@ impl Evaluator {
         Ok(out)
     }
 
+    /// `v` reduced modulo each of `q_0 … q_level`.
+    fn residues_of(&self, v: i128, level: usize) -> Vec<u64> {
+        self.ctx.moduli[..=level]
+            .iter()
+            .map(|m| m.reduce_i128(v))
+            .collect()
+    }
+
+    /// Multiplies both components of `ct` by the integer `k` in place (no rescale).
+    fn scale_by_integer(&self, ct: &mut Ciphertext, k: i128) {
+        let idx = Self::q_idx(ct.level);
+        let consts = self.residues_of(k, ct.level);
+        self.install(|| {
+            ring::mul_constants(&self.ctx, &mut ct.c0, &consts, &idx);
+            ring::mul_constants(&self.ctx, &mut ct.c1, &consts, &idx);
+        });
+    }
+
     /// `a + c` in every slot.
     pub fn add_const(&self, a: &Ciphertext, c: f64) -> Result<Ciphertext, CkksError> {
-        let v = scaled_integer(c * a.scale)?;
+        let consts = self.residues_of(scaled_integer(c * a.scale)?, a.level);
         let idx = Self::q_idx(a.level);
-        let consts: Vec<u64> = idx
-            .iter()
-            .map(|&i| self.ctx.moduli[i].reduce_i128(v))
-            .collect();
         let mut out = a.clone();
         self.install(|| ring::add_constants(&self.ctx, &mut out.c0, &consts, &idx));
         Ok(out)
@@ -162,16 +176,8 @@ impl Evaluator {
 
     /// `k · a` for an integer `k`, without rescaling (no level used).
     pub fn mul_int(&self, a: &Ciphertext, k: i64) -> Ciphertext {
-        let idx = Self::q_idx(a.level);
-        let consts: Vec<u64> = idx
-            .iter()
-            .map(|&i| self.ctx.moduli[i].reduce_i128(i128::from(k)))
-            .collect();
         let mut out = a.clone();
-        self.install(|| {
-            ring::mul_constants(&self.ctx, &mut out.c0, &consts, &idx);
-            ring::mul_constants(&self.ctx, &mut out.c1, &consts, &idx);
-        });
+        self.scale_by_integer(&mut out, i128::from(k));
         out
     }
 
@@ -207,15 +213,7 @@ impl Evaluator {
         };
         let target = self.ctx.level_scale(level);
         let k = scaled_integer(c * target * self.ctx.primes[l] as f64 / t.scale)?;
-        let idx = Self::q_idx(l);
-        let consts: Vec<u64> = idx
-            .iter()
-            .map(|&i| self.ctx.moduli[i].reduce_i128(k))
-            .collect();
-        self.install(|| {
-            ring::mul_constants(&self.ctx, &mut t.c0, &consts, &idx);
-            ring::mul_constants(&self.ctx, &mut t.c1, &consts, &idx);
-        });
+        self.scale_by_integer(&mut t, k);
         let mut r = self.rescale(&t)?;
         r.scale = target;
         Ok(r)
@@ -303,19 +301,10 @@ impl Evaluator {
         let n = self.ctx.n();
         let ctx = &self.ctx;
         let idx = Self::q_idx(l - 1);
-        let rescale_poly = |c: &[u64]| -> Vec<u64> {
-            let mut last = c[l * n..(l + 1) * n].to_vec();
-            ctx.ntt(l).inverse(&mut last);
-            let mut lowered: Vec<u64> = idx
-                .iter()
-                .flat_map(|&i| ring::switch_row(ctx, &last, l, i))
-                .collect();
-            ring::forward(ctx, &mut lowered, &idx);
-            let mut out = c[..l * n].to_vec();
-            ring::sub_assign(ctx, &mut out, &lowered, &idx);
-            let inv: Vec<u64> = idx.iter().map(|&i| ctx.rescale_inv[l][i].value()).collect();
-            ring::mul_constants(ctx, &mut out, &inv, &idx);
-            out
+        let inv = &ctx.rescale_inv[l];
+        let rescale_poly = |c: &[u64]| {
+            let x = c[..(l + 1) * n].to_vec();
+            ring::divide_and_round(ctx, x, &idx, &[l], &ctx.rescale_from[l], inv)
         };
         Ok(self.install(|| {
             let (c0, c1) = ring::join(|| rescale_poly(&a.c0), || rescale_poly(&a.c1));

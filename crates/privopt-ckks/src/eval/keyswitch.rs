@@ -60,29 +60,8 @@ pub(crate) fn switch(
             ring::mul_acc(ctx, acc_p, &digit_ext[split..], &k[q_off..], p_idx);
         }
     }
-    (
-        mod_down(ctx, acc0, q_rows, q_idx, p_idx),
-        mod_down(ctx, acc1, q_rows, q_idx, p_idx),
-    )
-}
-
-/// `(x_Q − conv_P→Q(x_P)) · P^{-1}` over `Q_l`: divides an element of `Q_l·P` by `P`.
-fn mod_down(
-    ctx: &EvalContext,
-    mut x: Vec<u64>,
-    q_rows: usize,
-    q_idx: &[usize],
-    p_idx: &[usize],
-) -> Vec<u64> {
-    let n = ctx.n();
-    let split = q_rows * n;
-    let mut xp = x[split..].to_vec();
-    ring::inverse(ctx, &mut xp, p_idx);
-    let mut conv = ring::convert(ctx, &ctx.mod_down, &xp, q_idx);
-    ring::forward(ctx, &mut conv, q_idx);
-    x.truncate(split);
-    ring::sub_assign(ctx, &mut x, &conv, q_idx);
-    let p_inv: Vec<u64> = q_idx.iter().map(|&i| ctx.p_inv[i].value()).collect();
-    ring::mul_constants(ctx, &mut x, &p_inv, q_idx);
-    x
+    // ModDown: divide by P.
+    let p_inv: Vec<u64> = q_idx.iter().map(|&i| ctx.p_inv[i]).collect();
+    let down = |x| ring::divide_and_round(ctx, x, q_idx, p_idx, &ctx.mod_down, &p_inv);
+    (down(acc0), down(acc1))
 }

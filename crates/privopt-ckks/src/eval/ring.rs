@@ -259,22 +259,27 @@ pub(crate) fn convert(
     out
 }
 
-/// Coefficient-form row of prime `from` reduced (centered) into prime `to`.
-pub(crate) fn switch_row(ctx: &EvalContext, row: &[u64], from: usize, to: usize) -> Vec<u64> {
-    let (qf, qt) = (ctx.primes[from], ctx.primes[to]);
-    let m = &ctx.moduli[to];
-    let half = qf / 2;
-    row.iter()
-        .map(|&x| {
-            if x > half {
-                // Negative value x − qf.
-                let r = m.reduce(qf - x);
-                if r == 0 { 0 } else { qt - r }
-            } else {
-                m.reduce(x)
-            }
-        })
-        .collect()
+/// `(x_keep − conv(x_drop)) · D^{-1}` over the `keep` primes: divides by the product `D` of
+/// the `drop` primes, rounding. `x` is in evaluation form, `keep` rows then `drop` rows;
+/// `conv` converts from the `drop` primes and `inv[r]` is `D^{-1}` modulo `keep[r]`. Both
+/// ModDown (`D = P`) and rescaling (`D = q_l`) are this.
+pub(crate) fn divide_and_round(
+    ctx: &EvalContext,
+    mut x: Vec<u64>,
+    keep: &[usize],
+    drop: &[usize],
+    conv: &BaseConversion,
+    inv: &[u64],
+) -> Vec<u64> {
+    let split = keep.len() * ctx.n();
+    let mut dropped = x[split..].to_vec();
+    inverse(ctx, &mut dropped, drop);
+    let mut lifted = convert(ctx, conv, &dropped, keep);
+    forward(ctx, &mut lifted, keep);
+    x.truncate(split);
+    sub_assign(ctx, &mut x, &lifted, keep);
+    mul_constants(ctx, &mut x, inv, keep);
+    x
 }
 
 /// Gaussian error polynomial in evaluation form over `indices`.

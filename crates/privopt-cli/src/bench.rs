@@ -52,6 +52,11 @@ const SUITES: &[Suite] = &[
         ml_suite,
     ),
     (
+        "zo",
+        "scalar-only FL: d-dim direction generation, one replayed HiSo round, CNN batch loss",
+        zo_suite,
+    ),
+    (
         "prg",
         "seed-tree stream derivation and ChaCha20 output",
         prg_suite,
@@ -225,6 +230,78 @@ fn ml_suite() -> Result<Vec<Case>> {
             100_000,
         ),
     ])
+}
+
+/// Perturbation directions and replayed rounds at `d = 10^6` and `10^7`; a plain memory write
+/// of the same size is the bandwidth yardstick (GB/s = 8·d bytes / time).
+fn zo_suite() -> Result<Vec<Case>> {
+    use privopt_fl::methods::scalar_fl::state::{
+        ModelState, ReplaySpec, RoundRecord, Rule, Scratch,
+    };
+    use privopt_ml::zo::gaussian_fill;
+    let mut cases = Vec::new();
+    for d in [1_000_000usize, 10_000_000] {
+        let mut u = vec![0.0; d];
+        let mut k = 0u64;
+        cases.push(Case::new(format!("zo/d{d}/direction"), move || {
+            k += 1;
+            gaussian_fill(&SeedTree::new(k).key("bench/zo", &[]), &mut u);
+            black_box(&u);
+        }));
+        let mut w = vec![0.0; d];
+        let mut v = 0.0;
+        cases.push(Case::new(format!("zo/d{d}/memory_write"), move || {
+            v += 1.0;
+            w.fill(v);
+            black_box(&w);
+        }));
+        for (label, rule) in [
+            (
+                "replay_round",
+                Rule::Hiso {
+                    nu: 0.01,
+                    eps: 1e-8,
+                },
+            ),
+            ("replay_round_decomfl", Rule::Decomfl),
+        ] {
+            let spec = ReplaySpec {
+                lr: 1e-3,
+                local_steps: 1,
+                perturbations: 1,
+                rule,
+            };
+            let mut state = ModelState::initial(vec![0.0; d], rule);
+            let mut scratch = Scratch::default();
+            cases.push(Case::new(format!("zo/d{d}/{label}"), move || {
+                let rec = RoundRecord {
+                    round: state.round,
+                    seeds: vec![state.round],
+                    scalars: vec![0.5],
+                };
+                // The record always continues the state, so this cannot fail.
+                let _ = state.apply(&rec, &spec, &mut scratch);
+                black_box(&state.x);
+            }));
+        }
+    }
+    cases.push(grad_free_case(
+        "zo/cnn-mnist-b64/batch_loss",
+        Box::new(privopt_ml::model::Cnn::mnist(0.0)?),
+        random_data(64, 784, 10)?,
+    ));
+    Ok(cases)
+}
+
+/// The loss of one minibatch (what a zeroth-order client evaluates per probe).
+fn grad_free_case(name: &str, model: Box<dyn Model>, data: Dataset) -> Case {
+    let w: Vec<f64> = (0..model.num_params())
+        .map(|i| ((i as f64) * 0.37).sin() * 0.1)
+        .collect();
+    let idx: Vec<usize> = (0..data.len()).collect();
+    Case::new(name, move || {
+        black_box(model.loss(black_box(&w), &data, Some(&idx)));
+    })
 }
 
 fn prg_suite() -> Result<Vec<Case>> {

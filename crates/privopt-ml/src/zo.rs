@@ -13,8 +13,10 @@
 //! without rescaling.
 
 use privopt_math::SeedTree;
-use rand::Rng;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, StandardNormal};
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, ensure};
@@ -172,6 +174,34 @@ impl ZoEstimator {
     }
 }
 
+/// Coordinates per independently keyed block of a [`gaussian_fill`] direction.
+pub const DIRECTION_BLOCK: usize = 4096;
+/// Directions at least this long are generated on all cores.
+const PARALLEL_FILL_MIN: usize = 1 << 16;
+
+/// Fills `out` with i.i.d. N(0, 1) values from the counter-based stream under `key`.
+///
+/// Coordinates `b·4096 … (b+1)·4096` come from ChaCha8 under `key` with stream number `b`, so
+/// any block can be generated on its own and blocks are filled in parallel; the values do not
+/// depend on the thread count. Nothing is allocated: this runs at the speed of the normal
+/// sampler (see `privopt bench zo`). ChaCha8 is ample for perturbations, which are public.
+pub fn gaussian_fill(key: &[u8; 32], out: &mut [f64]) {
+    let fill = |(block, chunk): (usize, &mut [f64])| {
+        let mut rng = ChaCha8Rng::from_seed(*key);
+        rng.set_stream(block as u64);
+        for v in chunk {
+            *v = StandardNormal.sample(&mut rng);
+        }
+    };
+    if out.len() >= PARALLEL_FILL_MIN {
+        out.par_chunks_mut(DIRECTION_BLOCK)
+            .enumerate()
+            .for_each(fill);
+    } else {
+        out.chunks_mut(DIRECTION_BLOCK).enumerate().for_each(fill);
+    }
+}
+
 fn set_shifted(out: &mut [f64], x: &[f64], u: &[f64], step: f64) {
     for ((o, xi), ui) in out.iter_mut().zip(x).zip(u) {
         *o = xi + step * ui;
@@ -279,6 +309,34 @@ mod tests {
             .map(|(ui, (xi, ci))| ui * (xi - ci))
             .sum();
         assert!((s1[1] - exact1).abs() < 1e-4 * 20.0);
+    }
+
+    #[test]
+    fn fast_gaussian_directions_are_blockwise_addressable_and_standard() {
+        let key = SeedTree::new(3).key("zo/test", &[1]);
+        let mut long = vec![0.0; 3 * DIRECTION_BLOCK + 17];
+        gaussian_fill(&key, &mut long);
+        // Block 2 regenerated on its own equals the same coordinates of the long vector.
+        let mut rng = ChaCha8Rng::from_seed(key);
+        rng.set_stream(2);
+        let alone: Vec<f64> = (0..DIRECTION_BLOCK)
+            .map(|_| StandardNormal.sample(&mut rng))
+            .collect();
+        assert_eq!(&long[2 * DIRECTION_BLOCK..3 * DIRECTION_BLOCK], &alone[..]);
+        // The parallel path (>= 2^16) gives the serial path's values.
+        let mut big = vec![0.0; PARALLEL_FILL_MIN + 5];
+        gaussian_fill(&key, &mut big);
+        assert_eq!(&big[..long.len()], &long[..]);
+        // Distinct blocks differ, and the moments are those of N(0, 1): over 65541 values the
+        // mean has sd 0.004 and the variance sd 0.0055.
+        assert_ne!(&long[..16], &long[DIRECTION_BLOCK..DIRECTION_BLOCK + 16]);
+        let n = big.len() as f64;
+        let mean = big.iter().sum::<f64>() / n;
+        let var = big.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
+        assert!(
+            mean.abs() < 0.02 && (var - 1.0).abs() < 0.03,
+            "{mean} {var}"
+        );
     }
 
     #[test]

@@ -4,6 +4,7 @@
 pub mod dpfhe;
 pub mod eezofl;
 pub mod pdsgd;
+pub mod scalar_fl;
 pub mod sgd;
 pub mod zo_sgd;
 
@@ -38,6 +39,11 @@ pub enum MethodConfig {
     Pdsgd(pdsgd::PdsgdConfig),
     /// DP training under FHE, plaintext side (paper 002): Table 3, Table 4, Fig. 4/5.
     Dpfhe(dpfhe::DpfheConfig),
+    /// Scalar-only federated learning (paper 003): DeComFL, HiSo, and the FedAvg, FedAdam and
+    /// FedZO baselines.
+    ScalarFl(scalar_fl::ScalarFlConfig),
+    /// The §6 MNIST reproduction of paper 003 (HiSo vs DeComFL, Fig. 5/8, baselines).
+    HisoSuite(scalar_fl::suite::HisoSuiteConfig),
 }
 
 /// Command-line overrides of a suite's settings.
@@ -69,6 +75,8 @@ impl MethodConfig {
             MethodConfig::EezoflSuite(c) => c,
             MethodConfig::Pdsgd(c) => c,
             MethodConfig::Dpfhe(c) => c,
+            MethodConfig::ScalarFl(c) => c,
+            MethodConfig::HisoSuite(c) => c,
         }
     }
 
@@ -81,6 +89,8 @@ impl MethodConfig {
             MethodConfig::EezoflSuite(_) => "eezofl_suite",
             MethodConfig::Pdsgd(_) => "pdsgd",
             MethodConfig::Dpfhe(_) => "dpfhe",
+            MethodConfig::ScalarFl(_) => "scalar_fl",
+            MethodConfig::HisoSuite(_) => "hiso_suite",
         }
     }
 

@@ -4,9 +4,11 @@
 //! evaluate it. This keeps parameters easy to perturb (zeroth-order methods), encrypt, sketch
 //! or send. The objective is the mean example loss plus `l2/2 · ‖w‖²`.
 
+mod cnn;
 mod linear;
 mod mlp;
 
+pub use cnn::Cnn;
 pub use linear::{LeastSquares, Linear, LinearLoss, LogLoss, Logistic, Squared};
 pub use mlp::Mlp;
 
@@ -122,6 +124,32 @@ pub enum ModelSpec {
         #[serde(default)]
         l2: f64,
     },
+    /// Two valid convolutions with ReLU and 2×2 max-pooling, then a softmax layer
+    /// ([`Cnn`]); square one-channel images.
+    Cnn {
+        /// Channels of the first convolution (>= 1).
+        #[serde(default = "cnn_c1")]
+        c1: usize,
+        /// Channels of the second convolution (>= 1).
+        #[serde(default = "cnn_c2")]
+        c2: usize,
+        /// Kernel side (>= 1).
+        #[serde(default = "cnn_kernel")]
+        kernel: usize,
+        /// L2 regularization strength (>= 0).
+        #[serde(default)]
+        l2: f64,
+    },
+}
+
+fn cnn_c1() -> usize {
+    8
+}
+fn cnn_c2() -> usize {
+    16
+}
+fn cnn_kernel() -> usize {
+    5
 }
 
 impl ModelSpec {
@@ -153,6 +181,19 @@ impl ModelSpec {
                     crate::Error::Invalid("model.kind = \"mlp\" needs class labels".into())
                 })?;
                 Box::new(Mlp::new(n_features, hidden, classes, l2))
+            }
+            ModelSpec::Cnn { c1, c2, kernel, l2 } => {
+                check_l2(l2)?;
+                let side = (n_features as f64).sqrt().round() as usize;
+                ensure(side * side == n_features, || {
+                    format!(
+                        "model.kind = \"cnn\" needs square images, the data has {n_features} features"
+                    )
+                })?;
+                let classes = num_classes.ok_or_else(|| {
+                    crate::Error::Invalid("model.kind = \"cnn\" needs class labels".into())
+                })?;
+                Box::new(Cnn::new(side, kernel, c1, c2, classes, l2)?)
             }
         })
     }
@@ -214,6 +255,32 @@ mod tests {
         check_gradient(&LeastSquares::new(4, 0.05), &reg, 2);
         check_gradient(&Mlp::new(4, 6, 3, 0.01), &three, 3);
         check_gradient(&Mlp::new(4, 3, 2, 0.0), &cls, 4);
+        // A 16×16 image: conv 5×5 → 12² → pool 6² → conv 5×5 → 2² → pool 1².
+        let mut r = SeedTree::new(12).stream("images", &[]);
+        let images: Vec<f64> = (0..6 * 256)
+            .map(|_| rand::Rng::random::<f64>(&mut r))
+            .collect();
+        let labels = (0..6).map(|i| (i % 3) as f64).collect();
+        let img = Dataset::new(images, labels, 256, Some(3)).unwrap();
+        let cnn = Cnn::new(16, 5, 2, 3, 3, 0.01).unwrap();
+        assert_eq!(cnn.num_params(), 2 * 25 + 2 + 3 * 2 * 25 + 3 + 3 * 3 + 3);
+        check_gradient(&cnn, &img, 5);
+    }
+
+    #[test]
+    fn cnn_shape_checks_and_mnist_size() {
+        assert_eq!(Cnn::mnist(0.0).unwrap().num_params(), 5994);
+        assert!(Cnn::new(27, 5, 8, 16, 10, 0.0).is_err());
+        assert!(
+            ModelSpec::Cnn {
+                c1: 8,
+                c2: 16,
+                kernel: 5,
+                l2: 0.0
+            }
+            .build(780, Some(10))
+            .is_err()
+        );
     }
 
     #[test]

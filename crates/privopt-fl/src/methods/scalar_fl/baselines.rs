@@ -1,0 +1,130 @@
+//! Full-dimension baselines: FedAvg (local SGD), FedAdam (FedAvg clients, Adam on the server,
+//! Reddi et al. 2021) and FedZO (local zeroth-order SGD). Each round the sampled clients
+//! download the model and upload their model change; both are `d` floats.
+
+use privopt_math::SeedTree;
+use privopt_ml::zo::{Difference, gaussian_fill};
+use rayon::prelude::*;
+
+use super::{Algorithm, ScalarFlConfig, Trajectory, eval_set, evaluate, local_batch};
+use crate::error::Result;
+use crate::problem::Problem;
+use crate::runner::Progress;
+
+/// Bytes of one parameter of a full-model exchange (`f32`).
+pub const PARAM_BYTES: u64 = 4;
+/// FedAdam's moment decay rates and adaptivity floor (Reddi et al.'s defaults).
+const ADAM_BETA1: f64 = 0.9;
+const ADAM_BETA2: f64 = 0.99;
+const ADAM_TAU: f64 = 1e-3;
+
+/// Runs a baseline and returns its trajectory.
+pub fn simulate(
+    cfg: &ScalarFlConfig,
+    problem: &Problem,
+    seeds: &SeedTree,
+    progress: &dyn Progress,
+) -> Result<Trajectory> {
+    let model = &problem.model;
+    let mut x = model.init_params(&mut seeds.stream("scalar_fl/init", &[]));
+    let d = x.len();
+    let n = problem.clients.len();
+    let test = eval_set(problem, cfg.eval_examples);
+    let every = cfg.eval_every();
+    let mut t = Trajectory::default();
+    let (mut up, mut down) = (0u64, 0u64);
+    let (mut m, mut v) = (vec![0.0; d], vec![0.0; d]);
+    evaluate(&mut t, problem, &test, 0, &x, 0, 0)?;
+    progress.start(cfg.algorithm.name(), cfg.rounds);
+    for r in 0..cfg.rounds {
+        // The same client sampling stream as the scalar-only server.
+        let mut rng = seeds.stream("scalar_fl/round", &[r]);
+        let mut clients = rand::seq::index::sample(&mut rng, n, cfg.clients_per_round).into_vec();
+        clients.sort_unstable();
+        let deltas: Vec<Vec<f64>> = clients
+            .par_iter()
+            .map(|&c| local_delta(cfg, problem, seeds, r, c, &x))
+            .collect::<Result<_>>()?;
+        let k = deltas.len() as u64;
+        down += PARAM_BYTES * d as u64 * k;
+        up += PARAM_BYTES * d as u64 * k;
+        t.participations += k;
+        t.uploads += k;
+        let mut avg = vec![0.0; d];
+        for delta in &deltas {
+            for (a, dj) in avg.iter_mut().zip(delta) {
+                *a += dj / k as f64;
+            }
+        }
+        match cfg.algorithm {
+            Algorithm::Fedadam => {
+                for j in 0..d {
+                    m[j] = ADAM_BETA1 * m[j] + (1.0 - ADAM_BETA1) * avg[j];
+                    v[j] = ADAM_BETA2 * v[j] + (1.0 - ADAM_BETA2) * avg[j] * avg[j];
+                    x[j] += cfg.server_lr * m[j] / (v[j].sqrt() + ADAM_TAU);
+                }
+            }
+            _ => x.iter_mut().zip(&avg).for_each(|(xj, a)| *xj += a),
+        }
+        if (r + 1) % every == 0 || r + 1 == cfg.rounds {
+            evaluate(&mut t, problem, &test, r + 1, &x, up, down)?;
+        }
+        progress.advance(1);
+    }
+    progress.finish();
+    t.params = x;
+    Ok(t)
+}
+
+/// One client's model change after `τ` local steps from `x`.
+fn local_delta(
+    cfg: &ScalarFlConfig,
+    problem: &Problem,
+    seeds: &SeedTree,
+    round: u64,
+    client: usize,
+    x: &[f64],
+) -> Result<Vec<f64>> {
+    let model = &problem.model;
+    let d = x.len();
+    let mut xi = x.to_vec();
+    let mut g = vec![0.0; d];
+    let mut u = vec![0.0; d];
+    let mut probe = vec![0.0; d];
+    for k in 0..cfg.local_steps {
+        let batch = local_batch(problem, cfg, seeds, round, client, k);
+        let f = |w: &[f64]| model.loss(w, &problem.train, Some(&batch));
+        if cfg.algorithm == Algorithm::Fedzo {
+            // ĝ = (1/P) Σ_p s_p u_p with the client's own directions.
+            g.fill(0.0);
+            let base = f(&xi);
+            let tree = SeedTree::new(seeds.child_seed("scalar_fl/fedzo", &[round, client as u64]));
+            for p in 0..cfg.perturbations {
+                gaussian_fill(&tree.key("direction", &[k as u64, p as u64]), &mut u);
+                let shifted = |t: f64, out: &mut [f64]| {
+                    for ((o, a), b) in out.iter_mut().zip(&xi).zip(&u) {
+                        *o = a + t * b;
+                    }
+                };
+                shifted(cfg.mu, &mut probe);
+                let plus = f(&probe);
+                let s = match cfg.difference {
+                    Difference::OneSided => (plus - base) / cfg.mu,
+                    Difference::TwoPoint => {
+                        shifted(-cfg.mu, &mut probe);
+                        (plus - f(&probe)) / (2.0 * cfg.mu)
+                    }
+                };
+                for (gj, uj) in g.iter_mut().zip(&u) {
+                    *gj += s * uj / cfg.perturbations as f64;
+                }
+            }
+        } else {
+            model.loss_grad(&xi, &problem.train, Some(&batch), &mut g);
+        }
+        for (xj, gj) in xi.iter_mut().zip(&g) {
+            *xj -= cfg.lr * gj;
+        }
+    }
+    Ok(xi.iter().zip(x).map(|(a, b)| a - b).collect())
+}

@@ -1,0 +1,149 @@
+//! A client of the scalar-only framework: catches up (Alg. 2a) and runs its local steps,
+//! returning only scalars (Alg. 2b).
+
+use privopt_ml::zo::{Difference, gaussian_fill};
+
+use super::server::{CatchUp, Reply, RoundPlan};
+use super::state::{ModelState, ReplaySpec, Scratch, add_scaled_direction, direction_key};
+use crate::error::{Error, Result};
+
+/// How a client estimates its directional derivatives.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Probe {
+    /// Smoothing radius μ.
+    pub mu: f64,
+    /// Forward (`OneSided`) or central (`TwoPoint`) differences.
+    pub difference: Difference,
+}
+
+/// One client's replicated state.
+#[derive(Debug)]
+pub struct Client {
+    id: usize,
+    state: ModelState,
+    scratch: Scratch,
+}
+
+impl Client {
+    /// Client `id`, holding the common starting state.
+    pub fn new(id: usize, initial: ModelState) -> Self {
+        Self {
+            id,
+            state: initial,
+            scratch: Scratch::default(),
+        }
+    }
+
+    /// The client's index.
+    pub fn id(&self) -> usize {
+        self.id
+    }
+
+    /// The state the client holds.
+    pub fn state(&self) -> &ModelState {
+        &self.state
+    }
+
+    /// Brings the state to the round the server says, by replay or replacement. Records must
+    /// continue exactly where the client stands.
+    pub fn receive(&mut self, msg: CatchUp, spec: &ReplaySpec) -> Result<()> {
+        match msg {
+            CatchUp::UpToDate { round } if round == self.state.round => Ok(()),
+            CatchUp::UpToDate { round } => Err(Error::Protocol(format!(
+                "client {} is at round {}, the server says it is up to date at {round}",
+                self.id, self.state.round
+            ))),
+            CatchUp::Replay(records) => {
+                for rec in &records {
+                    self.state.apply(rec, spec, &mut self.scratch)?;
+                }
+                Ok(())
+            }
+            CatchUp::Full(state) => {
+                if state.x.len() != self.state.x.len()
+                    || state.h.as_ref().map(Vec::len) != self.state.h.as_ref().map(Vec::len)
+                {
+                    return Err(Error::Protocol(format!(
+                        "client {}: the full state has the wrong shape",
+                        self.id
+                    )));
+                }
+                self.state = state;
+                Ok(())
+            }
+        }
+    }
+
+    /// The local steps of `plan`'s round from the held state. `batch_loss(k, x)` is the loss
+    /// of local step `k`'s minibatch at `x`. The local iterate is discarded afterwards
+    /// (Alg. 1 line 13): only the scalars leave.
+    pub fn local_update(
+        &mut self,
+        plan: &RoundPlan,
+        spec: &ReplaySpec,
+        probe: Probe,
+        batch_loss: &(dyn Fn(usize, &[f64]) -> f64 + Sync),
+    ) -> Result<Reply> {
+        if plan.round != self.state.round {
+            return Err(Error::Protocol(format!(
+                "client {} holds round {} but was asked to train round {}",
+                self.id, self.state.round, plan.round
+            )));
+        }
+        let d = self.state.x.len();
+        let s = &mut self.scratch;
+        s.u.resize(d, 0.0);
+        s.delta.resize(d, 0.0);
+        self.state.load_preconditioner(s);
+        let mut x = self.state.x.clone();
+        let mut probe_point = vec![0.0; d];
+        let mut scalars = Vec::with_capacity(spec.scalars_per_round());
+        let inv_p = 1.0 / spec.perturbations as f64;
+        for (k, &seed) in plan.seeds.iter().enumerate() {
+            let base = match probe.difference {
+                Difference::OneSided => batch_loss(k, &x),
+                Difference::TwoPoint => 0.0,
+            };
+            s.delta.fill(0.0);
+            for p in 0..spec.perturbations {
+                gaussian_fill(
+                    &direction_key(seed, plan.round, k as u64, p as u64),
+                    &mut s.u,
+                );
+                shift(&mut probe_point, &x, probe.mu, &s.h_inv_sqrt, &s.u);
+                let plus = batch_loss(k, &probe_point);
+                let g = match probe.difference {
+                    Difference::OneSided => (plus - base) / probe.mu,
+                    Difference::TwoPoint => {
+                        shift(&mut probe_point, &x, -probe.mu, &s.h_inv_sqrt, &s.u);
+                        (plus - batch_loss(k, &probe_point)) / (2.0 * probe.mu)
+                    }
+                };
+                if !g.is_finite() {
+                    return Err(Error::Diverged {
+                        round: plan.round,
+                        what: format!("client {}'s directional derivative", self.id),
+                    });
+                }
+                let g = g as f32;
+                scalars.push(g);
+                add_scaled_direction(&mut s.delta, f64::from(g) * inv_p, &s.h_inv_sqrt, &s.u);
+            }
+            for (xj, dj) in x.iter_mut().zip(&s.delta) {
+                *xj -= spec.lr * dj;
+            }
+        }
+        Ok(Reply {
+            client: self.id,
+            round: plan.round,
+            scalars,
+        })
+    }
+}
+
+/// `out = x + t · s ⊙ u`.
+fn shift(out: &mut [f64], x: &[f64], t: f64, s: &[f64], u: &[f64]) {
+    for (((o, xj), sj), uj) in out.iter_mut().zip(x).zip(s).zip(u) {
+        *o = xj + t * sj * uj;
+    }
+}

@@ -1,0 +1,195 @@
+//! The replicated state (model and, for HiSo, the diagonal Hessian) and the one function that
+//! advances it by a round's record. Server and clients both call [`ModelState::apply`], so a
+//! client that replays the rounds it missed holds bit for bit the server's state.
+
+use privopt_math::SeedTree;
+use privopt_ml::zo::gaussian_fill;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// PRG domain of the perturbation directions.
+const DIRECTION_DOMAIN: &str = "scalar_fl/direction";
+
+/// How the perturbations are shaped and what state the rounds carry.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Rule {
+    /// DeComFL: `u ~ N(0, I)`, no state beyond the model.
+    Decomfl,
+    /// HiSo: `z = H^{-1/2} u ~ N(0, H^{-1})` with a diagonal `H` learned from the
+    /// reconstructed global updates (module docs of [`super`] give the update).
+    Hiso {
+        /// EMA weight ν of the newest update, in (0, 1].
+        nu: f64,
+        /// Floor ε added to every squared update (> 0), keeping `H` positive definite.
+        eps: f64,
+    },
+}
+
+impl Rule {
+    /// Checks the parameters.
+    pub fn validate(&self) -> Result<()> {
+        if let Rule::Hiso { nu, eps } = *self {
+            crate::error::ensure(nu > 0.0 && nu <= 1.0, || {
+                format!("method.rule.nu must be in (0, 1], got {nu}")
+            })?;
+            crate::error::ensure(eps > 0.0 && eps.is_finite(), || {
+                format!("method.rule.eps must be > 0, got {eps}")
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// What every party must agree on to replay a round.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ReplaySpec {
+    /// Learning rate η.
+    pub lr: f64,
+    /// Local steps per round, τ.
+    pub local_steps: usize,
+    /// Perturbations per local step, P.
+    pub perturbations: usize,
+    /// DeComFL or HiSo.
+    pub rule: Rule,
+}
+
+impl ReplaySpec {
+    /// Scalars per round: τ·P.
+    pub fn scalars_per_round(&self) -> usize {
+        self.local_steps * self.perturbations
+    }
+}
+
+/// One round as the history keeps it: the seeds the server drew and the averaged scalars.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RoundRecord {
+    /// The round.
+    pub round: u64,
+    /// One seed per local step.
+    pub seeds: Vec<u64>,
+    /// Averaged scalars, `τ·P` of them, step-major; `f32` as on the wire.
+    pub scalars: Vec<f32>,
+}
+
+/// The key of perturbation `p` of local step `step` of `round` under the step's seed.
+pub fn direction_key(seed: u64, round: u64, step: u64, p: u64) -> [u8; 32] {
+    SeedTree::new(seed).key(DIRECTION_DOMAIN, &[round, step, p])
+}
+
+/// Model parameters, the HiSo Hessian diagonal, and the round they are the start of.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelState {
+    /// Parameters `x_r`.
+    pub x: Vec<f64>,
+    /// `H_r` (HiSo only).
+    pub h: Option<Vec<f64>>,
+    /// The round `r` this state starts.
+    pub round: u64,
+}
+
+/// Reusable buffers of a replay or local update (no per-round allocation).
+#[derive(Debug, Default)]
+pub struct Scratch {
+    /// A direction `u`.
+    pub u: Vec<f64>,
+    /// The step's update `Δx`.
+    pub delta: Vec<f64>,
+    /// `H^{-1/2}` of the current round.
+    pub h_inv_sqrt: Vec<f64>,
+}
+
+impl Scratch {
+    fn ensure(&mut self, d: usize) {
+        for v in [&mut self.u, &mut self.delta] {
+            v.resize(d, 0.0);
+        }
+    }
+}
+
+impl ModelState {
+    /// The starting state: parameters `x0`, and `H_0 = I` for HiSo (so HiSo's first round is
+    /// DeComFL's).
+    pub fn initial(x0: Vec<f64>, rule: Rule) -> Self {
+        let h = matches!(rule, Rule::Hiso { .. }).then(|| vec![1.0; x0.len()]);
+        Self { x: x0, h, round: 0 }
+    }
+
+    /// Writes `H^{-1/2}` of this state into `scratch` (ones for DeComFL).
+    pub fn load_preconditioner(&self, scratch: &mut Scratch) {
+        let d = self.x.len();
+        scratch.h_inv_sqrt.resize(d, 1.0);
+        match &self.h {
+            Some(h) => {
+                for (o, hj) in scratch.h_inv_sqrt.iter_mut().zip(h) {
+                    *o = 1.0 / hj.sqrt();
+                }
+            }
+            None => scratch.h_inv_sqrt.fill(1.0),
+        }
+    }
+
+    /// Advances the state by `rec` (which must be round `self.round`):
+    ///
+    /// - every step `k`: `Δx_k = (1/P) Σ_p ḡ_{k,p} H_r^{-1/2} u_{k,p}`, `x ← x − η Δx_k`;
+    /// - HiSo, after each step: `H ← (1 − ν) H + ν (Δx_k² + ε)`; the directions of the whole
+    ///   round use `H_r`, the Hessian at its start (clients sample them before the round's
+    ///   updates exist).
+    pub fn apply(
+        &mut self,
+        rec: &RoundRecord,
+        spec: &ReplaySpec,
+        scratch: &mut Scratch,
+    ) -> Result<()> {
+        if rec.round != self.round {
+            return Err(Error::Protocol(format!(
+                "record of round {} applied to a state at round {}",
+                rec.round, self.round
+            )));
+        }
+        if rec.seeds.len() != spec.local_steps || rec.scalars.len() != spec.scalars_per_round() {
+            return Err(Error::Protocol(format!(
+                "record of round {} has {} seeds and {} scalars; expected {} and {}",
+                rec.round,
+                rec.seeds.len(),
+                rec.scalars.len(),
+                spec.local_steps,
+                spec.scalars_per_round()
+            )));
+        }
+        let d = self.x.len();
+        scratch.ensure(d);
+        self.load_preconditioner(scratch);
+        let inv_p = 1.0 / spec.perturbations as f64;
+        for (k, &seed) in rec.seeds.iter().enumerate() {
+            let scalars = &rec.scalars[k * spec.perturbations..(k + 1) * spec.perturbations];
+            scratch.delta.fill(0.0);
+            for (p, &g) in scalars.iter().enumerate() {
+                gaussian_fill(
+                    &direction_key(seed, rec.round, k as u64, p as u64),
+                    &mut scratch.u,
+                );
+                let c = f64::from(g) * inv_p;
+                add_scaled_direction(&mut scratch.delta, c, &scratch.h_inv_sqrt, &scratch.u);
+            }
+            for (xj, dj) in self.x.iter_mut().zip(&scratch.delta) {
+                *xj -= spec.lr * dj;
+            }
+            if let (Some(h), Rule::Hiso { nu, eps }) = (self.h.as_mut(), spec.rule) {
+                for (hj, dj) in h.iter_mut().zip(&scratch.delta) {
+                    *hj = (1.0 - nu) * *hj + nu * (dj * dj + eps);
+                }
+            }
+        }
+        self.round += 1;
+        Ok(())
+    }
+}
+
+/// `acc += c · s ⊙ u`: the preconditioned direction `z = H^{-1/2} u`, scaled.
+pub fn add_scaled_direction(acc: &mut [f64], c: f64, s: &[f64], u: &[f64]) {
+    for ((a, sj), uj) in acc.iter_mut().zip(s).zip(u) {
+        *a += c * sj * uj;
+    }
+}

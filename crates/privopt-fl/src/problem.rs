@@ -94,7 +94,7 @@ impl Problem {
             .map_err(|e| crate::Error::Config(format!("data.partition: {e}")))?;
         let model = cfg
             .model
-            .build(tt.train.n_features(), tt.train.num_classes())?;
+            .build_in(tt.train.n_features(), tt.train.num_classes(), data_dir)?;
         Ok(Problem {
             train: tt.train,
             test: tt.test,

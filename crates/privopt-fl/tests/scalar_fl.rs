@@ -370,3 +370,34 @@ fn hiso_mnist_smoke_run_writes_the_issue_keys() {
     assert!(s["best_acc_hiso"] > 0.0 && s["best_acc_hiso"] <= 1.0);
     assert_eq!(out.metrics.len(), 3, "rounds 0, 4 and 8");
 }
+
+#[test]
+fn hiso_minilm_smoke_run_fine_tunes_from_the_zero_shot_head() {
+    let Some(data) = common::real_data_dir(&["minilm", "movie-snippets"]) else {
+        return;
+    };
+    let out = common::run_shipped_config_with_data(
+        "hiso-minilm",
+        &[
+            (
+                "lr_grid_decomfl = [0.0003, 0.001]",
+                "lr_grid_decomfl = [0.001]",
+            ),
+            ("lr_grid_hiso = [0.0003, 0.001]", "lr_grid_hiso = [0.001]"),
+            ("rounds = 150", "rounds = 2"),
+            ("perturbations = 5", "perturbations = 2"),
+            ("batch_size = 16", "batch_size = 4"),
+            ("eval_every = 25", "eval_every = 2"),
+            ("eval_examples = 500", "eval_examples = 100"),
+            ("seeds = 1", "seeds = 1\nscore_full_test = false"),
+        ],
+        &data,
+    );
+    let s = &out.summary;
+    // 31 490 trainable parameters; two f32 scalars up per client per round.
+    assert_eq!(s["n_params"], 31490.0);
+    assert_eq!(s["bytes_per_round_up_hiso"], 8.0);
+    // The zero-shot head already classifies sentiment better than chance on 100 snippets.
+    let acc0 = out.metrics.column("accuracy/hiso_seed0").unwrap()[0];
+    assert!(acc0 > 0.6, "zero-shot accuracy {acc0}");
+}

@@ -5,6 +5,7 @@
 //! - [`partition`]: IID, Dirichlet(α) and shard partitions of examples across clients.
 //! - [`model`]: least squares, logistic regression and a small MLP, with loss, gradient and
 //!   per-example gradient.
+//! - [`text`]: a WordPiece tokenizer and a MiniLM encoder classifier (forward passes only).
 //! - [`zo`]: zeroth-order gradient estimators whose perturbations are regenerated from
 //!   `(seed, round, step, index)` instead of being stored or sent.
 
@@ -12,6 +13,7 @@ pub mod data;
 pub mod error;
 pub mod model;
 pub mod partition;
+pub mod text;
 pub mod zo;
 
 pub use error::{Error, Result};

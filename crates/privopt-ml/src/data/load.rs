@@ -41,6 +41,7 @@ pub fn load(name: &str, data_dir: &Path, split: SplitOptions) -> Result<TrainTes
         "adult" => load_adult(&dir),
         "compas" => load_compas(&dir, split),
         "credit" => load_credit(&dir, split),
+        "movie-snippets" => load_movie_snippets(&dir, &require(data_dir, "minilm")?, split),
         other => Err(Error::Invalid(format!(
             "`{other}` is not a tabular or image dataset and has no loader"
         ))),
@@ -60,6 +61,55 @@ fn load_idx_dir(dir: &Path, ext: &str) -> Result<TrainTest> {
             &f("t10k-labels-idx1-ubyte"),
             10,
         )?,
+    })
+}
+
+/// Token ids per movie-snippet row (`[CLS]` and `[SEP]` included; longer snippets are cut).
+pub const SNIPPET_TOKENS: usize = 64;
+
+/// Movie-review snippets as rows of MiniLM token ids (`-1`-padded to [`SNIPPET_TOKENS`]),
+/// labelled 1 when the mean human rating is positive and 0 when negative; the 37 snippets
+/// rated exactly 0 are dropped. Split by `split`.
+fn load_movie_snippets(dir: &Path, minilm: &Path, split: SplitOptions) -> Result<TrainTest> {
+    let path = dir.join("movieReviewSnippets_GroundTruth.txt");
+    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+    let vocab = crate::text::WordPiece::from_vocab_file(&minilm.join("vocab.txt"))?;
+    let (mut x, mut y) = (Vec::new(), Vec::new());
+    for (n, line) in text.lines().enumerate() {
+        let mut cols = line.splitn(3, '\t');
+        let (_, rating, snippet) = match (cols.next(), cols.next(), cols.next()) {
+            (Some(a), Some(b), Some(c)) => (a, b, c),
+            _ => {
+                return Err(Error::corrupt(
+                    &path,
+                    format!("line {}: expected 3 tab-separated fields", n + 1),
+                ));
+            }
+        };
+        let rating: f64 = rating.trim().parse().map_err(|_| {
+            Error::corrupt(
+                &path,
+                format!("line {}: rating `{rating}` is not a number", n + 1),
+            )
+        })?;
+        if rating == 0.0 {
+            continue;
+        }
+        let mut row: Vec<f64> = vocab
+            .encode(snippet, SNIPPET_TOKENS)
+            .into_iter()
+            .map(f64::from)
+            .collect();
+        row.resize(SNIPPET_TOKENS, -1.0);
+        x.extend(row);
+        y.push(f64::from(u8::from(rating > 0.0)));
+    }
+    let all = crate::data::Dataset::new(x, y, SNIPPET_TOKENS, Some(2))?;
+    let mut rng = SeedTree::new(split.seed).stream("data/split/movie-snippets", &[]);
+    let (train, test) = train_test_indices(all.len(), split.test_fraction, &mut rng)?;
+    Ok(TrainTest {
+        train: all.select(&train),
+        test: all.select(&test),
     })
 }
 

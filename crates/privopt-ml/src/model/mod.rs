@@ -32,6 +32,11 @@ pub trait Model: Send + Sync {
     fn init_params(&self, rng: &mut dyn RngCore) -> Vec<f64>;
     /// Loss of one example; when `grad` is given, adds the example's gradient to it.
     fn example_loss(&self, w: &[f64], x: &[f64], y: f64, grad: Option<&mut [f64]>) -> f64;
+    /// Whether `example_loss` computes gradients (false for forward-only models, which only
+    /// zeroth-order methods can train).
+    fn has_gradient(&self) -> bool {
+        true
+    }
     /// Predicted class of one example, or `None` for a regression model on real targets.
     fn predict_class(&self, w: &[f64], x: &[f64]) -> Option<usize>;
 
@@ -124,6 +129,9 @@ pub enum ModelSpec {
         #[serde(default)]
         l2: f64,
     },
+    /// The MiniLM-L6 encoder of the `minilm` dataset with a linear head on mean-pooled
+    /// states; trains biases, LayerNorms and the head (forward passes only). Rows are token ids.
+    Minilm,
     /// Two valid convolutions with ReLU and 2×2 max-pooling, then a softmax layer
     /// ([`Cnn`]); square one-channel images.
     Cnn {
@@ -155,6 +163,16 @@ fn cnn_kernel() -> usize {
 impl ModelSpec {
     /// Builds the model for data with `n_features` features and `num_classes` classes.
     pub fn build(&self, n_features: usize, num_classes: Option<usize>) -> Result<Box<dyn Model>> {
+        self.build_in(n_features, num_classes, std::path::Path::new("data"))
+    }
+
+    /// [`ModelSpec::build`], reading pretrained weights (MiniLM) from `data_dir`.
+    pub fn build_in(
+        &self,
+        n_features: usize,
+        num_classes: Option<usize>,
+        data_dir: &std::path::Path,
+    ) -> Result<Box<dyn Model>> {
         let check_l2 = |l2: f64| {
             ensure(l2 >= 0.0 && l2.is_finite(), || {
                 format!("model.l2 must be >= 0, got {l2}")
@@ -181,6 +199,15 @@ impl ModelSpec {
                     crate::Error::Invalid("model.kind = \"mlp\" needs class labels".into())
                 })?;
                 Box::new(Mlp::new(n_features, hidden, classes, l2))
+            }
+            ModelSpec::Minilm => {
+                let classes = num_classes.ok_or_else(|| {
+                    crate::Error::Invalid("model.kind = \"minilm\" needs class labels".into())
+                })?;
+                let dir = crate::data::fetch::require(data_dir, "minilm")?;
+                Box::new(crate::text::MiniLmClassifier::load(
+                    &dir, n_features, classes,
+                )?)
             }
             ModelSpec::Cnn { c1, c2, kernel, l2 } => {
                 check_l2(l2)?;

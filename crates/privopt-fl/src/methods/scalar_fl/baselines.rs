@@ -26,6 +26,13 @@ pub fn simulate(
     progress: &dyn Progress,
 ) -> Result<Trajectory> {
     let model = &problem.model;
+    if cfg.algorithm != Algorithm::Fedzo && !model.has_gradient() {
+        return Err(crate::Error::Config(format!(
+            "method.algorithm = \"{}\" needs gradients, and model `{}` has none (use a zeroth-order method)",
+            cfg.algorithm.name(),
+            model.name()
+        )));
+    }
     let mut x = model.init_params(&mut seeds.stream("scalar_fl/init", &[]));
     let d = x.len();
     let n = problem.clients.len();

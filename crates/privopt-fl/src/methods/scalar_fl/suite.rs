@@ -53,6 +53,13 @@ pub struct HisoSuiteConfig {
     /// Full-dimension baselines.
     #[serde(default)]
     pub baselines: Vec<BaselineRun>,
+    /// Also score the final models on the whole test set (`final_acc_full_test_*`).
+    #[serde(default = "yes")]
+    pub score_full_test: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// Metrics columns of one curve, aligned on the main runs' evaluation rounds.
@@ -299,6 +306,9 @@ impl HisoSuiteConfig {
         }
         let problem = ctx.problem;
         for (name, ts) in [("decomfl", dec), ("hiso", his)] {
+            if !self.score_full_test {
+                break;
+            }
             let accs: Vec<f64> = ts
                 .iter()
                 .map(|t| {

@@ -259,3 +259,51 @@ fn load_credit(dir: &Path, split: SplitOptions) -> Result<TrainTest> {
     };
     split_and_encode(&table, &schema, split)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snippets(dir: &Path, text: &str) -> Result<TrainTest> {
+        std::fs::write(dir.join("movieReviewSnippets_GroundTruth.txt"), text).unwrap();
+        std::fs::write(
+            dir.join("vocab.txt"),
+            "[PAD]\n[UNK]\n[CLS]\n[SEP]\ngood\nbad\nfilm\n",
+        )
+        .unwrap();
+        load_movie_snippets(
+            dir,
+            dir,
+            SplitOptions {
+                seed: 1,
+                test_fraction: 0.5,
+            },
+        )
+    }
+
+    #[test]
+    fn movie_snippets_become_labelled_token_rows_and_bad_lines_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let tt = snippets(
+            dir.path(),
+            "1\t2.5\tgood film\n2\t-1.0\tbad film\n3\t0\tfilm\n4\t-0.2\tbad\n",
+        )
+        .unwrap();
+        // The zero-rated snippet is dropped; rows are [CLS] ids [SEP] then -1 padding.
+        assert_eq!(tt.train.len() + tt.test.len(), 3);
+        let rows: Vec<(Vec<f64>, f64)> = [&tt.train, &tt.test]
+            .iter()
+            .flat_map(|d| (0..d.len()).map(move |i| (d.row(i)[..5].to_vec(), d.label(i))))
+            .collect();
+        assert!(rows.contains(&(vec![2.0, 4.0, 6.0, 3.0, -1.0], 1.0)));
+        assert!(rows.contains(&(vec![2.0, 5.0, 6.0, 3.0, -1.0], 0.0)));
+        let e = snippets(dir.path(), "1\t2.5\tgood\n2\tbad film\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 2"), "{e}");
+        let e = snippets(dir.path(), "1\tx\tgood\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("rating `x`"), "{e}");
+    }
+}

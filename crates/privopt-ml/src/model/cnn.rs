@@ -16,9 +16,8 @@
 
 use rand::RngCore;
 use rand_distr::{Distribution, StandardNormal};
-use rayon::prelude::*;
 
-use super::Model;
+use super::{Model, par_accuracy, par_loss};
 use crate::data::Dataset;
 use crate::error::{Result, ensure};
 
@@ -214,15 +213,6 @@ impl Cnn {
             None,
         );
     }
-
-    /// Sums `f(i)` over `idx` in parallel fixed-size chunks, adding partial sums in order.
-    fn par_sum(&self, idx: &[usize], f: impl Fn(usize) -> f64 + Sync) -> f64 {
-        let partial: Vec<f64> = idx
-            .par_chunks(CHUNK)
-            .map(|chunk| chunk.iter().map(|&i| f(i)).sum::<f64>())
-            .collect();
-        partial.iter().sum()
-    }
 }
 
 fn dot(a: &[f64], b: &[f64]) -> f64 {
@@ -406,31 +396,9 @@ impl Model for Cnn {
             .map(|(c, _)| c)
     }
     fn loss(&self, w: &[f64], data: &Dataset, idx: Option<&[usize]>) -> f64 {
-        let all: Vec<usize>;
-        let idx = match idx {
-            Some(i) => i,
-            None => {
-                all = (0..data.len()).collect();
-                &all
-            }
-        };
-        let sum = self.par_sum(idx, |i| {
-            self.example_loss(w, data.row(i), data.label(i), None)
-        });
-        let reg = if self.l2 == 0.0 {
-            0.0
-        } else {
-            0.5 * self.l2 * dot(w, w)
-        };
-        sum / idx.len().max(1) as f64 + reg
+        par_loss(self, w, data, idx, CHUNK)
     }
     fn accuracy(&self, w: &[f64], data: &Dataset) -> Option<f64> {
-        data.num_classes()?;
-        let idx: Vec<usize> = (0..data.len()).collect();
-        let correct = self.par_sum(&idx, |i| {
-            let hit = self.predict_class(w, data.row(i)) == Some(data.label(i) as usize);
-            f64::from(u8::from(hit))
-        });
-        Some(correct / data.len().max(1) as f64)
+        par_accuracy(self, w, data, CHUNK)
     }
 }

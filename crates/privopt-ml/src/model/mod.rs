@@ -86,6 +86,61 @@ pub trait Model: Send + Sync {
     }
 }
 
+/// Sum of `f(i)` over `idx` (every example when `None`) in parallel chunks of `chunk`
+/// examples, partial sums added in chunk order: the result does not depend on the thread
+/// count. Returns the sum and the number of examples.
+pub(crate) fn par_sum(
+    n: usize,
+    idx: Option<&[usize]>,
+    chunk: usize,
+    f: impl Fn(usize) -> f64 + Sync,
+) -> (f64, usize) {
+    use rayon::prelude::*;
+    let all: Vec<usize>;
+    let idx = match idx {
+        Some(i) => i,
+        None => {
+            all = (0..n).collect();
+            &all
+        }
+    };
+    let partial: Vec<f64> = idx
+        .par_chunks(chunk.max(1))
+        .map(|c| c.iter().map(|&i| f(i)).sum::<f64>())
+        .collect();
+    (partial.iter().sum(), idx.len())
+}
+
+/// [`Model::loss`] computed with [`par_sum`].
+pub(crate) fn par_loss(
+    model: &dyn Model,
+    w: &[f64],
+    data: &Dataset,
+    idx: Option<&[usize]>,
+    chunk: usize,
+) -> f64 {
+    let (sum, count) = par_sum(data.len(), idx, chunk, |i| {
+        model.example_loss(w, data.row(i), data.label(i), None)
+    });
+    sum / count.max(1) as f64 + regularizer(model.l2(), w)
+}
+
+/// [`Model::accuracy`] computed with [`par_sum`].
+pub(crate) fn par_accuracy(
+    model: &dyn Model,
+    w: &[f64],
+    data: &Dataset,
+    chunk: usize,
+) -> Option<f64> {
+    data.num_classes()?;
+    let (hits, count) = par_sum(data.len(), None, chunk, |i| {
+        f64::from(u8::from(
+            model.predict_class(w, data.row(i)) == Some(data.label(i) as usize),
+        ))
+    });
+    Some(hits / count.max(1) as f64)
+}
+
 fn regularizer(l2: f64, w: &[f64]) -> f64 {
     if l2 == 0.0 {
         0.0

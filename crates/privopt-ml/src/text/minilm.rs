@@ -17,11 +17,10 @@ use std::path::Path;
 
 use rand::RngCore;
 use rand_distr::{Distribution, StandardNormal};
-use rayon::prelude::*;
 
 use crate::data::Dataset;
 use crate::error::{Error, Result};
-use crate::model::Model;
+use crate::model::{Model, par_accuracy, par_loss};
 
 /// LayerNorm epsilon of BERT.
 const LN_EPS: f32 = 1e-12;
@@ -368,14 +367,6 @@ impl MiniLmClassifier {
             })
             .collect()
     }
-
-    fn par_sum(&self, idx: &[usize], f: impl Fn(usize) -> f64 + Sync) -> f64 {
-        let partial: Vec<f64> = idx
-            .par_chunks(CHUNK)
-            .map(|c| c.iter().map(|&i| f(i)).sum::<f64>())
-            .collect();
-        partial.iter().sum()
-    }
 }
 
 fn dot(a: &[f32], b: &[f32]) -> f32 {
@@ -479,26 +470,10 @@ impl Model for MiniLmClassifier {
             .map(|(c, _)| c)
     }
     fn loss(&self, w: &[f64], data: &Dataset, idx: Option<&[usize]>) -> f64 {
-        let all: Vec<usize>;
-        let idx = match idx {
-            Some(i) => i,
-            None => {
-                all = (0..data.len()).collect();
-                &all
-            }
-        };
-        self.par_sum(idx, |i| {
-            self.example_loss(w, data.row(i), data.label(i), None)
-        }) / idx.len().max(1) as f64
+        par_loss(self, w, data, idx, CHUNK)
     }
     fn accuracy(&self, w: &[f64], data: &Dataset) -> Option<f64> {
-        let idx: Vec<usize> = (0..data.len()).collect();
-        let hits = self.par_sum(&idx, |i| {
-            f64::from(u8::from(
-                self.predict_class(w, data.row(i)) == Some(data.label(i) as usize),
-            ))
-        });
-        Some(hits / data.len().max(1) as f64)
+        par_accuracy(self, w, data, CHUNK)
     }
 }
 

@@ -17,8 +17,7 @@
 use rand::RngCore;
 use rand_distr::{Distribution, StandardNormal};
 
-use super::{Model, par_accuracy, par_loss};
-use crate::data::Dataset;
+use super::Model;
 use crate::error::{Result, ensure};
 
 /// Examples per parallel chunk of a batch loss.
@@ -395,10 +394,7 @@ impl Model for Cnn {
             .max_by(|a, b| a.1.total_cmp(b.1))
             .map(|(c, _)| c)
     }
-    fn loss(&self, w: &[f64], data: &Dataset, idx: Option<&[usize]>) -> f64 {
-        par_loss(self, w, data, idx, CHUNK)
-    }
-    fn accuracy(&self, w: &[f64], data: &Dataset) -> Option<f64> {
-        par_accuracy(self, w, data, CHUNK)
+    fn parallel_chunk(&self) -> Option<usize> {
+        Some(CHUNK)
     }
 }

@@ -1,13 +1,12 @@
 //! A one-hidden-layer perceptron: `softmax(W2 · tanh(W1 x + b1) + b2)` with cross-entropy loss.
 //!
 //! Parameter layout: `W1` (hidden × d, row-major), `b1` (hidden), `W2` (classes × hidden),
-//! `b2` (classes). Batch losses and accuracies run in parallel (see [`super::par_sum`]).
+//! `b2` (classes). Batch losses and accuracies run in parallel ([`Model::parallel_chunk`]).
 
 use rand::RngCore;
 use rand_distr::{Distribution, StandardNormal};
 
-use super::{Model, par_accuracy, par_loss};
-use crate::data::Dataset;
+use super::Model;
 
 /// Examples per parallel chunk of a batch loss.
 const CHUNK: usize = 32;
@@ -128,10 +127,7 @@ impl Model for Mlp {
             .max_by(|a, b| a.1.total_cmp(b.1))
             .map(|(c, _)| c)
     }
-    fn loss(&self, w: &[f64], data: &Dataset, idx: Option<&[usize]>) -> f64 {
-        par_loss(self, w, data, idx, CHUNK)
-    }
-    fn accuracy(&self, w: &[f64], data: &Dataset) -> Option<f64> {
-        par_accuracy(self, w, data, CHUNK)
+    fn parallel_chunk(&self) -> Option<usize> {
+        Some(CHUNK)
     }
 }

@@ -40,11 +40,19 @@ pub trait Model: Send + Sync {
     /// Predicted class of one example, or `None` for a regression model on real targets.
     fn predict_class(&self, w: &[f64], x: &[f64]) -> Option<usize>;
 
+    /// Examples per parallel chunk of [`Model::loss`] and [`Model::accuracy`], or `None` to
+    /// evaluate sequentially (cheap models, whose results then keep their summation order).
+    fn parallel_chunk(&self) -> Option<usize> {
+        None
+    }
+
     /// Mean loss over `idx` (all examples when `None`) plus the L2 term.
     fn loss(&self, w: &[f64], data: &Dataset, idx: Option<&[usize]>) -> f64 {
-        let (sum, count) = fold_examples(data, idx, |i| {
-            self.example_loss(w, data.row(i), data.label(i), None)
-        });
+        let example = |i: usize| self.example_loss(w, data.row(i), data.label(i), None);
+        let (sum, count) = match self.parallel_chunk() {
+            Some(chunk) => par_sum(data.len(), idx, chunk, example),
+            None => fold_examples(data, idx, example),
+        };
         sum / count.max(1) as f64 + regularizer(self.l2(), w)
     }
 
@@ -76,6 +84,13 @@ pub trait Model: Send + Sync {
     /// Fraction of examples whose predicted class equals the label (`None` for regression).
     fn accuracy(&self, w: &[f64], data: &Dataset) -> Option<f64> {
         data.num_classes()?;
+        if let Some(chunk) = self.parallel_chunk() {
+            let (hits, n) = par_sum(data.len(), None, chunk, |i| {
+                let hit = self.predict_class(w, data.row(i)) == Some(data.label(i) as usize);
+                f64::from(u8::from(hit))
+            });
+            return Some(hits / n.max(1) as f64);
+        }
         let mut correct = 0usize;
         for i in 0..data.len() {
             if self.predict_class(w, data.row(i))? == data.label(i) as usize {
@@ -89,7 +104,7 @@ pub trait Model: Send + Sync {
 /// Sum of `f(i)` over `idx` (every example when `None`) in parallel chunks of `chunk`
 /// examples, partial sums added in chunk order: the result does not depend on the thread
 /// count. Returns the sum and the number of examples.
-pub(crate) fn par_sum(
+fn par_sum(
     n: usize,
     idx: Option<&[usize]>,
     chunk: usize,
@@ -109,36 +124,6 @@ pub(crate) fn par_sum(
         .map(|c| c.iter().map(|&i| f(i)).sum::<f64>())
         .collect();
     (partial.iter().sum(), idx.len())
-}
-
-/// [`Model::loss`] computed with [`par_sum`].
-pub(crate) fn par_loss(
-    model: &dyn Model,
-    w: &[f64],
-    data: &Dataset,
-    idx: Option<&[usize]>,
-    chunk: usize,
-) -> f64 {
-    let (sum, count) = par_sum(data.len(), idx, chunk, |i| {
-        model.example_loss(w, data.row(i), data.label(i), None)
-    });
-    sum / count.max(1) as f64 + regularizer(model.l2(), w)
-}
-
-/// [`Model::accuracy`] computed with [`par_sum`].
-pub(crate) fn par_accuracy(
-    model: &dyn Model,
-    w: &[f64],
-    data: &Dataset,
-    chunk: usize,
-) -> Option<f64> {
-    data.num_classes()?;
-    let (hits, count) = par_sum(data.len(), None, chunk, |i| {
-        f64::from(u8::from(
-            model.predict_class(w, data.row(i)) == Some(data.label(i) as usize),
-        ))
-    });
-    Some(hits / count.max(1) as f64)
 }
 
 fn regularizer(l2: f64, w: &[f64]) -> f64 {

@@ -18,9 +18,8 @@ use std::path::Path;
 use rand::RngCore;
 use rand_distr::{Distribution, StandardNormal};
 
-use crate::data::Dataset;
 use crate::error::{Error, Result};
-use crate::model::{Model, par_accuracy, par_loss};
+use crate::model::Model;
 
 /// LayerNorm epsilon of BERT.
 const LN_EPS: f32 = 1e-12;
@@ -68,22 +67,8 @@ fn read_safetensors(path: &Path) -> Result<HashMap<String, Tensor>> {
         if name == "__metadata__" || info["dtype"] != "F32" {
             continue;
         }
-        let shape: Vec<usize> = info["shape"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|v| v.as_u64().map(|x| x as usize))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let off: Vec<usize> = info["data_offsets"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|v| v.as_u64().map(|x| x as usize))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let shape = usizes(&info["shape"]);
+        let off = usizes(&info["data_offsets"]);
         let n: usize = shape.iter().product();
         let raw = match off.as_slice() {
             [a, b] if b - a == 4 * n => body.get(*a..*b),
@@ -101,6 +86,17 @@ fn read_safetensors(path: &Path) -> Result<HashMap<String, Tensor>> {
         out.insert(name.clone(), Tensor { shape, data });
     }
     Ok(out)
+}
+
+/// The non-negative integers of a JSON array (empty for anything else).
+fn usizes(v: &serde_json::Value) -> Vec<usize> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_u64().map(|x| x as usize))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Frozen weight matrices of one layer (row-major `out × in`).
@@ -469,11 +465,8 @@ impl Model for MiniLmClassifier {
             .max_by(|a, b| a.1.total_cmp(b.1))
             .map(|(c, _)| c)
     }
-    fn loss(&self, w: &[f64], data: &Dataset, idx: Option<&[usize]>) -> f64 {
-        par_loss(self, w, data, idx, CHUNK)
-    }
-    fn accuracy(&self, w: &[f64], data: &Dataset) -> Option<f64> {
-        par_accuracy(self, w, data, CHUNK)
+    fn parallel_chunk(&self) -> Option<usize> {
+        Some(CHUNK)
     }
 }
 

@@ -92,8 +92,7 @@ impl Client {
         }
         let d = self.state.x.len();
         let s = &mut self.scratch;
-        s.u.resize(d, 0.0);
-        s.delta.resize(d, 0.0);
+        s.ensure(d);
         self.state.load_preconditioner(s);
         let mut x = self.state.x.clone();
         let mut probe_point = vec![0.0; d];

@@ -101,7 +101,8 @@ pub struct Scratch {
 }
 
 impl Scratch {
-    fn ensure(&mut self, d: usize) {
+    /// Sizes the direction and update buffers for dimension `d`.
+    pub(super) fn ensure(&mut self, d: usize) {
         for v in [&mut self.u, &mut self.delta] {
             v.resize(d, 0.0);
         }

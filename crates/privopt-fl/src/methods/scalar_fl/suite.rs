@@ -240,22 +240,9 @@ impl Method for HisoSuiteConfig {
         }
 
         // Communication of every method.
-        let per_client_total = |t: &Trajectory| {
-            (t.up_bytes() + t.down_bytes()) as f64 / ctx.problem.clients.len() as f64
-        };
+        let clients = ctx.problem.clients.len();
         for (name, t) in [("decomfl", &dec[0]), ("hiso", &his[0])] {
-            ctx.note(
-                &format!("bytes_per_round_up_{name}"),
-                t.up_per_participant_round(),
-            );
-            ctx.note(
-                &format!("bytes_per_round_down_{name}"),
-                t.down_per_participant_round(),
-            );
-            ctx.note(
-                &format!("bytes_total_per_client_{name}"),
-                per_client_total(t),
-            );
+            note_traffic(ctx, name, t, clients, 1.0);
         }
         for b in &self.baselines {
             let t = self.run_one(ctx.problem, &ctx.seeds, b.algorithm, b.lr, 0, |c| {
@@ -266,20 +253,9 @@ impl Method for HisoSuiteConfig {
             })?;
             let name = b.algorithm.name();
             ctx.note(&format!("best_acc_{name}"), t.best_acc());
-            ctx.note(
-                &format!("bytes_per_round_up_{name}"),
-                t.up_per_participant_round(),
-            );
-            ctx.note(
-                &format!("bytes_per_round_down_{name}"),
-                t.down_per_participant_round(),
-            );
-            // Scaled to the main runs' rounds so the totals compare at equal rounds.
+            // Totals scaled to the main runs' rounds, so they compare at equal rounds.
             let scale = self.base.rounds as f64 / short as f64;
-            ctx.note(
-                &format!("bytes_total_per_client_{name}"),
-                per_client_total(&t) * scale,
-            );
+            note_traffic(ctx, name, &t, clients, scale);
             curves.add(format!("baselines/{name}"), &t);
             ctx.progress.advance(1);
         }
@@ -350,6 +326,21 @@ impl HisoSuiteConfig {
             ctx.note("rounds_to_decomfl_best_hiso", f64::NAN);
         }
     }
+}
+
+/// Notes `bytes_per_round_{up,down}_<name>` (per participant) and
+/// `bytes_total_per_client_<name>` (`scale` × the run's traffic over `clients` clients).
+fn note_traffic(ctx: &mut RunContext<'_>, name: &str, t: &Trajectory, clients: usize, scale: f64) {
+    ctx.note(
+        &format!("bytes_per_round_up_{name}"),
+        t.up_per_participant_round(),
+    );
+    ctx.note(
+        &format!("bytes_per_round_down_{name}"),
+        t.down_per_participant_round(),
+    );
+    let total = (t.up_bytes() + t.down_bytes()) as f64 / clients as f64;
+    ctx.note(&format!("bytes_total_per_client_{name}"), scale * total);
 }
 
 /// Quantiles of a vector as `(name, value)` pairs: `min`, `p50`, `p90`, `p99`, `max`.

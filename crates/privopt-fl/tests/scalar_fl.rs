@@ -401,3 +401,53 @@ fn hiso_minilm_smoke_run_fine_tunes_from_the_zero_shot_head() {
     let acc0 = out.metrics.column("accuracy/hiso_seed0").unwrap()[0];
     assert!(acc0 > 0.6, "zero-shot accuracy {acc0}");
 }
+
+#[test]
+fn every_algorithm_learns_the_quickstart_problem_and_counts_its_traffic() {
+    use privopt_fl::config::ExperimentConfig;
+    use privopt_fl::runner::{NoProgress, RunOptions, run};
+    let base = std::fs::read_to_string(format!(
+        "{}/../../configs/quickstart/hiso.toml",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+    .replace("rounds = 2000", "rounds = 600");
+    for (alg, lr, up, extra) in [
+        ("hiso", "0.05", 4.0, ""),
+        (
+            "hiso",
+            "0.05",
+            4.0 * 3.0,
+            "difference = \"two_point\"\nperturbations = 3\n",
+        ),
+        ("decomfl", "0.05", 4.0 * 2.0, "local_steps = 2\n"),
+        ("fedzo", "0.05", 4.0 * 21.0, ""),
+        ("fedavg", "0.5", 4.0 * 21.0, ""),
+        ("fedadam", "0.5", 4.0 * 21.0, ""),
+    ] {
+        // The [method] table is the file's last, so `extra` keys land in it.
+        let text = base
+            .replace("algorithm = \"hiso\"", &format!("algorithm = \"{alg}\""))
+            .replace("lr = 0.05", &format!("lr = {lr}"))
+            .replace("perturbations = 1\n", "")
+            + extra;
+        let cfg = ExperimentConfig::from_toml(&text, alg).unwrap();
+        let out = run(
+            &cfg,
+            &RunOptions {
+                data_dir: "none".into(),
+            },
+            &NoProgress,
+        )
+        .unwrap();
+        let s = &out.summary;
+        let acc0 = out.metrics.column("test_accuracy").unwrap()[0];
+        assert!(
+            s["final_test_accuracy"] > 0.75 && s["final_test_accuracy"] > acc0 + 0.1,
+            "{alg}: {acc0} → {}",
+            s["final_test_accuracy"]
+        );
+        // Logistic regression on 20 features has 21 parameters.
+        assert_eq!(s["bytes_per_round_up"], up, "{alg}");
+    }
+}

@@ -172,10 +172,13 @@ fn random_data(n: usize, d: usize, classes: usize) -> Result<Dataset> {
     Ok(Dataset::new(x, y, d, Some(classes))?)
 }
 
+/// Deterministic, non-degenerate parameters of size `n` and magnitude `scale` (timing only).
+fn bench_weights(n: usize, scale: f64) -> Vec<f64> {
+    (0..n).map(|i| ((i as f64) * 0.37).sin() * scale).collect()
+}
+
 fn grad_case(name: &str, model: Box<dyn Model>, data: Dataset, batch: usize) -> Case {
-    let w: Vec<f64> = (0..model.num_params())
-        .map(|i| ((i as f64) * 0.37).sin() * 0.01)
-        .collect();
+    let w = bench_weights(model.num_params(), 0.01);
     let idx: Vec<usize> = (0..batch.min(data.len())).collect();
     let mut g = vec![0.0; w.len()];
     Case::new(name, move || {
@@ -295,9 +298,7 @@ fn zo_suite() -> Result<Vec<Case>> {
 
 /// The loss of one minibatch (what a zeroth-order client evaluates per probe).
 fn grad_free_case(name: &str, model: Box<dyn Model>, data: Dataset) -> Case {
-    let w: Vec<f64> = (0..model.num_params())
-        .map(|i| ((i as f64) * 0.37).sin() * 0.1)
-        .collect();
+    let w = bench_weights(model.num_params(), 0.1);
     let idx: Vec<usize> = (0..data.len()).collect();
     Case::new(name, move || {
         black_box(model.loss(black_box(&w), &data, Some(&idx)));

@@ -17,7 +17,7 @@
 use rand::RngCore;
 use rand_distr::{Distribution, StandardNormal};
 
-use super::Model;
+use super::{Model, argmax, softmax_cross_entropy};
 use crate::error::{Result, ensure};
 
 /// Examples per parallel chunk of a batch loss.
@@ -371,28 +371,14 @@ impl Model for Cnn {
     }
     fn example_loss(&self, w: &[f64], x: &[f64], y: f64, grad: Option<&mut [f64]>) -> f64 {
         let fwd = self.forward(w, x);
-        let max = fwd.logits.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let z: f64 = fwd.logits.iter().map(|l| (l - max).exp()).sum();
-        let label = y as usize;
-        let loss = max + z.ln() - fwd.logits[label];
+        let (loss, delta) = softmax_cross_entropy(&fwd.logits, y as usize, grad.is_some());
         if let Some(g) = grad {
-            let delta: Vec<f64> = fwd
-                .logits
-                .iter()
-                .enumerate()
-                .map(|(c, l)| (l - max).exp() / z - f64::from(u8::from(c == label)))
-                .collect();
             self.backward(w, x, &fwd, &delta, g);
         }
         loss
     }
     fn predict_class(&self, w: &[f64], x: &[f64]) -> Option<usize> {
-        let fwd = self.forward(w, x);
-        fwd.logits
-            .iter()
-            .enumerate()
-            .max_by(|a, b| a.1.total_cmp(b.1))
-            .map(|(c, _)| c)
+        argmax(&self.forward(w, x).logits)
     }
     fn parallel_chunk(&self) -> Option<usize> {
         Some(CHUNK)

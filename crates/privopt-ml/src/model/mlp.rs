@@ -6,7 +6,7 @@
 use rand::RngCore;
 use rand_distr::{Distribution, StandardNormal};
 
-use super::Model;
+use super::{Model, argmax, softmax_cross_entropy};
 
 /// Examples per parallel chunk of a batch loss.
 const CHUNK: usize = 32;
@@ -88,18 +88,9 @@ impl Model for Mlp {
     }
     fn example_loss(&self, w: &[f64], x: &[f64], y: f64, grad: Option<&mut [f64]>) -> f64 {
         let (h, logits) = self.forward(w, x);
-        let max = logits.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let z: f64 = logits.iter().map(|l| (l - max).exp()).sum();
-        let label = y as usize;
-        let loss = max + z.ln() - logits[label];
+        let (loss, delta) = softmax_cross_entropy(&logits, y as usize, grad.is_some());
         if let Some(g) = grad {
             let (b1, w2, b2) = self.offsets();
-            // dL/dlogit_c = softmax_c − [c = y].
-            let delta: Vec<f64> = logits
-                .iter()
-                .enumerate()
-                .map(|(c, l)| (l - max).exp() / z - f64::from(u8::from(c == label)))
-                .collect();
             let mut dh = vec![0.0; self.hidden];
             for (c, dc) in delta.iter().enumerate() {
                 g[b2 + c] += dc;
@@ -120,12 +111,7 @@ impl Model for Mlp {
         loss
     }
     fn predict_class(&self, w: &[f64], x: &[f64]) -> Option<usize> {
-        let (_, logits) = self.forward(w, x);
-        logits
-            .iter()
-            .enumerate()
-            .max_by(|a, b| a.1.total_cmp(b.1))
-            .map(|(c, _)| c)
+        argmax(&self.forward(w, x).1)
     }
     fn parallel_chunk(&self) -> Option<usize> {
         Some(CHUNK)

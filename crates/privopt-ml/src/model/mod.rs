@@ -101,6 +101,37 @@ pub trait Model: Send + Sync {
     }
 }
 
+/// Softmax cross-entropy of `logits` for class `label`, and (when asked) its gradient in the
+/// logits, `softmax − one_hot(label)`. Shared by every softmax classifier.
+pub(crate) fn softmax_cross_entropy(
+    logits: &[f64],
+    label: usize,
+    with_delta: bool,
+) -> (f64, Vec<f64>) {
+    let max = logits.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let z: f64 = logits.iter().map(|l| (l - max).exp()).sum();
+    let loss = max + z.ln() - logits[label];
+    let delta = if with_delta {
+        logits
+            .iter()
+            .enumerate()
+            .map(|(c, l)| (l - max).exp() / z - f64::from(u8::from(c == label)))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    (loss, delta)
+}
+
+/// The index of the largest logit (the predicted class).
+pub(crate) fn argmax(logits: &[f64]) -> Option<usize> {
+    logits
+        .iter()
+        .enumerate()
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .map(|(c, _)| c)
+}
+
 /// Sum of `f(i)` over `idx` (every example when `None`) in parallel chunks of `chunk`
 /// examples, partial sums added in chunk order: the result does not depend on the thread
 /// count. Returns the sum and the number of examples.

@@ -19,7 +19,7 @@ use rand::RngCore;
 use rand_distr::{Distribution, StandardNormal};
 
 use crate::error::{Error, Result};
-use crate::model::Model;
+use crate::model::{Model, argmax, softmax_cross_entropy};
 
 /// LayerNorm epsilon of BERT.
 const LN_EPS: f32 = 1e-12;
@@ -453,17 +453,10 @@ impl Model for MiniLmClassifier {
     }
     /// The loss only: `grad` is left untouched (forward passes only).
     fn example_loss(&self, w: &[f64], x: &[f64], y: f64, _grad: Option<&mut [f64]>) -> f64 {
-        let l = self.logits(w, x);
-        let m = l.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let z: f64 = l.iter().map(|v| (v - m).exp()).sum();
-        m + z.ln() - l[y as usize]
+        softmax_cross_entropy(&self.logits(w, x), y as usize, false).0
     }
     fn predict_class(&self, w: &[f64], x: &[f64]) -> Option<usize> {
-        let l = self.logits(w, x);
-        l.iter()
-            .enumerate()
-            .max_by(|a, b| a.1.total_cmp(b.1))
-            .map(|(c, _)| c)
+        argmax(&self.logits(w, x))
     }
     fn parallel_chunk(&self) -> Option<usize> {
         Some(CHUNK)

@@ -3,7 +3,7 @@
 //! download the model and upload their model change; both are `d` floats.
 
 use privopt_math::SeedTree;
-use privopt_ml::zo::{Difference, gaussian_fill};
+use privopt_ml::zo::gaussian_fill;
 use rayon::prelude::*;
 
 use super::{Algorithm, ScalarFlConfig, Trajectory, eval_set, evaluate, local_batch};
@@ -97,31 +97,21 @@ fn local_delta(
     let mut xi = x.to_vec();
     let mut g = vec![0.0; d];
     let mut u = vec![0.0; d];
-    let mut probe = vec![0.0; d];
+    let mut point = vec![0.0; d];
+    // FedZO probes along plain `u`: the shared probe with a unit preconditioner.
+    let ones = vec![1.0; d];
+    let probe = cfg.probe();
     for k in 0..cfg.local_steps {
         let batch = local_batch(problem, cfg, seeds, round, client, k);
         let f = |w: &[f64]| model.loss(w, &problem.train, Some(&batch));
         if cfg.algorithm == Algorithm::Fedzo {
             // ĝ = (1/P) Σ_p s_p u_p with the client's own directions.
             g.fill(0.0);
-            let base = f(&xi);
+            let base = probe.base(f, &xi);
             let tree = SeedTree::new(seeds.child_seed("scalar_fl/fedzo", &[round, client as u64]));
             for p in 0..cfg.perturbations {
                 gaussian_fill(&tree.key("direction", &[k as u64, p as u64]), &mut u);
-                let shifted = |t: f64, out: &mut [f64]| {
-                    for ((o, a), b) in out.iter_mut().zip(&xi).zip(&u) {
-                        *o = a + t * b;
-                    }
-                };
-                shifted(cfg.mu, &mut probe);
-                let plus = f(&probe);
-                let s = match cfg.difference {
-                    Difference::OneSided => (plus - base) / cfg.mu,
-                    Difference::TwoPoint => {
-                        shifted(-cfg.mu, &mut probe);
-                        (plus - f(&probe)) / (2.0 * cfg.mu)
-                    }
-                };
+                let s = probe.derivative(f, &xi, base, &ones, &u, &mut point);
                 for (gj, uj) in g.iter_mut().zip(&u) {
                     *gj += s * uj / cfg.perturbations as f64;
                 }

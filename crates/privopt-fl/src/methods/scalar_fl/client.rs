@@ -16,6 +16,39 @@ pub struct Probe {
     pub difference: Difference,
 }
 
+impl Probe {
+    /// The loss at `x` that forward differences share across a step's perturbations (central
+    /// differences need none).
+    pub fn base(&self, f: impl Fn(&[f64]) -> f64, x: &[f64]) -> f64 {
+        match self.difference {
+            Difference::OneSided => f(x),
+            Difference::TwoPoint => 0.0,
+        }
+    }
+
+    /// The finite-difference derivative of `f` at `x` along `s ⊙ u`; `base` is
+    /// [`Probe::base`] and `point` is scratch of `x`'s length.
+    pub fn derivative(
+        &self,
+        f: impl Fn(&[f64]) -> f64,
+        x: &[f64],
+        base: f64,
+        s: &[f64],
+        u: &[f64],
+        point: &mut [f64],
+    ) -> f64 {
+        shift(point, x, self.mu, s, u);
+        let plus = f(point);
+        match self.difference {
+            Difference::OneSided => (plus - base) / self.mu,
+            Difference::TwoPoint => {
+                shift(point, x, -self.mu, s, u);
+                (plus - f(point)) / (2.0 * self.mu)
+            }
+        }
+    }
+}
+
 /// One client's replicated state.
 #[derive(Debug)]
 pub struct Client {
@@ -99,25 +132,15 @@ impl Client {
         let mut scalars = Vec::with_capacity(spec.scalars_per_round());
         let inv_p = 1.0 / spec.perturbations as f64;
         for (k, &seed) in plan.seeds.iter().enumerate() {
-            let base = match probe.difference {
-                Difference::OneSided => batch_loss(k, &x),
-                Difference::TwoPoint => 0.0,
-            };
+            let f = |point: &[f64]| batch_loss(k, point);
+            let base = probe.base(f, &x);
             s.delta.fill(0.0);
             for p in 0..spec.perturbations {
                 gaussian_fill(
                     &direction_key(seed, plan.round, k as u64, p as u64),
                     &mut s.u,
                 );
-                shift(&mut probe_point, &x, probe.mu, &s.h_inv_sqrt, &s.u);
-                let plus = batch_loss(k, &probe_point);
-                let g = match probe.difference {
-                    Difference::OneSided => (plus - base) / probe.mu,
-                    Difference::TwoPoint => {
-                        shift(&mut probe_point, &x, -probe.mu, &s.h_inv_sqrt, &s.u);
-                        (plus - batch_loss(k, &probe_point)) / (2.0 * probe.mu)
-                    }
-                };
+                let g = probe.derivative(f, &x, base, &s.h_inv_sqrt, &s.u, &mut probe_point);
                 if !g.is_finite() {
                     return Err(Error::Diverged {
                         round: plan.round,

@@ -1,0 +1,123 @@
+//! Fixed-point encoding of float vectors into Z_{2^32}, so that a masked sum of up to
+//! `max_summands` encoded vectors decodes to the float sum with a known error.
+//!
+//! Each coordinate is clipped to `[−clip, clip]`, scaled by `scale = (2^31 − 1) / (max_summands ·
+//! clip)` and rounded to the nearest integer, stored in two's complement. A sum of at most
+//! `max_summands` such integers lies in `[−2^31 + 1, 2^31 − 1]`, so it never wraps and decodes
+//! exactly as a signed integer.
+
+use crate::Error;
+
+/// A fixed-point code for one aggregation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Quantizer {
+    clip: f64,
+    max_summands: usize,
+    scale: f64,
+}
+
+impl Quantizer {
+    /// A code for values clipped to `[−clip, clip]`, summed over at most `max_summands` vectors.
+    pub fn new(clip: f64, max_summands: usize) -> Result<Self, Error> {
+        if !(clip.is_finite() && clip > 0.0) || max_summands == 0 {
+            return Err(Error::Parameters(format!(
+                "quantizer needs a finite clip > 0 and ≥ 1 summand, got {clip} and {max_summands}"
+            )));
+        }
+        let scale = f64::from(i32::MAX) / (max_summands as f64 * clip);
+        Ok(Self {
+            clip,
+            max_summands,
+            scale,
+        })
+    }
+
+    /// The clipping bound.
+    pub fn clip(&self) -> f64 {
+        self.clip
+    }
+
+    /// Encodes one vector (values beyond the clip are clipped; NaN encodes as 0).
+    pub fn encode(&self, values: &[f64]) -> Vec<u32> {
+        values
+            .iter()
+            .map(|&x| {
+                let x = if x.is_nan() {
+                    0.0
+                } else {
+                    x.clamp(-self.clip, self.clip)
+                };
+                // |x·scale| ≤ (2^31 − 1)/max_summands: the rounded value fits an i32.
+                ((x * self.scale).round() as i32) as u32
+            })
+            .collect()
+    }
+
+    /// Decodes a sum of at most `max_summands` encoded vectors.
+    pub fn decode_sum(&self, sum: &[u32]) -> Vec<f64> {
+        sum.iter()
+            .map(|&w| f64::from(w as i32) / self.scale)
+            .collect()
+    }
+
+    /// Worst-case absolute error per coordinate of a decoded sum of `summands` vectors whose
+    /// values lie within the clip: half a step per summand.
+    pub fn sum_error_bound(&self, summands: usize) -> f64 {
+        0.5 * summands as f64 / self.scale
+    }
+
+    /// The largest number of vectors whose sum decodes correctly.
+    pub fn max_summands(&self) -> usize {
+        self.max_summands
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    #[test]
+    fn sums_decode_within_the_bound_even_at_the_extremes() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+        let q = Quantizer::new(2.5, 100).unwrap();
+        let n = 100;
+        let vectors: Vec<Vec<f64>> = (0..n)
+            .map(|_| {
+                (0..64)
+                    .map(|j| {
+                        if j == 0 {
+                            2.5
+                        } else {
+                            rng.random_range(-2.5..2.5)
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut sum = vec![0u32; 64];
+        for v in &vectors {
+            for (s, w) in sum.iter_mut().zip(q.encode(v)) {
+                *s = s.wrapping_add(w);
+            }
+        }
+        let decoded = q.decode_sum(&sum);
+        let bound = q.sum_error_bound(n);
+        for j in 0..64 {
+            let exact: f64 = vectors.iter().map(|v| v[j]).sum();
+            assert!(
+                (decoded[j] - exact).abs() <= bound,
+                "coord {j}: {} vs {exact}",
+                decoded[j]
+            );
+        }
+        // Coordinate 0 is the extreme 100 × 2.5 and must not wrap.
+        assert!((decoded[0] - 250.0).abs() <= bound);
+        // Clipping: a value beyond the clip decodes as the clip.
+        let clipped = q.decode_sum(&q.encode(&[1e9, -1e9]));
+        assert!((clipped[0] - 2.5).abs() <= q.sum_error_bound(1));
+        assert!((clipped[1] + 2.5).abs() <= q.sum_error_bound(1));
+        assert!(Quantizer::new(0.0, 3).is_err());
+    }
+}

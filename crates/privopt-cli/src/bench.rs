@@ -13,21 +13,81 @@ use privopt_math::SeedTree;
 use privopt_ml::data::Dataset;
 use privopt_ml::model::{Logistic, Mlp, Model};
 use privopt_ml::zo::{Difference, Direction, ZoAddress, ZoEstimator};
+use privopt_secagg::simulation::{Dropouts, run_round};
+use privopt_secagg::{
+    Context as SecAggContext, Graph, SessionId, Stage, ThreatModel, find_parameters,
+};
 use rand::RngCore;
 use serde::Serialize;
 
 /// One benchmark: a name and the operation to time.
 pub struct Case {
     name: String,
-    op: Box<dyn FnMut()>,
+    op: Op,
+}
+
+/// How a case is timed.
+enum Op {
+    /// Timed from outside, repeated to fill a sample.
+    Timed(Box<dyn FnMut()>),
+    /// A long operation that times its own parts (e.g. a protocol round: whole, per client,
+    /// server); each part is reported as `NAME/PART`.
+    SelfTimed(Box<dyn FnMut() -> Result<Vec<(&'static str, Duration)>>>),
 }
 
 impl Case {
     fn new(name: impl Into<String>, op: impl FnMut() + 'static) -> Self {
         Self {
             name: name.into(),
-            op: Box::new(op),
+            op: Op::Timed(Box::new(op)),
         }
+    }
+
+    fn self_timed(
+        name: impl Into<String>,
+        op: impl FnMut() -> Result<Vec<(&'static str, Duration)>> + 'static,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            op: Op::SelfTimed(Box::new(op)),
+        }
+    }
+}
+
+/// Wall-time budget of one self-timed case's samples: long rounds get fewer samples.
+const SELF_TIMED_BUDGET: Duration = Duration::from_secs(60);
+
+/// Runs a self-timed op once to warm up, then up to `runs` times within the budget, and
+/// returns each part's median and the samples taken.
+fn measure_parts(
+    op: &mut dyn FnMut() -> Result<Vec<(&'static str, Duration)>>,
+    runs: usize,
+) -> Result<(Vec<(&'static str, f64)>, usize)> {
+    let start = Instant::now();
+    op()?;
+    let first = start.elapsed().as_secs_f64().max(1e-9);
+    let runs = ((SELF_TIMED_BUDGET.as_secs_f64() / first) as usize).clamp(1, runs.max(1));
+    let samples: Vec<Vec<(&'static str, Duration)>> =
+        (0..runs).map(|_| op()).collect::<Result<_>>()?;
+    let parts = samples.first().map_or(0, Vec::len);
+    let medians = (0..parts)
+        .map(|i| {
+            let mut v: Vec<f64> = samples.iter().map(|s| s[i].1.as_nanos() as f64).collect();
+            (samples[0][i].0, median(&mut v))
+        })
+        .collect();
+    Ok((medians, runs))
+}
+
+fn median(samples: &mut [f64]) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    let m = samples.len();
+    if m == 0 {
+        f64::NAN
+    } else if m % 2 == 1 {
+        samples[m / 2]
+    } else {
+        0.5 * (samples[m / 2 - 1] + samples[m / 2])
     }
 }
 
@@ -72,6 +132,11 @@ const SUITES: &[Suite] = &[
         ckks_suite,
     ),
     (
+        "secagg",
+        "SecAgg+ rounds in simulation: N ∈ {10, 50, 100, 1000}, d ∈ {1e5, 1e6}, complete and sparse graphs",
+        secagg_suite,
+    ),
+    (
         "paillier",
         "Paillier at 2048 and 3072 bits, one thread (plus a two-thread batch decryption)",
         paillier_suite,
@@ -102,13 +167,7 @@ pub fn measure(op: &mut dyn FnMut(), runs: usize) -> f64 {
             t.elapsed().as_nanos() as f64 / iters as f64
         })
         .collect();
-    samples.sort_by(f64::total_cmp);
-    let m = samples.len();
-    if m % 2 == 1 {
-        samples[m / 2]
-    } else {
-        0.5 * (samples[m / 2 - 1] + samples[m / 2])
-    }
+    median(&mut samples)
 }
 
 /// Runs `suite` (or lists suites for `list`), prints a table, optionally writes JSON.
@@ -132,16 +191,27 @@ pub fn run(suite: &str, json: Option<&Path>, runs: usize, quiet: bool) -> Result
     if !quiet {
         println!("{:<48} {:>14} {:>6}", "benchmark", "median", "runs");
     }
-    for mut case in make()? {
-        let median_ns = measure(&mut case.op, runs);
-        if !quiet {
-            println!("{:<48} {:>14} {:>6}", case.name, human_ns(median_ns), runs);
+    for case in make()? {
+        let measured = match case.op {
+            Op::Timed(mut op) => vec![(case.name, measure(&mut op, runs), runs)],
+            Op::SelfTimed(mut op) => {
+                let (parts, taken) = measure_parts(&mut op, runs)?;
+                parts
+                    .into_iter()
+                    .map(|(part, ns)| (format!("{}/{part}", case.name), ns, taken))
+                    .collect()
+            }
+        };
+        for (name, median_ns, runs) in measured {
+            if !quiet {
+                println!("{name:<48} {:>14} {runs:>6}", human_ns(median_ns));
+            }
+            results.push(Measurement {
+                name,
+                median_ns,
+                runs,
+            });
         }
-        results.push(Measurement {
-            name: case.name,
-            median_ns,
-            runs,
-        });
     }
     if let Some(path) = json {
         let text = serde_json::to_string_pretty(&results)?;
@@ -500,6 +570,90 @@ fn paillier_suite() -> Result<Vec<Case>> {
             cases.push(Case::new(name(label), move || {
                 black_box(k.public.mul_scalar(&a, &scalar));
             }));
+        }
+    }
+    Ok(cases)
+}
+
+/// One simulated SecAgg round per sample: `round` is its wall time with every client and the
+/// server in this process (clients spread over the cores), `client` one client's mean compute,
+/// `server` the server's compute.
+fn secagg_case(name: String, graph: Graph, threshold: usize, d: usize, drop_rate: f64) -> Case {
+    let n = graph.len();
+    let input: Vec<u32> = bench_weights(d, 1.0)
+        .iter()
+        .map(|x| (x * 1e6) as i32 as u32)
+        .collect();
+    // A fixed set of clients drops before sending masked inputs (the server then rebuilds
+    // their masking keys and removes their pairwise masks).
+    let dropped = (n as f64 * drop_rate).round() as usize;
+    let dropouts: Dropouts = (0..n)
+        .map(|c| (c < dropped).then_some(Stage::MaskedInput))
+        .collect();
+    let mut round = 0u64;
+    Case::self_timed(name, move || {
+        round += 1;
+        let inputs = vec![input.as_slice(); n];
+        let context = SecAggContext {
+            session: SessionId([1; 16]),
+            round,
+        };
+        let start = Instant::now();
+        let (aggregate, timings) = run_round(context, &graph, threshold, &inputs, &dropouts, round)
+            .context("a benchmarked SecAgg round failed")?;
+        let wall = start.elapsed();
+        black_box(aggregate);
+        let finishers = (n - dropped).max(1) as u32;
+        Ok(vec![
+            ("round", wall),
+            ("client", timings.clients_total / finishers),
+            ("server", timings.server),
+        ])
+    })
+}
+
+fn secagg_suite() -> Result<Vec<Case>> {
+    let threat = ThreatModel {
+        dropout_rate: 0.1,
+        corrupt_rate: 0.05,
+    };
+    let mut cases = Vec::new();
+    for d in [100_000usize, 1_000_000] {
+        // Complete graph (original SecAgg): every pair masks; threshold ⌊n/2⌋ + 1.
+        for n in [10usize, 50, 100] {
+            let graph = Graph::complete(n)?;
+            cases.push(secagg_case(
+                format!("secagg/n{n}/d{d}"),
+                graph,
+                n / 2 + 1,
+                d,
+                0.0,
+            ));
+        }
+        // Flower's SecAgg+ comparison point: 50 clients, 11 neighbours.
+        let graph = Graph::harary(50, 11, [2; 32])?;
+        cases.push(secagg_case(format!("secagg/n50k11/d{d}"), graph, 6, d, 0.0));
+        // Degree and threshold from the parameter finder.
+        for n in [100usize, 1000] {
+            let p = find_parameters(n, threat)?;
+            let graph = Graph::harary(n, p.degree, [3; 32])?;
+            let k = p.degree;
+            cases.push(secagg_case(
+                format!("secagg/n{n}k{k}/d{d}"),
+                graph.clone(),
+                p.threshold,
+                d,
+                0.0,
+            ));
+            if n == 1000 {
+                cases.push(secagg_case(
+                    format!("secagg/n{n}k{k}drop10/d{d}"),
+                    graph,
+                    p.threshold,
+                    d,
+                    0.1,
+                ));
+            }
         }
     }
     Ok(cases)

@@ -32,14 +32,14 @@ fn stays(dropouts: &Dropouts, c: ClientId, stage: Stage) -> bool {
         .is_none_or(|s| s > stage)
 }
 
-/// Runs one round over `graph` with `inputs[c]` for client `c`. Client randomness is drawn
+/// Runs one round over `graph` with `inputs[c]` for client `c` (clients may share one slice). Client randomness is drawn
 /// from ChaCha20 seeded by `seed` and the client id (simulation only: a deployment draws
 /// client secrets from the OS).
 pub fn run_round(
     context: Context,
     graph: &Graph,
     threshold: usize,
-    inputs: &[Vec<u32>],
+    inputs: &[&[u32]],
     dropouts: &Dropouts,
     seed: u64,
 ) -> Result<(Aggregate, RoundTimings), Error> {
@@ -50,7 +50,7 @@ pub fn run_round(
             inputs.len()
         )));
     }
-    let vector_len = inputs.first().map_or(0, Vec::len);
+    let vector_len = inputs.first().map_or(0, |v| v.len());
     let mut server = Server::new(ServerConfig {
         context,
         graph: graph.clone(),
@@ -143,7 +143,7 @@ pub fn run_round(
                 client: client.id(),
                 reason: "no shares routed".into(),
             })?;
-        let masked = client.mask_input(msg, &inputs[client.id() as usize])?;
+        let masked = client.mask_input(msg, inputs[client.id() as usize])?;
         *spent += start.elapsed();
         let mut guard = server_lock.lock().map_err(|_| Error::Aborted)?;
         let start = Instant::now();

@@ -19,6 +19,10 @@ fn random_inputs(n: usize, d: usize, rng: &mut impl Rng) -> Vec<Vec<u32>> {
         .collect()
 }
 
+fn refs(inputs: &[Vec<u32>]) -> Vec<&[u32]> {
+    inputs.iter().map(Vec::as_slice).collect()
+}
+
 fn expected_sum(inputs: &[Vec<u32>], contributors: &[ClientId]) -> Vec<u32> {
     let mut sum = vec![0u32; inputs[0].len()];
     for &c in contributors {
@@ -66,8 +70,15 @@ fn the_sum_is_exact_under_random_dropouts_at_every_stage() {
         let inputs = random_inputs(n, 1000, &mut rng);
         let dropouts = random_dropouts(n, 0.2, &mut rng);
         stages_hit.extend(dropouts.iter().flatten().copied());
-        let (aggregate, _) =
-            run_round(context(trial), &graph, threshold, &inputs, &dropouts, trial).unwrap();
+        let (aggregate, _) = run_round(
+            context(trial),
+            &graph,
+            threshold,
+            &refs(&inputs),
+            &dropouts,
+            trial,
+        )
+        .unwrap();
         // Contributors are exactly the clients that sent masked inputs, including those that
         // dropped afterwards during unmasking.
         let expected = survivors_through(&dropouts, Stage::MaskedInput);
@@ -89,7 +100,7 @@ fn a_mask_left_in_changes_the_sum() {
     let mut rng = ChaCha20Rng::seed_from_u64(2);
     let inputs = random_inputs(5, 64, &mut rng);
     let none: Dropouts = vec![None; 5];
-    let (aggregate, _) = run_round(context(0), &graph, 3, &inputs, &none, 0).unwrap();
+    let (aggregate, _) = run_round(context(0), &graph, 3, &refs(&inputs), &none, 0).unwrap();
     assert_eq!(aggregate.sum, expected_sum(&inputs, &[0, 1, 2, 3, 4]));
     assert_ne!(aggregate.sum, expected_sum(&inputs, &[0, 1, 2, 3]));
 }
@@ -107,7 +118,7 @@ fn too_few_survivors_abort_the_round_with_a_clear_error() {
     ] {
         // Three of six drop, leaving each survivor two live neighbours: below t = 4.
         let dropouts: Dropouts = (0..6).map(|c| (c < 3).then_some(stage)).collect();
-        let err = run_round(context(1), &graph, 4, &inputs, &dropouts, 1).unwrap_err();
+        let err = run_round(context(1), &graph, 4, &refs(&inputs), &dropouts, 1).unwrap_err();
         match err {
             Error::BelowThreshold {
                 threshold: 4, live, ..
@@ -409,7 +420,15 @@ fn parameters_from_the_finder_run_a_thousand_client_round() {
     let inputs = random_inputs(1000, 32, &mut rng);
     // 10% drop out, spread over the stages.
     let dropouts = random_dropouts(1000, 0.1, &mut rng);
-    let (aggregate, _) = run_round(context(0), &graph, p.threshold, &inputs, &dropouts, 5).unwrap();
+    let (aggregate, _) = run_round(
+        context(0),
+        &graph,
+        p.threshold,
+        &refs(&inputs),
+        &dropouts,
+        5,
+    )
+    .unwrap();
     let expected = survivors_through(&dropouts, Stage::MaskedInput);
     assert_eq!(aggregate.sum, expected_sum(&inputs, &expected));
 }

@@ -26,13 +26,16 @@ pub struct Case {
     op: Op,
 }
 
+/// Named durations measured by a self-timed operation.
+type Parts = Vec<(&'static str, Duration)>;
+
 /// How a case is timed.
 enum Op {
     /// Timed from outside, repeated to fill a sample.
     Timed(Box<dyn FnMut()>),
     /// A long operation that times its own parts (e.g. a protocol round: whole, per client,
     /// server); each part is reported as `NAME/PART`.
-    SelfTimed(Box<dyn FnMut() -> Result<Vec<(&'static str, Duration)>>>),
+    SelfTimed(Box<dyn FnMut() -> Result<Parts>>),
 }
 
 impl Case {
@@ -43,10 +46,7 @@ impl Case {
         }
     }
 
-    fn self_timed(
-        name: impl Into<String>,
-        op: impl FnMut() -> Result<Vec<(&'static str, Duration)>> + 'static,
-    ) -> Self {
+    fn self_timed(name: impl Into<String>, op: impl FnMut() -> Result<Parts> + 'static) -> Self {
         Self {
             name: name.into(),
             op: Op::SelfTimed(Box::new(op)),
@@ -60,15 +60,14 @@ const SELF_TIMED_BUDGET: Duration = Duration::from_secs(60);
 /// Runs a self-timed op once to warm up, then up to `runs` times within the budget, and
 /// returns each part's median and the samples taken.
 fn measure_parts(
-    op: &mut dyn FnMut() -> Result<Vec<(&'static str, Duration)>>,
+    op: &mut dyn FnMut() -> Result<Parts>,
     runs: usize,
 ) -> Result<(Vec<(&'static str, f64)>, usize)> {
     let start = Instant::now();
     op()?;
     let first = start.elapsed().as_secs_f64().max(1e-9);
     let runs = ((SELF_TIMED_BUDGET.as_secs_f64() / first) as usize).clamp(1, runs.max(1));
-    let samples: Vec<Vec<(&'static str, Duration)>> =
-        (0..runs).map(|_| op()).collect::<Result<_>>()?;
+    let samples: Vec<Parts> = (0..runs).map(|_| op()).collect::<Result<_>>()?;
     let parts = samples.first().map_or(0, Vec::len);
     let medians = (0..parts)
         .map(|i| {

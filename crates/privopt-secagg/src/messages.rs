@@ -129,3 +129,43 @@ pub struct UnmaskShares {
     /// `(owner, share of owner's masking key)` for neighbours that dropped.
     pub mask_key_shares: Vec<(ClientId, Share)>,
 }
+
+/// Bytes of a fixed-width encoding: 24 (session + round) + 4 (client id) per header,
+/// 4-byte length prefixes on lists, 8 bytes per field element.
+const HEADER_BYTES: usize = 16 + 8 + 4;
+const SHARE_BYTES: usize = 4 + 8 * crate::shamir::LIMBS;
+
+impl AdvertiseKeys {
+    /// Encoded size in bytes.
+    pub fn wire_bytes(&self) -> usize {
+        HEADER_BYTES + 64
+    }
+}
+
+impl ShareKeys {
+    /// Encoded size in bytes.
+    pub fn wire_bytes(&self) -> usize {
+        HEADER_BYTES
+            + 4
+            + self
+                .shares
+                .iter()
+                .map(|s| 8 + s.ciphertext.len())
+                .sum::<usize>()
+    }
+}
+
+impl MaskedInput {
+    /// Encoded size in bytes.
+    pub fn wire_bytes(&self) -> usize {
+        HEADER_BYTES + 4 + 4 * self.masked.len()
+    }
+}
+
+impl UnmaskShares {
+    /// Encoded size in bytes.
+    pub fn wire_bytes(&self) -> usize {
+        let shares = self.self_seed_shares.len() + self.mask_key_shares.len();
+        HEADER_BYTES + 8 + shares * (4 + SHARE_BYTES)
+    }
+}

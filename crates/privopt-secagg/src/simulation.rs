@@ -22,6 +22,8 @@ pub struct RoundTimings {
     pub clients_total: Duration,
     /// The server's computation.
     pub server: Duration,
+    /// Bytes all clients sent to the server ([`crate::messages`] `wire_bytes`).
+    pub clients_upload_bytes: u64,
 }
 
 fn stays(dropouts: &Dropouts, c: ClientId, stage: Stage) -> bool {
@@ -87,6 +89,7 @@ pub fn run_round(
     let mut clients: Vec<Started> = Vec::with_capacity(n);
     for s in started {
         let (client, advert) = s?;
+        timings.clients_upload_bytes += advert.wire_bytes() as u64;
         timed(
             &mut || server.receive_keys(advert.clone()),
             &mut timings.server,
@@ -119,6 +122,7 @@ pub fn run_round(
         .collect();
     for reply in replies {
         let reply = reply?;
+        timings.clients_upload_bytes += reply.wire_bytes() as u64;
         timed(
             &mut || server.receive_shares(reply.clone()),
             &mut timings.server,
@@ -133,7 +137,7 @@ pub fn run_round(
     // Stage 3: each masked input goes to the server as soon as it is made, so at most one
     // vector per thread is alive at a time.
     clients.retain(|(c, _, _)| stays(dropouts, c.id(), Stage::MaskedInput));
-    let server_lock = std::sync::Mutex::new((&mut server, Duration::ZERO));
+    let server_lock = std::sync::Mutex::new((&mut server, Duration::ZERO, 0u64));
     clients.par_iter_mut().try_for_each(|(client, _, spent)| {
         let start = Instant::now();
         let msg = routed
@@ -149,10 +153,12 @@ pub fn run_round(
         let start = Instant::now();
         guard.0.receive_masked(&masked)?;
         guard.1 += start.elapsed();
+        guard.2 += masked.wire_bytes() as u64;
         Ok::<(), Error>(())
     })?;
-    let (_, receive_time) = server_lock.into_inner().map_err(|_| Error::Aborted)?;
+    let (_, receive_time, masked_bytes) = server_lock.into_inner().map_err(|_| Error::Aborted)?;
     timings.server += receive_time;
+    timings.clients_upload_bytes += masked_bytes;
     let mut requests = Vec::new();
     timed(
         &mut || server.finish_masking().map(|m| requests = m),
@@ -179,6 +185,7 @@ pub fn run_round(
         .collect();
     for reply in replies {
         let reply = reply?;
+        timings.clients_upload_bytes += reply.wire_bytes() as u64;
         timed(
             &mut || server.receive_unmask(reply.clone()),
             &mut timings.server,

@@ -1,6 +1,7 @@
 //! The methods and baselines. Each is a module with a config struct implementing [`Method`];
 //! [`MethodConfig`] selects one by the `name` key of the `[method]` table.
 
+pub mod dome;
 pub mod dpfhe;
 pub mod eezofl;
 pub mod pdsgd;
@@ -44,6 +45,10 @@ pub enum MethodConfig {
     ScalarFl(scalar_fl::ScalarFlConfig),
     /// The §6 MNIST reproduction of paper 003 (HiSo vs DeComFL, Fig. 5/8, baselines).
     HisoSuite(scalar_fl::suite::HisoSuiteConfig),
+    /// DOME (paper 004): DP federated Adam on a learned sketch with SecAgg+; one run.
+    Dome(dome::DomeConfig),
+    /// The DOME reproduction: every method over ε and k.
+    DomeSuite(dome::suite::DomeSuiteConfig),
 }
 
 /// Command-line overrides of a suite's settings.
@@ -77,6 +82,8 @@ impl MethodConfig {
             MethodConfig::Dpfhe(c) => c,
             MethodConfig::ScalarFl(c) => c,
             MethodConfig::HisoSuite(c) => c,
+            MethodConfig::Dome(c) => c,
+            MethodConfig::DomeSuite(c) => c,
         }
     }
 
@@ -91,6 +98,8 @@ impl MethodConfig {
             MethodConfig::Dpfhe(_) => "dpfhe",
             MethodConfig::ScalarFl(_) => "scalar_fl",
             MethodConfig::HisoSuite(_) => "hiso_suite",
+            MethodConfig::Dome(_) => "dome",
+            MethodConfig::DomeSuite(_) => "dome_suite",
         }
     }
 

@@ -1,0 +1,500 @@
+//! DOME (paper 004, Alg. 1): DP federated Adam on a learned low-rank sketch, summed with
+//! SecAgg+.
+//!
+//! Each round `B` clients each take one unseen example (every example once per epoch), remove
+//! the running mean `m̂`, project onto the sketch `S` (d × k), clip to `C`, add Gaussian noise
+//! of variance `a² = n·E·σ²·C²/B` (σ from Thm 3.3, `n` examples per client) and submit the
+//! k-vector to a real SecAgg+ round ([`privopt_secagg`]). The server decompresses
+//! `ĝ = S·sum/B + m̂`, takes a bias-corrected Adam step whose second moment is debiased by the
+//! known noise (Lemma 3.2), and updates the sketch (Alg. 2, [`sketch`]).
+//!
+//! Variants share all of this and differ only in the sketch: `dome`, `dome_noprobe` (the
+//! streaming-PCA basis without probes), `random_sketch` (fixed random subspace), `dp_full`
+//! (`S = I`: DP-FedAdam at full dimension) — and `nonprivate` (plain FedAdam on the same
+//! examples, no clipping, noise or SecAgg).
+//!
+//! Departures from the paper's text, each for a stated reason:
+//! - Line 19 subtracts `a²·Diag(S Sᵀ)`, but the noise in `ĝ` is the *average* of `B` clients'
+//!   noises, of variance `a²/B` per sketch coordinate; we subtract `(a²/B)·Diag(S Sᵀ)`, which is
+//!   what Lemma 3.2 gives for that noise.
+//! - Line 17 decompresses with `S_t` and line 19 debiases with `S_{t−1}`; both must be the
+//!   sketch the clients projected with, which we use for both.
+//! - Alg. 2 keeps "the first r columns" of the QR factor; we order them by `Λ'` first, so they
+//!   are the top-energy ones, as §3.1 describes.
+//! - Clients are drawn among those with the most unseen examples left (random ties), so every
+//!   round has exactly `B` participants and the noise sum keeps its variance.
+
+pub mod privacy;
+pub mod sketch;
+pub mod suite;
+
+use faer::MatRef;
+use privopt_math::SeedTree;
+use privopt_ml::data::Dataset;
+use privopt_secagg::simulation::run_round;
+use privopt_secagg::{
+    Context as SecAggContext, Graph, Quantizer, SessionId, ThreatModel, find_parameters,
+};
+use rand::Rng;
+use rand::seq::SliceRandom;
+use rand_distr::{Distribution, Normal};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use self::sketch::{Sketch, SketchKind};
+use crate::error::{Error, Result, ensure};
+use crate::methods::{Method, check_lr};
+use crate::problem::Problem;
+use crate::runner::RunContext;
+
+/// Which method runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Variant {
+    /// DOME with streaming PCA and probes.
+    Dome,
+    /// DOME without probes.
+    DomeNoprobe,
+    /// A fixed random orthonormal sketch.
+    RandomSketch,
+    /// No sketch: DP-FedAdam at full dimension.
+    DpFull,
+    /// FedAdam without privacy.
+    Nonprivate,
+}
+
+impl Variant {
+    /// The name used in result keys.
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Dome => "dome",
+            Variant::DomeNoprobe => "dome_noprobe",
+            Variant::RandomSketch => "random_sketch",
+            Variant::DpFull => "dp_full",
+            Variant::Nonprivate => "nonprivate",
+        }
+    }
+
+    fn sketched(self) -> bool {
+        matches!(
+            self,
+            Variant::Dome | Variant::DomeNoprobe | Variant::RandomSketch
+        )
+    }
+}
+
+/// What SecAgg+ must withstand (picks the graph degree and threshold).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SecAggSettings {
+    /// Expected fraction of dropouts.
+    pub dropout_rate: f64,
+    /// Fraction of clients that may collude with the server.
+    pub corrupt_rate: f64,
+}
+
+impl Default for SecAggSettings {
+    fn default() -> Self {
+        Self {
+            dropout_rate: 0.1,
+            corrupt_rate: 0.05,
+        }
+    }
+}
+
+/// `[method] name = "dome"`: one run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DomeConfig {
+    /// Which method.
+    pub variant: Variant,
+    /// Sketch dimension k (ignored by `dp_full` and `nonprivate`).
+    pub k: usize,
+    /// Target ε.
+    pub epsilon: f64,
+    /// Target δ.
+    #[serde(default = "default_delta")]
+    pub delta: f64,
+    /// Epochs E (each example is used once per epoch).
+    pub epochs: usize,
+    /// Clients per round B (>= 3, for SecAgg).
+    pub clients_per_round: usize,
+    /// Clipping norm C of the sketched gradient.
+    pub clip: f64,
+    /// Adam step size η.
+    pub lr: f64,
+    /// Adam β1.
+    #[serde(default = "default_beta1")]
+    pub beta1: f64,
+    /// Adam β2.
+    #[serde(default = "default_beta2")]
+    pub beta2: f64,
+    /// Floor γ′ of the (debiased) second moment.
+    pub gamma_prime: f64,
+    /// Energy ratio q of Alg. 2.
+    #[serde(default = "default_energy")]
+    pub energy: f64,
+    /// SecAgg+ threat model.
+    #[serde(default)]
+    pub secagg: SecAggSettings,
+    /// Rounds between accuracy evaluations (0: about 20 per run).
+    #[serde(default)]
+    pub eval_every: u64,
+    /// Test examples of the periodic evaluations (0: all); the final model uses all.
+    #[serde(default)]
+    pub eval_examples: usize,
+}
+
+fn default_delta() -> f64 {
+    1e-5
+}
+fn default_beta1() -> f64 {
+    0.9
+}
+fn default_beta2() -> f64 {
+    0.999
+}
+fn default_energy() -> f64 {
+    0.9
+}
+
+impl DomeConfig {
+    /// Checks every parameter; errors name the key.
+    pub fn check(&self) -> Result<()> {
+        check_lr(self.lr)?;
+        let positive = |v: f64| v > 0.0 && v.is_finite();
+        ensure(
+            self.variant == Variant::Nonprivate || positive(self.epsilon),
+            || format!("method.epsilon must be > 0, got {}", self.epsilon),
+        )?;
+        ensure(self.delta > 0.0 && self.delta < 1.0, || {
+            format!("method.delta must be in (0, 1), got {}", self.delta)
+        })?;
+        ensure(self.epochs >= 1, || "method.epochs must be >= 1".into())?;
+        ensure(self.clients_per_round >= 3, || {
+            format!(
+                "method.clients_per_round must be >= 3 (SecAgg+ needs three clients), got {}",
+                self.clients_per_round
+            )
+        })?;
+        ensure(positive(self.clip), || {
+            format!("method.clip must be > 0, got {}", self.clip)
+        })?;
+        ensure(positive(self.gamma_prime), || {
+            format!("method.gamma_prime must be > 0, got {}", self.gamma_prime)
+        })?;
+        ensure(
+            (0.0..1.0).contains(&self.beta1) && (0.0..1.0).contains(&self.beta2),
+            || "method.beta1 and method.beta2 must be in [0, 1)".into(),
+        )?;
+        ensure(self.energy > 0.0 && self.energy <= 1.0, || {
+            format!("method.energy must be in (0, 1], got {}", self.energy)
+        })?;
+        ensure(!self.variant.sketched() || self.k >= 1, || {
+            "method.k must be >= 1".into()
+        })?;
+        Ok(())
+    }
+
+    fn sketch_kind(&self) -> SketchKind {
+        match self.variant {
+            Variant::Dome => SketchKind::Learned {
+                energy: self.energy,
+            },
+            Variant::DomeNoprobe => SketchKind::LearnedNoProbes,
+            Variant::RandomSketch => SketchKind::Random,
+            Variant::DpFull | Variant::Nonprivate => SketchKind::Identity,
+        }
+    }
+}
+
+/// What one run produced.
+#[derive(Clone, Debug, Default)]
+pub struct DomeRun {
+    /// Evaluation rounds.
+    pub rounds: Vec<u64>,
+    /// Test accuracy at those rounds (on `eval_examples`).
+    pub test_acc: Vec<f64>,
+    /// Accuracy of the final model on the whole test set.
+    pub final_acc: f64,
+    /// Mean over rounds of ‖ĝ − ḡ‖², ḡ the participants' mean (unclipped) gradient.
+    pub grad_mse: f64,
+    /// Mean over rounds of the noise part ‖S z̄‖² of ĝ.
+    pub noise_mse: f64,
+    /// Lemma 3.1's prediction of `noise_mse`: `dim · a²/B`.
+    pub noise_mse_theory: f64,
+    /// Bytes one client sends per round (SecAgg+ messages; plain f32 vector if non-private).
+    pub uplink_bytes: f64,
+    /// Of which the vector itself.
+    pub uplink_vector_bytes: f64,
+    /// Mean number of streaming-PCA components kept (Alg. 2's r; 0 without a learned sketch).
+    pub kept_mean: f64,
+    /// Rounds run.
+    pub total_rounds: u64,
+}
+
+/// The clients of a round: `b` among those with the most unseen examples left (random ties).
+fn draw_participants(remaining: &[Vec<usize>], b: usize, rng: &mut impl Rng) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..remaining.len())
+        .filter(|&c| !remaining[c].is_empty())
+        .collect();
+    order.shuffle(rng);
+    order.sort_by_key(|&c| std::cmp::Reverse(remaining[c].len()));
+    order.truncate(b);
+    order.sort_unstable();
+    order
+}
+
+/// Trains one DOME (or baseline) model; `on_eval(round, w)` is called at each evaluation.
+pub fn train(
+    cfg: &DomeConfig,
+    problem: &Problem,
+    seeds: &SeedTree,
+    mut on_eval: impl FnMut(u64, &[f64]) -> Result<()>,
+) -> Result<DomeRun> {
+    cfg.check()?;
+    let model = &problem.model;
+    ensure(model.has_gradient(), || {
+        format!(
+            "DOME needs per-example gradients; model `{}` has none",
+            model.name()
+        )
+    })?;
+    let d = model.num_params();
+    let n_clients = problem.clients.len();
+    let b = cfg.clients_per_round.min(n_clients);
+    ensure(b >= 3, || {
+        format!("DOME needs >= 3 clients, the data has {n_clients}")
+    })?;
+    let n_max = problem.clients.iter().map(Vec::len).max().unwrap_or(0);
+    let private = cfg.variant != Variant::Nonprivate;
+    let sigma = if private {
+        privacy::thm33_sigma(cfg.epsilon, cfg.delta)
+    } else {
+        0.0
+    };
+    let mut rng = seeds.stream("dome/run", &[]);
+    let mut w = model.init_params(&mut rng);
+    let mut sketch = Sketch::new(cfg.sketch_kind(), d, cfg.k, &mut rng);
+    let dim = sketch.dim();
+    let mut diag = sketch.diag_sst();
+    let eval_test = eval_subset(&problem.test, cfg.eval_examples);
+    let rounds_per_epoch = problem
+        .clients
+        .iter()
+        .map(Vec::len)
+        .sum::<usize>()
+        .div_ceil(b);
+    let total = (rounds_per_epoch * cfg.epochs) as u64;
+    let every = if cfg.eval_every > 0 {
+        cfg.eval_every
+    } else {
+        (total / 20).max(1)
+    };
+
+    let (mut m_tilde, mut v_tilde, mut m_hat) = (vec![0.0; d], vec![0.0; d], vec![0.0; d]);
+    let mut run = DomeRun {
+        total_rounds: total,
+        ..DomeRun::default()
+    };
+    let mut graphs: std::collections::BTreeMap<usize, (Graph, usize)> = Default::default();
+    let session = SessionId(rng.random());
+    let mut grads = vec![0.0; d * b];
+    let mut kept_sum = 0.0;
+    let mut t = 0u64;
+    let evaluate = |round: u64, w: &[f64], run: &mut DomeRun| -> Result<()> {
+        run.rounds.push(round);
+        run.test_acc
+            .push(model.accuracy(w, &eval_test).unwrap_or(f64::NAN));
+        Ok(())
+    };
+    evaluate(0, &w, &mut run)?;
+    on_eval(0, &w)?;
+    for _epoch in 0..cfg.epochs {
+        let mut remaining: Vec<Vec<usize>> = problem.clients.clone();
+        for r in &mut remaining {
+            r.shuffle(&mut rng);
+        }
+        loop {
+            let participants = draw_participants(&remaining, b, &mut rng);
+            if participants.is_empty() {
+                break;
+            }
+            t += 1;
+            let bp = participants.len();
+            let examples: Vec<usize> = participants
+                .iter()
+                .filter_map(|&c| remaining[c].pop())
+                .collect();
+            // Per-example gradients, one column each.
+            let cols = &mut grads[..d * bp];
+            cols.par_chunks_mut(d).zip(&examples).for_each(|(g, &i)| {
+                g.iter_mut().for_each(|x| *x = 0.0);
+                model.example_loss(&w, problem.train.row(i), problem.train.label(i), Some(g));
+            });
+            let mut mean = vec![0.0; d];
+            for g in cols.chunks(d) {
+                mean.iter_mut()
+                    .zip(g)
+                    .for_each(|(m, x)| *m += x / bp as f64);
+            }
+            let (g_hat, noise_var) = if private {
+                let a2 =
+                    (n_max * cfg.epochs) as f64 * sigma * sigma * cfg.clip * cfg.clip / bp as f64;
+                for g in cols.chunks_mut(d) {
+                    g.iter_mut().zip(&m_hat).for_each(|(x, m)| *x -= m);
+                }
+                let projected = sketch.project(MatRef::from_column_major_slice(cols, d, bp));
+                let noise = Normal::new(0.0, a2.sqrt())
+                    .map_err(|e| Error::Config(format!("DOME noise: {e}")))?;
+                let mut noisy: Vec<Vec<f64>> = Vec::with_capacity(bp);
+                let mut noise_mean = vec![0.0; dim];
+                for j in 0..bp {
+                    let mut s: Vec<f64> = (0..dim).map(|i| projected[(i, j)]).collect();
+                    privopt_dp::clip_l2(&mut s, cfg.clip);
+                    for (x, zm) in s.iter_mut().zip(noise_mean.iter_mut()) {
+                        let z = noise.sample(&mut rng);
+                        *x += z;
+                        *zm += z / bp as f64;
+                    }
+                    noisy.push(s);
+                }
+                // Each coordinate is within C + 10a with probability 1 − 1e-23: the
+                // quantizer's clip never bites in practice.
+                let quantizer = Quantizer::new(cfg.clip + 10.0 * a2.sqrt(), bp)
+                    .map_err(|e| Error::Config(format!("DOME quantizer: {e}")))?;
+                let encoded: Vec<Vec<u32>> = noisy.iter().map(|v| quantizer.encode(v)).collect();
+                let inputs: Vec<&[u32]> = encoded.iter().map(Vec::as_slice).collect();
+                let (graph, threshold) = match graphs.entry(bp) {
+                    std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+                    std::collections::btree_map::Entry::Vacant(e) => {
+                        let threat = ThreatModel {
+                            dropout_rate: cfg.secagg.dropout_rate,
+                            corrupt_rate: cfg.secagg.corrupt_rate,
+                        };
+                        let p = find_parameters(bp, threat).map_err(secagg_error)?;
+                        let graph =
+                            Graph::harary(bp, p.degree, rng.random()).map_err(secagg_error)?;
+                        e.insert((graph, p.threshold))
+                    }
+                };
+                let context = SecAggContext { session, round: t };
+                let no_dropouts = vec![None; bp];
+                let (aggregate, report) = run_round(
+                    context,
+                    graph,
+                    *threshold,
+                    &inputs,
+                    &no_dropouts,
+                    rng.random(),
+                )
+                .map_err(secagg_error)?;
+                run.uplink_bytes += report.clients_upload_bytes as f64 / bp as f64;
+                run.uplink_vector_bytes += (4 * dim) as f64;
+                let sum = quantizer.decode_sum(&aggregate.sum);
+                let g_prec: Vec<f64> = sum.iter().map(|s| s / bp as f64).collect();
+                let mut g_hat = sketch.decompress(&g_prec);
+                g_hat.iter_mut().zip(&m_hat).for_each(|(g, m)| *g += m);
+                let noise_part = sketch.decompress(&noise_mean);
+                run.noise_mse += noise_part.iter().map(|x| x * x).sum::<f64>();
+                run.noise_mse_theory += dim as f64 * a2 / bp as f64;
+                (g_hat, a2 / bp as f64)
+            } else {
+                run.uplink_bytes += (4 * d) as f64;
+                run.uplink_vector_bytes += (4 * d) as f64;
+                (mean.clone(), 0.0)
+            };
+            run.grad_mse += g_hat
+                .iter()
+                .zip(&mean)
+                .map(|(a, b)| (a - b).powi(2))
+                .sum::<f64>();
+            // Adam with bias correction and the debiased second moment (lines 18–20).
+            let (b1, b2) = (cfg.beta1, cfg.beta2);
+            let (c1, c2) = (1.0 - b1.powi(t as i32), 1.0 - b2.powi(t as i32));
+            for j in 0..d {
+                m_tilde[j] = b1 * m_tilde[j] + (1.0 - b1) * g_hat[j];
+                m_hat[j] = m_tilde[j] / c1;
+                let second = g_hat[j] * g_hat[j] - noise_var * diag[j];
+                v_tilde[j] = b2 * v_tilde[j] + (1.0 - b2) * second;
+                let v_hat = v_tilde[j] / c2;
+                w[j] -= cfg.lr * m_hat[j] / v_hat.max(cfg.gamma_prime).sqrt();
+            }
+            if w.iter().any(|x| !x.is_finite()) {
+                return Err(Error::Diverged {
+                    round: t,
+                    what: "model parameters".into(),
+                });
+            }
+            sketch.update(&g_hat, &mut rng);
+            if matches!(cfg.variant, Variant::Dome | Variant::DomeNoprobe) {
+                diag = sketch.diag_sst();
+                kept_sum += sketch.kept() as f64;
+            }
+            if t.is_multiple_of(every) || t == total {
+                evaluate(t, &w, &mut run)?;
+                on_eval(t, &w)?;
+            }
+        }
+    }
+    let rounds = t.max(1) as f64;
+    for v in [
+        &mut run.grad_mse,
+        &mut run.noise_mse,
+        &mut run.noise_mse_theory,
+        &mut run.uplink_bytes,
+        &mut run.uplink_vector_bytes,
+    ] {
+        *v /= rounds;
+    }
+    run.kept_mean = kept_sum / rounds;
+    run.total_rounds = t;
+    run.final_acc = model.accuracy(&w, &problem.test).unwrap_or(f64::NAN);
+    Ok(run)
+}
+
+fn secagg_error(e: privopt_secagg::Error) -> Error {
+    Error::Protocol(format!("SecAgg+: {e}"))
+}
+
+/// The first `n` test examples (all when `n` is 0 or too large).
+fn eval_subset(test: &Dataset, n: usize) -> Dataset {
+    if n == 0 || n >= test.len() {
+        return test.clone();
+    }
+    test.select(&(0..n).collect::<Vec<_>>())
+}
+
+impl Method for DomeConfig {
+    fn validate(&self) -> Result<()> {
+        self.check()
+    }
+
+    fn run(&self, ctx: &mut RunContext<'_>) -> Result<Vec<f64>> {
+        let problem = ctx.problem;
+        let seeds = ctx.seeds;
+        let mut last = Vec::new();
+        let outcome = train(self, problem, &seeds, |round, w| {
+            last = w.to_vec();
+            ctx.evaluate(round, w, &[])
+        })?;
+        let n_max = problem.clients.iter().map(Vec::len).max().unwrap_or(0);
+        if self.variant != Variant::Nonprivate {
+            let p = privacy::report(self.epsilon, self.delta, n_max, self.epochs)?;
+            ctx.note("sigma", p.sigma);
+            ctx.note("epsilon_zcdp", p.epsilon_zcdp);
+            ctx.note("epsilon_rdp", p.epsilon_rdp);
+        }
+        ctx.note("final_acc_full_test", outcome.final_acc);
+        ctx.note("grad_mse", outcome.grad_mse);
+        ctx.note("grad_noise_mse", outcome.noise_mse);
+        ctx.note("grad_noise_mse_theory", outcome.noise_mse_theory);
+        ctx.note("uplink_bytes_per_client_round", outcome.uplink_bytes);
+        ctx.note(
+            "uplink_vector_bytes_per_client_round",
+            outcome.uplink_vector_bytes,
+        );
+        ctx.note("kept_mean", outcome.kept_mean);
+        Ok(last)
+    }
+}

@@ -80,15 +80,8 @@ impl Server {
         self.config.graph.neighbours(c)
     }
 
-    /// Checks context, stage, that `sender` is in `expected_set` and has not spoken yet.
-    fn admit(
-        &self,
-        stage: Stage,
-        context: &Context,
-        sender: ClientId,
-        previous: Option<&dyn Fn(ClientId) -> bool>,
-        already: bool,
-    ) -> Result<(), Error> {
+    /// Checks that the round is alive, the context is ours and `stage` is the current one.
+    fn check_stage(&self, stage: Stage, context: &Context) -> Result<(), Error> {
         if self.aborted {
             return Err(Error::Aborted);
         }
@@ -99,13 +92,27 @@ impl Server {
                 got: stage,
             });
         }
+        Ok(())
+    }
+
+    /// [`Server::check_stage`], then that `sender` is in the round, was live at the previous
+    /// stage (`was_live`) and has not spoken in this one (`already`).
+    fn admit(
+        &self,
+        stage: Stage,
+        context: &Context,
+        sender: ClientId,
+        was_live: Option<&dyn Fn(ClientId) -> bool>,
+        already: bool,
+    ) -> Result<(), Error> {
+        self.check_stage(stage, context)?;
         if sender as usize >= self.config.graph.len() {
             return Err(Error::UnexpectedClient {
                 client: sender,
                 reason: format!("not in this round's {} clients", self.config.graph.len()),
             });
         }
-        if previous.is_some_and(|was_live| !was_live(sender)) {
+        if was_live.is_some_and(|live| !live(sender)) {
             return Err(Error::UnexpectedClient {
                 client: sender,
                 reason: "dropped at an earlier stage".into(),
@@ -180,7 +187,7 @@ impl Server {
 
     /// Closes stage 1 and relays to each live client its live neighbours' keys.
     pub fn finish_advertising(&mut self) -> Result<Vec<NeighbourKeys>, Error> {
-        self.admit(Stage::AdvertiseKeys, &self.config.context, 0, None, false)?;
+        self.check_stage(Stage::AdvertiseKeys, &self.config.context)?;
         let live: BTreeSet<ClientId> = self.keys.keys().copied().collect();
         let checked = self.require(Stage::AdvertiseKeys, &live, &live);
         self.abort_on(checked)?;
@@ -232,7 +239,7 @@ impl Server {
 
     /// Closes stage 2 and routes to each sharing client the shares addressed to it.
     pub fn finish_sharing(&mut self) -> Result<Vec<IncomingShares>, Error> {
-        self.admit(Stage::ShareKeys, &self.config.context, 0, None, false)?;
+        self.check_stage(Stage::ShareKeys, &self.config.context)?;
         let live: BTreeSet<ClientId> = self.shares.keys().copied().collect();
         let checked = self.require(Stage::ShareKeys, &live, &live);
         self.abort_on(checked)?;
@@ -286,7 +293,7 @@ impl Server {
 
     /// Closes stage 3 and asks every contributor for the shares that remove the masks.
     pub fn finish_masking(&mut self) -> Result<Vec<UnmaskRequest>, Error> {
-        self.admit(Stage::MaskedInput, &self.config.context, 0, None, false)?;
+        self.check_stage(Stage::MaskedInput, &self.config.context)?;
         // Every client that shared needs t surviving holders for its secret to be rebuilt.
         let owners: BTreeSet<ClientId> = self.shares.keys().copied().collect();
         let checked = self.require(Stage::MaskedInput, &owners, &self.masked);
@@ -345,7 +352,7 @@ impl Server {
 
     /// Closes stage 4: rebuilds the secrets, removes the masks and returns the sum.
     pub fn finish(&mut self) -> Result<Aggregate, Error> {
-        self.admit(Stage::Unmask, &self.config.context, 0, None, false)?;
+        self.check_stage(Stage::Unmask, &self.config.context)?;
         let masks = self.unmask_seeds();
         let masks = self.abort_on(masks)?;
         let mut sum = std::mem::take(&mut self.sum);

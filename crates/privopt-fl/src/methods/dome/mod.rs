@@ -28,6 +28,9 @@ pub mod privacy;
 pub mod sketch;
 pub mod suite;
 
+use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
+
 use faer::MatRef;
 use privopt_math::SeedTree;
 use privopt_ml::data::Dataset;
@@ -75,7 +78,8 @@ impl Variant {
         }
     }
 
-    fn sketched(self) -> bool {
+    /// Whether the method projects onto a k-dimensional sketch.
+    pub fn sketched(self) -> bool {
         matches!(
             self,
             Variant::Dome | Variant::DomeNoprobe | Variant::RandomSketch
@@ -245,6 +249,139 @@ fn draw_participants(remaining: &[Vec<usize>], b: usize, rng: &mut impl Rng) -> 
     order
 }
 
+/// SecAgg+ sums of the participants' vectors, one real round per training round.
+struct SecureSum {
+    session: SessionId,
+    threat: ThreatModel,
+    /// Graph and threshold per number of participants.
+    graphs: BTreeMap<usize, (Graph, usize)>,
+}
+
+impl SecureSum {
+    fn new(settings: SecAggSettings, rng: &mut impl Rng) -> Self {
+        let threat = ThreatModel {
+            dropout_rate: settings.dropout_rate,
+            corrupt_rate: settings.corrupt_rate,
+        };
+        Self {
+            session: SessionId(rng.random()),
+            threat,
+            graphs: BTreeMap::new(),
+        }
+    }
+
+    /// The sum of `vectors` through one SecAgg+ round (quantized by `quantizer`) and the bytes
+    /// each client uploaded.
+    fn sum(
+        &mut self,
+        round: u64,
+        vectors: &[Vec<f64>],
+        quantizer: &Quantizer,
+        rng: &mut impl Rng,
+    ) -> Result<(Vec<f64>, f64)> {
+        let n = vectors.len();
+        let (graph, threshold) = match self.graphs.entry(n) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => {
+                let p = find_parameters(n, self.threat).map_err(secagg_error)?;
+                let graph = Graph::harary(n, p.degree, rng.random()).map_err(secagg_error)?;
+                e.insert((graph, p.threshold))
+            }
+        };
+        let encoded: Vec<Vec<u32>> = vectors.iter().map(|v| quantizer.encode(v)).collect();
+        let inputs: Vec<&[u32]> = encoded.iter().map(Vec::as_slice).collect();
+        let context = SecAggContext {
+            session: self.session,
+            round,
+        };
+        let (aggregate, report) = run_round(
+            context,
+            graph,
+            *threshold,
+            &inputs,
+            &vec![None; n],
+            rng.random(),
+        )
+        .map_err(secagg_error)?;
+        let per_client = report.clients_upload_bytes as f64 / n as f64;
+        Ok((quantizer.decode_sum(&aggregate.sum), per_client))
+    }
+}
+
+/// Adam with bias correction, the second moment debiased by the known noise (Alg. 1 lines
+/// 18–20), and `m̂` kept for mean removal.
+struct DebiasedAdam {
+    beta1: f64,
+    beta2: f64,
+    gamma_prime: f64,
+    m_tilde: Vec<f64>,
+    v_tilde: Vec<f64>,
+    m_hat: Vec<f64>,
+    t: i32,
+}
+
+impl DebiasedAdam {
+    fn new(cfg: &DomeConfig, d: usize) -> Self {
+        Self {
+            beta1: cfg.beta1,
+            beta2: cfg.beta2,
+            gamma_prime: cfg.gamma_prime,
+            m_tilde: vec![0.0; d],
+            v_tilde: vec![0.0; d],
+            m_hat: vec![0.0; d],
+            t: 0,
+        }
+    }
+
+    /// One step on `w` with `g_hat`, whose noise has variance `noise_var·diag[j]` at `j`.
+    fn step(&mut self, w: &mut [f64], g_hat: &[f64], noise_var: f64, diag: &[f64], lr: f64) {
+        self.t += 1;
+        let (b1, b2) = (self.beta1, self.beta2);
+        let (c1, c2) = (1.0 - b1.powi(self.t), 1.0 - b2.powi(self.t));
+        for j in 0..w.len() {
+            self.m_tilde[j] = b1 * self.m_tilde[j] + (1.0 - b1) * g_hat[j];
+            self.m_hat[j] = self.m_tilde[j] / c1;
+            let second = g_hat[j] * g_hat[j] - noise_var * diag[j];
+            self.v_tilde[j] = b2 * self.v_tilde[j] + (1.0 - b2) * second;
+            let v_hat = self.v_tilde[j] / c2;
+            w[j] -= lr * self.m_hat[j] / v_hat.max(self.gamma_prime).sqrt();
+        }
+    }
+}
+
+/// Alg. 1 lines 9–14 for the gradient columns of `grads` (d × B): mean removal, projection,
+/// clipping and noise of variance `a2`. Returns the released vectors and the mean noise.
+fn privatize(
+    grads: &mut [f64],
+    d: usize,
+    m_hat: &[f64],
+    sketch: &Sketch,
+    clip: f64,
+    noise: &Normal<f64>,
+    rng: &mut impl Rng,
+) -> (Vec<Vec<f64>>, Vec<f64>) {
+    let bp = grads.len() / d;
+    for g in grads.chunks_mut(d) {
+        g.iter_mut().zip(m_hat).for_each(|(x, m)| *x -= m);
+    }
+    let projected = sketch.project(MatRef::from_column_major_slice(grads, d, bp));
+    let dim = sketch.dim();
+    let mut noise_mean = vec![0.0; dim];
+    let released = (0..bp)
+        .map(|j| {
+            let mut s: Vec<f64> = (0..dim).map(|i| projected[(i, j)]).collect();
+            privopt_dp::clip_l2(&mut s, clip);
+            for (x, zm) in s.iter_mut().zip(noise_mean.iter_mut()) {
+                let z = noise.sample(rng);
+                *x += z;
+                *zm += z / bp as f64;
+            }
+            s
+        })
+        .collect();
+    (released, noise_mean)
+}
+
 /// Trains one DOME (or baseline) model; `on_eval(round, w)` is called at each evaluation.
 pub fn train(
     cfg: &DomeConfig,
@@ -292,23 +429,21 @@ pub fn train(
         (total / 20).max(1)
     };
 
-    let (mut m_tilde, mut v_tilde, mut m_hat) = (vec![0.0; d], vec![0.0; d], vec![0.0; d]);
+    let mut adam = DebiasedAdam::new(cfg, d);
+    let mut secure_sum = SecureSum::new(cfg.secagg, &mut rng);
     let mut run = DomeRun {
         total_rounds: total,
         ..DomeRun::default()
     };
-    let mut graphs: std::collections::BTreeMap<usize, (Graph, usize)> = Default::default();
-    let session = SessionId(rng.random());
     let mut grads = vec![0.0; d * b];
     let mut kept_sum = 0.0;
     let mut t = 0u64;
-    let evaluate = |round: u64, w: &[f64], run: &mut DomeRun| -> Result<()> {
+    let evaluate = |round: u64, w: &[f64], run: &mut DomeRun| {
         run.rounds.push(round);
         run.test_acc
             .push(model.accuracy(w, &eval_test).unwrap_or(f64::NAN));
-        Ok(())
     };
-    evaluate(0, &w, &mut run)?;
+    evaluate(0, &w, &mut run);
     on_eval(0, &w)?;
     for _epoch in 0..cfg.epochs {
         let mut remaining: Vec<Vec<usize>> = problem.clients.clone();
@@ -341,60 +476,20 @@ pub fn train(
             let (g_hat, noise_var) = if private {
                 let a2 =
                     (n_max * cfg.epochs) as f64 * sigma * sigma * cfg.clip * cfg.clip / bp as f64;
-                for g in cols.chunks_mut(d) {
-                    g.iter_mut().zip(&m_hat).for_each(|(x, m)| *x -= m);
-                }
-                let projected = sketch.project(MatRef::from_column_major_slice(cols, d, bp));
                 let noise = Normal::new(0.0, a2.sqrt())
                     .map_err(|e| Error::Config(format!("DOME noise: {e}")))?;
-                let mut noisy: Vec<Vec<f64>> = Vec::with_capacity(bp);
-                let mut noise_mean = vec![0.0; dim];
-                for j in 0..bp {
-                    let mut s: Vec<f64> = (0..dim).map(|i| projected[(i, j)]).collect();
-                    privopt_dp::clip_l2(&mut s, cfg.clip);
-                    for (x, zm) in s.iter_mut().zip(noise_mean.iter_mut()) {
-                        let z = noise.sample(&mut rng);
-                        *x += z;
-                        *zm += z / bp as f64;
-                    }
-                    noisy.push(s);
-                }
+                let (released, noise_mean) =
+                    privatize(cols, d, &adam.m_hat, &sketch, cfg.clip, &noise, &mut rng);
                 // Each coordinate is within C + 10a with probability 1 − 1e-23: the
                 // quantizer's clip never bites in practice.
                 let quantizer = Quantizer::new(cfg.clip + 10.0 * a2.sqrt(), bp)
                     .map_err(|e| Error::Config(format!("DOME quantizer: {e}")))?;
-                let encoded: Vec<Vec<u32>> = noisy.iter().map(|v| quantizer.encode(v)).collect();
-                let inputs: Vec<&[u32]> = encoded.iter().map(Vec::as_slice).collect();
-                let (graph, threshold) = match graphs.entry(bp) {
-                    std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
-                    std::collections::btree_map::Entry::Vacant(e) => {
-                        let threat = ThreatModel {
-                            dropout_rate: cfg.secagg.dropout_rate,
-                            corrupt_rate: cfg.secagg.corrupt_rate,
-                        };
-                        let p = find_parameters(bp, threat).map_err(secagg_error)?;
-                        let graph =
-                            Graph::harary(bp, p.degree, rng.random()).map_err(secagg_error)?;
-                        e.insert((graph, p.threshold))
-                    }
-                };
-                let context = SecAggContext { session, round: t };
-                let no_dropouts = vec![None; bp];
-                let (aggregate, report) = run_round(
-                    context,
-                    graph,
-                    *threshold,
-                    &inputs,
-                    &no_dropouts,
-                    rng.random(),
-                )
-                .map_err(secagg_error)?;
-                run.uplink_bytes += report.clients_upload_bytes as f64 / bp as f64;
+                let (sum, upload) = secure_sum.sum(t, &released, &quantizer, &mut rng)?;
+                run.uplink_bytes += upload;
                 run.uplink_vector_bytes += (4 * dim) as f64;
-                let sum = quantizer.decode_sum(&aggregate.sum);
                 let g_prec: Vec<f64> = sum.iter().map(|s| s / bp as f64).collect();
                 let mut g_hat = sketch.decompress(&g_prec);
-                g_hat.iter_mut().zip(&m_hat).for_each(|(g, m)| *g += m);
+                g_hat.iter_mut().zip(&adam.m_hat).for_each(|(g, m)| *g += m);
                 let noise_part = sketch.decompress(&noise_mean);
                 run.noise_mse += noise_part.iter().map(|x| x * x).sum::<f64>();
                 run.noise_mse_theory += dim as f64 * a2 / bp as f64;
@@ -409,17 +504,7 @@ pub fn train(
                 .zip(&mean)
                 .map(|(a, b)| (a - b).powi(2))
                 .sum::<f64>();
-            // Adam with bias correction and the debiased second moment (lines 18–20).
-            let (b1, b2) = (cfg.beta1, cfg.beta2);
-            let (c1, c2) = (1.0 - b1.powi(t as i32), 1.0 - b2.powi(t as i32));
-            for j in 0..d {
-                m_tilde[j] = b1 * m_tilde[j] + (1.0 - b1) * g_hat[j];
-                m_hat[j] = m_tilde[j] / c1;
-                let second = g_hat[j] * g_hat[j] - noise_var * diag[j];
-                v_tilde[j] = b2 * v_tilde[j] + (1.0 - b2) * second;
-                let v_hat = v_tilde[j] / c2;
-                w[j] -= cfg.lr * m_hat[j] / v_hat.max(cfg.gamma_prime).sqrt();
-            }
+            adam.step(&mut w, &g_hat, noise_var, &diag, cfg.lr);
             if w.iter().any(|x| !x.is_finite()) {
                 return Err(Error::Diverged {
                     round: t,
@@ -432,7 +517,7 @@ pub fn train(
                 kept_sum += sketch.kept() as f64;
             }
             if t.is_multiple_of(every) || t == total {
-                evaluate(t, &w, &mut run)?;
+                evaluate(t, &w, &mut run);
                 on_eval(t, &w)?;
             }
         }

@@ -164,7 +164,7 @@ impl Method for DomeSuiteConfig {
             done.iter().find(|(j, _)| {
                 j.variant == v
                     && (v == Variant::Nonprivate || j.epsilon == e)
-                    && (!v_sketched(v) || j.k == k)
+                    && (!v.sketched() || j.k == k)
             })
         };
         if let Some((_, r)) = find(Variant::Nonprivate, 0, 0.0) {
@@ -234,8 +234,4 @@ impl Method for DomeSuiteConfig {
         }
         Ok(Vec::new())
     }
-}
-
-fn v_sketched(v: Variant) -> bool {
-    v.sketched()
 }

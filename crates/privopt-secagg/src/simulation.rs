@@ -34,9 +34,62 @@ fn stays(dropouts: &Dropouts, c: ClientId, stage: Stage) -> bool {
         .is_none_or(|s| s > stage)
 }
 
-/// Runs one round over `graph` with `inputs[c]` for client `c` (clients may share one slice). Client randomness is drawn
-/// from ChaCha20 seeded by `seed` and the client id (simulation only: a deployment draws
-/// client secrets from the OS).
+/// A server message addressed to one client.
+trait Addressed {
+    fn recipient(&self) -> ClientId;
+}
+
+macro_rules! addressed {
+    ($($t:ty),*) => {$(
+        impl Addressed for $t {
+            fn recipient(&self) -> ClientId {
+                self.recipient
+            }
+        }
+    )*};
+}
+addressed!(
+    crate::NeighbourKeys,
+    crate::IncomingShares,
+    crate::UnmaskRequest
+);
+
+/// The message for `client` among `messages`.
+fn message_for<M: Addressed>(messages: &[M], client: ClientId) -> Result<&M, Error> {
+    messages
+        .iter()
+        .find(|m| m.recipient() == client)
+        .ok_or_else(|| Error::UnexpectedClient {
+            client,
+            reason: "the server sent this client nothing".into(),
+        })
+}
+
+/// Runs `f` and adds its wall time to `acc`.
+fn timed<T>(acc: &mut Duration, f: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
+    let start = Instant::now();
+    let r = f();
+    *acc += start.elapsed();
+    r
+}
+
+/// A client with its randomness and the time it has spent.
+type Running = (Client, ChaCha20Rng, Duration);
+
+/// Runs one client step for every client in parallel, timing each client.
+fn client_step<R: Send>(
+    clients: &mut [Running],
+    step: impl Fn(&mut Client, &mut ChaCha20Rng) -> Result<R, Error> + Sync,
+) -> Vec<Result<R, Error>> {
+    clients
+        .par_iter_mut()
+        .map(|(client, rng, spent)| timed(spent, || step(client, rng)))
+        .collect()
+}
+
+/// Runs one round over `graph` with `inputs[c]` for client `c` (clients may share one slice).
+/// Client randomness is drawn from ChaCha20 seeded by `seed` and the client id (simulation
+/// only: a deployment draws client secrets from the OS).
 pub fn run_round(
     context: Context,
     graph: &Graph,
@@ -60,16 +113,10 @@ pub fn run_round(
         vector_len,
     })?;
     let mut timings = RoundTimings::default();
-    let timed = |f: &mut dyn FnMut() -> Result<(), Error>, acc: &mut Duration| {
-        let start = Instant::now();
-        let r = f();
-        *acc += start.elapsed();
-        r
-    };
 
-    // Stage 1. Each client runs on its own thread of the pool; their times add up.
-    type Started = (Client, ChaCha20Rng, Duration);
-    let started: Vec<Result<(Started, crate::AdvertiseKeys), Error>> = (0..n as ClientId)
+    // Stage 1.
+    let mut clients: Vec<Running> = Vec::with_capacity(n);
+    let started: Vec<Result<(Running, crate::AdvertiseKeys), Error>> = (0..n as ClientId)
         .into_par_iter()
         .filter(|&c| stays(dropouts, c, Stage::AdvertiseKeys))
         .map(|c| {
@@ -86,117 +133,63 @@ pub fn run_round(
             Ok(((client, rng, start.elapsed()), advert))
         })
         .collect();
-    let mut clients: Vec<Started> = Vec::with_capacity(n);
     for s in started {
         let (client, advert) = s?;
         timings.clients_upload_bytes += advert.wire_bytes() as u64;
-        timed(
-            &mut || server.receive_keys(advert.clone()),
-            &mut timings.server,
-        )?;
+        timed(&mut timings.server, || server.receive_keys(advert))?;
         clients.push(client);
     }
-    let mut relayed = Vec::new();
-    timed(
-        &mut || server.finish_advertising().map(|m| relayed = m),
-        &mut timings.server,
-    )?;
+    let relayed = timed(&mut timings.server, || server.finish_advertising())?;
 
     // Stage 2.
     clients.retain(|(c, _, _)| stays(dropouts, c.id(), Stage::ShareKeys));
-    let replies: Vec<Result<crate::ShareKeys, Error>> = clients
-        .par_iter_mut()
-        .map(|(client, rng, spent)| {
-            let start = Instant::now();
-            let msg = relayed
-                .iter()
-                .find(|m| m.recipient == client.id())
-                .ok_or_else(|| Error::UnexpectedClient {
-                    client: client.id(),
-                    reason: "no keys relayed".into(),
-                })?;
-            let reply = client.share_keys(msg, rng);
-            *spent += start.elapsed();
-            reply
-        })
-        .collect();
+    let replies = client_step(&mut clients, |client, rng| {
+        client.share_keys(message_for(&relayed, client.id())?, rng)
+    });
     for reply in replies {
         let reply = reply?;
         timings.clients_upload_bytes += reply.wire_bytes() as u64;
-        timed(
-            &mut || server.receive_shares(reply.clone()),
-            &mut timings.server,
-        )?;
+        timed(&mut timings.server, || server.receive_shares(reply))?;
     }
-    let mut routed = Vec::new();
-    timed(
-        &mut || server.finish_sharing().map(|m| routed = m),
-        &mut timings.server,
-    )?;
+    let routed = timed(&mut timings.server, || server.finish_sharing())?;
 
     // Stage 3: each masked input goes to the server as soon as it is made, so at most one
     // vector per thread is alive at a time.
     clients.retain(|(c, _, _)| stays(dropouts, c.id(), Stage::MaskedInput));
     let server_lock = std::sync::Mutex::new((&mut server, Duration::ZERO, 0u64));
-    clients.par_iter_mut().try_for_each(|(client, _, spent)| {
-        let start = Instant::now();
-        let msg = routed
-            .iter()
-            .find(|m| m.recipient == client.id())
-            .ok_or_else(|| Error::UnexpectedClient {
-                client: client.id(),
-                reason: "no shares routed".into(),
+    // The client's time excludes the server's receipt (and waiting for the lock).
+    let sent: Vec<Result<(), Error>> = clients
+        .par_iter_mut()
+        .map(|(client, _, spent)| {
+            let masked = timed(spent, || {
+                client.mask_input(
+                    message_for(&routed, client.id())?,
+                    inputs[client.id() as usize],
+                )
             })?;
-        let masked = client.mask_input(msg, inputs[client.id() as usize])?;
-        *spent += start.elapsed();
-        let mut guard = server_lock.lock().map_err(|_| Error::Aborted)?;
-        let start = Instant::now();
-        guard.0.receive_masked(&masked)?;
-        guard.1 += start.elapsed();
-        guard.2 += masked.wire_bytes() as u64;
-        Ok::<(), Error>(())
-    })?;
+            let mut guard = server_lock.lock().map_err(|_| Error::Aborted)?;
+            let (server, time, bytes) = &mut *guard;
+            *bytes += masked.wire_bytes() as u64;
+            timed(time, || server.receive_masked(&masked))
+        })
+        .collect();
+    sent.into_iter().collect::<Result<Vec<()>, Error>>()?;
     let (_, receive_time, masked_bytes) = server_lock.into_inner().map_err(|_| Error::Aborted)?;
     timings.server += receive_time;
     timings.clients_upload_bytes += masked_bytes;
-    let mut requests = Vec::new();
-    timed(
-        &mut || server.finish_masking().map(|m| requests = m),
-        &mut timings.server,
-    )?;
+    let requests = timed(&mut timings.server, || server.finish_masking())?;
 
     // Stage 4.
     clients.retain(|(c, _, _)| stays(dropouts, c.id(), Stage::Unmask));
-    let replies: Vec<Result<crate::UnmaskShares, Error>> = clients
-        .par_iter_mut()
-        .map(|(client, _, spent)| {
-            let start = Instant::now();
-            let msg = requests
-                .iter()
-                .find(|m| m.recipient == client.id())
-                .ok_or_else(|| Error::UnexpectedClient {
-                    client: client.id(),
-                    reason: "no unmask request".into(),
-                })?;
-            let reply = client.unmask(msg);
-            *spent += start.elapsed();
-            reply
-        })
-        .collect();
+    let replies = client_step(&mut clients, |client, _| {
+        client.unmask(message_for(&requests, client.id())?)
+    });
     for reply in replies {
         let reply = reply?;
         timings.clients_upload_bytes += reply.wire_bytes() as u64;
-        timed(
-            &mut || server.receive_unmask(reply.clone()),
-            &mut timings.server,
-        )?;
+        timed(&mut timings.server, || server.receive_unmask(reply))?;
     }
-    let mut aggregate = None;
-    timed(
-        &mut || server.finish().map(|a| aggregate = Some(a)),
-        &mut timings.server,
-    )?;
+    let aggregate = timed(&mut timings.server, || server.finish())?;
     timings.clients_total = clients.iter().map(|(_, _, spent)| *spent).sum();
-    let aggregate = aggregate.ok_or(Error::Aborted)?;
     Ok((aggregate, timings))
 }

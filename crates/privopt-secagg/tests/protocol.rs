@@ -129,19 +129,30 @@ fn too_few_survivors_abort_the_round_with_a_clear_error() {
     }
 }
 
-/// Runs stages 1–2 by hand and returns the server, clients and routed shares.
+/// Runs stages 1–2 by hand on the complete graph with vectors of length `d` and returns the
+/// server, clients and routed shares.
 fn through_sharing(
     n: usize,
     t: usize,
     ctx: Context,
     seed: u64,
 ) -> (Server, Vec<Client>, Vec<IncomingShares>) {
+    through_sharing_len(n, t, ctx, seed, 8)
+}
+
+fn through_sharing_len(
+    n: usize,
+    t: usize,
+    ctx: Context,
+    seed: u64,
+    d: usize,
+) -> (Server, Vec<Client>, Vec<IncomingShares>) {
     let graph = Graph::complete(n).unwrap();
     let mut server = Server::new(ServerConfig {
         context: ctx,
         graph: graph.clone(),
         threshold: t,
-        vector_len: 8,
+        vector_len: d,
     })
     .unwrap();
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
@@ -152,7 +163,7 @@ fn through_sharing(
             id: c,
             neighbours: graph.neighbours(c).to_vec(),
             threshold: t,
-            vector_len: 8,
+            vector_len: d,
         };
         let (client, advert) = Client::new(config, &mut rng).unwrap();
         server.receive_keys(advert).unwrap();
@@ -339,7 +350,7 @@ fn one_masked_vector_looks_uniform_to_the_server() {
     let q = Quantizer::new(1.0, 10).unwrap();
     let values: Vec<f64> = (0..d).map(|i| ((i % 97) as f64 - 48.0) / 4800.0).collect();
     let input = q.encode(&values);
-    let (_, mut clients, routed) = through_sharing_len(3, 2, d);
+    let (_, mut clients, routed) = through_sharing_len(3, 2, context(0), 77, d);
     let masked = clients[0].mask_input(&routed[0], &input).unwrap().masked;
     let critical = chi_square_critical(255.0);
     for shift in [0, 8, 16, 24] {
@@ -372,40 +383,6 @@ fn one_masked_vector_looks_uniform_to_the_server() {
     }
     let r = sxy / (sxx * syy).sqrt();
     assert!(r.abs() < 5.0 / (d as f64).sqrt(), "correlation {r}");
-}
-
-fn through_sharing_len(n: usize, t: usize, d: usize) -> (Server, Vec<Client>, Vec<IncomingShares>) {
-    let ctx = context(0);
-    let graph = Graph::complete(n).unwrap();
-    let mut server = Server::new(ServerConfig {
-        context: ctx,
-        graph: graph.clone(),
-        threshold: t,
-        vector_len: d,
-    })
-    .unwrap();
-    let mut rng = ChaCha20Rng::seed_from_u64(77);
-    let mut clients = Vec::new();
-    for c in 0..n as ClientId {
-        let config = ClientConfig {
-            context: ctx,
-            id: c,
-            neighbours: graph.neighbours(c).to_vec(),
-            threshold: t,
-            vector_len: d,
-        };
-        let (client, advert) = Client::new(config, &mut rng).unwrap();
-        server.receive_keys(advert).unwrap();
-        clients.push(client);
-    }
-    let relayed = server.finish_advertising().unwrap();
-    for (client, msg) in clients.iter_mut().zip(&relayed) {
-        server
-            .receive_shares(client.share_keys(msg, &mut rng).unwrap())
-            .unwrap();
-    }
-    let routed = server.finish_sharing().unwrap();
-    (server, clients, routed)
 }
 
 #[test]

@@ -5,11 +5,13 @@
 //! at `sweep_epsilon`) at the other ε. All runs share the seed: the same initial model, the
 //! same first sketch draw and the same client schedule. Runs go in parallel (`threads`).
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use super::{DomeConfig, DomeRun, Variant, privacy, train};
 use crate::error::{Result, ensure};
-use crate::methods::Method;
+use crate::methods::{Method, check_lr};
 use crate::runner::{RunContext, parallel_map};
 
 /// `[method] name = "dome_suite"`.
@@ -24,9 +26,10 @@ pub struct DomeSuiteConfig {
     pub ks: Vec<usize>,
     /// The ε of the k sweep (and of the MSE and traffic keys).
     pub sweep_epsilon: f64,
-    /// Step size of the non-private FedAdam (default: the base's).
+    /// Step size per method name (`dome`, `dome_noprobe`, `random_sketch`, `dp_full`,
+    /// `nonprivate`); methods not listed use the base's.
     #[serde(default)]
-    pub lr_nonprivate: Option<f64>,
+    pub lr_by_method: BTreeMap<String, f64>,
     /// Runs in parallel.
     #[serde(default = "default_threads")]
     pub threads: usize,
@@ -37,6 +40,13 @@ fn default_threads() -> usize {
 }
 
 const SKETCHED: [Variant; 3] = [Variant::Dome, Variant::DomeNoprobe, Variant::RandomSketch];
+const ALL: [Variant; 5] = [
+    Variant::Dome,
+    Variant::DomeNoprobe,
+    Variant::RandomSketch,
+    Variant::DpFull,
+    Variant::Nonprivate,
+];
 
 /// One run of the suite.
 #[derive(Clone, Copy, Debug)]
@@ -62,8 +72,8 @@ impl DomeSuiteConfig {
         cfg.variant = job.variant;
         cfg.k = job.k;
         cfg.epsilon = job.epsilon;
-        if job.variant == Variant::Nonprivate {
-            cfg.lr = self.lr_nonprivate.unwrap_or(cfg.lr);
+        if let Some(&lr) = self.lr_by_method.get(job.variant.name()) {
+            cfg.lr = lr;
         }
         cfg
     }
@@ -102,6 +112,12 @@ impl Method for DomeSuiteConfig {
         ensure(self.ks.iter().all(|&k| k >= 1), || {
             "method.ks must be >= 1".into()
         })?;
+        for (name, &lr) in &self.lr_by_method {
+            ensure(ALL.iter().any(|v| v.name() == name), || {
+                format!("method.lr_by_method: unknown method `{name}`")
+            })?;
+            check_lr(lr)?;
+        }
         ensure(self.threads >= 1, || "method.threads must be >= 1".into())
     }
 

@@ -51,7 +51,7 @@ use crate::problem::Problem;
 use crate::runner::RunContext;
 
 /// Which method runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Variant {
     /// DOME with streaming PCA and probes.
@@ -403,7 +403,7 @@ pub fn train(
     ensure(b >= 3, || {
         format!("DOME needs >= 3 clients, the data has {n_clients}")
     })?;
-    let n_max = problem.clients.iter().map(Vec::len).max().unwrap_or(0);
+    let n_max = examples_per_client(problem);
     let private = cfg.variant != Variant::Nonprivate;
     let sigma = if private {
         privacy::thm33_sigma(cfg.epsilon, cfg.delta)
@@ -538,6 +538,11 @@ pub fn train(
     Ok(run)
 }
 
+/// The privacy unit's size: the most examples any client holds.
+pub(crate) fn examples_per_client(problem: &Problem) -> usize {
+    problem.clients.iter().map(Vec::len).max().unwrap_or(0)
+}
+
 fn secagg_error(e: privopt_secagg::Error) -> Error {
     Error::Protocol(format!("SecAgg+: {e}"))
 }
@@ -563,7 +568,7 @@ impl Method for DomeConfig {
             last = w.to_vec();
             ctx.evaluate(round, w, &[])
         })?;
-        let n_max = problem.clients.iter().map(Vec::len).max().unwrap_or(0);
+        let n_max = examples_per_client(problem);
         if self.variant != Variant::Nonprivate {
             let p = privacy::report(self.epsilon, self.delta, n_max, self.epochs)?;
             ctx.note("sigma", p.sigma);

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{DomeConfig, DomeRun, Variant, privacy, train};
+use super::{DomeConfig, DomeRun, Variant, examples_per_client, privacy, train};
 use crate::error::{Result, ensure};
 use crate::methods::{Method, check_lr};
 use crate::runner::{RunContext, parallel_map};
@@ -26,10 +26,10 @@ pub struct DomeSuiteConfig {
     pub ks: Vec<usize>,
     /// The ε of the k sweep (and of the MSE and traffic keys).
     pub sweep_epsilon: f64,
-    /// Step size per method name (`dome`, `dome_noprobe`, `random_sketch`, `dp_full`,
+    /// Step size per method (`dome`, `dome_noprobe`, `random_sketch`, `dp_full`,
     /// `nonprivate`); methods not listed use the base's.
     #[serde(default)]
-    pub lr_by_method: BTreeMap<String, f64>,
+    pub lr_by_method: BTreeMap<Variant, f64>,
     /// Runs in parallel.
     #[serde(default = "default_threads")]
     pub threads: usize,
@@ -40,13 +40,6 @@ fn default_threads() -> usize {
 }
 
 const SKETCHED: [Variant; 3] = [Variant::Dome, Variant::DomeNoprobe, Variant::RandomSketch];
-const ALL: [Variant; 5] = [
-    Variant::Dome,
-    Variant::DomeNoprobe,
-    Variant::RandomSketch,
-    Variant::DpFull,
-    Variant::Nonprivate,
-];
 
 /// One run of the suite.
 #[derive(Clone, Copy, Debug)]
@@ -72,7 +65,7 @@ impl DomeSuiteConfig {
         cfg.variant = job.variant;
         cfg.k = job.k;
         cfg.epsilon = job.epsilon;
-        if let Some(&lr) = self.lr_by_method.get(job.variant.name()) {
+        if let Some(&lr) = self.lr_by_method.get(&job.variant) {
             cfg.lr = lr;
         }
         cfg
@@ -112,10 +105,7 @@ impl Method for DomeSuiteConfig {
         ensure(self.ks.iter().all(|&k| k >= 1), || {
             "method.ks must be >= 1".into()
         })?;
-        for (name, &lr) in &self.lr_by_method {
-            ensure(ALL.iter().any(|v| v.name() == name), || {
-                format!("method.lr_by_method: unknown method `{name}`")
-            })?;
+        for &lr in self.lr_by_method.values() {
             check_lr(lr)?;
         }
         ensure(self.threads >= 1, || "method.threads must be >= 1".into())
@@ -221,7 +211,7 @@ impl Method for DomeSuiteConfig {
         ) {
             ctx.note("uplink_ratio_dp_full_over_dome", full / dome);
         }
-        let n_max = ctx.problem.clients.iter().map(Vec::len).max().unwrap_or(0);
+        let n_max = examples_per_client(ctx.problem);
         for &e in &self.epsilons {
             let p = privacy::report(e, self.base.delta, n_max, self.base.epochs)?;
             ctx.note(&format!("sigma_eps{}", eps_key(e)), p.sigma);
@@ -233,11 +223,11 @@ impl Method for DomeSuiteConfig {
         // Accuracy curves: one column per run, on the shared evaluation rounds.
         if let Some((_, first)) = done.first() {
             let rounds = first.rounds.clone();
+            let labels: Vec<String> = done
+                .iter()
+                .map(|(j, _)| format!("test_accuracy/{}", j.label()))
+                .collect();
             for (i, &round) in rounds.iter().enumerate() {
-                let labels: Vec<String> = done
-                    .iter()
-                    .map(|(j, _)| format!("test_accuracy/{}", j.label()))
-                    .collect();
                 let mut row: Vec<(&str, f64)> = vec![("round", round as f64)];
                 for ((_, r), label) in done.iter().zip(&labels) {
                     row.push((

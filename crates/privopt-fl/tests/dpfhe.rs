@@ -9,7 +9,8 @@ use privopt_approx::functions::{Method as Fit, approximate, sigmoid};
 use privopt_fl::methods::dpfhe::algorithms::{Barrier, GdSpec, train};
 use privopt_fl::methods::dpfhe::logreg::{Link, accuracy};
 use privopt_fl::methods::dpfhe::theorem::{
-    BarrierParams, PHI_MAX, RunShape, SelectionTargets, check, select,
+    BarrierParams, BarrierShape, PHI_MAX, RunShape, SelectionTargets, check, select,
+    wall_polynomial,
 };
 use privopt_ml::data::Dataset;
 use rand::{Rng, SeedableRng};
@@ -50,9 +51,19 @@ fn shape(m: usize, n: usize, steps: u64) -> RunShape {
 
 #[test]
 fn selection_is_certified_and_lemma_5_3_bounds_every_margin() {
+    for barrier in [BarrierShape::LeastSquares, BarrierShape::Wall] {
+        selection_is_certified_and_bounds_margins(barrier);
+    }
+}
+
+fn selection_is_certified_and_bounds_margins(barrier: BarrierShape) {
     let data = synthetic(4000, 5, 1);
     let s = shape(data.n_features(), data.len(), 200);
-    let sel = select(&s, &SelectionTargets::default())
+    let targets = SelectionTargets {
+        barrier,
+        ..SelectionTargets::default()
+    };
+    let sel = select(&s, &targets)
         .unwrap()
         .expect("a certified parameter set");
     let cert = &sel.certificate;
@@ -84,9 +95,34 @@ fn selection_is_certified_and_lemma_5_3_bounds_every_margin() {
         let worst = traj.max_margin.iter().copied().fold(0.0, f64::max);
         assert!(
             worst <= bound,
-            "seed {seed}: margin {worst} > √m·R = {bound}"
+            "{barrier:?} seed {seed}: margin {worst} > √m·R = {bound}"
         );
     }
+}
+
+#[test]
+fn the_wall_is_its_formula_and_certifies_a_larger_step() {
+    let (theta, kappa) = (3.0, 0.2);
+    let wall = wall_polynomial(theta, kappa, 4).unwrap();
+    for x in [-5.0, -0.3, kappa * theta, 1.1, theta] {
+        let want = ((theta - x) / ((1.0 - kappa) * theta)).powi(4) / (kappa * theta);
+        assert!((wall.eval(x) - want).abs() <= 1e-9 * want.max(1.0), "{x}");
+    }
+    // Equal to 1/x where the wall starts.
+    assert!((wall.eval(kappa * theta) - 1.0 / (kappa * theta)).abs() < 1e-9);
+    // Its left tail stays low, so condition (1) allows a much larger step than the paper's
+    // least-squares P_κ on the same run.
+    let s = shape(6, 4000, 200);
+    let eta = |barrier| {
+        let targets = SelectionTargets {
+            barrier,
+            ..SelectionTargets::default()
+        };
+        let sel = select(&s, &targets).unwrap().unwrap();
+        sel.certificate.params.eta
+    };
+    let (ls, wall) = (eta(BarrierShape::LeastSquares), eta(BarrierShape::Wall));
+    assert!(wall > 3.0 * ls, "wall η {wall} vs least squares η {ls}");
 }
 
 #[test]
@@ -196,6 +232,60 @@ fn table4_smoke_runs_all_three_methods() {
     }
     // DP-GD with clipping learns something at ε = 1 (COMPAS majority class ≈ 0.54).
     assert!(s["table4_compas_dpgd_auc_mean"] > 0.6);
+}
+
+#[test]
+fn gap_smoke_runs_the_grid_with_each_methods_noise() {
+    let Some(dir) = common::real_data_dir(&["compas"]) else {
+        return;
+    };
+    let out = common::run_shipped_config_with_data(
+        "dpfhe-gap",
+        &[
+            (
+                "datasets = [\"mnist\", \"adult\", \"compas\", \"credit\"]",
+                "datasets = [\"compas\"]",
+            ),
+            ("runs = 10", "runs = 2"),
+            ("gap_steps = [100, 300, 1000]", "gap_steps = [100, 300]"),
+            (
+                "gap_lrs = [0.01, 0.03, 0.1, 0.3, 1.0, 2.0]",
+                "gap_lrs = [0.1, 1.0]",
+            ),
+        ],
+        &dir,
+    );
+    let s = &out.summary;
+    let col = |c: &str| out.metrics.column(c).unwrap();
+    let (method, steps, std) = (col("method"), col("steps"), col("noise_std"));
+    assert_eq!(method.len(), 2 * 2 * 2, "steps × rates × methods");
+    let std_of = |m: f64, t: f64| {
+        (0..method.len())
+            .find(|&i| method[i] == m && steps[i] == t)
+            .map(|i| std[i])
+            .unwrap()
+    };
+    // Both noises grow as √T (full batches, exact Gaussian composition) …
+    for m in [0.0, 1.0] {
+        let ratio = std_of(m, 300.0) / std_of(m, 100.0);
+        assert!((ratio - 3f64.sqrt()).abs() < 1e-6, "{ratio}");
+    }
+    // … and the no-clip noise carries Theorem 3's sensitivity 2(1 + E_f)·√m against DP-GD's
+    // 2C (m = 16, C = 1), with δ/3 instead of δ making it larger still.
+    let ratio = std_of(1.0, 100.0) / std_of(0.0, 100.0);
+    assert!(ratio > 1.05 * 4.0 && ratio < 1.05 * 4.0 * 1.2, "{ratio}");
+    for m in ["dpgd", "ideal"] {
+        let t = s[&format!("gap_compas_{m}_best_steps")];
+        let lr = s[&format!("gap_compas_{m}_best_lr")];
+        assert!(
+            [100.0, 300.0].contains(&t) && [0.1, 1.0].contains(&lr),
+            "{t} {lr}"
+        );
+        let acc = s[&format!("gap_compas_{m}_best_acc")];
+        assert!(acc > 0.5 && acc < 0.8, "{m}: {acc}");
+    }
+    let certified = s["gap_compas_certified_acc"];
+    assert!(certified > 0.4 && certified < 0.8, "{certified}");
 }
 
 #[test]

@@ -6,6 +6,7 @@
 pub mod algorithms;
 pub mod data;
 pub mod encrypted;
+mod gap;
 pub mod logreg;
 pub mod suite;
 pub mod theorem;

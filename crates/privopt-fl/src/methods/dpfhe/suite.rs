@@ -20,7 +20,9 @@ use serde::{Deserialize, Serialize};
 use super::algorithms::{Barrier, GdSpec, output_perturbation, output_sensitivity, train};
 use super::data::{PAPER_DATASETS, load_task};
 use super::logreg::{Link, accuracy, auc, gradient_sum};
-use super::theorem::{BarrierParams, PHI_MAX, RunShape, SelectionTargets, check, select};
+use super::theorem::{
+    BarrierParams, BarrierShape, PHI_MAX, RunShape, SelectionTargets, check, select,
+};
 use crate::error::{Result, ensure};
 use crate::methods::Method;
 use crate::metrics::mean_variance;
@@ -38,6 +40,9 @@ pub enum Experiment {
     Divergence,
     /// Algorithms 4 and 5 on ciphertexts (Tables 1 and 5).
     Encrypted,
+    /// Where the no-clip method's accuracy goes: DP-GD and an idealised no-clip run over a
+    /// grid of steps and learning rates, next to the certified Algorithm 3 (see `gap`).
+    Gap,
 }
 
 /// Table 4 settings of one dataset.
@@ -99,6 +104,14 @@ pub struct DpfheConfig {
     /// documented Table 4 uses d = 1/2).
     #[serde(default)]
     pub release_d: bool,
+    /// Table 4: how the no-clip method's P_κ is built and searched: `least_squares` (the
+    /// paper's D.3) or `wall` (see [`BarrierShape::Wall`]).
+    #[serde(default)]
+    pub barrier: BarrierShape,
+    /// Table 4: tolerance E_f on the sigmoid error of the no-clip method (the paper: 0.05). It
+    /// sets the sensitivity 2(φ′_max + E_f)√m, and how wide the sigmoid interval may be.
+    #[serde(default = "default_e_f_target")]
+    pub e_f_target: f64,
     /// Fig. 4/5: half-width of the sigmoid interval (the paper: 7 on Adult).
     #[serde(default = "default_divergence_h")]
     pub divergence_interval: f64,
@@ -108,6 +121,12 @@ pub struct DpfheConfig {
     /// Fig. 4/5: learning rate (default 1/β with the data-dependent smoothness).
     #[serde(default)]
     pub divergence_lr: Option<f64>,
+    /// Gap experiment: steps T of the grid.
+    #[serde(default = "default_gap_steps")]
+    pub gap_steps: Vec<u64>,
+    /// Gap experiment: learning rates of the grid.
+    #[serde(default = "default_gap_lrs")]
+    pub gap_lrs: Vec<f64>,
     /// Cap on training examples per dataset (smoke runs); all by default.
     #[serde(default)]
     pub max_train: Option<usize>,
@@ -129,6 +148,15 @@ pub struct DpfheConfig {
     pub encrypted_threads: Vec<usize>,
 }
 
+fn default_e_f_target() -> f64 {
+    SelectionTargets::default().e_f_target
+}
+fn default_gap_steps() -> Vec<u64> {
+    vec![100, 300, 1000]
+}
+fn default_gap_lrs() -> Vec<f64> {
+    vec![0.01, 0.03, 0.1, 0.3, 1.0, 2.0]
+}
 fn default_encrypted_steps() -> u64 {
     5
 }
@@ -204,8 +232,34 @@ impl DpfheConfig {
         }
     }
 
-    fn steps(&self, steps: u64) -> u64 {
+    pub(super) fn steps(&self, steps: u64) -> u64 {
         self.max_steps.map_or(steps, |cap| steps.min(cap))
+    }
+
+    /// Noise multiplier for (ε, δ) over `steps` steps of `batch` out of `n` examples: exact
+    /// Gaussian composition for full batches, the RDP accountant with sampling without
+    /// replacement otherwise.
+    pub(super) fn noise_multiplier(
+        &self,
+        n: usize,
+        batch: usize,
+        delta: f64,
+        steps: u64,
+    ) -> Result<f64> {
+        if batch >= n {
+            Ok((steps as f64).sqrt() / gaussian_mu_for_epsilon(self.epsilon, delta)?)
+        } else {
+            let sampling = Sampling::WithoutReplacement {
+                q: batch as f64 / n as f64,
+            };
+            Ok(GaussianRun::calibrate(
+                self.epsilon,
+                delta,
+                sampling,
+                steps,
+                Accountant::Rdp,
+            )?)
+        }
     }
 
     fn table4_settings(&self, dataset: &str) -> Table4Settings {
@@ -215,7 +269,7 @@ impl DpfheConfig {
             .unwrap_or_else(|| default_table4(dataset))
     }
 
-    fn load(&self, ctx: &RunContext<'_>, dataset: &str) -> Result<TrainTest> {
+    pub(super) fn load(&self, ctx: &RunContext<'_>, dataset: &str) -> Result<TrainTest> {
         let mut tt = load_task(dataset, &ctx.data_dir, &ctx.seeds)?;
         if let Some(max) = self.max_train.filter(|&m| m < tt.train.len()) {
             // Evenly spaced rows: deterministic and class-balanced enough for smoke runs.
@@ -261,6 +315,20 @@ impl Method for DpfheConfig {
             !self.encrypted_threads.is_empty() && self.encrypted_threads.iter().all(|&t| t >= 1),
             || "method.encrypted_threads must list thread counts >= 1".into(),
         )?;
+        ensure(
+            !self.gap_steps.is_empty() && self.gap_steps.iter().all(|&t| t >= 1),
+            || "method.gap_steps must list step counts >= 1".into(),
+        )?;
+        ensure(
+            !self.gap_lrs.is_empty() && self.gap_lrs.iter().all(|&lr| lr > 0.0 && lr.is_finite()),
+            || "method.gap_lrs must list learning rates > 0".into(),
+        )?;
+        ensure(self.e_f_target > 0.0 && self.e_f_target < PHI_MAX, || {
+            format!(
+                "method.e_f_target must be in (0, {PHI_MAX}), got {}",
+                self.e_f_target
+            )
+        })?;
         ensure(self.divergence_interval > 0.0, || {
             "method.divergence_interval must be > 0".into()
         })?;
@@ -294,6 +362,7 @@ impl Method for DpfheConfig {
             Experiment::Table4 => self.table4(ctx),
             Experiment::Divergence => self.divergence(ctx),
             Experiment::Encrypted => self.encrypted(ctx),
+            Experiment::Gap => self.gap(ctx),
         }
     }
 }
@@ -417,7 +486,7 @@ impl DpfheConfig {
     /// The Table 4 runs of one dataset: DP-SGD with clipping and the no-clip method calibrated
     /// to (ε, δ), App. D.3's certified parameters, and output perturbation. Notes the chosen
     /// values under `{prefix}_{name}_…`.
-    fn table4_plan(
+    pub(super) fn table4_plan(
         &self,
         ctx: &mut RunContext<'_>,
         prefix: &str,
@@ -429,24 +498,7 @@ impl DpfheConfig {
         let (n, m) = (tt.train.len(), tt.train.n_features());
         let batch = s.batch.map_or(n, |b| b.min(n));
         let steps = self.steps(s.steps);
-        // Noise multiplier for (ε, δ') over T steps: exact Gaussian composition for full
-        // batches, the RDP accountant with sampling without replacement otherwise.
-        let multiplier = |delta: f64, steps: u64| -> Result<f64> {
-            if batch == n {
-                Ok((steps as f64).sqrt() / gaussian_mu_for_epsilon(self.epsilon, delta)?)
-            } else {
-                let sampling = Sampling::WithoutReplacement {
-                    q: batch as f64 / n as f64,
-                };
-                Ok(GaussianRun::calibrate(
-                    self.epsilon,
-                    delta,
-                    sampling,
-                    steps,
-                    Accountant::Rdp,
-                )?)
-            }
-        };
+        let multiplier = |delta: f64, steps: u64| self.noise_multiplier(n, batch, delta, steps);
         // DP-GD: replace-one sensitivity of the clipped sum is 2C.
         let sigma_dpgd = multiplier(self.delta, steps)?;
         let std_dpgd = sigma_dpgd * 2.0 * self.clip / batch as f64;
@@ -456,6 +508,8 @@ impl DpfheConfig {
         // chance that the released bound on d is too low.
         let targets = SelectionTargets {
             sigmoid_degrees: s.sigmoid_degrees.clone(),
+            e_f_target: self.e_f_target,
+            barrier: self.barrier,
             ..SelectionTargets::default()
         };
         let delta2 = 2.0 * (PHI_MAX + targets.e_f_target) * (m as f64).sqrt();

@@ -228,6 +228,22 @@ pub fn check_numbers(
     })
 }
 
+/// How P_κ is built.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BarrierShape {
+    /// The paper's: least squares of 1/x on [κΘ, Θ] (App. D.3), searched over Θ, λ, κ.
+    #[default]
+    LeastSquares,
+    /// A soft wall: P(x) = (1/(κΘ))·((Θ − x)/((1 − κ)Θ))^k, equal to 1/x at κΘ, decreasing
+    /// and bounded by a power of R²/((1 − κ)Θ) on [Θ − R², κΘ], and nearly zero deep inside the
+    /// ball. Theorem 3 allows any P_κ; this one keeps M_P close to m_P (D.3: "the left tail
+    /// kept as low as possible … allows a larger learning rate") and barely regularises inside
+    /// the ball, at the price of a larger e_B, which only widens R. Searched over the radius
+    /// √((1 − κ)Θ), κ and the wall strength; see [`select`].
+    Wall,
+}
+
 /// Targets and starting points of the D.3 procedure.
 #[derive(Clone, Debug)]
 pub struct SelectionTargets {
@@ -241,6 +257,8 @@ pub struct SelectionTargets {
     pub lambda0: f64,
     /// Initial κ (the paper: 0.01).
     pub kappa0: f64,
+    /// How P_κ is built.
+    pub barrier: BarrierShape,
 }
 
 impl Default for SelectionTargets {
@@ -251,6 +269,7 @@ impl Default for SelectionTargets {
             barrier_degree: 4,
             lambda0: 1e-3,
             kappa0: 0.01,
+            barrier: BarrierShape::LeastSquares,
         }
     }
 }
@@ -271,11 +290,201 @@ pub struct Selection {
 /// within E_f and passes the full check; shrink Θ and grow λ and repeat. Of the certified sets
 /// found, returns the one with the largest step η; if none, the last certificate tried (whose
 /// `failures` say why).
+///
+/// With [`BarrierShape::Wall`] the search is over the wall instead (see [`search_wall`]).
 pub fn select(
     shape: &RunShape,
     targets: &SelectionTargets,
 ) -> Result<std::result::Result<Selection, Certificate>> {
-    search(shape, targets)
+    match targets.barrier {
+        BarrierShape::LeastSquares => search(shape, targets),
+        BarrierShape::Wall => search_wall(shape, targets),
+    }
+}
+
+/// The soft wall P(x) = (1/(κΘ))·((Θ − x)/((1 − κ)Θ))^k of [`BarrierShape::Wall`], exactly, as
+/// a Chebyshev series on [κΘ, Θ] (it is evaluated anywhere).
+pub fn wall_polynomial(theta: f64, kappa: f64, degree: usize) -> Result<ChebPoly> {
+    let scale = 1.0 / (kappa * theta);
+    let depth = (1.0 - kappa) * theta;
+    let exponent = i32::try_from(degree)
+        .map_err(|_| crate::Error::Config(format!("wall degree {degree} is too large")))?;
+    // Interpolation at degree + 1 points reproduces a polynomial of that degree exactly.
+    Ok(approximate(
+        |x| scale * ((theta - x) / depth).powi(exponent),
+        Interval::new(kappa * theta, theta)?,
+        degree,
+        Method::Chebyshev,
+    )?)
+}
+
+/// Radii √((1 − κ)Θ) tried by the wall search, as multiples of 1/√m (the sigmoid interval
+/// scales with √m·R): 0.5, 0.5·1.15, … up to 40.
+fn wall_radii(m: usize) -> impl Iterator<Item = f64> {
+    let unit = 1.0 / (m as f64).sqrt();
+    (0..)
+        .map(move |i| 0.5 * unit * 1.15f64.powi(i))
+        .take_while(move |r| *r <= 40.0 * unit)
+}
+
+/// The wall search: for each radius r = √((1 − κ)Θ) and κ ∈ {0.2, 0.5}, the wall strength
+/// u = λ/(κΘ) on a geometric grid and, for each u, the largest η (bisection) for which every
+/// condition of Theorem 3 holds, the sigmoid fitted on [−√m·R, √m·R] at the lowest degree
+/// within E_f. Returns the certified set with the **largest radius** (the wall only acts near
+/// it, so the radius is what limits the model), then the largest η; data-independent.
+fn search_wall(
+    shape: &RunShape,
+    targets: &SelectionTargets,
+) -> Result<std::result::Result<Selection, Certificate>> {
+    let sm = (shape.m as f64).sqrt();
+    let mut sigmoid_fits = SigmoidFits::default();
+    let mut best: Option<(f64, Selection)> = None;
+    let mut last = None;
+    for r in wall_radii(shape.m) {
+        let mut found_at_r = false;
+        for kappa in [0.2, 0.5] {
+            let theta = r * r / (1.0 - kappa);
+            let wall = wall_polynomial(theta, kappa, targets.barrier_degree)?;
+            // e_B does not depend on η or λ.
+            let probe = BarrierParams {
+                eta: 1.0,
+                theta,
+                lambda: 1.0,
+                kappa,
+            };
+            let barrier = (&wall, reciprocal_error(&probe, &wall)?);
+            // Stronger walls hold the boundary at a larger step until condition (1), which
+            // shrinks like 1/λ, takes over: scan u upwards and stop once η falls.
+            let mut best_here: Option<Selection> = None;
+            let mut u = 0.05;
+            while u < 1e4 {
+                let lambda = u * kappa * theta;
+                u *= 1.25;
+                let params = |eta| BarrierParams {
+                    eta,
+                    theta,
+                    lambda,
+                    kappa,
+                };
+                let mut at =
+                    |eta: f64| certify(shape, targets, params(eta), barrier, sm, &mut sigmoid_fits);
+                let (mut lo, mut hi) = (1e-6, 1.0);
+                let mut sel = match at(lo)? {
+                    Ok(sel) => sel,
+                    Err(cert) => {
+                        last = Some(cert);
+                        continue;
+                    }
+                };
+                for _ in 0..30 {
+                    let mid = (lo * hi).sqrt();
+                    match at(mid)? {
+                        Ok(s) => {
+                            lo = mid;
+                            sel = s;
+                        }
+                        Err(_) => hi = mid,
+                    }
+                }
+                let eta = sel.certificate.params.eta;
+                if best_here
+                    .as_ref()
+                    .is_some_and(|b| b.certificate.params.eta >= eta)
+                {
+                    break;
+                }
+                best_here = Some(sel);
+            }
+            if let Some(sel) = best_here {
+                found_at_r = true;
+                let better = best.as_ref().is_none_or(|(br, b)| {
+                    r > *br || sel.certificate.params.eta > b.certificate.params.eta
+                });
+                if better {
+                    best = Some((r, sel));
+                }
+            }
+        }
+        if !found_at_r && best.is_some() {
+            // Radii only get harder from here (the sigmoid interval grows with R).
+            break;
+        }
+    }
+    if let Some((_, sel)) = best {
+        return Ok(Ok(sel));
+    }
+    match last {
+        Some(cert) => Ok(Err(cert)),
+        None => Err(crate::Error::Config(
+            "wall selection tried no parameter set".into(),
+        )),
+    }
+}
+
+/// Minimax sigmoid fits by (degree, 2h), with their certified errors; `None` when Remez failed.
+type SigmoidFits = std::collections::HashMap<(usize, u64), Option<(ChebPoly, f64)>>;
+
+/// Every condition of Theorem 3 for `params` and P_κ = `reciprocal` (error `e_b` on [κΘ, Θ]),
+/// with the sigmoid fitted on
+/// [−h, h], h = √m·R rounded up to a half, at the first degree of `targets` whose error is
+/// within E_f. The certified selection, or the certificate that failed.
+fn certify(
+    shape: &RunShape,
+    targets: &SelectionTargets,
+    params: BarrierParams,
+    (reciprocal, e_b): (&ChebPoly, f64),
+    sm: f64,
+    sigmoid_fits: &mut SigmoidFits,
+) -> Result<std::result::Result<Selection, Certificate>> {
+    let barrier_side = check_numbers(
+        shape,
+        &params,
+        targets.e_f_target,
+        f64::INFINITY,
+        reciprocal,
+        e_b,
+    )?;
+    if !barrier_side.holds() {
+        return Ok(Err(barrier_side));
+    }
+    let h = ((sm * barrier_side.r).max(0.5) * 2.0).ceil() / 2.0;
+    let mut last = barrier_side;
+    for &degree in &targets.sigmoid_degrees {
+        let fit = sigmoid_fits
+            .entry((degree, (h * 2.0) as u64))
+            .or_insert_with(|| {
+                approximate(
+                    sigmoid,
+                    Interval::symmetric(h).ok()?,
+                    degree,
+                    Method::Minimax,
+                )
+                .ok()
+                .map(|poly| {
+                    let e_f = sigmoid_error(&poly);
+                    (poly, e_f)
+                })
+            });
+        let Some((sigmoid_poly, e_f)) = fit.clone() else {
+            continue;
+        };
+        let mut full = check_numbers(shape, &params, e_f, h, reciprocal, e_b)?;
+        if e_f > targets.e_f_target {
+            full.failures.push(format!(
+                "e_f = {e_f:.4} above the target {}",
+                targets.e_f_target
+            ));
+        }
+        if full.holds() {
+            return Ok(Ok(Selection {
+                certificate: full,
+                sigmoid: sigmoid_poly,
+                reciprocal: reciprocal.clone(),
+            }));
+        }
+        last = full;
+    }
+    Ok(Err(last))
 }
 
 fn search(
@@ -287,8 +496,7 @@ fn search(
     let mut lambda = targets.lambda0;
     let mut last = None;
     let mut best: Option<Selection> = None;
-    let mut fits: std::collections::HashMap<(usize, u64), Option<(ChebPoly, f64)>> =
-        Default::default();
+    let mut fits = SigmoidFits::default();
     for _ in 0..25 {
         let mut kappa = targets.kappa0;
         let mut eta = 2.0 / m;
@@ -327,52 +535,21 @@ fn search(
                 cert = barrier_side(&params)?;
             }
             if cert.holds() {
-                // Fit on h rounded up to a half (a wider interval still covers √m·R), so
-                // nearby candidates share one Remez run.
-                let h = ((m.sqrt() * cert.r).max(0.5) * 2.0).ceil() / 2.0;
-                let mut candidates = Vec::new();
-                for &degree in &targets.sigmoid_degrees {
-                    let key = (degree, (h * 2.0) as u64);
-                    if let std::collections::hash_map::Entry::Vacant(slot) = fits.entry(key) {
-                        // A failed fit (too few alternation points) just rules the candidate out.
-                        let fit =
-                            approximate(sigmoid, Interval::symmetric(h)?, degree, Method::Minimax)
-                                .ok()
-                                .map(|poly| {
-                                    let e_f = sigmoid_error(&poly);
-                                    (poly, e_f)
-                                });
-                        slot.insert(fit);
-                    }
-                    if let Some(Some(fit)) = fits.get(&key) {
-                        candidates.push(fit.clone());
-                    }
-                }
-                for (sigmoid_poly, e_f) in candidates {
-                    let h = sigmoid_poly.interval().hi;
-                    let mut full = check_numbers(shape, &params, e_f, h, &reciprocal_poly, e_b)?;
-                    if e_f > targets.e_f_target {
-                        full.failures.push(format!(
-                            "e_f = {e_f:.4} above the target {}",
-                            targets.e_f_target
-                        ));
-                    }
-                    if full.holds() {
+                // Fit the sigmoid on h rounded up to a half (a wider interval still covers
+                // √m·R), so nearby candidates share one Remez run.
+                let barrier = (&reciprocal_poly, e_b);
+                match certify(shape, targets, params, barrier, m.sqrt(), &mut fits)? {
+                    Ok(sel) => {
                         // Keep searching: the certified set with the largest step wins (the
                         // step decides how far T noisy steps can travel).
                         if best
                             .as_ref()
                             .is_none_or(|b: &Selection| b.certificate.params.eta < params.eta)
                         {
-                            best = Some(Selection {
-                                certificate: full,
-                                sigmoid: sigmoid_poly,
-                                reciprocal: reciprocal_poly.clone(),
-                            });
+                            best = Some(sel);
                         }
-                        break;
                     }
-                    last = Some(full);
+                    Err(full) => last = Some(full),
                 }
             } else {
                 last = Some(cert);

@@ -235,6 +235,42 @@ fn table4_smoke_runs_all_three_methods() {
 }
 
 #[test]
+fn table4_wall_smoke_certifies_the_wall_with_its_own_steps() {
+    let Some(dir) = common::real_data_dir(&["compas"]) else {
+        return;
+    };
+    let out = common::run_shipped_config_with_data(
+        "dpfhe-table4-wall",
+        &[
+            (
+                "datasets = [\"mnist\", \"adult\", \"compas\", \"credit\"]",
+                "datasets = [\"compas\"]",
+            ),
+            ("runs = 100", "runs = 2"),
+            (
+                "[method.table4.compas]\nsteps = 1000\nsteps_noclip = 3000",
+                "[method.table4.compas]\nsteps = 100\nsteps_noclip = 400",
+            ),
+        ],
+        &dir,
+    );
+    let s = &out.summary;
+    assert_eq!(s["table4_compas_noclip_certified"], 1.0);
+    assert_eq!(s["table4_compas_steps"], 100.0);
+    assert_eq!(s["table4_compas_steps_noclip"], 400.0);
+    // Four times the steps: twice the noise multiplier, and more for δ/3 instead of δ.
+    let ratio = s["table4_compas_sigma_noclip"] / s["table4_compas_sigma_dpgd"];
+    assert!(ratio > 2.0 && ratio < 2.3, "{ratio}");
+    // The wall search: κ from its grid, the sigmoid within the configured E_f = 0.1.
+    let kappa = s["table4_compas_noclip_kappa"];
+    assert!(kappa == 0.2 || kappa == 0.5, "{kappa}");
+    let e_f = s["table4_compas_noclip_e_f"];
+    assert!(e_f > 0.05 && e_f <= 0.1, "{e_f}");
+    let acc = s["table4_compas_noclip_acc_mean"];
+    assert!(acc > 0.55 && acc < 0.8, "{acc}");
+}
+
+#[test]
 fn gap_smoke_runs_the_grid_with_each_methods_noise() {
     let Some(dir) = common::real_data_dir(&["compas"]) else {
         return;

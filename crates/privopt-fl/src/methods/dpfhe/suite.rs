@@ -49,8 +49,12 @@ pub enum Experiment {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Table4Settings {
-    /// Steps T of DP-GD and of the no-clip method.
+    /// Steps T of DP-GD and output perturbation, and of the no-clip method unless
+    /// `steps_noclip` is set.
     pub steps: u64,
+    /// Steps T of the no-clip method, when it differs from `steps`.
+    #[serde(default)]
+    pub steps_noclip: Option<u64>,
     /// Batch size sampled without replacement each step (accounted with the
     /// Wang–Balle–Kasiviswanathan bound); full-batch GD when absent (exact Gaussian accounting).
     #[serde(default)]
@@ -206,6 +210,7 @@ fn default_table4(dataset: &str) -> Table4Settings {
     let _ = dataset;
     Table4Settings {
         steps: 1000,
+        steps_noclip: None,
         batch: None,
         lr_dpgd: 2.0,
         sigmoid_degrees: default_degrees(),
@@ -343,9 +348,10 @@ impl Method for DpfheConfig {
             })?;
         }
         for (d, s) in &self.table4 {
-            ensure(s.steps >= 1 && s.batch != Some(0), || {
-                format!("method.table4.{d}: steps and batch must be >= 1")
-            })?;
+            ensure(
+                s.steps >= 1 && s.steps_noclip != Some(0) && s.batch != Some(0),
+                || format!("method.table4.{d}: steps, steps_noclip and batch must be >= 1"),
+            )?;
             ensure(s.lr_dpgd > 0.0 && s.lr_dpgd.is_finite(), || {
                 format!("method.table4.{d}.lr_dpgd must be > 0")
             })?;
@@ -498,6 +504,7 @@ impl DpfheConfig {
         let (n, m) = (tt.train.len(), tt.train.n_features());
         let batch = s.batch.map_or(n, |b| b.min(n));
         let steps = self.steps(s.steps);
+        let steps_noclip = self.steps(s.steps_noclip.unwrap_or(s.steps));
         let multiplier = |delta: f64, steps: u64| self.noise_multiplier(n, batch, delta, steps);
         // DP-GD: replace-one sensitivity of the clipped sum is 2C.
         let sigma_dpgd = multiplier(self.delta, steps)?;
@@ -515,9 +522,9 @@ impl DpfheConfig {
         let delta2 = 2.0 * (PHI_MAX + targets.e_f_target) * (m as f64).sqrt();
         let release_d = self.release_d && batch == n;
         let sigma_noclip = if release_d {
-            multiplier(self.delta / 6.0, steps + 1)?
+            multiplier(self.delta / 6.0, steps_noclip + 1)?
         } else {
-            multiplier(self.delta / 3.0, steps)?
+            multiplier(self.delta / 3.0, steps_noclip)?
         };
         let std_noclip = sigma_noclip * delta2 / batch as f64;
         let d = if release_d {
@@ -529,7 +536,7 @@ impl DpfheConfig {
         ctx.note(&format!("{prefix}_{name}_noclip_d"), d);
         let shape = RunShape {
             m,
-            steps,
+            steps: steps_noclip,
             delta: self.delta,
             noise_std: std_noclip,
             d,
@@ -555,6 +562,7 @@ impl DpfheConfig {
             ("noise_std_dpgd", std_dpgd),
             ("noise_std_noclip", std_noclip),
             ("steps", steps as f64),
+            ("steps_noclip", steps_noclip as f64),
             ("batch", batch as f64),
             ("noclip_eta", cert.params.eta),
             ("noclip_theta", cert.params.theta),
@@ -586,7 +594,7 @@ impl DpfheConfig {
         };
         let noclip = GdSpec {
             link: Link::Poly(selection.sigmoid.clone()),
-            steps,
+            steps: steps_noclip,
             lr: cert.params.eta,
             batch: s.batch,
             clip: None,

@@ -425,9 +425,9 @@ fn search_wall(
 type SigmoidFits = std::collections::HashMap<(usize, u64), Option<(ChebPoly, f64)>>;
 
 /// Every condition of Theorem 3 for `params` and P_κ = `reciprocal` (error `e_b` on [κΘ, Θ]),
-/// with the sigmoid fitted on
-/// [−h, h], h = √m·R rounded up to a half, at the first degree of `targets` whose error is
-/// within E_f. The certified selection, or the certificate that failed.
+/// with the sigmoid fitted on [−h, h], h = √m·R rounded up to a half (a wider interval still
+/// covers √m·R, and nearby candidates share one Remez run), at the first degree of `targets`
+/// whose error is within E_f. The certified selection, or the certificate that failed.
 fn certify(
     shape: &RunShape,
     targets: &SelectionTargets,
@@ -535,8 +535,6 @@ fn search(
                 cert = barrier_side(&params)?;
             }
             if cert.holds() {
-                // Fit the sigmoid on h rounded up to a half (a wider interval still covers
-                // √m·R), so nearby candidates share one Remez run.
                 let barrier = (&reciprocal_poly, e_b);
                 match certify(shape, targets, params, barrier, m.sqrt(), &mut fits)? {
                     Ok(sel) => {

@@ -107,7 +107,7 @@ pub fn check(
     reciprocal_poly: &ChebPoly,
 ) -> Result<Certificate> {
     let e_f = sigmoid_error(sigmoid_poly);
-    let e_b = reciprocal_error(params, reciprocal_poly)?;
+    let e_b = reciprocal_error(params.theta, params.kappa, reciprocal_poly)?;
     check_numbers(
         shape,
         params,
@@ -131,8 +131,8 @@ pub fn sigmoid_error(sigmoid_poly: &ChebPoly) -> f64 {
 }
 
 /// Certified sup error e_B of P_κ against 1/x on [κΘ, Θ].
-pub fn reciprocal_error(params: &BarrierParams, reciprocal_poly: &ChebPoly) -> Result<f64> {
-    let fit = Interval::new(params.kappa * params.theta, params.theta)?;
+pub fn reciprocal_error(theta: f64, kappa: f64, reciprocal_poly: &ChebPoly) -> Result<f64> {
+    let fit = Interval::new(kappa * theta, theta)?;
     Ok(error_report_on_grid(
         reciprocal,
         reciprocal_lipschitz(fit),
@@ -346,13 +346,7 @@ fn search_wall(
             let theta = r * r / (1.0 - kappa);
             let wall = wall_polynomial(theta, kappa, targets.barrier_degree)?;
             // e_B does not depend on η or λ.
-            let probe = BarrierParams {
-                eta: 1.0,
-                theta,
-                lambda: 1.0,
-                kappa,
-            };
-            let barrier = (&wall, reciprocal_error(&probe, &wall)?);
+            let barrier = (&wall, reciprocal_error(theta, kappa, &wall)?);
             // Stronger walls hold the boundary at a larger step until condition (1), which
             // shrinks like 1/λ, takes over: scan u upwards and stop once η falls.
             let mut best_here: Option<Selection> = None;
@@ -514,7 +508,7 @@ fn search(
                 lambda,
                 kappa,
             };
-            let e_b = reciprocal_error(&params, &reciprocal_poly)?;
+            let e_b = reciprocal_error(theta, kappa, &reciprocal_poly)?;
             // Barrier-side conditions first, with the sigmoid at its target error and an
             // unbounded interval: cheap, and most candidates fail here.
             let barrier_side = |params: &BarrierParams| {

@@ -172,19 +172,32 @@ fn plain_approximate_gd_learns_inside_its_interval() {
     assert!((a - e).abs() < 0.01, "approx {a} vs exact {e}");
 }
 
+/// The paper's four datasets, as every shipped dpfhe config lists them.
+const ALL_DATASETS: &str = "datasets = [\"mnist\", \"adult\", \"compas\", \"credit\"]";
+
+/// Runs the shipped config `name` on COMPAS alone, after the further `replacements`; `None`
+/// (the test skips) when COMPAS is not fetched outside CI.
+fn run_on_compas(
+    name: &str,
+    replacements: &[(&str, &str)],
+) -> Option<privopt_fl::runner::RunOutcome> {
+    let dir = common::real_data_dir(&["compas"])?;
+    let mut all = vec![(ALL_DATASETS, "datasets = [\"compas\"]")];
+    all.extend_from_slice(replacements);
+    Some(common::run_shipped_config_with_data(name, &all, &dir))
+}
+
 #[test]
 fn table3_smoke_reproduces_the_polynomial_columns() {
-    let Some(dir) = common::real_data_dir(&["compas"]) else {
-        return;
-    };
-    let out = common::run_shipped_config_with_data(
+    let Some(out) = run_on_compas(
         "dpfhe-table3",
         &[(
-            "datasets = [\"mnist\", \"adult\", \"compas\", \"credit\"]",
+            "datasets = [\"compas\"]",
             "datasets = [\"compas\"]\nmax_steps = 200",
         )],
-        &dir,
-    );
+    ) else {
+        return;
+    };
     let s = &out.summary;
     // The least-squares sup error equals the paper's "Error" column (0.0230 at [−7, 7]).
     assert!((s["table3_compas_ls_7_error_sup"] - 0.0230).abs() < 5e-4);
@@ -207,20 +220,12 @@ fn table3_smoke_reproduces_the_polynomial_columns() {
 
 #[test]
 fn table4_smoke_runs_all_three_methods() {
-    let Some(dir) = common::real_data_dir(&["compas"]) else {
+    let Some(out) = run_on_compas(
+        "dpfhe-table4",
+        &[("runs = 100", "runs = 2\nmax_steps = 100\nrelease_d = true")],
+    ) else {
         return;
     };
-    let out = common::run_shipped_config_with_data(
-        "dpfhe-table4",
-        &[
-            (
-                "datasets = [\"mnist\", \"adult\", \"compas\", \"credit\"]",
-                "datasets = [\"compas\"]",
-            ),
-            ("runs = 100", "runs = 2\nmax_steps = 100\nrelease_d = true"),
-        ],
-        &dir,
-    );
     let s = &out.summary;
     assert_eq!(s["table4_compas_noclip_certified"], 1.0);
     // Remark 5.3: the released bound on ‖∇f(0)‖/√m is below the data-independent 1/2.
@@ -236,24 +241,18 @@ fn table4_smoke_runs_all_three_methods() {
 
 #[test]
 fn table4_wall_smoke_certifies_the_wall_with_its_own_steps() {
-    let Some(dir) = common::real_data_dir(&["compas"]) else {
-        return;
-    };
-    let out = common::run_shipped_config_with_data(
+    let Some(out) = run_on_compas(
         "dpfhe-table4-wall",
         &[
-            (
-                "datasets = [\"mnist\", \"adult\", \"compas\", \"credit\"]",
-                "datasets = [\"compas\"]",
-            ),
             ("runs = 100", "runs = 2"),
             (
                 "[method.table4.compas]\nsteps = 1000\nsteps_noclip = 3000",
                 "[method.table4.compas]\nsteps = 100\nsteps_noclip = 400",
             ),
         ],
-        &dir,
-    );
+    ) else {
+        return;
+    };
     let s = &out.summary;
     assert_eq!(s["table4_compas_noclip_certified"], 1.0);
     assert_eq!(s["table4_compas_steps"], 100.0);
@@ -272,16 +271,9 @@ fn table4_wall_smoke_certifies_the_wall_with_its_own_steps() {
 
 #[test]
 fn gap_smoke_runs_the_grid_with_each_methods_noise() {
-    let Some(dir) = common::real_data_dir(&["compas"]) else {
-        return;
-    };
-    let out = common::run_shipped_config_with_data(
+    let Some(out) = run_on_compas(
         "dpfhe-gap",
         &[
-            (
-                "datasets = [\"mnist\", \"adult\", \"compas\", \"credit\"]",
-                "datasets = [\"compas\"]",
-            ),
             ("runs = 10", "runs = 2"),
             ("gap_steps = [100, 300, 1000]", "gap_steps = [100, 300]"),
             (
@@ -289,8 +281,9 @@ fn gap_smoke_runs_the_grid_with_each_methods_noise() {
                 "gap_lrs = [0.1, 1.0]",
             ),
         ],
-        &dir,
-    );
+    ) else {
+        return;
+    };
     let s = &out.summary;
     let col = |c: &str| out.metrics.column(c).unwrap();
     let (method, steps, std) = (col("method"), col("steps"), col("noise_std"));

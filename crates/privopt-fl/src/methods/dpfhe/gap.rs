@@ -13,7 +13,6 @@
 use super::algorithms::{GdSpec, train};
 use super::logreg::{Link, accuracy};
 use super::suite::{DpfheConfig, Table4Plan};
-use super::theorem::PHI_MAX;
 use crate::error::Result;
 use crate::metrics::mean_variance;
 use crate::runner::{RunContext, parallel_map};
@@ -21,11 +20,9 @@ use crate::runner::{RunContext, parallel_map};
 /// The methods of the grid, in summary-key order.
 const GRID_METHODS: [&str; 2] = ["dpgd", "ideal"];
 
-/// One grid cell: a method, T, η and the run it stands for.
+/// One grid cell: a method and the run (T, η, noise) it stands for.
 struct Cell {
     method: usize,
-    steps: u64,
-    lr: f64,
     spec: GdSpec,
 }
 
@@ -62,14 +59,14 @@ impl DpfheConfig {
             for (c, cell) in cells.iter().enumerate() {
                 let (mean, var) = mean_variance(&accs[c * runs..(c + 1) * runs]);
                 if mean > best[cell.method].0 {
-                    best[cell.method] = (mean, cell.steps, cell.lr);
+                    best[cell.method] = (mean, cell.spec.steps, cell.spec.lr);
                 }
                 ctx.record(&[
                     ("round", row as f64),
                     ("dataset", di as f64),
                     ("method", cell.method as f64),
-                    ("steps", cell.steps as f64),
-                    ("lr", cell.lr),
+                    ("steps", cell.spec.steps as f64),
+                    ("lr", cell.spec.lr),
                     ("noise_std", cell.spec.noise_std),
                     ("acc_mean", mean),
                     ("acc_std", var.sqrt()),
@@ -91,14 +88,14 @@ impl DpfheConfig {
     /// sensitivity 2(φ′_max + E_f)√m, δ/3 as Theorem 3 leaves the Gaussian steps) for every
     /// (T, η) of the grid; full batches, ε as configured.
     fn gap_cells(&self, n: usize, m: usize) -> Result<Vec<Cell>> {
-        let sensitivity_noclip = 2.0 * (PHI_MAX + self.e_f_target) * (m as f64).sqrt();
         let mut cells = Vec::new();
         for &steps in &self.gap_steps {
             let steps = self.steps(steps);
-            let std_dpgd =
-                self.noise_multiplier(n, n, self.delta, steps)? * 2.0 * self.clip / n as f64;
+            let std_dpgd = self.noise_multiplier(n, n, self.delta, steps)?
+                * self.dpgd_sensitivity()
+                / n as f64;
             let std_ideal = self.noise_multiplier(n, n, self.delta / 3.0, steps)?
-                * sensitivity_noclip
+                * self.noclip_sensitivity(m)
                 / n as f64;
             for &lr in &self.gap_lrs {
                 for (method, clip, noise_std) in
@@ -106,8 +103,6 @@ impl DpfheConfig {
                 {
                     cells.push(Cell {
                         method,
-                        steps,
-                        lr,
                         spec: GdSpec {
                             link: Link::Exact,
                             steps,

@@ -267,6 +267,17 @@ impl DpfheConfig {
         }
     }
 
+    /// Replace-one L2 sensitivity of DP-GD's clipped gradient sum: 2C.
+    pub(super) fn dpgd_sensitivity(&self) -> f64 {
+        2.0 * self.clip
+    }
+
+    /// Replace-one L2 sensitivity of the no-clip gradient sum (Theorem 3, App. C.2):
+    /// Δ₂ = 2(φ′_max + E_f)√m for m features.
+    pub(super) fn noclip_sensitivity(&self, m: usize) -> f64 {
+        2.0 * (PHI_MAX + self.e_f_target) * (m as f64).sqrt()
+    }
+
     fn table4_settings(&self, dataset: &str) -> Table4Settings {
         self.table4
             .get(dataset)
@@ -506,9 +517,8 @@ impl DpfheConfig {
         let steps = self.steps(s.steps);
         let steps_noclip = self.steps(s.steps_noclip.unwrap_or(s.steps));
         let multiplier = |delta: f64, steps: u64| self.noise_multiplier(n, batch, delta, steps);
-        // DP-GD: replace-one sensitivity of the clipped sum is 2C.
         let sigma_dpgd = multiplier(self.delta, steps)?;
-        let std_dpgd = sigma_dpgd * 2.0 * self.clip / batch as f64;
+        let std_dpgd = sigma_dpgd * self.dpgd_sensitivity() / batch as f64;
         // No-clip (Thm 3): sensitivity Δ₂ = 2(φ′_max + e_f)√m with e_f ≤ E_f; Lemma 5.3's
         // weight bound takes 2δ/3. The rest goes to the Gaussian steps (δ/3), or, when d is
         // released (Remark 5.3, full batches), δ/6 to T + 1 Gaussians and δ/6 to the
@@ -519,14 +529,13 @@ impl DpfheConfig {
             barrier: self.barrier,
             ..SelectionTargets::default()
         };
-        let delta2 = 2.0 * (PHI_MAX + targets.e_f_target) * (m as f64).sqrt();
         let release_d = self.release_d && batch == n;
         let sigma_noclip = if release_d {
             multiplier(self.delta / 6.0, steps_noclip + 1)?
         } else {
             multiplier(self.delta / 3.0, steps_noclip)?
         };
-        let std_noclip = sigma_noclip * delta2 / batch as f64;
+        let std_noclip = sigma_noclip * self.noclip_sensitivity(m) / batch as f64;
         let d = if release_d {
             let mut rng = ctx.seeds.stream("dpfhe/table4/d", &[di as u64]);
             released_d_bound(&tt.train, sigma_noclip, self.delta / 6.0, &mut rng)?

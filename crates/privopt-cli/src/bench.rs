@@ -170,7 +170,89 @@ pub fn measure(op: &mut dyn FnMut(), runs: usize) -> f64 {
 }
 
 /// Runs `suite` (or lists suites for `list`), prints a table, optionally writes JSON.
-pub fn run(suite: &str, json: Option<&Path>, runs: usize, quiet: bool) -> Result<()> {
+/// Peer libraries timed side by side with a suite: (suite, Python module, script). The script
+/// prints one `{"name", "median_ns"}` JSON object per line, named like privopt's cases.
+const PEERS: &[(&str, &str, &str)] = &[("paillier", "phe", include_str!("peers/paillier.py"))];
+
+/// Runs the peer script of `suite` with `python`, or says in one line why it was skipped.
+fn run_peer(suite: &str, python: &Path, runs: usize) -> Result<Vec<Measurement>> {
+    let Some((_, module, script)) = PEERS.iter().find(|(s, _, _)| *s == suite) else {
+        return Ok(Vec::new());
+    };
+    let probe = std::process::Command::new(python)
+        .args(["-c", &format!("import {module}")])
+        .output();
+    if !probe.is_ok_and(|o| o.status.success()) {
+        println!(
+            "peer skipped: `{}` cannot import `{module}` (e.g. `python3 -m venv /tmp/peer && \
+             /tmp/peer/bin/pip install phe gmpy2`, then --peer-python /tmp/peer/bin/python)",
+            python.display()
+        );
+        return Ok(Vec::new());
+    }
+    let out = std::process::Command::new(python)
+        .args(["-c", script, &runs.to_string()])
+        .output()
+        .with_context(|| format!("cannot run {}", python.display()))?;
+    if !out.status.success() {
+        bail!(
+            "the peer script failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
+        );
+    }
+    #[derive(serde::Deserialize)]
+    struct Line {
+        name: String,
+        median_ns: f64,
+    }
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            let line: Line = serde_json::from_str(l).context("peer output")?;
+            Ok(Measurement {
+                name: line.name,
+                median_ns: line.median_ns,
+                runs,
+            })
+        })
+        .collect()
+}
+
+/// Prints privopt's figure beside the peer's for every peer case, with the ratio
+/// (peer / privopt: above 1 means privopt is faster). privopt cases whose name starts with the
+/// peer's are compared too (e.g. `decrypt_2threads` against the peer's `decrypt`).
+fn print_comparison(ours: &[Measurement], peer: &[Measurement]) {
+    if peer.is_empty() {
+        return;
+    }
+    println!(
+        "\n{:<40} {:>12} {:>14} {:>8}",
+        "side by side", "privopt", "peer", "ratio"
+    );
+    for p in peer {
+        for o in ours.iter().filter(|o| o.name.starts_with(&p.name)) {
+            println!(
+                "{:<40} {:>12} {:>14} {:>7.2}×",
+                o.name,
+                human_ns(o.median_ns),
+                human_ns(p.median_ns),
+                p.median_ns / o.median_ns
+            );
+        }
+    }
+}
+
+/// `privopt bench SUITE`; `peer_python` runs the suite's peer library beside it.
+pub fn run(
+    suite: &str,
+    json: Option<&Path>,
+    runs: usize,
+    peer_python: Option<&Path>,
+    quiet: bool,
+) -> Result<()> {
     if suite == "list" {
         for (name, desc, _) in SUITES {
             println!("{name:<10} {desc}");
@@ -211,6 +293,14 @@ pub fn run(suite: &str, json: Option<&Path>, runs: usize, quiet: bool) -> Result
                 runs,
             });
         }
+    }
+    if let Some(python) = peer_python {
+        let peer = run_peer(suite, python, runs)?;
+        print_comparison(&results, &peer);
+        results.extend(peer.into_iter().map(|m| Measurement {
+            name: format!("peer/{}", m.name),
+            ..m
+        }));
     }
     if let Some(path) = json {
         let text = serde_json::to_string_pretty(&results)?;
@@ -487,10 +577,9 @@ fn mkckks_suite() -> Result<Vec<Case>> {
 fn paillier_suite() -> Result<Vec<Case>> {
     use std::rc::Rc;
 
-    use privopt_paillier::KeyPair;
+    use privopt_paillier::{BigInt as Integer, KeyPair};
     use rand::SeedableRng;
     use rand_chacha::ChaCha20Rng;
-    use rug::Integer;
 
     /// Ciphertexts per batch in the two-thread decryption throughput case.
     const BATCH: usize = 32;
@@ -530,33 +619,21 @@ fn paillier_suite() -> Result<Vec<Case>> {
             black_box(k.decrypt(&cc));
         }));
         let (k, cc) = (Rc::clone(&kp), c.clone());
-        cases.push(Case::new(name("decrypt_variable_time"), move || {
-            black_box(k.decrypt_variable_time(&cc));
+        cases.push(Case::new(name("decrypt_2threads"), move || {
+            black_box(k.decrypt_parallel(&cc));
         }));
-        for (label, constant_time) in [
-            ("decrypt_batch32_2threads", true),
-            ("decrypt_batch32_2threads_variable_time", false),
-        ] {
-            let batch: Vec<_> = (0..BATCH).map(|_| c.clone()).collect();
-            let k = Rc::clone(&kp);
-            cases.push(Case::new(name(label), move || {
-                // A batch of 32 split over both cores: divide by 32 for throughput per ciphertext.
-                let (a, b) = batch.split_at(BATCH / 2);
-                let key: &KeyPair = &k;
-                let dec = |x| {
-                    if constant_time {
-                        key.decrypt(x)
-                    } else {
-                        key.decrypt_variable_time(x)
-                    }
-                };
-                std::thread::scope(|s| {
-                    let h = s.spawn(|| a.iter().for_each(|x| drop(black_box(dec(x)))));
-                    b.iter().for_each(|x| drop(black_box(dec(x))));
-                    black_box(h.join().ok());
-                });
-            }));
-        }
+        let batch: Vec<_> = (0..BATCH).map(|_| c.clone()).collect();
+        let k = Rc::clone(&kp);
+        cases.push(Case::new(name("decrypt_batch32_2threads"), move || {
+            // A batch of 32 split over both cores: divide by 32 for throughput per ciphertext.
+            let (a, b) = batch.split_at(BATCH / 2);
+            let key: &KeyPair = &k;
+            std::thread::scope(|s| {
+                let h = s.spawn(|| a.iter().for_each(|x| drop(black_box(key.decrypt(x)))));
+                b.iter().for_each(|x| drop(black_box(key.decrypt(x))));
+                black_box(h.join().ok());
+            });
+        }));
         let (k, a, b) = (Rc::clone(&kp), c.clone(), c2.clone());
         cases.push(Case::new(name("add"), move || {
             black_box(k.public.add(&a, &b));

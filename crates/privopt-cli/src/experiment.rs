@@ -104,40 +104,94 @@ fn bytes(b: f64) -> String {
     }
 }
 
-/// The one-line summary quickstart prints for a method.
-fn summary_line(cfg: &ExperimentConfig, o: &RunOutcome) -> String {
+/// The headline result of a run and its traffic, as quickstart prints them: what the
+/// method's own summary says best (accuracy, error, the encrypted-vs-plain agreement).
+fn headline(cfg: &ExperimentConfig, o: &RunOutcome) -> (String, String) {
+    use privopt_fl::methods::MethodConfig;
     let s = &o.summary;
     let get = |k: &str| s.get(k).copied().unwrap_or(f64::NAN);
-    let acc = s
-        .get("final_test_accuracy")
-        .map(|a| format!("test acc {:.2}%", 100.0 * a))
-        .unwrap_or_else(|| "test acc   n/a ".into());
-    format!(
-        "{:<8} {:<20} {:<5} {}  test loss {:.4}  up {:>9}  down {:>9}  {:>6.2} s",
-        cfg.method.name(),
-        cfg.data.dataset,
-        get("rounds"),
-        acc,
-        get("final_test_loss"),
-        bytes(get("bytes_up_total")),
-        bytes(get("bytes_down_total")),
-        get("wall_time_s"),
-    )
+    let pct = |k: &str| format!("{:.1}%", 100.0 * get(k));
+    match &cfg.method {
+        MethodConfig::Pdsgd(c) => {
+            let key = format!("seconds_per_iteration_paillier{}", c.paillier_bits);
+            let real = s
+                .get(&key)
+                .map(|t| format!(", {t:.2} s/iter encrypted"))
+                .unwrap_or_default();
+            (
+                format!("final MSE {:.2e}{real}", get("final_mse_proposed")),
+                format!("{}/iter", bytes(get("ciphertext_bytes_per_iteration"))),
+            )
+        }
+        MethodConfig::Dpfhe(_) => (
+            format!(
+                "acc enc {} vs plain {} (|Δw| {:.0e})",
+                pct("acc_encrypted"),
+                pct("acc_plain"),
+                get("max_abs_diff_vs_plain")
+            ),
+            format!("{:.2} s/step", get("sec_per_iter_alg5")),
+        ),
+        MethodConfig::Dome(_) => (
+            format!(
+                "test acc {}, RDP ε {:.2}",
+                pct("final_acc_full_test"),
+                get("epsilon_rdp")
+            ),
+            format!(
+                "{}/client-round",
+                bytes(get("uplink_bytes_per_client_round"))
+            ),
+        ),
+        _ => (
+            format!(
+                "test acc {}, loss {:.3}",
+                pct("final_test_accuracy"),
+                get("final_test_loss")
+            ),
+            format!("{} up", bytes(get("bytes_up_total"))),
+        ),
+    }
 }
 
-/// `privopt quickstart`: every quickstart config, one line each.
+/// `privopt quickstart`: every quickstart config, one aligned line each.
 pub fn quickstart(data_dir: &Path, out: Option<PathBuf>, quiet: bool) -> Result<()> {
     let root = out.unwrap_or_else(|| {
         fresh_dir(PathBuf::from("results").join(format!("quickstart-{}", timestamp())))
     });
-    println!(
-        "{:<8} {:<20} {:<5} final metrics, traffic, time",
-        "method", "data", "steps"
-    );
-    for cfg in configs::quickstart()? {
-        let (outcome, _) = run_and_write(&cfg, data_dir, Some(root.join(&cfg.name)), quiet)?;
-        println!("{}", summary_line(&cfg, &outcome));
+    let configs = configs::quickstart()?;
+    // Names and mechanisms are known before anything runs, so the columns can be sized now
+    // and each line printed as its run finishes.
+    let privacy: Vec<String> = configs.iter().map(|c| c.method.privacy()).collect();
+    let name_w = configs
+        .iter()
+        .map(|c| c.name.chars().count())
+        .max()
+        .unwrap_or(0);
+    let privacy_w = privacy.iter().map(|p| p.chars().count()).max().unwrap_or(0);
+    let line = |name: &str, mech: &str, result: &str, traffic: &str, time: &str| {
+        format!("{name:<name_w$}  {mech:<privacy_w$}  {result:<46}  {traffic:>18}  {time:>7}")
+    };
+    println!("{}", line("method", "privacy", "result", "traffic", "time"));
+    let start = std::time::Instant::now();
+    for (cfg, mech) in configs.iter().zip(&privacy) {
+        let (outcome, _) = run_and_write(cfg, data_dir, Some(root.join(&cfg.name)), quiet)?;
+        let (result, traffic) = headline(cfg, &outcome);
+        let secs = outcome
+            .summary
+            .get("wall_time_s")
+            .copied()
+            .unwrap_or(f64::NAN);
+        println!(
+            "{}",
+            line(&cfg.name, mech, &result, &traffic, &format!("{secs:.1} s"))
+        );
     }
-    println!("results written to {}", root.display());
+    println!(
+        "{} runs in {:.0} s; results written to {}",
+        configs.len(),
+        start.elapsed().as_secs_f64(),
+        root.display()
+    );
     Ok(())
 }

@@ -97,6 +97,10 @@ enum Command {
         /// Timed samples per benchmark.
         #[arg(long, default_value_t = 15)]
         runs: usize,
+        /// Python interpreter with the suite's peer library (paillier: python-paillier,
+        /// `pip install phe gmpy2`), timed in the same run for a side-by-side table.
+        #[arg(long)]
+        peer_python: Option<PathBuf>,
     },
 }
 
@@ -198,9 +202,18 @@ fn main() -> ExitCode {
             DpCommand::Epsilon { sigma, run } => dp_cmd::epsilon(sigma, &run, cli.quiet),
             DpCommand::Sigma { epsilon, run } => dp_cmd::sigma(epsilon, &run, cli.quiet),
         },
-        Command::Bench { suite, json, runs } => {
-            bench::run(&suite, json.as_deref(), runs, cli.quiet)
-        }
+        Command::Bench {
+            suite,
+            json,
+            runs,
+            peer_python,
+        } => bench::run(
+            &suite,
+            json.as_deref(),
+            runs,
+            peer_python.as_deref(),
+            cli.quiet,
+        ),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

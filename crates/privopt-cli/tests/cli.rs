@@ -40,20 +40,50 @@ fn quickstart_prints_a_line_per_method_and_writes_results() {
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let stdout = String::from_utf8_lossy(&o.stdout);
-    for method in ["sgd ", "zo_sgd "] {
-        let line = stdout
-            .lines()
-            .find(|l| l.starts_with(method))
-            .unwrap_or_else(|| panic!("no {method} line: {stdout}"));
+    let lines: Vec<&str> = stdout.lines().collect();
+    let find = |name: &str| {
+        *lines
+            .iter()
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no {name} line: {stdout}"))
+    };
+    // All five methods, each naming its cryptography and a result, plus the baselines.
+    for (name, mechanism, result) in [
+        ("eezofl", "xMK-CKKS n=4096, over the air", "test acc"),
+        ("eezofl-digital", "xMK-CKKS n=4096, digital sum", "test acc"),
+        ("pdsgd", "Paillier-2048 per agent", "s/iter encrypted"),
+        ("dpfhe", "CKKS n=2^15 128-bit, (ε=1, δ=1e-5)-DP", "acc enc"),
+        ("hiso", "seeds and scalars only", "test acc"),
+        ("dome", "SecAgg+, (ε=4, δ=1e-5)-DP", "RDP ε"),
+        ("sgd", "none", "test acc"),
+        ("zo_sgd", "none", "test acc"),
+    ] {
+        let line = find(name);
+        assert!(line.contains(mechanism), "{line}");
+        assert!(line.contains(result) && line.ends_with(" s"), "{line}");
+        assert!(!line.contains("NaN"), "{line}");
+        for f in ["config.toml", "summary.json"] {
+            assert!(out.join(name).join(f).is_file(), "{name}/{f}");
+        }
+    }
+    // Aligned columns: the mechanism column starts at the same character in every line.
+    let header = lines[0];
+    let column = header.find("privacy").unwrap();
+    for name in [
+        "eezofl",
+        "eezofl-digital",
+        "pdsgd",
+        "dpfhe",
+        "hiso",
+        "dome",
+        "sgd",
+    ] {
+        let line = find(name);
+        let start = line.char_indices().nth(column).map(|(i, _)| i).unwrap();
         assert!(
-            line.contains("test acc") && line.contains("up") && line.contains(" s"),
+            line[..start].ends_with("  ") && !line[start..].starts_with(' '),
             "{line}"
         );
-    }
-    for run in ["sgd", "zo_sgd"] {
-        for f in ["config.toml", "metrics.csv", "summary.json", "loss.png"] {
-            assert!(out.join(run).join(f).is_file(), "{run}/{f}");
-        }
     }
 }
 

@@ -13,7 +13,7 @@ use crate::runner::RunOutcome;
 const NOT_PLOTTED: &[&str] = &["round", "bytes_up", "bytes_down"];
 
 /// A named curve.
-type Series = (String, Vec<f64>);
+use crate::plot::Series;
 
 /// The default output folder: `results/<name>-<UTC timestamp>`.
 pub fn default_out_dir(name: &str, timestamp: &str) -> PathBuf {
@@ -92,7 +92,11 @@ pub fn write_results(
     for (name, series) in plots {
         let p = dir.join(format!("{name}.png"));
         let title = format!("{} — {}", cfg.name, name);
-        line_plot(&p, &title, &rounds, &series)?;
+        let y_label = match name.as_str() {
+            "communication" => "bytes",
+            other => other,
+        };
+        line_plot(&p, &title, ("round", y_label), &rounds, &series)?;
         written.push(p);
     }
     Ok(written)

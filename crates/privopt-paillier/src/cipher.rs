@@ -1,37 +1,54 @@
 //! Ciphertexts, encryption (textbook, DJN, key-owner CRT, pooled), decryption and the
 //! homomorphic operations.
 
+use num_bigint::{BigInt, BigUint, Sign};
+use num_integer::Integer as _;
+use num_traits::{One, Signed, Zero};
 use rand::CryptoRng;
-use rug::Integer;
-use rug::integer::Order;
-use rug::ops::RemRounding;
+use zeroize::Zeroize;
 
 use crate::PaillierError;
 use crate::keys::{DJN_EXPONENT_BITS, KeyPair, PublicKey, random_bits, random_unit};
+use crate::mont::{from_limbs, limbs};
 
-/// `b^e mod m`. GMP returns no value only for a negative `e` with a base not invertible mod
-/// `m`; every base here is a unit (a validated ciphertext or a sampled unit), so the `1` that
-/// stands in for that case is never produced.
-fn pow_mod(b: &Integer, e: &Integer, m: &Integer) -> Integer {
-    b.pow_mod_ref(e, m)
-        .map_or_else(|| Integer::from(1), Integer::from)
-}
-
-/// A validated ciphertext: an element of `Z*_{n²}` for its key.
+/// A validated ciphertext: an element of `Z*_{n²}` for its key, held in the Montgomery form of
+/// that key's `n²` (so that homomorphic addition is one Montgomery product).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Ciphertext {
-    c: Integer,
+    c: Vec<u64>,
+}
+
+/// A precomputed obfuscator (a random `n`-th residue `r` mod `n²`, held as `r·R²` so that
+/// [`PublicKey::encrypt_with`] is one Montgomery product), used once. Wiped on drop: with the
+/// ciphertext it reveals the plaintext.
+#[derive(Clone)]
+pub struct Obfuscator(Vec<u64>);
+
+impl PublicKey {
+    /// The obfuscator of `r` given in Montgomery form `r·R`.
+    fn obfuscator(&self, mut r_mont: Vec<u64>) -> Obfuscator {
+        let lifted = self.n2.lift(&r_mont);
+        r_mont.zeroize();
+        Obfuscator(lifted)
+    }
+}
+
+impl std::fmt::Debug for Obfuscator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Obfuscator(<redacted>)")
+    }
+}
+
+impl Drop for Obfuscator {
+    fn drop(&mut self) {
+        self.0.zeroize();
+    }
 }
 
 impl Ciphertext {
-    /// The raw value.
-    pub fn value(&self) -> &Integer {
-        &self.c
-    }
-
     /// Fixed-width big-endian bytes (`pk.ciphertext_bytes()` long).
     pub fn to_bytes(&self, pk: &PublicKey) -> Vec<u8> {
-        let digits = self.c.to_digits::<u8>(Order::Msf);
+        let digits = pk.value(self).to_bytes_be();
         let mut out = vec![0u8; pk.ciphertext_bytes().saturating_sub(digits.len())];
         out.extend_from_slice(&digits);
         out
@@ -46,66 +63,83 @@ impl Ciphertext {
                 pk.ciphertext_bytes()
             )));
         }
-        pk.validate(Integer::from_digits(bytes, Order::Msf))
+        pk.validate(&BigUint::from_bytes_be(bytes))
     }
 }
 
 impl PublicKey {
     /// Accepts `c` only if `0 < c < n²` and `gcd(c, n) = 1` (i.e. `c ∈ Z*_{n²}`).
-    pub fn validate(&self, c: Integer) -> Result<Ciphertext, PaillierError> {
-        if c <= 0 || c >= self.n2 {
+    pub fn validate(&self, c: &BigUint) -> Result<Ciphertext, PaillierError> {
+        if c.is_zero() || c >= self.n_squared() {
             return Err(PaillierError::InvalidCiphertext("not in (0, n²)".into()));
         }
-        if Integer::from(c.gcd_ref(&self.n)) != 1 {
+        if !c.gcd(&self.n).is_one() {
             return Err(PaillierError::InvalidCiphertext(
                 "shares a factor with n".into(),
             ));
         }
-        Ok(Ciphertext { c })
+        Ok(Ciphertext {
+            c: self.n2.to_mont(c),
+        })
+    }
+
+    /// The integer `c ∈ (0, n²)` of a ciphertext under this key.
+    pub fn value(&self, c: &Ciphertext) -> BigUint {
+        self.n2.from_mont(&c.c)
     }
 
     /// `m mod n` for a signed plaintext in `(−n/2, n/2]`.
-    fn plaintext(&self, m: &Integer) -> Result<Integer, PaillierError> {
-        let neg_half = Integer::from(-&self.half_n);
-        if *m > self.half_n || *m <= neg_half {
+    fn plaintext(&self, m: &BigInt) -> Result<BigUint, PaillierError> {
+        let (sign, magnitude) = (m.sign(), m.magnitude());
+        let in_range = match sign {
+            Sign::Minus => *magnitude < self.half_n,
+            _ => *magnitude <= self.half_n,
+        };
+        if !in_range {
             return Err(PaillierError::OutOfRange(format!(
                 "|m| must be below n/2 ({} bits)",
                 self.bits - 1
             )));
         }
-        Ok(Integer::from(m.rem_euc(&self.n)))
+        Ok(match sign {
+            Sign::Minus => &self.n - magnitude,
+            _ => magnitude.clone(),
+        })
     }
 
     /// `(1 + m·n) · obfuscator mod n²`: the online part of every encryption.
     pub fn encrypt_with(
         &self,
-        m: &Integer,
-        obfuscator: &Integer,
+        m: &BigInt,
+        obfuscator: &Obfuscator,
     ) -> Result<Ciphertext, PaillierError> {
-        let mut c = self.plaintext(m)? * &self.n;
-        c += 1u32;
-        c *= obfuscator;
-        c %= &self.n2;
-        Ok(Ciphertext { c })
+        let gm = self.plaintext(m)? * &self.n + 1u8;
+        // The obfuscator is stored as r·R², so one product gives (1 + mn)·r·R, the
+        // ciphertext's Montgomery form.
+        let gm = limbs(&gm, self.n2.len());
+        Ok(Ciphertext {
+            c: self.n2.mul_new(&gm, &obfuscator.0),
+        })
     }
 
     /// Textbook obfuscator `r^n mod n²`, `r` uniform in `Z*_n`.
-    pub fn obfuscator_textbook(&self, rng: &mut impl CryptoRng) -> Integer {
+    pub fn obfuscator_textbook(&self, rng: &mut impl CryptoRng) -> Obfuscator {
         let r = random_unit(&self.n, rng);
-        pow_mod(&r, &self.n, &self.n2)
+        let n = limbs(&self.n, self.n2.len());
+        self.obfuscator(self.n2.pow_secret(&self.n2.to_mont(&r), &n, self.bits))
     }
 
     /// DJN obfuscator `h_s^α mod n²` with a 256-bit α, by a fixed-base table (security
     /// additionally assumes the short-exponent variant of the DCR problem is hard).
-    pub fn obfuscator_djn(&self, rng: &mut impl CryptoRng) -> Integer {
+    pub fn obfuscator_djn(&self, rng: &mut impl CryptoRng) -> Obfuscator {
         let alpha = random_bits(DJN_EXPONENT_BITS, rng);
-        self.djn.pow(&alpha, &self.n2)
+        self.obfuscator(self.djn.pow(&alpha, &self.n2))
     }
 
     /// Encryption by anyone holding the public key (DJN obfuscator).
     pub fn encrypt(
         &self,
-        m: &Integer,
+        m: &BigInt,
         rng: &mut impl CryptoRng,
     ) -> Result<Ciphertext, PaillierError> {
         let r = self.obfuscator_djn(rng);
@@ -115,7 +149,7 @@ impl PublicKey {
     /// Encryption with a full-size random `r` (no extra assumption; slowest).
     pub fn encrypt_textbook(
         &self,
-        m: &Integer,
+        m: &BigInt,
         rng: &mut impl CryptoRng,
     ) -> Result<Ciphertext, PaillierError> {
         let r = self.obfuscator_textbook(rng);
@@ -125,40 +159,54 @@ impl PublicKey {
     /// `E(a + b) = E(a) · E(b)`.
     pub fn add(&self, a: &Ciphertext, b: &Ciphertext) -> Ciphertext {
         Ciphertext {
-            c: Integer::from(&a.c * &b.c) % &self.n2,
+            c: self.n2.mul_new(&a.c, &b.c),
         }
     }
 
     /// `E(k · a) = E(a)^k` for a signed integer `k` (a negative `k` inverts first).
-    pub fn mul_scalar(&self, a: &Ciphertext, k: &Integer) -> Ciphertext {
-        // c ∈ Z*_{n²}, so c^k exists for negative k too; pow_mod handles the inversion.
-        let c = pow_mod(&a.c, k, &self.n2);
-        Ciphertext { c }
+    pub fn mul_scalar(&self, a: &Ciphertext, k: &BigInt) -> Ciphertext {
+        let base = if k.is_negative() {
+            // c ∈ Z*_{n²} (validated), so the inverse exists; 1 stands in for the impossible.
+            let inv = self
+                .value(a)
+                .modinv(self.n_squared())
+                .unwrap_or_else(BigUint::one);
+            self.n2.to_mont(&inv)
+        } else {
+            a.c.clone()
+        };
+        Ciphertext {
+            c: self.n2.pow_public(&base, k.magnitude()),
+        }
     }
 
     /// `E(−a)`.
     pub fn neg(&self, a: &Ciphertext) -> Ciphertext {
-        self.mul_scalar(a, &Integer::from(-1))
+        self.mul_scalar(a, &BigInt::from(-1))
     }
 }
 
 impl KeyPair {
-    /// The key owner's obfuscator: `r^n` computed mod `p²` and `q²` with exponents reduced by
-    /// the group orders, recombined by CRT (no extra assumption; ~3–4× cheaper than textbook).
-    pub fn obfuscator_owner(&self, rng: &mut impl CryptoRng) -> Integer {
+    /// The key owner's obfuscator: uniform `n`-th residues mod `p²` and `q²` (`r_p^p`,
+    /// `r_q^q`: exponents of half the size of `n`), recombined by CRT. The same distribution as
+    /// `r^n mod n²` with no extra assumption, at about a quarter of its cost.
+    pub fn obfuscator_owner(&self, rng: &mut impl CryptoRng) -> Obfuscator {
         let (pk, sk) = (&self.public, &self.secret);
-        let r = random_unit(&pk.n, rng);
-        let xp = pow_mod(&r, &sk.n_mod_pp, &sk.p2);
-        let xq = pow_mod(&r, &sk.n_mod_qq, &sk.q2);
-        // x = xp + p² · ((xq − xp) · (p²)^{-1} mod q²)
-        let t = (Integer::from(&xq - &xp) * &sk.p2_inv_q2).rem_euc(&sk.q2);
-        (xp + t * &sk.p2) % &pk.n2
+        let xp = sk.hp.p2.from_mont(&sk.hp.random_residue(rng));
+        let xq = sk.hq.p2.from_mont(&sk.hq.random_residue(rng));
+        let p2 = sk.hp.p2.value();
+        let q2 = sk.hq.p2.value();
+        // x = xp + p² · ((xq − xp) · (p²)⁻¹ mod q²)
+        let diff = (&xq + q2 - (&xp % q2)) % q2;
+        let t = (diff * from_limbs(&sk.p2_inv_q2)) % q2;
+        let x = (xp + t * p2) % pk.n_squared();
+        pk.obfuscator(pk.n2.to_mont(&x))
     }
 
     /// Encryption by the key owner (CRT obfuscator).
     pub fn encrypt_owner(
         &self,
-        m: &Integer,
+        m: &BigInt,
         rng: &mut impl CryptoRng,
     ) -> Result<Ciphertext, PaillierError> {
         let r = self.obfuscator_owner(rng);
@@ -166,56 +214,70 @@ impl KeyPair {
     }
 
     /// CRT decryption to the signed representative in `(−n/2, n/2]`. The exponentiations by
-    /// the secret `p − 1`, `q − 1` use GMP's side-channel-resistant `powm_sec`.
-    pub fn decrypt(&self, c: &Ciphertext) -> Integer {
-        self.decrypt_crt(c, true)
-    }
-
-    /// [`KeyPair::decrypt`] with GMP's ordinary (variable-time) `powm`, as python-paillier
-    /// does: faster, but its timing depends on the secret exponent. Use only where decryption
-    /// timings are not observable.
-    pub fn decrypt_variable_time(&self, c: &Ciphertext) -> Integer {
-        self.decrypt_crt(c, false)
-    }
-
-    fn decrypt_crt(&self, c: &Ciphertext, constant_time: bool) -> Integer {
+    /// the secret `p − 1`, `q − 1` run in constant time (fixed window, masked table reads).
+    pub fn decrypt(&self, c: &Ciphertext) -> BigInt {
         let (pk, sk) = (&self.public, &self.secret);
-        let half = |prime: &Integer, prime2: &Integer, e: &Integer, h: &Integer| -> Integer {
-            let cp = Integer::from((&c.c).rem_euc(prime2));
-            let x = if constant_time {
-                Integer::from(cp.secure_pow_mod_ref(e, prime2))
-            } else {
-                pow_mod(&cp, e, prime2)
-            };
-            ((x - 1u32) / prime * h).rem_euc(prime)
-        };
-        let mp = half(&sk.p, &sk.p2, &sk.p_minus_1, &sk.hp);
-        let mq = half(&sk.q, &sk.q2, &sk.q_minus_1, &sk.hq);
-        // m = mq + q · ((mp − mq) · q^{-1} mod p)
-        let t = (Integer::from(&mp - &mq) * &sk.q_inv_p).rem_euc(&sk.p);
-        let m = mq + t * &sk.q;
-        if m > pk.half_n { m - &pk.n } else { m }
+        let value = limbs(&pk.value(c), pk.n2.len());
+        let mp = sk.hp.decrypt(&value);
+        let mq = sk.hq.decrypt(&value);
+        self.recombine(mp, mq)
+    }
+
+    /// [`KeyPair::decrypt`] with the two prime halves on two threads: about half the latency
+    /// of one decryption where a second core is free.
+    pub fn decrypt_parallel(&self, c: &Ciphertext) -> BigInt {
+        let (pk, sk) = (&self.public, &self.secret);
+        let value = limbs(&pk.value(c), pk.n2.len());
+        let (mp, mq) = std::thread::scope(|s| {
+            let q_half = s.spawn(|| sk.hq.decrypt(&value));
+            let mp = sk.hp.decrypt(&value);
+            (mp, q_half.join())
+        });
+        match mq {
+            Ok(mq) => self.recombine(mp, mq),
+            // The closure cannot panic on a valid key; fall back to computing it here.
+            Err(_) => self.recombine(mp, sk.hq.decrypt(&value)),
+        }
+    }
+
+    /// `m = m_q + q · ((m_p − m_q) · q⁻¹ mod p)`, mapped to `(−n/2, n/2]`.
+    fn recombine(&self, mp: BigUint, mq: BigUint) -> BigInt {
+        let (pk, sk) = (&self.public, &self.secret);
+        let p = from_limbs(&sk.hp.p);
+        let q = from_limbs(&sk.hq.p);
+        let diff = (&mp + &p - (&mq % &p)) % &p;
+        let t = (diff * from_limbs(&sk.q_inv_p)) % &p;
+        let m = mq + t * q;
+        if m > pk.half_n {
+            BigInt::from(m) - BigInt::from(pk.n.clone())
+        } else {
+            BigInt::from(m)
+        }
     }
 
     /// Textbook decryption `L(c^λ mod n²)·μ mod n` (for differential tests).
-    pub fn decrypt_textbook(&self, c: &Ciphertext) -> Integer {
+    pub fn decrypt_textbook(&self, c: &Ciphertext) -> BigInt {
         let (pk, sk) = (&self.public, &self.secret);
-        let lambda = Integer::from(sk.p_minus_1.lcm_ref(&sk.q_minus_1));
-        let l = |x: Integer| (x - 1u32) / &pk.n;
-        let g = Integer::from(&pk.n + 1u32);
-        let gl = pow_mod(&g, &lambda, &pk.n2);
-        let mu = l(gl).invert(&pk.n).unwrap_or_default();
-        let cl = pow_mod(&c.c, &lambda, &pk.n2);
-        let m = (l(cl) * mu).rem_euc(&pk.n);
-        if m > pk.half_n { m - &pk.n } else { m }
+        let (p, q) = (from_limbs(&sk.hp.p), from_limbs(&sk.hq.p));
+        let lambda = (&p - 1u8).lcm(&(&q - 1u8));
+        let n2 = pk.n_squared();
+        let l = |x: BigUint| (x - 1u8) / &pk.n;
+        let g = &pk.n + 1u8;
+        let mu = l(g.modpow(&lambda, n2)).modinv(&pk.n).unwrap_or_default();
+        let m = (l(pk.value(c).modpow(&lambda, n2)) * mu) % &pk.n;
+        if m > pk.half_n {
+            BigInt::from(m) - BigInt::from(pk.n.clone())
+        } else {
+            BigInt::from(m)
+        }
     }
 }
 
 /// Obfuscators computed ahead of time (offline), so that an encryption online costs one
-/// multiplication mod `n²`.
+/// Montgomery product mod `n²`.
 #[derive(Debug, Default)]
 pub struct ObfuscatorPool {
-    items: Vec<Integer>,
+    items: Vec<Obfuscator>,
 }
 
 impl ObfuscatorPool {
@@ -247,7 +309,7 @@ impl ObfuscatorPool {
     pub fn encrypt(
         &mut self,
         pk: &PublicKey,
-        m: &Integer,
+        m: &BigInt,
     ) -> Option<Result<Ciphertext, PaillierError>> {
         let r = self.items.pop()?;
         Some(pk.encrypt_with(m, &r))
@@ -263,18 +325,23 @@ mod tests {
     fn multiples_of_a_prime_factor_are_not_ciphertexts() {
         let kp = KeyPair::generate(1024, &mut rand_chacha::ChaCha20Rng::seed_from_u64(9)).unwrap();
         let pk = &kp.public;
-        for bad in [
-            kp.secret.p.clone(),
-            Integer::from(&kp.secret.p * 3u32),
-            Integer::from(&kp.secret.q * &kp.secret.q),
-        ] {
+        let p = from_limbs(&kp.secret.hp.p);
+        let q = from_limbs(&kp.secret.hq.p);
+        for bad in [p.clone(), &p * 3u8, &q * &q] {
             assert!(matches!(
-                pk.validate(bad),
+                pk.validate(&bad),
                 Err(PaillierError::InvalidCiphertext(_))
             ));
         }
-        assert!(pk.validate(Integer::from(&kp.secret.p + 1u32)).is_ok());
+        assert!(pk.validate(&(&p + 1u8)).is_ok());
         assert_eq!(format!("{:?}", kp.secret), "SecretKey(<redacted>)");
+        assert_eq!(
+            format!(
+                "{:?}",
+                pk.obfuscator_djn(&mut rand_chacha::ChaCha20Rng::seed_from_u64(1))
+            ),
+            "Obfuscator(<redacted>)"
+        );
     }
 
     #[test]
@@ -285,9 +352,32 @@ mod tests {
             PaillierError::KeySize(1000)
         );
         let kp = KeyPair::generate(2048, &mut r).unwrap();
-        assert_eq!(kp.public.n().significant_bits(), 2048);
-        assert_ne!(kp.secret.p, kp.secret.q);
-        assert_eq!(kp.secret.p.significant_bits(), 1024);
-        assert_eq!(Integer::from(&kp.secret.p * &kp.secret.q), *kp.public.n());
+        let (p, q) = (from_limbs(&kp.secret.hp.p), from_limbs(&kp.secret.hq.p));
+        assert_eq!(kp.public.n().bits(), 2048);
+        assert_ne!(p, q);
+        assert_eq!(p.bits(), 1024);
+        assert_eq!(&p * &q, *kp.public.n());
+    }
+
+    #[test]
+    fn owner_obfuscators_are_nth_residues() {
+        // x is an n-th residue mod n² iff x^φ(n) = 1 mod n².
+        let kp = KeyPair::generate(1024, &mut rand_chacha::ChaCha20Rng::seed_from_u64(11)).unwrap();
+        let (p, q) = (from_limbs(&kp.secret.hp.p), from_limbs(&kp.secret.hq.p));
+        let phi = (&p - 1u8) * (&q - 1u8);
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(12);
+        let pk = &kp.public;
+        for r in [
+            kp.obfuscator_owner(&mut rng),
+            pk.obfuscator_textbook(&mut rng),
+            pk.obfuscator_djn(&mut rng),
+        ] {
+            // r.0 = x·R²: one product by plain 1 and the conversion out give x.
+            let x = pk
+                .n2
+                .from_mont(&pk.n2.mul_new(&r.0, &limbs(&BigUint::one(), pk.n2.len())));
+            assert!(x.modpow(&phi, pk.n_squared()).is_one());
+            assert!(!x.is_one());
+        }
     }
 }

@@ -1,73 +1,62 @@
-//! Keys: generation, the public operations' constants, and CRT decryption.
+//! Keys: generation, the public operations' constants, and the secret CRT constants.
 
+use num_bigint::BigUint;
+use num_integer::Integer as _;
+use num_traits::{One, Zero};
 use rand::CryptoRng;
-use rug::integer::{IsPrime, Order};
-use rug::{Assign, Integer};
+use zeroize::Zeroize;
 
 use crate::PaillierError;
+use crate::mont::{Modulus, from_limbs, limbs};
+use crate::primes::random_prime;
 
 /// Bits of the short DJN exponent α (2κ for κ = 128).
 pub const DJN_EXPONENT_BITS: u32 = 256;
 
-/// A uniformly random integer of exactly `bits` bits drawn from `rng`.
-pub(crate) fn random_bits(bits: u32, rng: &mut impl CryptoRng) -> Integer {
+/// A uniformly random integer below `2^bits` drawn from `rng`.
+pub(crate) fn random_bits(bits: u32, rng: &mut impl CryptoRng) -> BigUint {
     let mut bytes = vec![0u8; bits.div_ceil(8) as usize];
     rng.fill_bytes(&mut bytes);
-    let mut x = Integer::from_digits(&bytes, Order::Msf);
-    x.keep_bits_mut(bits);
+    let excess = (bytes.len() * 8) as u32 - bits;
+    if let Some(top) = bytes.first_mut() {
+        *top &= 0xffu8.checked_shr(excess).unwrap_or(0);
+    }
+    let x = BigUint::from_bytes_be(&bytes);
+    bytes.zeroize();
     x
 }
 
 /// A uniformly random integer in `[1, bound)` coprime to `bound`.
-pub(crate) fn random_unit(bound: &Integer, rng: &mut impl CryptoRng) -> Integer {
-    let bits = bound.significant_bits();
+pub(crate) fn random_unit(bound: &BigUint, rng: &mut impl CryptoRng) -> BigUint {
+    let bits = bound.bits() as u32;
     loop {
         let x = random_bits(bits, rng);
-        if x > 0 && x < *bound && Integer::from(x.gcd_ref(bound)) == 1 {
+        if !x.is_zero() && x < *bound && x.gcd(bound).is_one() {
             return x;
         }
     }
 }
 
-/// A random prime of exactly `bits` bits with its top two bits set (so that a product of two
-/// has exactly `2·bits` bits).
-fn random_prime(bits: u32, rng: &mut impl CryptoRng) -> Integer {
-    loop {
-        let mut x = random_bits(bits, rng);
-        x.set_bit(bits - 1, true);
-        x.set_bit(bits - 2, true);
-        x.set_bit(0, true);
-        let p = x.next_prime();
-        if p.significant_bits() == bits && p.is_probably_prime(40) != IsPrime::No {
-            return p;
-        }
-    }
-}
-
-/// `L(x) = (x − 1) / d`.
-fn l_function(x: &Integer, d: &Integer) -> Integer {
-    Integer::from(x - 1u32) / d
-}
-
-/// A fixed-base exponentiation table for `h_s` mod `n²`: `table[i][j] = h_s^{j · 2^{w·i}}`, so
-/// `h_s^α` costs one multiplication per w-bit window of α.
+/// A fixed-base exponentiation table for `h_s` mod `n²` in Montgomery form:
+/// `table[i][j] = h_s^{j · 2^{w·i}}`, so `h_s^α` costs one product per w-bit window of α.
 #[derive(Clone, Debug)]
 pub(crate) struct FixedBase {
     window: u32,
-    table: Vec<Vec<Integer>>,
+    table: Vec<Vec<Vec<u64>>>,
 }
 
 impl FixedBase {
-    fn new(base: &Integer, modulus: &Integer, exponent_bits: u32, window: u32) -> Self {
+    fn new(base: &[u64], ctx: &Modulus, exponent_bits: u32, window: u32) -> Self {
         let windows = exponent_bits.div_ceil(window);
         let mut table = Vec::with_capacity(windows as usize);
-        let mut g = base.clone();
+        let mut g = base.to_vec();
         for _ in 0..windows {
             let mut row = Vec::with_capacity(1 << window);
-            let mut acc = Integer::from(1);
+            let mut acc = ctx.one();
             for _ in 0..(1u32 << window) {
-                row.push(acc.clone());
-                acc = Integer::from(&acc * &g) % modulus;
+                let next = ctx.mul_new(&acc, &g);
+                row.push(acc);
+                acc = next;
             }
             // g ← g^(2^w)
             g = acc;
@@ -76,21 +65,20 @@ impl FixedBase {
         Self { window, table }
     }
 
-    /// `base^e mod modulus` for `e < 2^{window · rows}`.
-    pub(crate) fn pow(&self, e: &Integer, modulus: &Integer) -> Integer {
-        let mut acc = Integer::from(1);
-        let mask = (1u32 << self.window) - 1;
+    /// `base^e` (Montgomery form) for `e < 2^{window · rows}`.
+    pub(crate) fn pow(&self, e: &BigUint, ctx: &Modulus) -> Vec<u64> {
+        let mut acc = ctx.one();
+        let mut tmp = vec![0u64; ctx.len()];
         for (i, row) in self.table.iter().enumerate() {
-            let mut digit = 0u32;
+            let mut digit = 0usize;
             for b in 0..self.window {
-                if e.get_bit(i as u32 * self.window + b) {
+                if e.bit(u64::from(i as u32 * self.window + b)) {
                     digit |= 1 << b;
                 }
             }
-            let digit = digit & mask;
             if digit != 0 {
-                acc *= &row[digit as usize];
-                acc %= modulus;
+                ctx.mul(&acc, &row[digit], &mut tmp);
+                std::mem::swap(&mut acc, &mut tmp);
             }
         }
         acc
@@ -100,23 +88,24 @@ impl FixedBase {
 /// The public key `n` (with `g = n + 1`).
 #[derive(Clone, Debug)]
 pub struct PublicKey {
-    pub(crate) n: Integer,
-    pub(crate) n2: Integer,
-    pub(crate) half_n: Integer,
+    pub(crate) n: BigUint,
+    pub(crate) half_n: BigUint,
     pub(crate) bits: u32,
+    /// Montgomery arithmetic mod `n²` (ciphertexts live in its Montgomery form).
+    pub(crate) n2: Modulus,
     /// DJN: `h_s = (−x²)^n mod n²` and its fixed-base table.
     pub(crate) djn: FixedBase,
 }
 
 impl PublicKey {
     /// The modulus `n`.
-    pub fn n(&self) -> &Integer {
+    pub fn n(&self) -> &BigUint {
         &self.n
     }
 
     /// `n²`.
-    pub fn n_squared(&self) -> &Integer {
-        &self.n2
+    pub fn n_squared(&self) -> &BigUint {
+        self.n2.value()
     }
 
     /// Size of `n` in bits.
@@ -130,24 +119,71 @@ impl PublicKey {
     }
 }
 
-/// The secret key: `p`, `q` and the CRT decryption constants. Wiped on drop.
+/// One prime's half of the secret key: `p`, arithmetic mod `p²`, and the constants of
+/// `m_p = L_p(c^{p−1} mod p²) · h_p mod p`. Limb vectors are wiped on drop.
+pub(crate) struct PrimeHalf {
+    pub(crate) p: Vec<u64>,
+    pub(crate) p_minus_1: Vec<u64>,
+    /// `h_p = L_p(g^{p−1} mod p²)⁻¹ mod p`.
+    pub(crate) h: Vec<u64>,
+    pub(crate) p2: Modulus,
+    /// Bits of `p` (public: half the modulus size).
+    pub(crate) bits: u32,
+}
+
+impl PrimeHalf {
+    fn new(p: &BigUint, g: &BigUint) -> Option<Self> {
+        let k = p.to_u64_digits().len();
+        let p2 = Modulus::new(&(p * p))?;
+        let pm1 = p - 1u8;
+        let gp = p2.from_mont(&p2.pow_public(&p2.to_mont(g), &pm1));
+        let h = ((gp - 1u8) / p).modinv(p)?;
+        Some(Self {
+            p: limbs(p, k),
+            p_minus_1: limbs(&pm1, k),
+            h: limbs(&h, k),
+            p2,
+            bits: p.bits() as u32,
+        })
+    }
+
+    /// `m mod p` from the ciphertext `c < n²` (little-endian limbs), with the exponentiation
+    /// by the secret `p − 1` in constant time.
+    pub(crate) fn decrypt(&self, c: &[u64]) -> BigUint {
+        let base = self.p2.to_mont_wide(c);
+        let mut x = self.p2.pow_secret(&base, &self.p_minus_1, self.bits);
+        let p = from_limbs(&self.p);
+        let value = self.p2.from_mont(&x);
+        x.zeroize();
+        ((value - 1u8) / &p * from_limbs(&self.h)) % &p
+    }
+
+    /// `r^p mod p²` for `r` uniform in `[1, p)`: a uniform element of the order-`(p−1)`
+    /// subgroup of `Z*_{p²}` (the `n`-th residues mod `p²`), in Montgomery form.
+    pub(crate) fn random_residue(&self, rng: &mut impl CryptoRng) -> Vec<u64> {
+        let p = from_limbs(&self.p);
+        let r = random_unit(&p, rng);
+        self.p2.pow_secret(&self.p2.to_mont(&r), &self.p, self.bits)
+    }
+}
+
+impl Drop for PrimeHalf {
+    fn drop(&mut self) {
+        self.p.zeroize();
+        self.p_minus_1.zeroize();
+        self.h.zeroize();
+    }
+}
+
+/// The secret key: both prime halves and the recombination constants. Wiped on drop (best
+/// effort: transient big integers of key generation and decryption are not tracked).
 pub struct SecretKey {
-    pub(crate) p: Integer,
-    pub(crate) q: Integer,
-    pub(crate) p2: Integer,
-    pub(crate) q2: Integer,
-    pub(crate) p_minus_1: Integer,
-    pub(crate) q_minus_1: Integer,
-    /// `h_p = L_p(g^{p−1} mod p²)^{-1} mod p`, likewise `h_q`.
-    pub(crate) hp: Integer,
-    pub(crate) hq: Integer,
-    /// `q^{-1} mod p`, for recombination.
-    pub(crate) q_inv_p: Integer,
-    /// `n mod p(p−1)` and `n mod q(q−1)`: exponents of `r^n` reduced by the group orders.
-    pub(crate) n_mod_pp: Integer,
-    pub(crate) n_mod_qq: Integer,
-    /// `(p²)^{-1} mod q²`, for recombining obfuscators computed mod p² and q².
-    pub(crate) p2_inv_q2: Integer,
+    pub(crate) hp: PrimeHalf,
+    pub(crate) hq: PrimeHalf,
+    /// `q⁻¹ mod p`, for recombining plaintexts.
+    pub(crate) q_inv_p: Vec<u64>,
+    /// `(p²)⁻¹ mod q²` in plain limbs, for recombining obfuscators.
+    pub(crate) p2_inv_q2: Vec<u64>,
 }
 
 impl std::fmt::Debug for SecretKey {
@@ -156,33 +192,10 @@ impl std::fmt::Debug for SecretKey {
     }
 }
 
-/// Overwrites the limbs of `x` in place (an all-ones value of the same size reuses `x`'s
-/// buffer), then sets it to zero. Best effort: copies GMP made earlier are not reachable.
-fn wipe(x: &mut Integer) {
-    let bits = x.significant_bits().max(1);
-    let mask = (Integer::from(1) << bits) - 1u32;
-    *x |= &mask;
-    x.assign(0);
-}
-
 impl Drop for SecretKey {
     fn drop(&mut self) {
-        for x in [
-            &mut self.p,
-            &mut self.q,
-            &mut self.p2,
-            &mut self.q2,
-            &mut self.p_minus_1,
-            &mut self.q_minus_1,
-            &mut self.hp,
-            &mut self.hq,
-            &mut self.q_inv_p,
-            &mut self.n_mod_pp,
-            &mut self.n_mod_qq,
-            &mut self.p2_inv_q2,
-        ] {
-            wipe(x);
-        }
+        self.q_inv_p.zeroize();
+        self.p2_inv_q2.zeroize();
     }
 }
 
@@ -207,12 +220,12 @@ impl KeyPair {
             if p == q {
                 continue;
             }
-            let n = Integer::from(&p * &q);
-            let phi = Integer::from(&p - 1u32) * Integer::from(&q - 1u32);
-            if n.significant_bits() != bits || Integer::from(n.gcd_ref(&phi)) != 1 {
+            let n = &p * &q;
+            let phi = (&p - 1u8) * (&q - 1u8);
+            if n.bits() != u64::from(bits) || !n.gcd(&phi).is_one() {
                 continue;
             }
-            if let Some(kp) = Self::from_primes(p, q, rng) {
+            if let Some(kp) = Self::from_primes(&p, &q, rng) {
                 return Ok(kp);
             }
         }
@@ -220,53 +233,51 @@ impl KeyPair {
 
     /// The key pair of primes `p ≠ q` (checked by [`KeyPair::generate`]); `None` only if a
     /// constant is not invertible, which the checks rule out.
-    fn from_primes(p: Integer, q: Integer, rng: &mut impl CryptoRng) -> Option<Self> {
-        let n = Integer::from(&p * &q);
-        let n2 = Integer::from(&n * &n);
-        let g = Integer::from(&n + 1u32);
-        let p2 = Integer::from(&p * &p);
-        let q2 = Integer::from(&q * &q);
-        let pm1 = Integer::from(&p - 1u32);
-        let qm1 = Integer::from(&q - 1u32);
-        let h = |prime: &Integer, prime2: &Integer, e: &Integer| -> Option<Integer> {
-            let gp = Integer::from(g.pow_mod_ref(e, prime2)?);
-            Some(Integer::from(l_function(&gp, prime).invert_ref(prime)?))
-        };
-        let hp = h(&p, &p2, &pm1)?;
-        let hq = h(&q, &q2, &qm1)?;
-        let q_inv_p = Integer::from(q.invert_ref(&p)?);
-        let p2_inv_q2 = Integer::from(p2.invert_ref(&q2)?);
-        let n_mod_pp = &n % Integer::from(&p * &pm1);
-        let n_mod_qq = &n % Integer::from(&q * &qm1);
+    fn from_primes(p: &BigUint, q: &BigUint, rng: &mut impl CryptoRng) -> Option<Self> {
+        let n = p * q;
+        let n2 = Modulus::new(&(&n * &n))?;
+        let g = &n + 1u8;
+        let hp = PrimeHalf::new(p, &g)?;
+        let hq = PrimeHalf::new(q, &g)?;
+        let q_inv_p = q.modinv(p)?;
+        let p2_inv_q2 = (p * p).modinv(&(q * q))?;
         // DJN: h = −x² mod n for random x, h_s = h^n mod n².
         let x = random_unit(&n, rng);
-        let h_base = &n - Integer::from(&x * &x) % &n;
-        let hs = Integer::from(h_base.pow_mod_ref(&n, &n2)?);
+        let h_base = &n - (&x * &x) % &n;
+        let hs = n2.pow_public(&n2.to_mont(&h_base), &n);
         let djn = FixedBase::new(&hs, &n2, DJN_EXPONENT_BITS, 6);
-        let bits = n.significant_bits();
-        let half_n = Integer::from(&n >> 1u32);
+        let bits = n.bits() as u32;
+        let half_n = &n >> 1u32;
+        let k = hp.p.len();
         Some(Self {
             public: PublicKey {
                 n,
-                n2,
                 half_n,
                 bits,
+                n2,
                 djn,
             },
             secret: SecretKey {
-                p,
-                q,
-                p2,
-                q2,
-                p_minus_1: pm1,
-                q_minus_1: qm1,
+                q_inv_p: limbs(&q_inv_p, k),
+                p2_inv_q2: limbs(&p2_inv_q2, 2 * hq.p.len()),
                 hp,
                 hq,
-                q_inv_p,
-                n_mod_pp,
-                n_mod_qq,
-                p2_inv_q2,
             },
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn random_bits_stay_below_the_bound() {
+        let mut rng = <rand_chacha::ChaCha20Rng as rand::SeedableRng>::seed_from_u64(1);
+        for bits in [1u32, 7, 8, 9, 63, 64, 65, 1024] {
+            for _ in 0..50 {
+                assert!(random_bits(bits, &mut rng).bits() <= u64::from(bits));
+            }
+        }
     }
 }

@@ -1,4 +1,7 @@
 //! Paillier encryption over `Z*_{n²}` with `g = n + 1`, built for speed and for use on its own.
+//! Pure Rust: big integers are `num-bigint` for key generation and the rare operations, and
+//! this crate's own Montgomery kernel ([`mont`](self)) for every exponentiation and product
+//! mod `p²`, `q²`, `n²`; no system library is needed.
 //!
 //! - [`keys`]: key generation (equal-size primes, `p ≠ q`, `gcd(n, φ(n)) = 1`), CRT decryption.
 //! - [`Ciphertext`]: validated elements of `Z*_{n²}`, homomorphic addition and signed scalar
@@ -14,9 +17,12 @@
 mod cipher;
 pub mod encoding;
 pub mod keys;
+mod mont;
+mod primes;
 
-pub use cipher::{Ciphertext, ObfuscatorPool};
+pub use cipher::{Ciphertext, Obfuscator, ObfuscatorPool};
 pub use keys::{KeyPair, PublicKey, SecretKey};
+pub use num_bigint::{BigInt, BigUint};
 
 /// Errors of the Paillier layer.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

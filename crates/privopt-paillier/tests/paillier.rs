@@ -3,11 +3,11 @@
 
 use std::sync::OnceLock;
 
+use privopt_paillier::BigInt as Integer;
 use privopt_paillier::{Ciphertext, KeyPair, ObfuscatorPool, PaillierError};
 use proptest::prelude::*;
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
-use rug::Integer;
 
 fn key() -> &'static KeyPair {
     static KEY: OnceLock<KeyPair> = OnceLock::new();
@@ -44,7 +44,7 @@ proptest! {
         let kp = key();
         let c = kp.public.encrypt_textbook(&Integer::from(a), &mut rng(seed)).unwrap();
         prop_assert_eq!(kp.decrypt(&c), kp.decrypt_textbook(&c));
-        prop_assert_eq!(kp.decrypt_variable_time(&c), kp.decrypt_textbook(&c));
+        prop_assert_eq!(kp.decrypt_parallel(&c), kp.decrypt_textbook(&c));
         prop_assert_eq!(kp.decrypt(&c), Integer::from(a));
     }
 }
@@ -54,8 +54,8 @@ fn large_signed_values_wrap_correctly() {
     let kp = key();
     let quarter = Integer::from(kp.public.n() >> 2u32);
     let mut r = rng(2);
-    let a = Integer::from(-&quarter) + 12345;
-    let b = Integer::from(&quarter) - 999;
+    let a = -&quarter + 12345;
+    let b = &quarter - 999;
     let c = kp.public.add(
         &kp.public.encrypt(&a, &mut r).unwrap(),
         &kp.public.encrypt(&b, &mut r).unwrap(),
@@ -101,9 +101,9 @@ fn invalid_ciphertexts_are_rejected() {
     let kp = key();
     let pk = &kp.public;
     let n2 = pk.n_squared().clone();
-    for bad in [Integer::from(0), Integer::from(-5), n2.clone(), n2 + 1] {
+    for bad in [0u8.into(), n2.clone(), n2 + 1u8] {
         assert!(matches!(
-            pk.validate(bad),
+            pk.validate(&bad),
             Err(PaillierError::InvalidCiphertext(_))
         ));
     }

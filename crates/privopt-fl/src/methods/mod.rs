@@ -103,6 +103,43 @@ impl MethodConfig {
         }
     }
 
+    /// The privacy mechanism and its parameters, in a few words (for one-line summaries).
+    pub fn privacy(&self) -> String {
+        use eezofl::Aggregation;
+        match self {
+            MethodConfig::Sgd(_) => "none (centralized baseline)".into(),
+            MethodConfig::ZoSgd(_) => "none (plain scalars)".into(),
+            MethodConfig::Eezofl(c) => match c.aggregation {
+                Aggregation::Plain => "none (plain over the air)".into(),
+                Aggregation::Digital => format!("xMK-CKKS n={}, digital sum", c.he_n),
+                Aggregation::HeOta | Aggregation::HeOtaModular => {
+                    format!("xMK-CKKS n={}, over the air", c.he_n)
+                }
+                Aggregation::CsiZf | Aggregation::CsiMmse => {
+                    format!("xMK-CKKS n={}, CSI precoding", c.he_n)
+                }
+            },
+            MethodConfig::Pdsgd(c) if c.paillier_timing_iterations > 0 => {
+                format!("Paillier-{} per agent", c.paillier_bits)
+            }
+            MethodConfig::Pdsgd(_) => "Paillier (transparent backend)".into(),
+            MethodConfig::Dpfhe(c) => match c.experiment {
+                dpfhe::Experiment::Encrypted => {
+                    format!("CKKS n=2^15 128-bit, (ε={}, δ={:e})-DP", c.epsilon, c.delta)
+                }
+                _ => format!("(ε={}, δ={:e})-DP", c.epsilon, c.delta),
+            },
+            MethodConfig::ScalarFl(_) => "seeds and scalars only (no crypto)".into(),
+            MethodConfig::Dome(c) if c.variant == dome::Variant::Nonprivate => {
+                "SecAgg+ (no DP)".into()
+            }
+            MethodConfig::Dome(c) => format!("SecAgg+, (ε={}, δ={:e})-DP", c.epsilon, c.delta),
+            MethodConfig::EezoflSuite(_)
+            | MethodConfig::HisoSuite(_)
+            | MethodConfig::DomeSuite(_) => "(reproduction suite)".into(),
+        }
+    }
+
     /// Applies command-line overrides (`privopt reproduce … --runs/--datasets/--iterations/
     /// --threads`) to a suite that has those settings.
     pub fn apply_overrides(&mut self, o: &SuiteOverrides) -> Result<()> {

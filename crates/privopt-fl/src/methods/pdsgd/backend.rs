@@ -2,9 +2,9 @@
 //! backend doing the same integer arithmetic in the clear (for long experiments; a test shows
 //! both give bit-identical trajectories).
 
+use num_traits::ToPrimitive;
 use privopt_math::StreamRng;
-use privopt_paillier::{Ciphertext, KeyPair, PublicKey};
-use rug::Integer;
+use privopt_paillier::{BigInt, Ciphertext, KeyPair, PublicKey};
 
 use crate::error::{Error, Result};
 
@@ -47,14 +47,14 @@ impl Backend for PaillierBackend {
     type Ct = Ciphertext;
     fn encrypt(&self, owner: usize, m: i64, rng: &mut StreamRng) -> Result<Ciphertext> {
         self.pk(owner)
-            .encrypt(&Integer::from(m), rng)
+            .encrypt(&BigInt::from(m), rng)
             .map_err(|e| Error::Protocol(e.to_string()))
     }
     fn add(&self, owner: usize, a: &Ciphertext, b: &Ciphertext) -> Ciphertext {
         self.pk(owner).add(a, b)
     }
     fn mul(&self, owner: usize, a: &Ciphertext, k: i64) -> Ciphertext {
-        self.pk(owner).mul_scalar(a, &Integer::from(k))
+        self.pk(owner).mul_scalar(a, &BigInt::from(k))
     }
     fn decrypt(&self, owner: usize, c: &Ciphertext) -> Result<i64> {
         self.keys[owner]

@@ -48,26 +48,33 @@ pub(crate) type Series = (String, Vec<f64>);
 
 /// Splits `series` into panels of at most [`MAX_SERIES_PER_PANEL`]: grouped by the last
 /// `_`-separated token of their names (the swept value, e.g. `eps4`, `sigma10`) when that
-/// makes more than one group, then cut into chunks. Returns (panel title, series).
+/// makes more than one group, then cut into chunks. A series whose name has no such token
+/// (e.g. a non-private baseline) is a reference drawn in every panel. Returns (panel title,
+/// series).
 fn panels(series: &[Series]) -> Vec<(String, Vec<&Series>)> {
     if series.len() <= MAX_SERIES_PER_PANEL {
         return vec![(String::new(), series.iter().collect())];
     }
     let key = |name: &str| name.rsplit_once('_').map(|(_, k)| k.to_owned());
+    let references: Vec<&Series> = series.iter().filter(|s| key(&s.0).is_none()).collect();
     let mut groups: Vec<(String, Vec<&Series>)> = Vec::new();
     for s in series {
-        let k = key(&s.0).unwrap_or_default();
+        let Some(k) = key(&s.0) else { continue };
         match groups.iter_mut().find(|(g, _)| *g == k) {
             Some((_, list)) => list.push(s),
             None => groups.push((k, vec![s])),
         }
     }
-    if groups.len() == 1 || groups.len() == series.len() {
-        groups = vec![(String::new(), series.iter().collect())];
-    }
+    let sweep = groups.len() > 1 && groups.len() < series.len() - references.len();
+    let (groups, references) = if sweep {
+        (groups, references)
+    } else {
+        (vec![(String::new(), series.iter().collect())], Vec::new())
+    };
+    let room = MAX_SERIES_PER_PANEL.saturating_sub(references.len()).max(1);
     let mut out = Vec::new();
     for (title, list) in groups {
-        let chunks: Vec<&[&Series]> = list.chunks(MAX_SERIES_PER_PANEL).collect();
+        let chunks: Vec<&[&Series]> = list.chunks(room).collect();
         let n = chunks.len();
         for (i, chunk) in chunks.into_iter().enumerate() {
             let t = match (title.is_empty(), n) {
@@ -76,7 +83,9 @@ fn panels(series: &[Series]) -> Vec<(String, Vec<&Series>)> {
                 (false, 1) => title.clone(),
                 (false, _) => format!("{title} ({} of {n})", i + 1),
             };
-            out.push((t, chunk.to_vec()));
+            let mut panel = chunk.to_vec();
+            panel.extend(&references);
+            out.push((t, panel));
         }
     }
     out
@@ -215,16 +224,19 @@ mod tests {
     #[test]
     fn few_series_share_one_panel_and_many_are_split_by_sweep_value() {
         assert_eq!(panels(&named(&["a", "b", "c"])).len(), 1);
-        let many: Vec<String> = ["dome_k16", "dome_k64", "dp_full", "random_k16"]
+        let mut many: Vec<String> = ["dome_k16", "dome_k64", "dp_full", "random_k16"]
             .iter()
             .flat_map(|m| ["eps1", "eps4"].map(|e| format!("{m}_{e}")))
             .collect();
+        many.push("nonprivate".into());
         let refs: Vec<&str> = many.iter().map(String::as_str).collect();
         let series = named(&refs);
         let p = panels(&series);
         assert_eq!(p.len(), 2);
         assert_eq!(p[0].0, "eps1");
         assert!(p.iter().all(|(_, l)| l.len() <= MAX_SERIES_PER_PANEL));
+        // The baseline without a sweep token is a reference in every panel.
+        assert!(p.iter().all(|(_, l)| l.iter().any(|s| s.0 == "nonprivate")));
         // No common sweep token: chunks of at most six, every series kept once.
         let plain: Vec<String> = (0..14).map(|i| format!("s{i}")).collect();
         let refs: Vec<&str> = plain.iter().map(String::as_str).collect();

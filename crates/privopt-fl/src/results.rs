@@ -15,6 +15,16 @@ const NOT_PLOTTED: &[&str] = &["round", "bytes_up", "bytes_down"];
 /// A named curve.
 use crate::plot::Series;
 
+/// Y-axis labels (with units) of plots whose file name is not self-explanatory.
+const AXIS_LABELS: &[(&str, &str)] = &[
+    ("communication", "bytes"),
+    ("fig2", "training loss"),
+    ("fig3", "training loss"),
+    ("digital", "training loss"),
+    ("test_accuracy", "test accuracy (fraction)"),
+    ("fig3_log10_mse", "log₁₀ mean squared error"),
+];
+
 /// The default output folder: `results/<name>-<UTC timestamp>`.
 pub fn default_out_dir(name: &str, timestamp: &str) -> PathBuf {
     Path::new("results").join(format!("{name}-{timestamp}"))
@@ -92,10 +102,10 @@ pub fn write_results(
     for (name, series) in plots {
         let p = dir.join(format!("{name}.png"));
         let title = format!("{} — {}", cfg.name, name);
-        let y_label = match name.as_str() {
-            "communication" => "bytes",
-            other => other,
-        };
+        let y_label = AXIS_LABELS
+            .iter()
+            .find(|(group, _)| *group == name)
+            .map_or(name.as_str(), |(_, label)| label);
         line_plot(&p, &title, ("round", y_label), &rounds, &series)?;
         written.push(p);
     }

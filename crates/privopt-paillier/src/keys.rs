@@ -136,7 +136,7 @@ impl PrimeHalf {
         let k = p.to_u64_digits().len();
         let p2 = Modulus::new(&(p * p))?;
         let pm1 = p - 1u8;
-        let gp = p2.from_mont(&p2.pow_public(&p2.to_mont(g), &pm1));
+        let gp = p2.out_of_mont(&p2.pow_public(&p2.to_mont(g), &pm1));
         let h = ((gp - 1u8) / p).modinv(p)?;
         Some(Self {
             p: limbs(p, k),
@@ -153,7 +153,7 @@ impl PrimeHalf {
         let base = self.p2.to_mont_wide(c);
         let mut x = self.p2.pow_secret(&base, &self.p_minus_1, self.bits);
         let p = from_limbs(&self.p);
-        let value = self.p2.from_mont(&x);
+        let value = self.p2.out_of_mont(&x);
         x.zeroize();
         ((value - 1u8) / &p * from_limbs(&self.h)) % &p
     }

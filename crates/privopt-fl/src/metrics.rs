@@ -79,6 +79,36 @@ impl MetricsTable {
     }
 }
 
+impl MetricsTable {
+    /// Parses the text [`MetricsTable::to_csv`] writes (for re-plotting a results folder);
+    /// errors name the line.
+    pub fn from_csv(text: &str) -> Result<Self> {
+        let mut lines = text.lines();
+        let header = lines
+            .next()
+            .ok_or_else(|| Error::Config("metrics.csv is empty".into()))?;
+        let columns: Vec<String> = header.split(',').map(str::to_owned).collect();
+        let mut rows = Vec::new();
+        for (i, line) in lines.enumerate().filter(|(_, l)| !l.is_empty()) {
+            let row = line
+                .split(',')
+                .map(str::parse::<f64>)
+                .collect::<std::result::Result<Vec<f64>, _>>()
+                .map_err(|e| Error::Config(format!("metrics.csv line {}: {e}", i + 2)))?;
+            if row.len() != columns.len() {
+                return Err(Error::Config(format!(
+                    "metrics.csv line {}: {} values for {} columns",
+                    i + 2,
+                    row.len(),
+                    columns.len()
+                )));
+            }
+            rows.push(row);
+        }
+        Ok(Self { columns, rows })
+    }
+}
+
 /// Bytes sent so far, by direction.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Comm {
@@ -120,5 +150,15 @@ mod tests {
         );
         assert_eq!(t.column("loss").unwrap(), vec![0.1 + 0.2, 1e-20]);
         assert_eq!(t.last(), vec![("round", 1.0), ("loss", 1e-20)]);
+        // The CSV reads back to the same table, NaN and infinities included.
+        t.push(&[("round", 2.0), ("loss", f64::INFINITY)]).unwrap();
+        let back = MetricsTable::from_csv(&t.to_csv()).unwrap();
+        assert_eq!(back.to_csv(), t.to_csv());
+        let with_nan = "round,acc\n0,NaN\n";
+        assert!(MetricsTable::from_csv(with_nan).unwrap().column("acc").unwrap()[0].is_nan());
+        let err = MetricsTable::from_csv("round,acc\n0,1\n1\n").unwrap_err();
+        assert!(err.to_string().contains("line 3"), "{err}");
+        assert!(MetricsTable::from_csv("round\nx\n").is_err());
+        assert!(MetricsTable::from_csv("").is_err());
     }
 }

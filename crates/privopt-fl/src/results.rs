@@ -13,13 +13,14 @@ use crate::runner::RunOutcome;
 const NOT_PLOTTED: &[&str] = &["round", "bytes_up", "bytes_down"];
 
 /// A named curve.
+use crate::metrics::MetricsTable;
 use crate::plot::Series;
 
 /// Y-axis labels (with units) of plots whose file name is not self-explanatory.
 const AXIS_LABELS: &[(&str, &str)] = &[
     ("communication", "bytes"),
     ("fig2", "training loss"),
-    ("fig3", "training loss"),
+    ("fig3", "log₁₀ training loss"),
     ("digital", "training loss"),
     ("test_accuracy", "test accuracy (fraction)"),
     ("fig3_log10_mse", "log₁₀ mean squared error"),
@@ -61,27 +62,36 @@ pub fn write_results(
         .map_err(|e| Error::Config(format!("cannot serialize summary: {e}")))?;
     put("summary.json", json + "\n")?;
 
-    let rounds = outcome.metrics.column("round").unwrap_or_default();
+    written.extend(write_plots(dir, &cfg.name, &outcome.metrics)?);
+    Ok(written)
+}
+
+/// Draws every plot of `metrics` into `dir` (`loss.png`, `communication.png`, one per
+/// `group/` of columns, one per other column) and returns the paths written. Also used to
+/// re-plot an existing results folder (`privopt plot DIR`).
+pub fn write_plots(dir: &Path, run_name: &str, metrics: &MetricsTable) -> Result<Vec<PathBuf>> {
+    let mut written = Vec::new();
+    let rounds = metrics.column("round").unwrap_or_default();
     let mut plots: Vec<(String, Vec<Series>)> = Vec::new();
     let losses: Vec<Series> = ["train_loss", "test_loss"]
         .iter()
-        .filter_map(|c| outcome.metrics.column(c).map(|v| ((*c).to_owned(), v)))
+        .filter_map(|c| metrics.column(c).map(|v| ((*c).to_owned(), v)))
         .collect();
     if !losses.is_empty() {
         plots.push(("loss".into(), losses));
     }
     let bytes: Vec<Series> = ["bytes_up", "bytes_down"]
         .iter()
-        .filter_map(|c| outcome.metrics.column(c).map(|v| ((*c).to_owned(), v)))
+        .filter_map(|c| metrics.column(c).map(|v| ((*c).to_owned(), v)))
         .collect();
     if bytes.iter().any(|(_, v)| v.iter().any(|&b| b > 0.0)) {
         plots.push(("communication".into(), bytes));
     }
     // Columns named `group/series` share one plot, `group.png`.
     let mut groups: Vec<(String, Vec<Series>)> = Vec::new();
-    for c in outcome.metrics.columns() {
+    for c in metrics.columns() {
         if let Some((group, series)) = c.split_once('/')
-            && let Some(v) = outcome.metrics.column(c)
+            && let Some(v) = metrics.column(c)
         {
             match groups.iter_mut().find(|(g, _)| g == group) {
                 Some((_, list)) => list.push((series.to_owned(), v)),
@@ -90,18 +100,18 @@ pub fn write_results(
         }
     }
     plots.extend(groups);
-    for c in outcome.metrics.columns() {
+    for c in metrics.columns() {
         if !NOT_PLOTTED.contains(&c.as_str())
             && !c.contains('/')
             && !c.ends_with("_loss")
-            && let Some(v) = outcome.metrics.column(c)
+            && let Some(v) = metrics.column(c)
         {
             plots.push((c.clone(), vec![(c.clone(), v)]));
         }
     }
     for (name, series) in plots {
         let p = dir.join(format!("{name}.png"));
-        let title = format!("{} — {}", cfg.name, name);
+        let title = format!("{run_name} — {name}");
         let y_label = AXIS_LABELS
             .iter()
             .find(|(group, _)| *group == name)

@@ -155,7 +155,13 @@ mod tests {
         let back = MetricsTable::from_csv(&t.to_csv()).unwrap();
         assert_eq!(back.to_csv(), t.to_csv());
         let with_nan = "round,acc\n0,NaN\n";
-        assert!(MetricsTable::from_csv(with_nan).unwrap().column("acc").unwrap()[0].is_nan());
+        assert!(
+            MetricsTable::from_csv(with_nan)
+                .unwrap()
+                .column("acc")
+                .unwrap()[0]
+                .is_nan()
+        );
         let err = MetricsTable::from_csv("round,acc\n0,1\n1\n").unwrap_err();
         assert!(err.to_string().contains("line 3"), "{err}");
         assert!(MetricsTable::from_csv("round\nx\n").is_err());

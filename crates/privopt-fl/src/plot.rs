@@ -91,14 +91,18 @@ fn panels(series: &[Series]) -> Vec<(String, Vec<&Series>)> {
     out
 }
 
-/// Whether positive values spanning more than two decades should be drawn on a log₁₀ axis.
+/// Whether values spanning more than two decades should be drawn on a log₁₀ axis: none
+/// negative, the positive ones over a ratio of 100 (zeros, e.g. a start at the origin, are
+/// left out of a log plot).
 fn wants_log(values: impl Iterator<Item = f64>) -> bool {
-    let (lo, hi, any_nonpositive) = values
-        .filter(|v| v.is_finite())
-        .fold((f64::INFINITY, 0.0f64, false), |(l, h, n), v| {
-            (l.min(v), h.max(v), n || v <= 0.0)
-        });
-    !any_nonpositive && lo.is_finite() && hi / lo > 100.0
+    let (lo, hi, any_negative) =
+        values
+            .filter(|v| v.is_finite())
+            .fold((f64::INFINITY, 0.0f64, false), |(l, h, n), v| {
+                let l = if v > 0.0 { l.min(v) } else { l };
+                (l, h.max(v), n || v < 0.0)
+            });
+    !any_negative && lo.is_finite() && hi / lo > 100.0
 }
 
 /// Draws `series` (name, values) against `x` into a PNG at `path`, with axis labels
@@ -155,6 +159,9 @@ pub(crate) fn line_plot(
             .configure_mesh()
             .x_desc(x_label)
             .y_desc(y_label.as_str())
+            .x_labels(6)
+            .x_label_formatter(&|v| format!("{v:.0}"))
+            .y_label_formatter(&|v| tick(*v))
             .label_style(("sans-serif", 13))
             .light_line_style(RGBColor(235, 235, 235))
             .draw()
@@ -195,6 +202,17 @@ fn draw_legend<DB: DrawingBackend>(
         area.draw(&Text::new(name.clone(), (34, y - 7), font.clone()))?;
     }
     Ok(())
+}
+
+/// A y tick label with as many decimals as its size needs.
+fn tick(v: f64) -> String {
+    match v.abs() {
+        a if a < 1e-12 => "0".into(),
+        a if a >= 100.0 => format!("{v:.0}"),
+        a if a >= 1.0 => format!("{v:.1}"),
+        a if a >= 0.01 => format!("{v:.2}"),
+        _ => format!("{v:.1e}"),
+    }
 }
 
 /// A non-degenerate range covering `values` (with 5% headroom).
@@ -252,5 +270,6 @@ mod tests {
         assert!(!wants_log([0.5, 0.9].into_iter()));
         assert!(!wants_log([-1.0, 1e3].into_iter()));
         assert!(!wants_log([f64::NAN].into_iter()));
+        assert!(wants_log([0.0, 2.0, 3600.0].into_iter()));
     }
 }

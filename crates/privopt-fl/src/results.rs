@@ -24,6 +24,8 @@ const AXIS_LABELS: &[(&str, &str)] = &[
     ("digital", "training loss"),
     ("test_accuracy", "test accuracy (fraction)"),
     ("fig3_log10_mse", "log₁₀ mean squared error"),
+    ("max_margin", "max |⟨w, x⟩| over examples"),
+    ("max_margin_zoom", "max |⟨w, x⟩| over examples"),
 ];
 
 /// The default output folder: `results/<name>-<UTC timestamp>`.

@@ -55,7 +55,9 @@ fn panels(series: &[Series]) -> Vec<(String, Vec<&Series>)> {
     if series.len() <= MAX_SERIES_PER_PANEL {
         return vec![(String::new(), series.iter().collect())];
     }
-    let key = |name: &str| name.rsplit_once('_').map(|(_, k)| k.to_owned());
+    let key = |name: &str| {
+        (!is_reference(name)).then(|| name.rsplit_once('_').map_or("", |(_, k)| k).to_owned())
+    };
     let references: Vec<&Series> = series.iter().filter(|s| key(&s.0).is_none()).collect();
     let mut groups: Vec<(String, Vec<&Series>)> = Vec::new();
     for s in series {
@@ -166,8 +168,9 @@ pub(crate) fn line_plot(
             .light_line_style(RGBColor(235, 235, 235))
             .draw()
             .map_err(|e| err(&e))?;
-        for (k, (_, values)) in list.iter().enumerate() {
-            let style = series_style(k);
+        let faceted = panels.len() > 1;
+        for (k, (name, values)) in list.iter().enumerate() {
+            let style = series_style(k, faceted && is_reference(name));
             let points: Vec<(f64, f64)> = x
                 .iter()
                 .copied()
@@ -178,26 +181,38 @@ pub(crate) fn line_plot(
                 .draw_series(LineSeries::new(points, style))
                 .map_err(|e| err(&e))?;
         }
-        draw_legend(&legend_area, list).map_err(|e| err(&e))?;
+        draw_legend(&legend_area, list, faceted).map_err(|e| err(&e))?;
     }
     root.present().map_err(|e| err(&e))?;
     Ok(())
 }
 
-/// The stroke of the `k`-th series of a panel (a panel has fewer series than colours).
-fn series_style(k: usize) -> ShapeStyle {
-    PALETTE[k % PALETTE.len()].stroke_width(2)
+/// Whether a series is a reference drawn in every panel of a faceted figure (no sweep token).
+fn is_reference(name: &str) -> bool {
+    !name.contains('_')
+}
+
+/// The stroke of the `k`-th series of a panel (a panel has fewer series than colours): by
+/// position, so panels of the same methods match, and black for references.
+fn series_style(k: usize, reference: bool) -> ShapeStyle {
+    let colour = if reference {
+        PALETTE[PALETTE.len() - 1]
+    } else {
+        PALETTE[k % (PALETTE.len() - 1)]
+    };
+    colour.stroke_width(2)
 }
 
 /// The legend of one panel, in its own area to the right of the data.
 fn draw_legend<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     list: &[&Series],
+    faceted: bool,
 ) -> std::result::Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     let font = ("sans-serif", 13).into_font();
     for (k, (name, _)) in list.iter().enumerate() {
         let y = 30 + 22 * k as i32;
-        let style = series_style(k);
+        let style = series_style(k, faceted && is_reference(name));
         area.draw(&PathElement::new(vec![(6, y), (28, y)], style))?;
         area.draw(&Text::new(name.clone(), (34, y - 7), font.clone()))?;
     }

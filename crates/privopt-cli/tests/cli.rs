@@ -162,6 +162,33 @@ fn run_writes_resolved_config_with_overridden_seed() {
     let written = std::fs::read_to_string(out.join("config.toml")).unwrap();
     assert!(written.contains("seed = 99"), "{written}");
     assert!(written.contains("n_train") || written.contains("dataset = \"synthetic_logistic\""));
+
+    // `plot` redraws the folder's plots from metrics.csv alone.
+    let pngs = |dir: &Path| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.ends_with(".png"))
+            .collect();
+        v.sort();
+        v
+    };
+    let drawn = pngs(&out);
+    assert!(drawn.contains(&"loss.png".to_owned()), "{drawn:?}");
+    for p in &drawn {
+        std::fs::remove_file(out.join(p)).unwrap();
+    }
+    let o = privopt(&["plot", out.to_str().unwrap()], tmp.path());
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(pngs(&out), drawn);
+    std::fs::write(out.join("metrics.csv"), "round,loss\n0,x\n").unwrap();
+    let o = privopt(&["plot", out.to_str().unwrap()], tmp.path());
+    assert_clean_failure(&o, &["metrics.csv line 2"]);
+    let o = privopt(
+        &["plot", tmp.path().join("nowhere").to_str().unwrap()],
+        tmp.path(),
+    );
+    assert_clean_failure(&o, &["cannot read"]);
 }
 
 /// Writes a fake, *complete-looking* MNIST folder whose training images are truncated.

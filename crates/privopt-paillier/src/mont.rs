@@ -218,7 +218,29 @@ impl Modulus {
         let a = &a[..k];
         let mut t = [0u64; 2 * MAX_LIMBS];
         let t = &mut t[..2 * k];
-        for i in 0..k {
+        // Off-diagonal products a_i·a_j (j > i), two rows per pass as in `mul`.
+        let mut i = 0;
+        while i + 3 <= k {
+            let (ai, ai1) = (a[i], a[i + 1]);
+            let (x, c0) = mac(t[2 * i + 1], ai, ai1, 0);
+            t[2 * i + 1] = x;
+            let (x, mut c0) = mac(t[2 * i + 2], ai, a[i + 2], c0);
+            t[2 * i + 2] = x;
+            let mut c1 = 0u64;
+            let rows = a[i + 3..].iter().zip(&a[i + 2..]);
+            for (x, (&aj0, &aj1)) in t[2 * i + 3..i + k].iter_mut().zip(rows) {
+                let (s, c) = mac(*x, ai, aj0, c0);
+                c0 = c;
+                let (s, c) = mac(s, ai1, aj1, c1);
+                c1 = c;
+                *x = s;
+            }
+            let (x, c1) = mac(c0, ai1, a[k - 1], c1);
+            t[i + k] = x;
+            t[i + k + 1] = c1;
+            i += 2;
+        }
+        for i in i..k {
             let mut c = 0u64;
             for j in i + 1..k {
                 let (s, cc) = mac(t[i + j], a[i], a[j], c);

@@ -238,10 +238,9 @@ fn print_comparison(ours: &[Measurement], peer: &[Measurement]) {
             .filter(|o| o.name.starts_with(&p.name) && !o.name.ends_with("_online"));
         for o in matching {
             // A `batchN` case times N operations: compare per operation.
-            let per_op = batch_size(&o.name).map_or(o.median_ns, |n| o.median_ns / n as f64);
-            let label = match batch_size(&o.name) {
-                Some(_) => format!("{} (per op)", o.name),
-                None => o.name.clone(),
+            let (per_op, label) = match batch_size(&o.name) {
+                Some(n) => (o.median_ns / n as f64, format!("{} (per op)", o.name)),
+                None => (o.median_ns, o.name.clone()),
             };
             println!(
                 "{label:<48} {:>12} {:>14} {:>7.2}×",

@@ -88,6 +88,15 @@ impl PublicKey {
         self.n2.out_of_mont(&c.c)
     }
 
+    /// The signed representative in `(−n/2, n/2]` of `m ∈ [0, n)`.
+    fn signed(&self, m: BigUint) -> BigInt {
+        if m > self.half_n {
+            BigInt::from(m) - BigInt::from(self.n.clone())
+        } else {
+            BigInt::from(m)
+        }
+    }
+
     /// `m mod n` for a signed plaintext in `(−n/2, n/2]`.
     fn plaintext(&self, m: &BigInt) -> Result<BigUint, PaillierError> {
         let (sign, magnitude) = (m.sign(), m.magnitude());
@@ -202,12 +211,13 @@ impl KeyPair {
         let (pk, sk) = (&self.public, &self.secret);
         let xp = sk.hp.p2.out_of_mont(&sk.hp.random_residue(rng));
         let xq = sk.hq.p2.out_of_mont(&sk.hq.random_residue(rng));
-        let p2 = sk.hp.p2.value();
-        let q2 = sk.hq.p2.value();
-        // x = xp + p² · ((xq − xp) · (p²)⁻¹ mod q²)
-        let diff = (&xq + q2 - (&xp % q2)) % q2;
-        let t = (diff * from_limbs(&sk.p2_inv_q2)) % q2;
-        let x = (xp + t * p2) % pk.n_squared();
+        let x = crt(
+            &xp,
+            sk.hp.p2.value(),
+            &xq,
+            sk.hq.p2.value(),
+            &from_limbs(&sk.p2_inv_q2),
+        );
         pk.obfuscator(pk.n2.to_mont(&x))
     }
 
@@ -248,19 +258,12 @@ impl KeyPair {
         }
     }
 
-    /// `m = m_q + q · ((m_p − m_q) · q⁻¹ mod p)`, mapped to `(−n/2, n/2]`.
+    /// `m mod n` from `m mod p` and `m mod q`, as the signed representative.
     fn recombine(&self, mp: BigUint, mq: BigUint) -> BigInt {
-        let (pk, sk) = (&self.public, &self.secret);
-        let p = from_limbs(&sk.hp.p);
-        let q = from_limbs(&sk.hq.p);
-        let diff = (&mp + &p - (&mq % &p)) % &p;
-        let t = (diff * from_limbs(&sk.q_inv_p)) % &p;
-        let m = mq + t * q;
-        if m > pk.half_n {
-            BigInt::from(m) - BigInt::from(pk.n.clone())
-        } else {
-            BigInt::from(m)
-        }
+        let sk = &self.secret;
+        let (p, q) = (from_limbs(&sk.hp.p), from_limbs(&sk.hq.p));
+        self.public
+            .signed(crt(&mq, &q, &mp, &p, &from_limbs(&sk.q_inv_p)))
     }
 
     /// Textbook decryption `L(c^λ mod n²)·μ mod n` (for differential tests).
@@ -272,13 +275,15 @@ impl KeyPair {
         let l = |x: BigUint| (x - 1u8) / &pk.n;
         let g = &pk.n + 1u8;
         let mu = l(g.modpow(&lambda, n2)).modinv(&pk.n).unwrap_or_default();
-        let m = (l(pk.value(c).modpow(&lambda, n2)) * mu) % &pk.n;
-        if m > pk.half_n {
-            BigInt::from(m) - BigInt::from(pk.n.clone())
-        } else {
-            BigInt::from(m)
-        }
+        pk.signed((l(pk.value(c).modpow(&lambda, n2)) * mu) % &pk.n)
     }
+}
+
+/// Garner's recombination of `x mod m1` and `x mod m2` (coprime) into `x mod m1·m2`:
+/// `x = a1 + m1 · ((a2 − a1) · m1⁻¹ mod m2)`, given `m1_inv = m1⁻¹ mod m2`.
+fn crt(a1: &BigUint, m1: &BigUint, a2: &BigUint, m2: &BigUint, m1_inv: &BigUint) -> BigUint {
+    let diff = (a2 + m2 - (a1 % m2)) % m2;
+    a1 + m1 * ((diff * m1_inv) % m2)
 }
 
 /// Obfuscators computed ahead of time (offline), so that an encryption online costs one

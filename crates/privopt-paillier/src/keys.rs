@@ -123,7 +123,6 @@ impl PublicKey {
 /// `m_p = L_p(c^{p−1} mod p²) · h_p mod p`. Limb vectors are wiped on drop.
 pub(crate) struct PrimeHalf {
     pub(crate) p: Vec<u64>,
-    pub(crate) p_minus_1: Vec<u64>,
     /// `h_p = L_p(g^{p−1} mod p²)⁻¹ mod p`.
     pub(crate) h: Vec<u64>,
     pub(crate) p2: Modulus,
@@ -140,7 +139,6 @@ impl PrimeHalf {
         let h = ((gp - 1u8) / p).modinv(p)?;
         Some(Self {
             p: limbs(p, k),
-            p_minus_1: limbs(&pm1, k),
             h: limbs(&h, k),
             p2,
             bits: p.bits() as u32,
@@ -151,7 +149,11 @@ impl PrimeHalf {
     /// by the secret `p − 1` in constant time.
     pub(crate) fn decrypt(&self, c: &[u64]) -> BigUint {
         let base = self.p2.to_mont_wide(c);
-        let mut x = self.p2.pow_secret(&base, &self.p_minus_1, self.bits);
+        // p is odd: p − 1 is p with its lowest bit cleared.
+        let mut p_minus_1 = self.p.clone();
+        p_minus_1[0] &= !1;
+        let mut x = self.p2.pow_secret(&base, &p_minus_1, self.bits);
+        p_minus_1.zeroize();
         let p = from_limbs(&self.p);
         let value = self.p2.out_of_mont(&x);
         x.zeroize();
@@ -170,7 +172,6 @@ impl PrimeHalf {
 impl Drop for PrimeHalf {
     fn drop(&mut self) {
         self.p.zeroize();
-        self.p_minus_1.zeroize();
         self.h.zeroize();
     }
 }

@@ -32,6 +32,20 @@ pub(crate) struct Modulus {
     big: BigUint,
 }
 
+impl Drop for Modulus {
+    /// A modulus may be secret (`p²`, `q²`): its limbs and constants are wiped, and the big
+    /// integer's buffer is overwritten in place (best effort: `num-bigint` may have copied it
+    /// before).
+    fn drop(&mut self) {
+        self.m.zeroize();
+        self.r2.zeroize();
+        self.r3.zeroize();
+        self.one.zeroize();
+        let words = self.big.bits().div_ceil(32) as usize;
+        self.big.assign_from_slice(&vec![0u32; words]);
+    }
+}
+
 /// Little-endian limbs of `x`, zero-padded to `len`.
 pub(crate) fn limbs(x: &BigUint, len: usize) -> Vec<u64> {
     let mut out = x.to_u64_digits();
@@ -270,23 +284,21 @@ impl Modulus {
     /// The Montgomery form of `x` (any size below `m·R`; reduced here).
     pub(crate) fn to_mont(&self, x: &BigUint) -> Vec<u64> {
         let k = self.m.len();
-        let mut out = vec![0u64; k];
-        if x.bits() <= 64 * k as u64 && *x < self.big {
+        if *x < self.big {
+            let mut out = vec![0u64; k];
             self.mul(&limbs(x, k), &self.r2, &mut out);
+            out
         } else {
-            // x·R⁻¹ by a reduction of the double-length value, then ·R³·R⁻¹ = x·R.
-            let mut t = limbs(&(x % (&self.big << (64 * k))), 2 * k);
-            let mut y = vec![0u64; k];
-            self.reduce(&mut t, &mut y);
-            self.mul(&y, &self.r3, &mut out);
-            t.zeroize();
-            y.zeroize();
+            let mut wide = limbs(&(x % (&self.big << (64 * k))), 2 * k);
+            let out = self.to_mont_wide(&wide);
+            wide.zeroize();
+            out
         }
-        out
     }
 
     /// The Montgomery form of the double-length `x < m·R` given as limbs, without a generic
-    /// big-integer division (the secret path of decryption reduces `c mod p²` this way).
+    /// big-integer division (the secret path of decryption reduces `c mod p²` this way):
+    /// `x·R⁻¹` by a reduction, then a product by `R³` gives `x·R`.
     pub(crate) fn to_mont_wide(&self, x: &[u64]) -> Vec<u64> {
         let k = self.m.len();
         let mut t = [0u64; 2 * MAX_LIMBS];

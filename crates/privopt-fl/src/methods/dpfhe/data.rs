@@ -21,9 +21,21 @@ pub const SYNTHETIC_DATASET: &str = "synthetic";
 /// Features of the built-in task (16 with the bias: one packing block of 16 slots).
 const SYNTHETIC_FEATURES: usize = 15;
 
-/// Whether `name` is a dataset [`load_task`] knows.
-pub fn is_known(name: &str) -> bool {
-    name == SYNTHETIC_DATASET || PAPER_DATASETS.contains(&name)
+/// Refuses a dataset name [`load_task`] does not know.
+pub fn check_known(name: &str) -> Result<()> {
+    if name == SYNTHETIC_DATASET || PAPER_DATASETS.contains(&name) {
+        Ok(())
+    } else {
+        Err(unknown_dataset(name))
+    }
+}
+
+/// The error for a dataset name [`load_task`] does not know, naming those it does.
+fn unknown_dataset(name: &str) -> Error {
+    Error::Config(format!(
+        "method.datasets: `{name}` is not one of the paper's datasets ({}) or `{SYNTHETIC_DATASET}`",
+        PAPER_DATASETS.join(", ")
+    ))
 }
 
 /// MNIST digits of the paper's binary task (3 → label 0, 8 → label 1) and its PCA size.
@@ -53,12 +65,7 @@ pub fn load_task(name: &str, data_dir: &Path, seeds: &SeedTree) -> Result<TrainT
                 privopt_ml::data::synthetic::logistic(4000, 1000, SYNTHETIC_FEATURES, &mut rng)?;
             scale_to_unit_box(tt.train, tt.test)?
         }
-        other => {
-            return Err(Error::Config(format!(
-                "method.datasets: `{other}` is not one of the paper's datasets ({}) or `{SYNTHETIC_DATASET}`",
-                PAPER_DATASETS.join(", ")
-            )));
-        }
+        other => return Err(unknown_dataset(other)),
     };
     Ok(TrainTest {
         train: with_bias(&tt.train)?,

@@ -302,13 +302,7 @@ impl Method for DpfheConfig {
             "method.datasets must not be empty".into()
         })?;
         for d in &self.datasets {
-            ensure(super::data::is_known(d), || {
-                format!(
-                    "method.datasets: `{d}` is not one of {} or `{}`",
-                    PAPER_DATASETS.join(", "),
-                    super::data::SYNTHETIC_DATASET
-                )
-            })?;
+            super::data::check_known(d)?;
         }
         ensure((1..=31).contains(&self.degree), || {
             format!("method.degree must be in 1..=31, got {}", self.degree)

@@ -412,10 +412,8 @@ fn ml_suite() -> Result<Vec<Case>> {
 /// Perturbation directions and replayed rounds at `d = 10^6` and `10^7`; a plain memory write
 /// of the same size is the bandwidth yardstick (GB/s = 8·d bytes / time).
 fn zo_suite() -> Result<Vec<Case>> {
-    use privopt_fl::methods::scalar_fl::state::{
-        ModelState, ReplaySpec, RoundRecord, Rule, Scratch,
-    };
     use privopt_ml::zo::gaussian_fill;
+    use privopt_protocols::scalar_fl::{ModelState, ReplaySpec, RoundRecord, Rule, Scratch};
     let mut cases = Vec::new();
     for d in [1_000_000usize, 10_000_000] {
         let mut u = vec![0.0; d];

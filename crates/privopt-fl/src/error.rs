@@ -33,6 +33,9 @@ pub enum Error {
         /// What failed.
         reason: String,
     },
+    /// A protocol role refused an input or a call.
+    #[error(transparent)]
+    Roles(privopt_protocols::Error),
     /// A protocol round failed (missing transmission, out-of-range value, crypto error).
     #[error("protocol: {0}")]
     Protocol(String),
@@ -44,6 +47,16 @@ pub enum Error {
         /// The quantity that became non-finite.
         what: String,
     },
+}
+
+impl From<privopt_protocols::Error> for Error {
+    fn from(e: privopt_protocols::Error) -> Self {
+        match e {
+            // One divergence error, whichever layer noticed.
+            privopt_protocols::Error::Diverged { round, what } => Error::Diverged { round, what },
+            e => Error::Roles(e),
+        }
+    }
 }
 
 /// Shorthand for results of this crate.

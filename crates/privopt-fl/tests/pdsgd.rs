@@ -1,12 +1,14 @@
-//! Paillier decentralized SGD: backends agree bit for bit, the pairwise protocol computes the
-//! weighted difference, stepsizes hide gradients, and the suite writes its keys.
+//! Paillier decentralized SGD: real Paillier through bytes and the transparent scheme agree bit
+//! for bit, the pairwise exchange computes the weighted difference, any connected graph runs,
+//! stepsizes hide gradients, and the suite writes its keys.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 
-use privopt_fl::methods::pdsgd::backend::{PaillierBackend, TransparentBackend};
-use privopt_fl::methods::pdsgd::{PdsgdConfig, Variant, protocol};
+use privopt_fl::methods::pdsgd::{PdsgdConfig, Variant};
 use privopt_math::SeedTree;
+use privopt_paillier::KeyPair;
+use privopt_protocols::pdsgd::{Agent, Graph, Paillier, Transparent, TransparentKey};
 
 fn cfg(iterations: u64) -> PdsgdConfig {
     let text = std::fs::read_to_string(concat!(
@@ -25,44 +27,101 @@ fn cfg(iterations: u64) -> PdsgdConfig {
     c
 }
 
-#[test]
-fn paillier_and_transparent_runs_are_bit_identical() {
-    let c = cfg(12);
-    let seeds = SeedTree::new(3);
-    let trial = c.trial(&seeds, 0);
-    let paillier = PaillierBackend::generate(5, 1024, &mut seeds.stream("keys", &[])).unwrap();
-    let transparent = TransparentBackend {
+fn transparent_agents(
+    c: &PdsgdConfig,
+    g: &Graph,
+    trial: &privopt_fl::methods::pdsgd::Trial,
+) -> Vec<Agent<Transparent>> {
+    let key = TransparentKey {
         ciphertext_bytes: 256,
     };
+    c.agents::<Transparent>(g, trial, vec![(key, ()); g.len()])
+        .unwrap()
+}
+
+fn paillier_keys(n: usize, seeds: &SeedTree) -> Vec<(privopt_paillier::PublicKey, KeyPair)> {
+    let mut r = seeds.stream("keys", &[]);
+    (0..n)
+        .map(|_| {
+            let kp = KeyPair::generate(1024, &mut r).unwrap();
+            (kp.public.clone(), kp)
+        })
+        .collect()
+}
+
+#[test]
+fn paillier_through_bytes_and_transparent_runs_are_bit_identical() {
+    let c = cfg(12);
+    let g = c.graph().unwrap();
+    let seeds = SeedTree::new(3);
+    let trial = c.trial(&g, &seeds, 0).unwrap();
+    let mut paillier = c
+        .agents::<Paillier>(&g, &trial, paillier_keys(g.len(), &seeds))
+        .unwrap();
     let (e1, x1) = c
-        .run_trial(&trial, Variant::Proposed, &paillier, &seeds, 0)
+        .run_trial(
+            &g,
+            &trial,
+            Variant::Proposed,
+            &mut paillier,
+            true,
+            &seeds,
+            0,
+        )
         .unwrap();
+    let mut plain = transparent_agents(&c, &g, &trial);
     let (e2, x2) = c
-        .run_trial(&trial, Variant::Proposed, &transparent, &seeds, 0)
+        .run_trial(&g, &trial, Variant::Proposed, &mut plain, false, &seeds, 0)
         .unwrap();
-    assert_eq!(
-        e1.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-        e2.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
-    );
+    let mut plain = transparent_agents(&c, &g, &trial);
+    let (e3, _) = c
+        .run_trial(&g, &trial, Variant::Proposed, &mut plain, true, &seeds, 0)
+        .unwrap();
+    let bits = |e: &[f64]| e.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&e1), bits(&e2));
+    assert_eq!(bits(&e3), bits(&e2));
     assert_eq!(x1, x2);
     // And the run did move: the error changed.
     assert_ne!(e1[0], *e1.last().unwrap());
 }
 
 #[test]
-fn the_pairwise_protocol_returns_the_weighted_difference() {
-    let seeds = SeedTree::new(4);
-    let mut r = seeds.stream("p", &[]);
-    let paillier = PaillierBackend::generate(2, 1024, &mut r).unwrap();
-    // Q(x_i) = (−3, 7), Q(x_j) = (5, −12); k_{j→i} = 4; w_{i→j} = 0.3; δ = 0.1.
-    let req = protocol::initiate(&paillier, 0, &[-3, 7], &mut r).unwrap();
-    let resp = protocol::respond(&paillier, 1, &req, &[5, -12], 4, &mut r).unwrap();
-    let out = protocol::finish(&paillier, 0, &resp, 0.3, 0.1).unwrap();
-    // w_{i→j} · w_{j→i} · (x̃_j − x̃_i) = 0.3 · 0.4 · δ·(Q_j − Q_i)
-    let want = [0.3 * 0.4 * 0.1 * 8.0, 0.3 * 0.4 * 0.1 * -19.0];
-    for (o, w) in out.iter().zip(want) {
-        assert!((o - w).abs() < 1e-12, "{o} vs {w}");
-    }
+fn any_connected_graph_from_the_config_converges() {
+    // A 7-agent path with one chord and a star-shaped corner, as a config gives it.
+    let mut c = cfg(400);
+    c.edges = vec![
+        (0, 1),
+        (1, 2),
+        (2, 3),
+        (3, 4),
+        (4, 5),
+        (5, 6),
+        (6, 2),
+        (3, 0),
+    ];
+    c.eval_every = 400;
+    let g = c.graph().unwrap();
+    assert_eq!(g.len(), 7);
+    let seeds = SeedTree::new(8);
+    let trial = c.trial(&g, &seeds, 0).unwrap();
+    let mut agents = transparent_agents(&c, &g, &trial);
+    let (e, x) = c
+        .run_trial(&g, &trial, Variant::Proposed, &mut agents, false, &seeds, 0)
+        .unwrap();
+    assert_eq!(x.len(), 7);
+    assert!(e[1] < 0.2 * e[0], "error {} → {}", e[0], e[1]);
+    // A disconnected graph is a config error naming the key.
+    c.edges = vec![(0, 1), (2, 3)];
+    assert!(c.graph().unwrap_err().to_string().contains("method.edges"));
+}
+
+#[test]
+fn a_delta_with_no_stable_weights_is_an_error_not_a_hang() {
+    let mut c = cfg(1);
+    c.delta = 0.7; // degree 3 · 0.49 ≥ 1 for every draw
+    let g = c.graph().unwrap();
+    let e = c.trial(&g, &SeedTree::new(1), 0).unwrap_err().to_string();
+    assert!(e.contains("method.delta"), "{e}");
 }
 
 #[test]
@@ -71,7 +130,7 @@ fn stepsize_scaling_hides_the_gradient() {
     // and for small ζ the scaled stepsizes stay inside the admissible random range.
     let c = cfg(1);
     let seeds = SeedTree::new(5);
-    let trial = c.trial(&seeds, 0);
+    let trial = c.trial(&c.graph().unwrap(), &seeds, 0).unwrap();
     let g = c.gradient(&trial, 0, &[0.3, -0.2], &mut seeds.stream("g", &[]));
     let k = 1.0f64;
     let lo = c.lambda0 / k.powf(c.lambda_decay);

@@ -42,7 +42,11 @@ fn numbers(out: &RunOutcome) -> BTreeMap<String, f64> {
     m
 }
 
-type Case = (&'static str, &'static str, Vec<(&'static str, &'static str)>);
+type Case = (
+    &'static str,
+    &'static str,
+    Vec<(&'static str, &'static str)>,
+);
 
 /// Cases that need no fetched data: `(label, config, replacements)`.
 fn synthetic_cases() -> Vec<Case> {
@@ -193,7 +197,10 @@ fn parse_golden(text: &str) -> BTreeMap<(String, String), f64> {
 fn every_reproduction_gives_the_recorded_numbers() {
     let mut runs: Vec<(String, BTreeMap<String, f64>)> = Vec::new();
     for (label, cfg, repl) in synthetic_cases() {
-        runs.push((label.into(), numbers(&common::run_shipped_config(cfg, &repl))));
+        runs.push((
+            label.into(),
+            numbers(&common::run_shipped_config(cfg, &repl)),
+        ));
     }
     let golden_text = std::fs::read_to_string(GOLDEN).unwrap_or_default();
     let golden = parse_golden(&golden_text);

@@ -9,13 +9,12 @@
 
 mod common;
 
-use privopt_fl::methods::scalar_fl::client::{Client, Probe};
-use privopt_fl::methods::scalar_fl::server::{CatchUp, Reply, Server};
-use privopt_fl::methods::scalar_fl::state::{
-    ModelState, ReplaySpec, RoundRecord, Rule, Scratch, direction_key,
-};
 use privopt_math::SeedTree;
 use privopt_ml::zo::{Difference, gaussian_fill};
+use privopt_protocols::scalar_fl::{
+    CatchUp, Client, ModelState, Probe, ReplaySpec, Reply, RoundRecord, Rule, Scratch, Server,
+    direction_key,
+};
 use rand::Rng;
 
 const D: usize = 40;
@@ -97,7 +96,7 @@ fn round(
 fn federation(spec: &ReplaySpec, n: usize, bound: Option<u64>) -> (Server, Vec<Client>) {
     let x0: Vec<f64> = (0..D).map(|j| (j as f64 * 0.37).sin()).collect();
     let initial = ModelState::initial(x0, spec.rule);
-    let server = Server::new(*spec, initial.clone(), n, bound);
+    let server = Server::new(*spec, initial.clone(), n, bound).unwrap();
     let clients = (0..n).map(|i| Client::new(i, initial.clone())).collect();
     (server, clients)
 }
@@ -210,10 +209,10 @@ fn wrong_round_duplicate_foreign_and_malformed_replies_are_rejected_and_change_n
     let before = server.state().clone();
     type Edit = Box<dyn Fn(&mut Vec<Reply>)>;
     let tamper: [(&str, Edit); 5] = [
-        ("for round", Box::new(|r| r[0].round += 1)),
+        ("replied for round", Box::new(|r| r[0].round += 1)),
         ("replied twice", Box::new(|r| r.push(r[0].clone()))),
         (
-            "does not take part",
+            "which it is not in",
             Box::new(move |r| r[0].client = outsider),
         ),
         (
@@ -225,7 +224,15 @@ fn wrong_round_duplicate_foreign_and_malformed_replies_are_rejected_and_change_n
     for (what, edit) in &tamper {
         let mut bad = replies.clone();
         edit(&mut bad);
-        let e = server.finish_round(&bad).unwrap_err().to_string();
+        let e = server.finish_round(&bad).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                privopt_fl::Error::Roles(privopt_protocols::Error::PeerMisbehaved { .. })
+            ),
+            "{e:?}"
+        );
+        let e = e.to_string();
         assert!(e.contains(what), "{e}");
         assert_same_state(server.state(), &before);
     }

@@ -1,7 +1,7 @@
 //! Keys: generation, the public operations' constants, and the secret CRT constants.
 
 use num_bigint::BigUint;
-use num_integer::Integer as _;
+use num_integer::Integer;
 use num_traits::{One, Zero};
 use rand::CryptoRng;
 use zeroize::Zeroize;
@@ -93,7 +93,8 @@ pub struct PublicKey {
     pub(crate) bits: u32,
     /// Montgomery arithmetic mod `n²` (ciphertexts live in its Montgomery form).
     pub(crate) n2: Modulus,
-    /// DJN: `h_s = (−x²)^n mod n²` and its fixed-base table.
+    /// DJN: `h_s = (−x²)^n mod n²` (what the key's bytes carry) and its fixed-base table.
+    pub(crate) hs: BigUint,
     pub(crate) djn: FixedBase,
 }
 
@@ -116,6 +117,71 @@ impl PublicKey {
     /// Bytes of an encoded ciphertext (`n²` in big-endian, fixed width).
     pub fn ciphertext_bytes(&self) -> usize {
         (2 * self.bits as usize).div_ceil(8)
+    }
+
+    /// The key from `n` and the DJN base `h_s`; `None` if `n²` has no Montgomery form (even).
+    fn from_parts(n: BigUint, hs: BigUint) -> Option<Self> {
+        let n2 = Modulus::new(&(&n * &n))?;
+        let djn = FixedBase::new(&n2.to_mont(&hs), &n2, DJN_EXPONENT_BITS, 6);
+        Some(Self {
+            bits: n.bits() as u32,
+            half_n: &n >> 1u32,
+            n,
+            n2,
+            hs,
+            djn,
+        })
+    }
+
+    /// Bytes of [`PublicKey::to_bytes`] for a `bits`-bit key.
+    pub fn encoded_len(bits: u32) -> usize {
+        4 + (bits as usize).div_ceil(8) + (2 * bits as usize).div_ceil(8)
+    }
+
+    /// `bits` (4 bytes, little-endian), then `n` and `h_s` big-endian at fixed width.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = self.bits.to_le_bytes().to_vec();
+        for (v, width) in [
+            (&self.n, (self.bits as usize).div_ceil(8)),
+            (&self.hs, self.ciphertext_bytes()),
+        ] {
+            let digits = v.to_bytes_be();
+            out.resize(out.len() + width.saturating_sub(digits.len()), 0);
+            out.extend_from_slice(&digits);
+        }
+        out
+    }
+
+    /// Parses [`PublicKey::to_bytes`], refusing an unsupported size, an `n` that is even or
+    /// not exactly `bits` long, and an `h_s` outside `Z*_{n²}`. (That `n` is a product of two
+    /// primes cannot be checked here; a malformed key only hurts its owner's own privacy.)
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, PaillierError> {
+        let bits = bytes
+            .get(..4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .ok_or_else(|| PaillierError::Malformed("public key shorter than 4 bytes".into()))?;
+        if !matches!(bits, 1024 | 2048 | 3072 | 4096) {
+            return Err(PaillierError::KeySize(bits));
+        }
+        if bytes.len() != Self::encoded_len(bits) {
+            return Err(PaillierError::Malformed(format!(
+                "public key of {} bytes, a {bits}-bit key has {}",
+                bytes.len(),
+                Self::encoded_len(bits)
+            )));
+        }
+        let (n_bytes, hs_bytes) = bytes[4..].split_at((bits as usize).div_ceil(8));
+        let n = BigUint::from_bytes_be(n_bytes);
+        if n.bits() != u64::from(bits) || n.is_even() {
+            return Err(PaillierError::Malformed(format!(
+                "n is even or not {bits} bits long"
+            )));
+        }
+        let hs = BigUint::from_bytes_be(hs_bytes);
+        let key = Self::from_parts(n, hs.clone())
+            .ok_or_else(|| PaillierError::Malformed("n² has no Montgomery form".into()))?;
+        key.validate(&hs)?;
+        Ok(key)
     }
 }
 
@@ -245,19 +311,10 @@ impl KeyPair {
         // DJN: h = −x² mod n for random x, h_s = h^n mod n².
         let x = random_unit(&n, rng);
         let h_base = &n - (&x * &x) % &n;
-        let hs = n2.pow_public(&n2.to_mont(&h_base), &n);
-        let djn = FixedBase::new(&hs, &n2, DJN_EXPONENT_BITS, 6);
-        let bits = n.bits() as u32;
-        let half_n = &n >> 1u32;
+        let hs = n2.out_of_mont(&n2.pow_public(&n2.to_mont(&h_base), &n));
         let k = hp.p.len();
         Some(Self {
-            public: PublicKey {
-                n,
-                half_n,
-                bits,
-                n2,
-                djn,
-            },
+            public: PublicKey::from_parts(n, hs)?,
             secret: SecretKey {
                 q_inv_p: limbs(&q_inv_p, k),
                 p2_inv_q2: limbs(&p2_inv_q2, 2 * hq.p.len()),

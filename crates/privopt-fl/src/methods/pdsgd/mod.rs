@@ -2,7 +2,8 @@
 //! heterogeneous random stepsizes (paper 001, Alg. 1, eq. (3)–(9), §4).
 //!
 //! Agent i keeps `x_i`; each iteration it quantizes its state with the stochastic quantizer
-//! (4), runs the encrypted pairwise protocol ([`protocol`]) with every neighbour to obtain
+//! (4), runs the encrypted pairwise exchange ([`privopt_protocols::pdsgd::Agent`], which owns
+//! its key pair and holds only its neighbours' public keys) with every neighbour to obtain
 //! `w̃_{i→j} w̃_{j→i}(x̃_j − x̃_i)`, and updates by (7):
 //! `x_i ← x_i + γ^k Σ_j (…) − Λ_i^k g_i^k`, with a private random diagonal stepsize `Λ_i^k`.
 //! The conventional algorithm (6) and the variant without attenuation (`γ^k = 1`) are the
@@ -11,30 +12,30 @@
 //! The problem (§4) is distributed estimation: agent i holds `n_i` noisy measurements
 //! `z_ij = M_i x + ν_ij` and `f_i(x) = (1/n_i) Σ_j ‖z_ij − M_i x‖² + ω‖x‖²`. The paper gives
 //! neither `M_i` nor ω nor the graph (its Fig. 2 is an image): privopt draws `M_i` with
-//! standard normal entries, the true `x` and `x_i^0` from `N(0, I)`, uses ω = 0.01, and the
-//! 5-agent graph of [`EDGES`] (a ring 0–1–2–3–4–0 with the chord 0–2). All are per-trial
-//! random draws from the seed.
-
-pub mod backend;
-pub mod protocol;
+//! standard normal entries, the true `x` and `x_i^0` from `N(0, I)`, uses ω = 0.01, and by
+//! default the 5-agent graph of [`EDGES`] (a ring 0–1–2–3–4–0 with the chord 0–2); any
+//! connected graph can be given as `method.edges`. All are per-trial random draws from the
+//! seed.
 
 use std::time::Instant;
 
 use privopt_math::SeedTree;
+use privopt_paillier::KeyPair;
+use privopt_protocols::pdsgd::{Agent, Graph, Paillier, Scheme, Transparent, TransparentKey};
 use rand::Rng;
 use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
 
-use self::backend::{Backend, PaillierBackend, TransparentBackend};
 use super::Method;
-use crate::error::{Result, ensure};
+use crate::error::{Error, Result, ensure};
 use crate::metrics::mean_variance;
 use crate::runner::{RunContext, parallel_map};
 
 /// The undirected graph of §4: a 5-ring with one chord (connected, degrees 3, 2, 3, 2, 2).
 pub const EDGES: &[(usize, usize)] = &[(0, 1), (1, 2), (2, 3), (3, 4), (4, 0), (0, 2)];
-/// Number of agents.
-pub const AGENTS: usize = 5;
+
+/// Redraws of the private weights before giving up on a stable set (see [`PdsgdConfig::trial`]).
+const WEIGHT_DRAWS: usize = 10_000;
 
 /// Which algorithm runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,6 +106,14 @@ pub struct PdsgdConfig {
     /// the network average.
     #[serde(default = "d_per_message")]
     pub quantize_per_message: bool,
+    /// The undirected communication graph as an edge list `[[a, b], …]` on agents `0..n`
+    /// (connected, no self-loops or repeats); the paper's 5-agent graph by default.
+    #[serde(default = "d_edges")]
+    pub edges: Vec<(usize, usize)>,
+}
+
+fn d_edges() -> Vec<(usize, usize)> {
+    EDGES.to_vec()
 }
 
 fn d_per_message() -> bool {
@@ -161,6 +170,7 @@ fn d_threads() -> usize {
 }
 
 /// One trial's problem: measurements, optimum, weights and initial states.
+#[derive(Debug)]
 pub struct Trial {
     m: Vec<Vec<f64>>,
     z: Vec<Vec<Vec<f64>>>,
@@ -197,13 +207,19 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Vec<f64> {
 }
 
 impl PdsgdConfig {
-    /// The problem of trial `t`.
-    pub fn trial(&self, seeds: &SeedTree, t: u64) -> Trial {
+    /// The communication graph.
+    pub fn graph(&self) -> Result<Graph> {
+        Graph::from_edges(&self.edges).map_err(|e| Error::Config(format!("method.edges: {e}")))
+    }
+
+    /// The problem of trial `t` on `graph`.
+    pub fn trial(&self, graph: &Graph, seeds: &SeedTree, t: u64) -> Result<Trial> {
+        let agents = graph.len();
         let mut r = seeds.stream("pdsgd/problem", &[t]);
         let (p, d, n) = (self.p, self.d, self.measurements);
         let normal = |r: &mut privopt_math::StreamRng| -> f64 { StandardNormal.sample(r) };
         let x_true: Vec<f64> = (0..d).map(|_| normal(&mut r)).collect();
-        let m: Vec<Vec<f64>> = (0..AGENTS)
+        let m: Vec<Vec<f64>> = (0..agents)
             .map(|_| (0..p * d).map(|_| normal(&mut r)).collect())
             .collect();
         let z: Vec<Vec<Vec<f64>>> = m
@@ -242,30 +258,63 @@ impl PdsgdConfig {
         // (−2, 0], so I + W is stable and the un-attenuated comparisons can converge (the
         // paper's Assumption 1 asks only for a connected graph, which does not ensure this).
         let kmax = (1.0 / self.delta).floor() as i64;
+        let coupling = |k: &[Vec<i64>], i: usize| -> f64 {
+            graph
+                .neighbours(i)
+                .iter()
+                .map(|&j| (k[i][j] * k[j][i]) as f64 * self.delta * self.delta)
+                .sum()
+        };
+        let mut draws = 0;
         let k: Vec<Vec<i64>> = loop {
-            let k: Vec<Vec<i64>> = (0..AGENTS)
-                .map(|_| (0..AGENTS).map(|_| r.random_range(1..=kmax)).collect())
+            let k: Vec<Vec<i64>> = (0..agents)
+                .map(|_| (0..agents).map(|_| r.random_range(1..=kmax)).collect())
                 .collect();
-            let stable = (0..AGENTS).all(|i| {
-                Self::neighbours(i)
-                    .map(|j| (k[i][j] * k[j][i]) as f64 * self.delta * self.delta)
-                    .sum::<f64>()
-                    < 1.0
-            });
-            if stable {
+            if (0..agents).all(|i| coupling(&k, i) < 1.0) {
                 break k;
             }
+            draws += 1;
+            if draws == WEIGHT_DRAWS {
+                return Err(Error::Config(format!(
+                    "method.delta = {}: no stable weights in {WEIGHT_DRAWS} draws (an agent of \
+                     degree {} needs degree·δ² well below 1; lower delta)",
+                    self.delta,
+                    graph.max_degree()
+                )));
+            }
         };
-        let x0 = (0..AGENTS)
+        let x0 = (0..agents)
             .map(|_| (0..d).map(|_| normal(&mut r)).collect())
             .collect();
-        Trial {
+        Ok(Trial {
             m,
             z,
             x_star,
             k,
             x0,
+        })
+    }
+
+    /// The agents of `trial`, agent i with key pair `keys[i]` and its private weights
+    /// `k_{i→j}` towards its neighbours (whose public keys it is given, nothing more).
+    pub fn agents<S: Scheme>(
+        &self,
+        graph: &Graph,
+        trial: &Trial,
+        keys: Vec<(S::PublicKey, S::SecretKey)>,
+    ) -> Result<Vec<Agent<S>>> {
+        let mut agents: Vec<Agent<S>> = keys
+            .into_iter()
+            .enumerate()
+            .map(|(i, (pk, sk))| Agent::new(i, pk, sk))
+            .collect();
+        let announcements: Vec<_> = agents.iter().map(Agent::announcement).collect();
+        for (i, agent) in agents.iter_mut().enumerate() {
+            for &j in graph.neighbours(i) {
+                agent.add_neighbour(announcements[j].clone(), trial.k[i][j])?;
+            }
         }
+        Ok(agents)
     }
 
     /// Stochastic gradient of `f_i` at `x` from one uniformly sampled measurement.
@@ -295,28 +344,21 @@ impl PdsgdConfig {
             .collect()
     }
 
-    fn neighbours(i: usize) -> impl Iterator<Item = usize> {
-        EDGES.iter().filter_map(move |&(a, b)| {
-            if a == i {
-                Some(b)
-            } else if b == i {
-                Some(a)
-            } else {
-                None
-            }
-        })
-    }
-
-    /// Runs one trial of `variant` and returns `Σ_i ‖x_i − x*‖²` at every evaluation point, and
-    /// the ciphertext bytes exchanged per iteration.
-    pub fn run_trial<B: Backend>(
+    /// Runs one trial of `variant` with `agents` and returns `Σ_i ‖x_i − x*‖²` at every
+    /// evaluation point and the final states. With `through_bytes`, every request and response
+    /// is encoded by its sender and decoded by its receiver, as across processes.
+    #[allow(clippy::too_many_arguments)]
+    pub fn run_trial<S: Scheme>(
         &self,
+        graph: &Graph,
         trial: &Trial,
         variant: Variant,
-        backend: &B,
+        agents: &mut [Agent<S>],
+        through_bytes: bool,
         seeds: &SeedTree,
         t: u64,
     ) -> Result<(Vec<f64>, Vec<Vec<f64>>)> {
+        let n = graph.len();
         let d = self.d;
         let mut x = trial.x0.clone();
         let err = |x: &[Vec<f64>]| -> f64 {
@@ -340,16 +382,16 @@ impl PdsgdConfig {
             let q: Vec<Vec<i64>> = if self.quantize_per_message {
                 Vec::new()
             } else {
-                (0..AGENTS)
+                (0..n)
                     .map(|i| {
                         self.quantize(&x[i], &mut seeds.stream("pdsgd/quant", &[t, it, i as u64]))
                     })
                     .collect()
             };
             let mut next = x.clone();
-            for i in 0..AGENTS {
+            for i in 0..n {
                 let mut coupling = vec![0.0; d];
-                for j in Self::neighbours(i) {
+                for &j in graph.neighbours(i) {
                     let term: Vec<f64> = match variant {
                         Variant::Conventional => {
                             let w =
@@ -365,15 +407,15 @@ impl PdsgdConfig {
                             } else {
                                 (q[i].clone(), q[j].clone())
                             };
-                            let req = protocol::initiate(backend, i, &qi, &mut enc)?;
-                            let resp =
-                                protocol::respond(backend, j, &req, &qj, trial.k[j][i], &mut enc)?;
-                            protocol::finish(
-                                backend,
+                            exchange(
+                                agents,
                                 i,
-                                &resp,
-                                trial.k[i][j] as f64 * self.delta,
+                                j,
+                                it,
+                                (&qi, &qj),
                                 self.delta,
+                                through_bytes,
+                                &mut enc,
                             )?
                         }
                     };
@@ -425,8 +467,14 @@ impl Method for PdsgdConfig {
 
     fn run(&self, ctx: &mut RunContext<'_>) -> Result<Vec<f64>> {
         let seeds = ctx.seeds;
-        let transparent = TransparentBackend {
+        let graph = self.graph()?;
+        let key = TransparentKey {
             ciphertext_bytes: (2 * self.paillier_bits as usize).div_ceil(8),
+        };
+        let transparent_run = |cfg: &PdsgdConfig, trial: &Trial, variant, t| {
+            let keys = vec![(key, ()); graph.len()];
+            let mut agents = cfg.agents::<Transparent>(&graph, trial, keys)?;
+            cfg.run_trial(&graph, trial, variant, &mut agents, false, &seeds, t)
         };
         let variants = [
             ("proposed", Variant::Proposed),
@@ -441,10 +489,10 @@ impl Method for PdsgdConfig {
             ctx.progress,
             |t| {
                 let t = t as u64;
-                let trial = self.trial(&seeds, t);
+                let trial = self.trial(&graph, &seeds, t)?;
                 variants
                     .iter()
-                    .map(|(_, v)| Ok(self.run_trial(&trial, *v, &transparent, &seeds, t)?.0))
+                    .map(|(_, v)| Ok(transparent_run(self, &trial, *v, t)?.0))
                     .collect::<Result<Vec<Vec<f64>>>>()
             },
         )?;
@@ -481,7 +529,8 @@ impl Method for PdsgdConfig {
                 *vars[vi].last().unwrap_or(&f64::NAN),
             );
         }
-        // Real Paillier: all 5 agents in this process, one thread, a few iterations.
+        // Real Paillier: every agent with its own key, every message through its bytes, one
+        // thread, a few iterations; it must match the transparent run bit for bit.
         if self.paillier_timing_iterations > 0 {
             let timed = PdsgdConfig {
                 iterations: self.paillier_timing_iterations,
@@ -490,24 +539,79 @@ impl Method for PdsgdConfig {
             };
             let mut krng = seeds.stream("pdsgd/keys", &[]);
             let start = Instant::now();
-            let paillier = PaillierBackend::generate(AGENTS, self.paillier_bits, &mut krng)?;
+            let keys = (0..graph.len())
+                .map(|_| {
+                    let kp = KeyPair::generate(self.paillier_bits, &mut krng)
+                        .map_err(privopt_protocols::Error::from)?;
+                    Ok((kp.public.clone(), kp))
+                })
+                .collect::<Result<Vec<_>>>()?;
             let keygen = start.elapsed().as_secs_f64();
-            let trial = timed.trial(&seeds, 0);
+            let trial = timed.trial(&graph, &seeds, 0)?;
+            let mut agents = timed.agents::<Paillier>(&graph, &trial, keys)?;
             let start = Instant::now();
-            timed.run_trial(&trial, Variant::Proposed, &paillier, &seeds, 0)?;
+            let (_, x) = timed.run_trial(
+                &graph,
+                &trial,
+                Variant::Proposed,
+                &mut agents,
+                true,
+                &seeds,
+                0,
+            )?;
             let per_iter = start.elapsed().as_secs_f64() / self.paillier_timing_iterations as f64;
+            if x != transparent_run(&timed, &trial, Variant::Proposed, 0)?.1 {
+                return Err(Error::Protocol(
+                    "the real-Paillier run left the transparent run's trajectory".into(),
+                ));
+            }
             ctx.note(
                 &format!("seconds_per_iteration_paillier{}", self.paillier_bits),
                 per_iter,
             );
             ctx.note(
-                &format!("keygen_seconds_5_agents_paillier{}", self.paillier_bits),
+                &format!(
+                    "keygen_seconds_{}_agents_paillier{}",
+                    graph.len(),
+                    self.paillier_bits
+                ),
                 keygen,
             );
         }
         // Per iteration each directed edge carries 2d ciphertexts (request and response).
-        let bytes = (2 * EDGES.len() * 2 * self.d * transparent.ciphertext_bytes(0)) as f64;
+        let bytes = (2 * graph.edges().len() * 2 * self.d * key.ciphertext_bytes) as f64;
         ctx.note("ciphertext_bytes_per_iteration", bytes);
         Ok(Vec::new())
     }
+}
+
+/// One pairwise exchange on edge (i, j) in `iteration`: i initiates with its quantized state
+/// `q.0`, j responds with `q.1`, i finishes; returns `w̃_{i→j} w̃_{j→i}(x̃_j − x̃_i)`. With
+/// `through_bytes` each message crosses as its encoding.
+#[allow(clippy::too_many_arguments)]
+fn exchange<S: Scheme>(
+    agents: &mut [Agent<S>],
+    i: usize,
+    j: usize,
+    iteration: u64,
+    q: (&[i64], &[i64]),
+    delta: f64,
+    through_bytes: bool,
+    rng: &mut privopt_math::StreamRng,
+) -> Result<Vec<f64>> {
+    let mut request = agents[i].initiate(j, iteration, q.0, rng)?;
+    if through_bytes {
+        let bytes = agents[i].encode_request(&request);
+        request = agents[j]
+            .decode_request(&bytes)
+            .map_err(privopt_protocols::Error::from)?;
+    }
+    let mut response = agents[j].respond(&request, q.1, rng)?;
+    if through_bytes {
+        let bytes = agents[j].encode_response(&response)?;
+        response = agents[i]
+            .decode_response(&bytes)
+            .map_err(privopt_protocols::Error::from)?;
+    }
+    Ok(agents[i].finish(&response, delta)?)
 }

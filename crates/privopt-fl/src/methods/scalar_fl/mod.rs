@@ -3,7 +3,7 @@
 //!
 //! **Framework (Alg. 1/2).** Each round `r` the server samples clients and one seed per local
 //! step. A participant first catches up — it replays the `(seeds, averaged scalars)` records
-//! of the rounds it missed ([`state::ModelState::apply`], the same function the server runs,
+//! of the rounds it missed ([`ModelState::apply`], the same function the server runs,
 //! so its model and Hessian are bit-identical to the server's), or receives the full state if
 //! it is staler than `staleness_bound` — then takes `τ` local steps and uploads `τ·P` scalars.
 //! The server averages them (in client order), advances the global state, and drops history
@@ -32,9 +32,6 @@
 //! 4 bytes per parameter (`f32`, as deployed frameworks send them).
 
 pub mod baselines;
-pub mod client;
-pub mod server;
-pub mod state;
 pub mod suite;
 
 use privopt_math::SeedTree;
@@ -44,13 +41,13 @@ use rand::Rng;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use self::client::{Client, Probe};
-use self::server::{Reply, SEED_BYTES, Server};
-use self::state::{ModelState, ReplaySpec, Rule};
 use super::{Method, check_lr, minibatch};
 use crate::error::{Result, ensure};
 use crate::problem::Problem;
 use crate::runner::{Progress, RunContext};
+use privopt_protocols::scalar_fl::{
+    Client, ModelState, Probe, ReplaySpec, Reply, Rule, SEED_BYTES, Server,
+};
 
 /// Which algorithm a run uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -222,11 +219,16 @@ impl Method for ScalarFlConfig {
         ensure(self.server_lr > 0.0 && self.server_lr.is_finite(), || {
             format!("method.server_lr must be > 0, got {}", self.server_lr)
         })?;
-        self.replay_spec()
-            .rule
-            .validate()
-            .map_err(|e| crate::Error::Config(e.to_string().replace("method.rule.", "method.")))?;
-        check_lr(self.lr)
+        check_lr(self.lr)?;
+        // The roles' own bounds (steps, perturbations, the HiSo rule), named as config keys.
+        self.replay_spec().validate().map_err(|e| {
+            let keys = [("rule.nu", "method.nu"), ("rule.eps", "method.hessian_eps")];
+            let text = e.to_string().replace("invalid parameters: ", "method.");
+            crate::Error::Config(
+                keys.iter()
+                    .fold(text, |t, (a, b)| t.replace(&format!("method.{a}"), b)),
+            )
+        })
     }
 
     fn run(&self, ctx: &mut RunContext<'_>) -> Result<Vec<f64>> {
@@ -397,7 +399,7 @@ fn simulate_scalar(
     let x0 = model.init_params(&mut seeds.stream("scalar_fl/init", &[]));
     let initial = ModelState::initial(x0, spec.rule);
     let n = problem.clients.len();
-    let mut server = Server::new(spec, initial.clone(), n, cfg.staleness_bound);
+    let mut server = Server::new(spec, initial.clone(), n, cfg.staleness_bound)?;
     let mut clients: Vec<Client> = (0..n).map(|i| Client::new(i, initial.clone())).collect();
     let test = eval_set(problem, cfg.eval_examples);
     let every = cfg.eval_every();
@@ -437,7 +439,7 @@ fn simulate_scalar(
                     .map(|k| local_batch(problem, cfg, seeds, r, c, k))
                     .collect();
                 let loss = |k: usize, x: &[f64]| model.loss(x, &problem.train, Some(&batches[k]));
-                client.local_update(&plan, &spec, probe, &loss).map(Some)
+                Ok(Some(client.local_update(&plan, &spec, probe, &loss)?))
             })
             .collect::<Result<_>>()?;
         let replies: Vec<Reply> = replies.into_iter().flatten().collect();

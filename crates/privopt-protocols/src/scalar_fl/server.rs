@@ -7,75 +7,12 @@ use std::collections::VecDeque;
 use rand::Rng;
 use rand::seq::index::sample;
 
+use super::messages::{CatchUp, Reply, RoundPlan};
 use super::state::{ModelState, ReplaySpec, RoundRecord, Scratch};
-use crate::error::{Error, Result};
+use crate::error::{Error, Peer, Result, check_param, misbehaved};
 
-/// Bytes of a seed on the wire.
-pub const SEED_BYTES: u64 = 8;
-/// Bytes of a scalar on the wire (`f32`).
-pub const SCALAR_BYTES: u64 = 4;
-/// Bytes of a parameter of a full-model catch-up: `f64`, so the client's copy is exact.
-pub const FULL_PARAM_BYTES: u64 = 8;
-
-/// The start of a round, broadcast to its participants.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RoundPlan {
-    /// The round.
-    pub round: u64,
-    /// One seed per local step.
-    pub seeds: Vec<u64>,
-    /// The participating clients, ascending.
-    pub clients: Vec<usize>,
-}
-
-/// What a participant receives to hold the round's starting state.
-#[derive(Clone, Debug, PartialEq)]
-pub enum CatchUp {
-    /// The client already holds the state of this round.
-    UpToDate {
-        /// The round.
-        round: u64,
-    },
-    /// The records of the rounds the client missed, oldest first.
-    Replay(Vec<RoundRecord>),
-    /// The whole state (the client was staler than the bound, or new).
-    Full(ModelState),
-}
-
-impl CatchUp {
-    /// Payload bytes (seeds, scalars, or full vectors).
-    pub fn bytes(&self) -> u64 {
-        match self {
-            CatchUp::UpToDate { .. } => 0,
-            CatchUp::Replay(records) => records
-                .iter()
-                .map(|r| SEED_BYTES * r.seeds.len() as u64 + SCALAR_BYTES * r.scalars.len() as u64)
-                .sum(),
-            CatchUp::Full(s) => {
-                let vectors = 1 + u64::from(s.h.is_some());
-                FULL_PARAM_BYTES * vectors * s.x.len() as u64
-            }
-        }
-    }
-}
-
-/// A participant's answer: its `τ·P` scalars for the round.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Reply {
-    /// The sender.
-    pub client: usize,
-    /// The round the scalars are for.
-    pub round: u64,
-    /// Step-major scalars.
-    pub scalars: Vec<f32>,
-}
-
-impl Reply {
-    /// Payload bytes.
-    pub fn bytes(&self) -> u64 {
-        SCALAR_BYTES * self.scalars.len() as u64
-    }
-}
+/// Most clients a server tracks (its per-client state is 8 bytes each).
+pub const MAX_CLIENTS: usize = 1 << 24;
 
 /// Server state.
 #[derive(Debug)]
@@ -99,8 +36,12 @@ impl Server {
         initial: ModelState,
         clients: usize,
         staleness_bound: Option<u64>,
-    ) -> Self {
-        Self {
+    ) -> Result<Self> {
+        check_param((1..=MAX_CLIENTS).contains(&clients), || {
+            format!("clients must be in 1..={MAX_CLIENTS}, got {clients}")
+        })?;
+        spec.validate()?;
+        Ok(Self {
             spec,
             synced: vec![initial.round; clients],
             state: initial,
@@ -109,7 +50,7 @@ impl Server {
             open: None,
             full_downloads: 0,
             scratch: Scratch::default(),
-        }
+        })
     }
 
     /// The global state (the start of the next round).
@@ -136,14 +77,14 @@ impl Server {
     /// one fresh seed per local step.
     pub fn begin_round(&mut self, per_round: usize, rng: &mut impl Rng) -> Result<RoundPlan> {
         if self.open.is_some() {
-            return Err(Error::Protocol(format!(
+            return Err(Error::OutOfOrder(format!(
                 "round {} is still open",
                 self.state.round
             )));
         }
         let n = self.synced.len();
         if per_round == 0 || per_round > n {
-            return Err(Error::Config(format!(
+            return Err(Error::Parameters(format!(
                 "cannot sample {per_round} of {n} clients per round"
             )));
         }
@@ -163,12 +104,15 @@ impl Server {
         let plan = self
             .open
             .as_ref()
-            .ok_or_else(|| Error::Protocol("catch-up requested with no round open".into()))?;
+            .ok_or_else(|| Error::OutOfOrder("catch-up requested with no round open".into()))?;
         if plan.clients.binary_search(&client).is_err() {
-            return Err(Error::Protocol(format!(
-                "client {client} does not take part in round {}",
-                plan.round
-            )));
+            return Err(misbehaved(
+                Peer::Party(client as u64),
+                format!(
+                    "asked to catch up for round {}, which it is not in",
+                    plan.round
+                ),
+            ));
         }
         let now = self.state.round;
         let from = self.synced[client];
@@ -201,34 +145,40 @@ impl Server {
         let plan = self
             .open
             .as_ref()
-            .ok_or_else(|| Error::Protocol("no round is open".into()))?;
+            .ok_or_else(|| Error::OutOfOrder("no round is open".into()))?;
         let want = self.spec.scalars_per_round();
         let mut seen = Vec::with_capacity(replies.len());
         for r in replies {
+            let peer = Peer::Party(r.client as u64);
             if r.round != plan.round {
-                return Err(Error::Protocol(format!(
-                    "reply of client {} is for round {}, the open round is {}",
-                    r.client, r.round, plan.round
-                )));
+                return Err(misbehaved(
+                    peer,
+                    format!(
+                        "replied for round {}, the open round is {}",
+                        r.round, plan.round
+                    ),
+                ));
             }
             if plan.clients.binary_search(&r.client).is_err() {
-                return Err(Error::Protocol(format!(
-                    "client {} does not take part in round {}",
-                    r.client, plan.round
-                )));
+                return Err(misbehaved(
+                    peer,
+                    format!("replied in round {}, which it is not in", plan.round),
+                ));
             }
             if seen.contains(&r.client) {
-                return Err(Error::Protocol(format!(
-                    "client {} replied twice in round {}",
-                    r.client, plan.round
-                )));
+                return Err(misbehaved(
+                    peer,
+                    format!("replied twice in round {}", plan.round),
+                ));
             }
             if r.scalars.len() != want || r.scalars.iter().any(|s| !s.is_finite()) {
-                return Err(Error::Protocol(format!(
-                    "client {} sent {} scalars (expected {want} finite ones)",
-                    r.client,
-                    r.scalars.len()
-                )));
+                return Err(misbehaved(
+                    peer,
+                    format!(
+                        "sent {} scalars (expected {want} finite ones)",
+                        r.scalars.len()
+                    ),
+                ));
             }
             seen.push(r.client);
         }

@@ -3,9 +3,9 @@
 
 use privopt_ml::zo::{Difference, gaussian_fill};
 
-use super::server::{CatchUp, Reply, RoundPlan};
+use super::messages::{CatchUp, Reply, RoundPlan};
 use super::state::{ModelState, ReplaySpec, Scratch, add_scaled_direction, direction_key};
-use crate::error::{Error, Result};
+use crate::error::{Error, Peer, Result, misbehaved};
 
 /// How a client estimates its directional derivatives.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -82,11 +82,35 @@ impl Client {
     pub fn receive(&mut self, msg: CatchUp, spec: &ReplaySpec) -> Result<()> {
         match msg {
             CatchUp::UpToDate { round } if round == self.state.round => Ok(()),
-            CatchUp::UpToDate { round } => Err(Error::Protocol(format!(
-                "client {} is at round {}, the server says it is up to date at {round}",
-                self.id, self.state.round
-            ))),
+            CatchUp::UpToDate { round } => Err(misbehaved(
+                Peer::Server,
+                format!(
+                    "said client {} is up to date at round {round}; it is at round {}",
+                    self.id, self.state.round
+                ),
+            )),
             CatchUp::Replay(records) => {
+                // Check every record before applying any, so a bad replay changes nothing.
+                for (k, rec) in records.iter().enumerate() {
+                    let round = self.state.round + k as u64;
+                    if rec.round != round
+                        || rec.seeds.len() != spec.local_steps
+                        || rec.scalars.len() != spec.scalars_per_round()
+                    {
+                        return Err(misbehaved(
+                            Peer::Server,
+                            format!(
+                                "replay record {k} for client {} (at round {}) is round {} with \
+                                 {} seeds and {} scalars",
+                                self.id,
+                                self.state.round,
+                                rec.round,
+                                rec.seeds.len(),
+                                rec.scalars.len()
+                            ),
+                        ));
+                    }
+                }
                 for rec in &records {
                     self.state.apply(rec, spec, &mut self.scratch)?;
                 }
@@ -96,10 +120,10 @@ impl Client {
                 if state.x.len() != self.state.x.len()
                     || state.h.as_ref().map(Vec::len) != self.state.h.as_ref().map(Vec::len)
                 {
-                    return Err(Error::Protocol(format!(
-                        "client {}: the full state has the wrong shape",
-                        self.id
-                    )));
+                    return Err(misbehaved(
+                        Peer::Server,
+                        format!("sent client {} a full state of the wrong shape", self.id),
+                    ));
                 }
                 self.state = state;
                 Ok(())
@@ -118,10 +142,20 @@ impl Client {
         batch_loss: &(dyn Fn(usize, &[f64]) -> f64 + Sync),
     ) -> Result<Reply> {
         if plan.round != self.state.round {
-            return Err(Error::Protocol(format!(
-                "client {} holds round {} but was asked to train round {}",
+            return Err(Error::OutOfOrder(format!(
+                "client {} holds round {} but was asked to train round {} (catch up first)",
                 self.id, self.state.round, plan.round
             )));
+        }
+        if plan.seeds.len() != spec.local_steps {
+            return Err(misbehaved(
+                Peer::Server,
+                format!(
+                    "planned {} seeds for {} local steps",
+                    plan.seeds.len(),
+                    spec.local_steps
+                ),
+            ));
         }
         let d = self.state.x.len();
         let s = &mut self.scratch;

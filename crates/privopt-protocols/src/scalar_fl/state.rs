@@ -6,7 +6,7 @@ use privopt_math::SeedTree;
 use privopt_ml::zo::gaussian_fill;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, check_param};
 
 /// PRG domain of the perturbation directions.
 const DIRECTION_DOMAIN: &str = "scalar_fl/direction";
@@ -31,11 +31,11 @@ impl Rule {
     /// Checks the parameters.
     pub fn validate(&self) -> Result<()> {
         if let Rule::Hiso { nu, eps } = *self {
-            crate::error::ensure(nu > 0.0 && nu <= 1.0, || {
-                format!("method.rule.nu must be in (0, 1], got {nu}")
+            check_param(nu > 0.0 && nu <= 1.0, || {
+                format!("rule.nu must be in (0, 1], got {nu}")
             })?;
-            crate::error::ensure(eps > 0.0 && eps.is_finite(), || {
-                format!("method.rule.eps must be > 0, got {eps}")
+            check_param(eps > 0.0 && eps.is_finite(), || {
+                format!("rule.eps must be > 0, got {eps}")
             })?;
         }
         Ok(())
@@ -55,7 +55,26 @@ pub struct ReplaySpec {
     pub rule: Rule,
 }
 
+/// Most local steps or perturbations per round (bounds every message's size).
+pub const MAX_STEPS: usize = 1 << 16;
+
 impl ReplaySpec {
+    /// Checks the parameters.
+    pub fn validate(&self) -> Result<()> {
+        check_param(self.lr > 0.0 && self.lr.is_finite(), || {
+            format!("lr must be > 0, got {}", self.lr)
+        })?;
+        for (name, v) in [
+            ("local_steps", self.local_steps),
+            ("perturbations", self.perturbations),
+        ] {
+            check_param((1..=MAX_STEPS).contains(&v), || {
+                format!("{name} must be in 1..={MAX_STEPS}, got {v}")
+            })?;
+        }
+        self.rule.validate()
+    }
+
     /// Scalars per round: τ·P.
     pub fn scalars_per_round(&self) -> usize {
         self.local_steps * self.perturbations
@@ -102,7 +121,7 @@ pub struct Scratch {
 
 impl Scratch {
     /// Sizes the direction and update buffers for dimension `d`.
-    pub(super) fn ensure(&mut self, d: usize) {
+    pub(crate) fn ensure(&mut self, d: usize) {
         for v in [&mut self.u, &mut self.delta] {
             v.resize(d, 0.0);
         }
@@ -144,13 +163,13 @@ impl ModelState {
         scratch: &mut Scratch,
     ) -> Result<()> {
         if rec.round != self.round {
-            return Err(Error::Protocol(format!(
+            return Err(Error::OutOfOrder(format!(
                 "record of round {} applied to a state at round {}",
                 rec.round, self.round
             )));
         }
         if rec.seeds.len() != spec.local_steps || rec.scalars.len() != spec.scalars_per_round() {
-            return Err(Error::Protocol(format!(
+            return Err(Error::OutOfOrder(format!(
                 "record of round {} has {} seeds and {} scalars; expected {} and {}",
                 rec.round,
                 rec.seeds.len(),

@@ -1,0 +1,77 @@
+//! What can go wrong in a protocol role.
+
+use crate::wire::DecodeError;
+
+/// Why a role refused an input or a call. A refused input changes no state.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Parameters that cannot work (the message names the parameter).
+    #[error("invalid parameters: {0}")]
+    Parameters(String),
+    /// Bytes that are not a well-formed message.
+    #[error(transparent)]
+    Decode(#[from] DecodeError),
+    /// A peer sent a well-formed message the protocol forbids at this point (another round,
+    /// a duplicate, the wrong size, a party that is not in the round). Drop it, and consider
+    /// excluding the peer.
+    #[error("{peer} misbehaved: {reason}")]
+    PeerMisbehaved {
+        /// Who.
+        peer: Peer,
+        /// What it did.
+        reason: String,
+    },
+    /// The role was driven out of order by its own caller (a bug in the driver, not the peer).
+    #[error("out of order: {0}")]
+    OutOfOrder(String),
+    /// Local training produced a non-finite value.
+    #[error("diverged in round {round}: {what} is not finite (lower the learning rate?)")]
+    Diverged {
+        /// The round.
+        round: u64,
+        /// The quantity.
+        what: String,
+    },
+    /// A Paillier failure.
+    #[error(transparent)]
+    Paillier(#[from] privopt_paillier::PaillierError),
+}
+
+/// A party as its peers know it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Peer {
+    /// The coordinating server.
+    Server,
+    /// A client, device or agent, by its id in the protocol.
+    Party(u64),
+}
+
+impl std::fmt::Display for Peer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Peer::Server => f.write_str("the server"),
+            Peer::Party(id) => write!(f, "party {id}"),
+        }
+    }
+}
+
+/// `Error::PeerMisbehaved` by `peer`.
+pub(crate) fn misbehaved(peer: Peer, reason: impl Into<String>) -> Error {
+    Error::PeerMisbehaved {
+        peer,
+        reason: reason.into(),
+    }
+}
+
+/// Shorthand for results of this crate.
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// `Err(Error::Parameters(msg()))` unless `cond` holds.
+pub(crate) fn check_param(cond: bool, msg: impl FnOnce() -> String) -> Result<()> {
+    if cond {
+        Ok(())
+    } else {
+        Err(Error::Parameters(msg()))
+    }
+}

@@ -1,0 +1,20 @@
+//! privopt's protocols: for each method, its roles (device, client, agent, server, data owner)
+//! as sans-IO state machines that take and return typed messages, and each message's versioned,
+//! size-limited byte encoding ([`wire`]).
+//!
+//! Nothing here does I/O, spawns threads, reads files or parses configs: a simulation moves the
+//! messages in memory, a deployment moves their bytes between processes or machines, and both
+//! run this code. What crosses a process boundary is defined here and only here.
+//!
+//! | method | roles | messages |
+//! |---|---|---|
+//! | [`scalar_fl`] (DeComFL/HiSo, paper 003) | [`scalar_fl::Client`], [`scalar_fl::Server`] | [`scalar_fl::RoundPlan`], [`scalar_fl::CatchUp`], [`scalar_fl::Reply`] |
+//! | [`pdsgd`] (Paillier D-SGD, paper 001) | [`pdsgd::Agent`] | [`pdsgd::Request`], [`pdsgd::Response`] |
+
+pub mod error;
+pub mod pdsgd;
+pub mod scalar_fl;
+pub mod wire;
+
+pub use error::{Error, Result};
+pub use wire::{DecodeError, Message};

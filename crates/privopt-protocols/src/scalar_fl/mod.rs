@@ -1,0 +1,19 @@
+//! Scalar-only federated learning (paper 003, DeComFL and HiSo): the roles and their messages.
+//!
+//! The [`Server`] samples participants and one seed per local step ([`RoundPlan`]), brings
+//! each participant to the round's starting state ([`CatchUp`]: nothing, a replay of the
+//! rounds it missed, or the full state), and averages their scalars ([`Reply`]). A [`Client`]
+//! replays with the very function the server runs ([`ModelState::apply`]), so its model (and
+//! HiSo's Hessian) is bit-identical to the server's; only seeds and scalars travel.
+
+mod client;
+mod messages;
+mod server;
+mod state;
+
+pub use client::{Client, Probe};
+pub use messages::{CatchUp, FULL_PARAM_BYTES, Reply, RoundPlan, SCALAR_BYTES, SEED_BYTES};
+pub use server::{MAX_CLIENTS, Server};
+pub use state::{
+    ModelState, ReplaySpec, RoundRecord, Rule, Scratch, add_scaled_direction, direction_key,
+};

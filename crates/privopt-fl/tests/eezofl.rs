@@ -79,7 +79,7 @@ fn unreduced_partial_keys_reveal_the_secret() {
         let s = recover_secret(&setup.ring, &setup.a, dev.key()).expect("attack ran");
         assert_eq!(
             s,
-            dev.secret_coeffs(),
+            dev.audit_secret_coeffs(),
             "device {}: secret not recovered",
             dev.id()
         );
@@ -87,15 +87,15 @@ fn unreduced_partial_keys_reveal_the_secret() {
     // The same attack on the key reduced mod q (centered) recovers nothing.
     let basis = setup.params.basis();
     let dev = &o.devices()[0];
-    let mut b = basis.to_eval(basis.from_signed(dev.error_coeffs()));
-    let s_mod = basis.to_eval(basis.from_signed(dev.secret_coeffs()));
+    let mut b = basis.to_eval(basis.from_signed(dev.audit_error_coeffs()));
+    let s_mod = basis.to_eval(basis.from_signed(dev.audit_secret_coeffs()));
     let sa = basis.mul(&s_mod, &setup.a_mod_q);
     basis.sub_assign(&mut b, &sa);
     let reduced = setup.ring.from_bigints(&basis.lift_all(&basis.to_coeff(b)));
     let guess = recover_secret(&setup.ring, &setup.a, &reduced).unwrap();
     let agree = guess
         .iter()
-        .zip(dev.secret_coeffs())
+        .zip(dev.audit_secret_coeffs())
         .filter(|(g, s)| g == s)
         .count();
     eprintln!("attack on the reduced key: {agree} of 4096 coefficients agree");

@@ -33,9 +33,22 @@ pub enum Error {
         /// The quantity.
         what: String,
     },
+    /// A round cannot complete: a party that must take part did not (dropped out). Nobody
+    /// misbehaved; the round is abandoned or retried.
+    #[error("incomplete round: {0}")]
+    Incomplete(String),
     /// A Paillier failure.
     #[error(transparent)]
     Paillier(#[from] privopt_paillier::PaillierError),
+    /// A CKKS failure (parameters, keys, shares, decoding).
+    #[error(transparent)]
+    Ckks(#[from] privopt_ckks::CkksError),
+    /// An arithmetic or sampling failure.
+    #[error(transparent)]
+    Math(#[from] privopt_math::MathError),
+    /// A channel-model failure (grid, exact ring bounds).
+    #[error(transparent)]
+    Channel(#[from] privopt_channel::ChannelError),
 }
 
 /// A party as its peers know it.

@@ -9,8 +9,11 @@
 //! | method | roles | messages |
 //! |---|---|---|
 //! | [`scalar_fl`] (DeComFL/HiSo, paper 003) | [`scalar_fl::Client`], [`scalar_fl::Server`] | [`scalar_fl::RoundPlan`], [`scalar_fl::CatchUp`], [`scalar_fl::Reply`] |
+//! | [`eezofl`] (paper 000), over the air | [`eezofl::ExactDevice`], [`eezofl::ServerRound`] | [`eezofl::Transmission`] |
+//! | [`eezofl`], digital | [`eezofl::DigitalDevice`], [`eezofl::DigitalServer`] | [`eezofl::Upload`], [`eezofl::SumBroadcast`], [`eezofl::ShareUpload`], [`eezofl::KeyRelay`] |
 //! | [`pdsgd`] (Paillier D-SGD, paper 001) | [`pdsgd::Agent`] | [`pdsgd::Request`], [`pdsgd::Response`] |
 
+pub mod eezofl;
 pub mod error;
 pub mod pdsgd;
 pub mod scalar_fl;

@@ -8,16 +8,21 @@ use privopt_channel::dyadic::{Dyadic, ExactRing};
 use privopt_channel::fading::{Fading, awgn, round_gains};
 use privopt_channel::ota::{superpose_exact, superpose_modular};
 use privopt_ckks::CkksParams;
-use privopt_ckks::multiparty::{
-    Ciphertext, CollectivePublicKey, CommonPoly, Party, decryption_share, encrypt_with_key, fuse,
-    partial_public_key,
-};
+use privopt_ckks::multiparty::{CommonPoly, encrypt_with_key};
 use privopt_math::SeedTree;
 use privopt_math::rns::{Eval, Poly};
+use privopt_protocols::eezofl::{
+    DigitalDevice, DigitalServer, ExactDevice, ExactSetup, KeyRelay, ServerRound, ShareUpload,
+    SumBroadcast, Upload, encode_scalar, key_share_from_bytes, key_share_to_bytes,
+};
 use rand_distr::{Distribution, StandardNormal};
 
-use super::protocol::{ExactDevice, ExactSetup, ServerRound, protocol_error};
 use crate::error::{Error, Result};
+
+/// A channel-model failure inside a round, as a protocol error.
+fn protocol_error(e: impl std::fmt::Display) -> Error {
+    Error::Protocol(e.to_string())
+}
 
 /// What one round of aggregation produced.
 #[derive(Clone, Debug, Default)]
@@ -76,14 +81,7 @@ impl ScalarAggregation for PlainOta {
 
 /// `round(Λ·x)`, refusing messages that do not fit.
 fn encode(x: f64, params: &CkksParams) -> Result<i64> {
-    let v = (x * params.scale()).round();
-    if !v.is_finite() || v.abs() > 2f64.powi(62) {
-        return Err(Error::Protocol(format!(
-            "message {x} does not fit at scale 2^{}",
-            params.scale_log2()
-        )));
-    }
-    Ok(v as i64)
+    Ok(encode_scalar(x, params)?)
 }
 
 /// The channel-state baselines' precoders (paper Fig. 3).
@@ -328,28 +326,18 @@ impl ScalarAggregation for ExactHeOta {
 /// real superposition and reduces it mod q (§IV-E read literally). Used for the audit.
 pub struct ModularHeOta {
     exact: ExactHeOta,
-    s: Vec<Poly<Eval>>,
     b: Vec<Poly<Eval>>,
 }
 
 impl ModularHeOta {
     /// The same devices and keys as `exact`, reduced mod q.
     pub fn new(exact: ExactHeOta) -> Self {
-        let params = &exact.setup.params;
-        let basis = params.basis();
-        let mut s = Vec::new();
-        let mut b = Vec::new();
-        for d in &exact.devices {
-            let si = basis.to_eval(basis.from_signed(d.secret_coeffs()));
-            b.push(partial_public_key(
-                params,
-                &si,
-                &exact.setup.a_mod_q,
-                d.error_coeffs(),
-            ));
-            s.push(si);
-        }
-        Self { exact, s, b }
+        let b = exact
+            .devices
+            .iter()
+            .map(|d| d.modular_key(&exact.setup))
+            .collect();
+        Self { exact, b }
     }
 }
 
@@ -382,10 +370,10 @@ impl ScalarAggregation for ModularHeOta {
             .collect::<Result<Vec<_>>>()?;
         let c0 = send(cts.iter().map(|c| &c.0).collect(), 2)?;
         let c1 = send(cts.iter().map(|c| &c.1).collect(), 3)?;
-        let shares = self
-            .s
+        let shares = ex
+            .devices
             .iter()
-            .map(|s| decryption_share(params, s, &c1, &mut crypto).map_err(protocol_error))
+            .map(|d| Ok(d.modular_decryption_share(&ex.setup, &c1, &mut crypto)?))
             .collect::<Result<Vec<_>>>()?;
         let d_tilde = send(shares.iter().collect(), 4)?;
         let mut m_hat = c0;
@@ -409,64 +397,105 @@ impl ScalarAggregation for ModularHeOta {
 }
 
 /// (c) Digital xMK-CKKS aggregation of the same one-scalar payload, no channel: what a real
-/// deployment would use (mod q, over a network).
+/// deployment would use (mod q, over a network). With `through_bytes`, every message crosses
+/// as its encoding.
 pub struct DigitalHe {
     params: Arc<CkksParams>,
-    parties: Vec<Party>,
-    key: CollectivePublicKey,
+    devices: Vec<DigitalDevice>,
+    server: DigitalServer,
     seeds: SeedTree,
+    through_bytes: bool,
 }
 
 impl DigitalHe {
-    /// `devices` parties with keys aggregated at setup.
-    pub fn new(params: Arc<CkksParams>, devices: u32, seeds: SeedTree) -> Result<Self> {
+    /// `devices` devices with keys aggregated at setup.
+    pub fn new(
+        params: Arc<CkksParams>,
+        devices: u32,
+        seeds: SeedTree,
+        through_bytes: bool,
+    ) -> Result<Self> {
         let crs = CommonPoly::from_seed(&params, seeds.key("eezofl/crs", &[]));
         let mut rng = seeds.stream("eezofl/keys", &[]);
-        let parties: Vec<Party> = (0..devices)
-            .map(|i| Party::generate(i, &params, &crs, &mut rng))
+        let mut parties: Vec<DigitalDevice> = (0..devices)
+            .map(|i| DigitalDevice::generate(i, &params, &crs, &mut rng))
             .collect();
         let ids: Vec<u32> = (0..devices).collect();
-        let shares: Vec<_> = parties.iter().map(|p| p.public_key_share(0)).collect();
-        let key = CollectivePublicKey::aggregate(&params, &crs, &ids, 0, &shares)
-            .map_err(protocol_error)?;
+        let mut shares: Vec<_> = parties.iter().map(DigitalDevice::key_share).collect();
+        if through_bytes {
+            shares = shares
+                .iter()
+                .map(|s| {
+                    carry(&key_share_to_bytes(s, &params), |b| {
+                        key_share_from_bytes(&params, b)
+                    })
+                })
+                .collect::<Result<_>>()?;
+        }
+        let (server, mut relay) = DigitalServer::setup(&params, &crs, &ids, shares)?;
+        if through_bytes {
+            relay = carry(&relay.to_bytes(&params), |b| {
+                KeyRelay::from_bytes(&params, b)
+            })?;
+        }
+        for p in &mut parties {
+            p.set_key(&crs, &relay)?;
+        }
         Ok(Self {
             params,
-            parties,
-            key,
+            devices: parties,
+            server,
             seeds,
+            through_bytes,
         })
     }
+}
+
+/// Decodes `bytes` with `decode`, as the receiving side of a transport would.
+fn carry<T>(
+    bytes: &[u8],
+    decode: impl FnOnce(&[u8]) -> std::result::Result<T, privopt_protocols::DecodeError>,
+) -> Result<T> {
+    decode(bytes).map_err(|e| Error::from(privopt_protocols::Error::from(e)))
 }
 
 impl ScalarAggregation for DigitalHe {
     fn round(&mut self, k: u64, deltas: &[f64], _audit: bool) -> Result<RoundOutput> {
         let mut rng = self.seeds.stream("eezofl/crypto", &[k]);
+        let params = &self.params;
         let messages = deltas
             .iter()
-            .map(|&d| encode(d, &self.params))
+            .map(|&d| encode(d, params))
             .collect::<Result<Vec<_>>>()?;
-        let cts = messages
-            .iter()
-            .map(|&m| {
-                let mut coeffs = vec![0i64; self.params.n()];
-                coeffs[0] = m;
-                self.key.encrypt(&coeffs, &mut rng)
-            })
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(protocol_error)?;
-        let sum = Ciphertext::sum(&cts).map_err(protocol_error)?;
+        let mut uploads = Vec::with_capacity(self.devices.len());
+        for (d, &m) in self.devices.iter_mut().zip(&messages) {
+            let up = d.encrypt(k, m, &mut rng)?;
+            uploads.push(if self.through_bytes {
+                carry(&up.to_bytes(), |b| Upload::from_bytes(params, b))?
+            } else {
+                up
+            });
+        }
+        let mut sum = self.server.sum(&uploads)?;
+        if self.through_bytes {
+            sum = carry(&sum.to_bytes(), |b| SumBroadcast::from_bytes(params, b))?;
+        }
         let shares = self
-            .parties
+            .devices
             .iter()
-            .map(|p| p.partial_decrypt(&sum, &mut rng))
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(protocol_error)?;
-        let value = fuse(&sum, &shares)
-            .and_then(|d| d.scalar())
-            .map_err(protocol_error)?;
+            .map(|d| {
+                let s = d.decryption_share(&sum, &mut rng)?;
+                if self.through_bytes {
+                    carry(&s.to_bytes(params), |b| ShareUpload::from_bytes(params, b))
+                } else {
+                    Ok(s)
+                }
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let value = self.server.fuse(&shares)?;
         Ok(RoundOutput {
             value,
-            ideal: messages.iter().map(|&m| m as f64).sum::<f64>() / self.params.scale(),
+            ideal: messages.iter().map(|&m| m as f64).sum::<f64>() / params.scale(),
             noise_var: None,
         })
     }

@@ -9,7 +9,6 @@
 
 pub mod aggregate;
 pub mod audit;
-pub mod protocol;
 pub mod suite;
 
 use std::sync::Arc;
@@ -182,10 +181,12 @@ impl EezoflConfig {
             }),
             Aggregation::HeOta => Box::new(exact(Precoder::None)?),
             Aggregation::HeOtaModular => Box::new(ModularHeOta::new(exact(Precoder::None)?)),
+            // Every digital message crosses as its bytes, as between processes.
             Aggregation::Digital => Box::new(DigitalHe::new(
                 paper_params(self.he_n, self.smudging_log2)?,
                 devices as u32,
                 *seeds,
+                true,
             )?),
             Aggregation::CsiZf => Box::new(exact(Precoder::ZeroForcing)?),
             Aggregation::CsiMmse => Box::new(exact(Precoder::Mmse)?),

@@ -354,10 +354,15 @@ impl Method for EezoflSuiteConfig {
                 &format!("ciphertext_bytes_wire_n{n}"),
                 (2 * n * params.basis().moduli().len() * 8) as f64,
             );
-            // A digital xMK-CKKS round (10 encryptions, sum, 10 shares, fusion).
+            // A digital xMK-CKKS round (10 encryptions, sum, 10 shares, fusion): the crypto
+            // alone, messages in memory.
             let seeds = SeedTree::new(self.seeds[0]);
-            let mut digital =
-                super::aggregate::DigitalHe::new(params.clone(), p.clients.len() as u32, seeds)?;
+            let mut digital = super::aggregate::DigitalHe::new(
+                params.clone(),
+                p.clients.len() as u32,
+                seeds,
+                false,
+            )?;
             let t = Instant::now();
             let reps = 20;
             for k in 0..reps {

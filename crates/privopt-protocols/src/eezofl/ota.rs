@@ -15,12 +15,13 @@ use std::sync::Arc;
 use num_bigint::BigInt;
 use privopt_channel::dyadic::{Dyadic, DyadicGrid, ExactRing};
 use privopt_ckks::CkksParams;
-use privopt_ckks::multiparty::CommonPoly;
+use privopt_ckks::multiparty::{CommonPoly, decryption_share, partial_public_key};
 use privopt_math::rns::{Eval, Poly};
 use privopt_math::sample::{signs, ternary, wide_gaussian};
 use rand::CryptoRng;
+use zeroize::Zeroize;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Peer, Result, misbehaved};
 
 /// Public setup of the exact model: parameters, the exact ring, the grid and `a` as an integer
 /// polynomial (the centered lift of the CRS polynomial).
@@ -63,7 +64,7 @@ impl ExactSetup {
         crs_seed: [u8; 32],
     ) -> Result<Self> {
         let grid =
-            DyadicGrid::new(f_bits).map_err(|e| Error::Config(format!("method.grid_bits: {e}")))?;
+            DyadicGrid::new(f_bits).map_err(|e| Error::Parameters(format!("grid_bits: {e}")))?;
         let bound = numerator_bound_bits(
             params.basis().log_modulus(),
             params.n(),
@@ -71,7 +72,7 @@ impl ExactSetup {
             max_gain,
             f_bits,
         );
-        let ring = ExactRing::new(params.n(), bound).map_err(protocol_error)?;
+        let ring = ExactRing::new(params.n(), bound)?;
         let crs = CommonPoly::from_seed(&params, crs_seed);
         let basis = params.basis();
         let a_coeffs = basis.lift_all(&basis.to_coeff(crs.poly().clone()));
@@ -86,17 +87,31 @@ impl ExactSetup {
     }
 }
 
-pub(crate) fn protocol_error(e: impl std::fmt::Display) -> Error {
-    Error::Protocol(e.to_string())
-}
-
-/// One device: its secret and its un-reduced partial public key.
+/// One device: its secret and its un-reduced partial public key. The secret is wiped on drop
+/// and never printed; only the explicitly named audit accessors expose it.
 pub struct ExactDevice {
     id: u32,
     s: Dyadic,
     b: Dyadic,
     s_coeffs: Vec<i64>,
     e_coeffs: Vec<i64>,
+}
+
+impl std::fmt::Debug for ExactDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExactDevice")
+            .field("id", &self.id)
+            .field("secret", &"<redacted>")
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for ExactDevice {
+    fn drop(&mut self) {
+        self.s.poly.wipe();
+        self.s_coeffs.zeroize();
+        self.e_coeffs.zeroize();
+    }
 }
 
 impl ExactDevice {
@@ -128,14 +143,42 @@ impl ExactDevice {
         &self.b
     }
 
-    /// The secret's coefficients (for the modular model and for audits only).
-    pub fn secret_coeffs(&self) -> &[i64] {
+    /// **Audit only:** the secret's coefficients, for the paper's key-leak audit (which checks
+    /// that an un-reduced `b_i` gives the secret away). No protocol step needs them.
+    pub fn audit_secret_coeffs(&self) -> &[i64] {
         &self.s_coeffs
     }
 
-    /// The key error's coefficients (for audits only).
-    pub fn error_coeffs(&self) -> &[i64] {
+    /// **Audit only:** the key error's coefficients (see [`ExactDevice::audit_secret_coeffs`]).
+    pub fn audit_error_coeffs(&self) -> &[i64] {
         &self.e_coeffs
+    }
+
+    /// The modular model (§IV-E read literally): the device's key reduced mod q,
+    /// `b_i = −s_i·a + e_i mod q`.
+    pub fn modular_key(&self, setup: &ExactSetup) -> Poly<Eval> {
+        let mut s = self.secret_mod_q(setup);
+        let key = partial_public_key(&setup.params, &s, &setup.a_mod_q, &self.e_coeffs);
+        s.wipe();
+        key
+    }
+
+    /// The modular model's decryption share `s_i·c1 + e*` mod q.
+    pub fn modular_decryption_share(
+        &self,
+        setup: &ExactSetup,
+        c1: &Poly<Eval>,
+        rng: &mut impl CryptoRng,
+    ) -> Result<Poly<Eval>> {
+        let mut s = self.secret_mod_q(setup);
+        let share = decryption_share(&setup.params, &s, c1, rng);
+        s.wipe();
+        Ok(share?)
+    }
+
+    fn secret_mod_q(&self, setup: &ExactSetup) -> Poly<Eval> {
+        let basis = setup.params.basis();
+        basis.to_eval(basis.from_signed(&self.s_coeffs))
     }
 
     /// Phase 2 transmission: `(c0, c1) = (v·b̃ + m + e0, v·a + e1)` for the integer message `m`
@@ -167,8 +210,7 @@ impl ExactDevice {
         rng: &mut impl CryptoRng,
     ) -> Result<Dyadic> {
         let n = setup.params.n();
-        let smudge = wide_gaussian(n, 2f64.powf(setup.params.smudging_log2()), rng)
-            .map_err(protocol_error)?;
+        let smudge = wide_gaussian(n, 2f64.powf(setup.params.smudging_log2()), rng)?;
         Ok(setup.ring.add(
             &setup.ring.mul(&self.s, c1_tilde),
             &setup.ring.from_i64(&smudge),
@@ -205,14 +247,15 @@ pub struct Recovery {
 fn check_transmitters(expected: &BTreeSet<u32>, phase: &str, transmitted: &[u32]) -> Result<()> {
     let got: BTreeSet<u32> = transmitted.iter().copied().collect();
     if let Some(missing) = expected.difference(&got).next() {
-        return Err(Error::Protocol(format!(
+        return Err(Error::Incomplete(format!(
             "{phase}: device {missing} did not transmit; the round cannot be decrypted"
         )));
     }
     if let Some(extra) = got.difference(expected).next() {
-        return Err(Error::Protocol(format!(
-            "{phase}: device {extra} is not part of this round"
-        )));
+        return Err(misbehaved(
+            Peer::Party(u64::from(*extra)),
+            format!("transmitted in {phase} of a round it is not part of"),
+        ));
     }
     Ok(())
 }
@@ -288,7 +331,7 @@ impl ServerRound<AwaitShares> {
     ) -> Result<Recovery> {
         check_transmitters(&self.expected, "phase 3 (decryption shares)", transmitted)?;
         let m_hat = setup.ring.add(&self.state.c0_tilde, d_tilde);
-        let num: BigInt = setup.ring.constant_term(&m_hat).map_err(protocol_error)?;
+        let num: BigInt = setup.ring.constant_term(&m_hat)?;
         let value = ExactRing::to_f64(&num, m_hat.exp) / setup.params.scale();
         Ok(Recovery { m_hat, value })
     }

@@ -1,0 +1,249 @@
+//! EEZOFL's digital path: the same one-scalar payload summed under xMK-CKKS over a network
+//! instead of a fading channel (mod q, what a deployment uses).
+//!
+//! Setup: every [`DigitalDevice`] sends its key share; the [`DigitalServer`] relays them
+//! ([`KeyRelay`]) and each side aggregates the collective key itself. Each round: devices send
+//! one ciphertext of their encoded scalar ([`Upload`]); the server sums them
+//! ([`DigitalServer::sum`]) and broadcasts the sum ([`SumBroadcast`]); devices answer with
+//! decryption shares ([`ShareUpload`]); the server fuses them into `M_k`
+//! ([`DigitalServer::fuse`]). A device that drops out of a round makes it undecryptable (every
+//! member's share is needed); the server reports that as [`Error::Incomplete`].
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use privopt_ckks::CkksParams;
+use privopt_ckks::multiparty::{
+    Ciphertext, CollectivePublicKey, CommonPoly, DecryptionShare, Party, PartyId, PublicKeyShare,
+    fuse,
+};
+use rand::CryptoRng;
+
+use super::messages::{KeyRelay, ShareUpload, SumBroadcast, Upload};
+use crate::error::{Error, Peer, Result, misbehaved};
+
+/// The key session every digital EEZOFL key share belongs to.
+pub const KEY_SESSION: u64 = 0;
+
+/// `round(Λ·x)` as the constant coefficient's integer, refusing values that do not fit.
+pub fn encode_scalar(x: f64, params: &CkksParams) -> Result<i64> {
+    let v = (x * params.scale()).round();
+    if !v.is_finite() || v.abs() > 2f64.powi(62) {
+        return Err(Error::Parameters(format!(
+            "message {x} does not fit at scale 2^{}",
+            params.scale_log2()
+        )));
+    }
+    Ok(v as i64)
+}
+
+/// A device: its xMK-CKKS party and, once set up, the collective key.
+#[derive(Debug)]
+pub struct DigitalDevice {
+    party: Party,
+    params: Arc<CkksParams>,
+    key: Option<CollectivePublicKey>,
+    /// The round it last encrypted for (the only sum it will help decrypt).
+    encrypted: Option<u64>,
+}
+
+impl DigitalDevice {
+    /// Device `id` with a fresh secret (use OS randomness outside simulations).
+    pub fn generate(
+        id: PartyId,
+        params: &Arc<CkksParams>,
+        crs: &CommonPoly,
+        rng: &mut impl CryptoRng,
+    ) -> Self {
+        Self {
+            party: Party::generate(id, params, crs, rng),
+            params: Arc::clone(params),
+            key: None,
+            encrypted: None,
+        }
+    }
+
+    /// The device's id.
+    pub fn id(&self) -> PartyId {
+        self.party.id()
+    }
+
+    /// Setup, step 1: the key share to send.
+    pub fn key_share(&self) -> PublicKeyShare {
+        self.party.public_key_share(KEY_SESSION)
+    }
+
+    /// Setup, step 2: aggregates the collective key from the server's relay of every
+    /// member's share; refuses a relay that leaves this device out.
+    pub fn set_key(&mut self, crs: &CommonPoly, relay: &KeyRelay) -> Result<()> {
+        if !relay.members.contains(&self.id()) {
+            return Err(misbehaved(
+                Peer::Server,
+                format!("left device {} out of the key", self.id()),
+            ));
+        }
+        self.key = Some(CollectivePublicKey::aggregate(
+            &self.params,
+            crs,
+            &relay.members,
+            KEY_SESSION,
+            &relay.shares,
+        )?);
+        Ok(())
+    }
+
+    /// Round `round`, step 1: the ciphertext of the encoded scalar `m` ([`encode_scalar`]).
+    pub fn encrypt(&mut self, round: u64, m: i64, rng: &mut impl CryptoRng) -> Result<Upload> {
+        let key = self
+            .key
+            .as_ref()
+            .ok_or_else(|| Error::OutOfOrder("encrypt before the key is set".into()))?;
+        let mut coeffs = vec![0i64; self.params.n()];
+        coeffs[0] = m;
+        let ct = key.encrypt(&coeffs, rng)?;
+        self.encrypted = Some(round);
+        Ok(Upload {
+            from: self.id(),
+            round,
+            ct,
+        })
+    }
+
+    /// Round step 2: this device's decryption share of the broadcast sum, only for the round
+    /// it encrypted for (it never helps decrypt anything else).
+    pub fn decryption_share(
+        &self,
+        sum: &SumBroadcast,
+        rng: &mut impl CryptoRng,
+    ) -> Result<ShareUpload> {
+        if self.encrypted != Some(sum.round) {
+            return Err(misbehaved(
+                Peer::Server,
+                format!(
+                    "asked device {} to decrypt a sum of round {}, which it did not encrypt for",
+                    self.id(),
+                    sum.round
+                ),
+            ));
+        }
+        Ok(ShareUpload {
+            round: sum.round,
+            share: self.party.partial_decrypt(&sum.sum, rng)?,
+        })
+    }
+}
+
+/// The server: the collective key, the round, and the sum awaiting decryption.
+#[derive(Debug)]
+pub struct DigitalServer {
+    key: CollectivePublicKey,
+    round: u64,
+    open: Option<Ciphertext>,
+}
+
+impl DigitalServer {
+    /// Setup: aggregates every member's key share and returns the relay to broadcast.
+    pub fn setup(
+        params: &Arc<CkksParams>,
+        crs: &CommonPoly,
+        members: &[PartyId],
+        shares: Vec<PublicKeyShare>,
+    ) -> Result<(Self, KeyRelay)> {
+        let key = CollectivePublicKey::aggregate(params, crs, members, KEY_SESSION, &shares)?;
+        let relay = KeyRelay {
+            members: key.members().to_vec(),
+            shares,
+        };
+        Ok((
+            Self {
+                key,
+                round: 0,
+                open: None,
+            },
+            relay,
+        ))
+    }
+
+    /// The members of the key.
+    pub fn members(&self) -> &[PartyId] {
+        self.key.members()
+    }
+
+    /// The round being run (or next to run).
+    pub fn round(&self) -> u64 {
+        self.round
+    }
+
+    /// Sums one upload per member of this round, in any order, and returns the sum to
+    /// broadcast. A member that sent nothing makes the round [`Error::Incomplete`].
+    pub fn sum(&mut self, received: &[Upload]) -> Result<SumBroadcast> {
+        if self.open.is_some() {
+            return Err(Error::OutOfOrder(format!(
+                "round {} is awaiting decryption shares",
+                self.round
+            )));
+        }
+        let members: BTreeSet<PartyId> = self.members().iter().copied().collect();
+        let mut seen = BTreeSet::new();
+        for up in received {
+            let peer = Peer::Party(u64::from(up.from));
+            if up.round != self.round {
+                return Err(misbehaved(
+                    peer,
+                    format!(
+                        "sent a ciphertext for round {}, the round is {}",
+                        up.round, self.round
+                    ),
+                ));
+            }
+            if !members.contains(&up.from) {
+                return Err(misbehaved(peer, "sent a ciphertext but is not a member"));
+            }
+            if !seen.insert(up.from) {
+                return Err(misbehaved(peer, "sent two ciphertexts in one round"));
+            }
+            if up.ct.count() != 1 || up.ct.members() != self.members() {
+                return Err(misbehaved(
+                    peer,
+                    "sent a ciphertext that is not one encryption under the collective key",
+                ));
+            }
+        }
+        if let Some(missing) = members.difference(&seen).next() {
+            return Err(Error::Incomplete(format!(
+                "device {missing} sent no ciphertext in round {}; the sum would lack its scalar",
+                self.round
+            )));
+        }
+        let cts: Vec<Ciphertext> = received.iter().map(|u| u.ct.clone()).collect();
+        let sum = Ciphertext::sum(&cts)?;
+        self.open = Some(sum.clone());
+        Ok(SumBroadcast {
+            round: self.round,
+            sum,
+        })
+    }
+
+    /// Fuses every member's decryption share of the open round into `M_k = Σ m_i / Λ` and
+    /// closes the round. A missing, foreign or wrong-round share leaves the round open.
+    pub fn fuse(&mut self, shares: &[ShareUpload]) -> Result<f64> {
+        let sum = self
+            .open
+            .as_ref()
+            .ok_or_else(|| Error::OutOfOrder("no round awaits decryption shares".into()))?;
+        if let Some(s) = shares.iter().find(|s| s.round != self.round) {
+            return Err(misbehaved(
+                Peer::Party(u64::from(s.share.party())),
+                format!(
+                    "sent a share for round {}, the round is {}",
+                    s.round, self.round
+                ),
+            ));
+        }
+        let raw: Vec<DecryptionShare> = shares.iter().map(|s| s.share.clone()).collect();
+        let value = fuse(sum, &raw)?.scalar()?;
+        self.open = None;
+        self.round += 1;
+        Ok(value)
+    }
+}

@@ -429,19 +429,30 @@ impl<'a> Reader<'a> {
 pub mod damage {
     use super::{CHECKSUM_BYTES, HEADER_BYTES, checksum};
 
-    /// Every strict prefix, the message with one extra byte, and every single-bit flip of the
-    /// header and of about `body_flips` bytes spread across the rest.
-    pub fn in_transit(bytes: &[u8], body_flips: usize) -> Vec<(String, Vec<u8>)> {
-        let mut out = Vec::new();
-        for k in 0..bytes.len() {
-            out.push((format!("truncated to {k}"), bytes[..k].to_vec()));
-        }
+    /// Truncations (every prefix of a short message; of a long one the first and last 64
+    /// lengths and about `spread` more between), the message with one extra byte, and
+    /// single-bit flips of every header bit and of about `spread` bytes across the rest.
+    pub fn in_transit(bytes: &[u8], spread: usize) -> Vec<(String, Vec<u8>)> {
+        let len = bytes.len();
+        let step = (len / spread.max(1)).max(1);
+        let mut cuts: Vec<usize> = if len <= 1024 {
+            (0..len).collect()
+        } else {
+            (0..64)
+                .chain((64..len - 64).step_by(step))
+                .chain(len - 64..len)
+                .collect()
+        };
+        cuts.dedup();
+        let mut out: Vec<(String, Vec<u8>)> = cuts
+            .into_iter()
+            .map(|k| (format!("truncated to {k}"), bytes[..k].to_vec()))
+            .collect();
         let mut longer = bytes.to_vec();
         longer.push(0);
         out.push(("extended by one byte".into(), longer));
-        let step = (bytes.len() / body_flips.max(1)).max(1);
-        let head = 0..HEADER_BYTES.min(bytes.len());
-        for at in head.chain((HEADER_BYTES..bytes.len()).step_by(step)) {
+        let head = 0..HEADER_BYTES.min(len);
+        for at in head.chain((HEADER_BYTES..len).step_by(step)) {
             for bit in 0..8 {
                 let mut b = bytes.to_vec();
                 b[at] ^= 1 << bit;

@@ -59,6 +59,12 @@ impl From<privopt_protocols::Error> for Error {
     }
 }
 
+impl From<privopt_protocols::DecodeError> for Error {
+    fn from(e: privopt_protocols::DecodeError) -> Self {
+        Error::Roles(e.into())
+    }
+}
+
 /// Shorthand for results of this crate.
 pub type Result<T> = std::result::Result<T, Error>;
 

@@ -383,7 +383,7 @@ fn encrypted_algorithm_5_matches_the_plaintext_run() {
     let inputs = presample(&tt.train, &spec, 5, &mut seeds.stream("run", &[]));
     let ctx = EvalContext::new(&encrypted_params().unwrap()).unwrap();
     let keys = privopt_math::sample::secret_rng(Some(3));
-    let enc = run_encrypted(&ctx, &tt.train, &spec, &sig, None, &inputs, 2, keys).unwrap();
+    let enc = run_encrypted(&ctx, &tt.train, &spec, &sig, None, &inputs, 2, keys, false).unwrap();
     let diff = enc
         .w
         .iter()

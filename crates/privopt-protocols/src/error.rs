@@ -43,6 +43,9 @@ pub enum Error {
     /// A CKKS failure (parameters, keys, shares, decoding).
     #[error(transparent)]
     Ckks(#[from] privopt_ckks::CkksError),
+    /// A polynomial-approximation failure.
+    #[error(transparent)]
+    Approx(#[from] privopt_approx::ApproxError),
     /// An arithmetic or sampling failure.
     #[error(transparent)]
     Math(#[from] privopt_math::MathError),
@@ -56,6 +59,8 @@ pub enum Error {
 pub enum Peer {
     /// The coordinating server.
     Server,
+    /// The data owner (DP training under FHE).
+    DataOwner,
     /// A client, device or agent, by its id in the protocol.
     Party(u64),
 }
@@ -64,6 +69,7 @@ impl std::fmt::Display for Peer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Peer::Server => f.write_str("the server"),
+            Peer::DataOwner => f.write_str("the data owner"),
             Peer::Party(id) => write!(f, "party {id}"),
         }
     }

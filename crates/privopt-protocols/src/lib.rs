@@ -11,8 +11,10 @@
 //! | [`scalar_fl`] (DeComFL/HiSo, paper 003) | [`scalar_fl::Client`], [`scalar_fl::Server`] | [`scalar_fl::RoundPlan`], [`scalar_fl::CatchUp`], [`scalar_fl::Reply`] |
 //! | [`eezofl`] (paper 000), over the air | [`eezofl::ExactDevice`], [`eezofl::ServerRound`] | [`eezofl::Transmission`] |
 //! | [`eezofl`], digital | [`eezofl::DigitalDevice`], [`eezofl::DigitalServer`] | [`eezofl::Upload`], [`eezofl::SumBroadcast`], [`eezofl::ShareUpload`], [`eezofl::KeyRelay`] |
+//! | [`dpfhe`] (DP training under FHE, paper 002) | [`dpfhe::DataOwner`], [`dpfhe::ComputeServer`] | [`dpfhe::EncryptedStep`], [`dpfhe::Refresh`], [`dpfhe::Weights`], evaluation keys |
 //! | [`pdsgd`] (Paillier D-SGD, paper 001) | [`pdsgd::Agent`] | [`pdsgd::Request`], [`pdsgd::Response`] |
 
+pub mod dpfhe;
 pub mod eezofl;
 pub mod error;
 pub mod pdsgd;

@@ -89,6 +89,32 @@ impl GaloisKeys {
     pub fn byte_len(&self) -> usize {
         self.keys.values().map(|k| k.key.byte_len()).sum()
     }
+
+    /// One set per key, in increasing element order (to send a large key set as messages
+    /// of one key each).
+    pub fn split(self) -> Vec<GaloisKeys> {
+        self.keys
+            .into_iter()
+            .map(|(g, k)| GaloisKeys {
+                keys: BTreeMap::from([(g, k)]),
+            })
+            .collect()
+    }
+
+    /// The union of `parts`; refuses an element given twice.
+    pub fn merge(parts: impl IntoIterator<Item = GaloisKeys>) -> Result<Self, CkksError> {
+        let mut keys = BTreeMap::new();
+        for part in parts {
+            for (g, k) in part.keys {
+                if keys.insert(g, k).is_some() {
+                    return Err(CkksError::Mismatch(format!(
+                        "Galois element {g} given twice"
+                    )));
+                }
+            }
+        }
+        Ok(Self { keys })
+    }
 }
 
 impl SecretKey {

@@ -8,7 +8,6 @@
 //!
 //! Output perturbation (Wu et al. 2017, Alg. 2) is [`output_perturbation`].
 
-use privopt_approx::ChebPoly;
 use privopt_dp::GaussianMechanism;
 use privopt_ml::data::Dataset;
 use rand::Rng;
@@ -17,24 +16,7 @@ use rand::seq::SliceRandom;
 use super::logreg::{Link, gradient_sum};
 use crate::methods::minibatch;
 
-/// The barrier term: λ, Θ and P_κ ≈ 1/x on [κΘ, Θ].
-#[derive(Clone, Debug)]
-pub struct Barrier {
-    /// Penalty weight λ.
-    pub lambda: f64,
-    /// Threshold Θ on ‖w‖².
-    pub theta: f64,
-    /// P_κ, the polynomial standing in for 1/x.
-    pub reciprocal: ChebPoly,
-}
-
-impl Barrier {
-    /// The barrier's gradient is this factor times w: 2λ·P_κ(Θ − ‖w‖²).
-    pub fn gradient_factor(&self, w: &[f64]) -> f64 {
-        let norm2: f64 = w.iter().map(|x| x * x).sum();
-        2.0 * self.lambda * self.reciprocal.eval(self.theta - norm2)
-    }
-}
+pub use privopt_protocols::dpfhe::Barrier;
 
 /// One training run's settings.
 #[derive(Clone, Debug)]

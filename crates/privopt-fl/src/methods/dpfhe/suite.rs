@@ -694,6 +694,7 @@ impl DpfheConfig {
                         &inputs,
                         threads,
                         keys,
+                        true,
                     )?;
                     let secs = run.seconds_per_step.iter().sum::<f64>()
                         / run.seconds_per_step.len().max(1) as f64;

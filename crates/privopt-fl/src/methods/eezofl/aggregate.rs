@@ -426,17 +426,16 @@ impl DigitalHe {
             shares = shares
                 .iter()
                 .map(|s| {
-                    carry(&key_share_to_bytes(s, &params), |b| {
-                        key_share_from_bytes(&params, b)
-                    })
+                    Ok(key_share_from_bytes(
+                        &params,
+                        &key_share_to_bytes(s, &params),
+                    )?)
                 })
                 .collect::<Result<_>>()?;
         }
         let (server, mut relay) = DigitalServer::setup(&params, &crs, &ids, shares)?;
         if through_bytes {
-            relay = carry(&relay.to_bytes(&params), |b| {
-                KeyRelay::from_bytes(&params, b)
-            })?;
+            relay = KeyRelay::from_bytes(&params, &relay.to_bytes(&params))?;
         }
         for p in &mut parties {
             p.set_key(&crs, &relay)?;
@@ -451,14 +450,6 @@ impl DigitalHe {
     }
 }
 
-/// Decodes `bytes` with `decode`, as the receiving side of a transport would.
-fn carry<T>(
-    bytes: &[u8],
-    decode: impl FnOnce(&[u8]) -> std::result::Result<T, privopt_protocols::DecodeError>,
-) -> Result<T> {
-    decode(bytes).map_err(|e| Error::from(privopt_protocols::Error::from(e)))
-}
-
 impl ScalarAggregation for DigitalHe {
     fn round(&mut self, k: u64, deltas: &[f64], _audit: bool) -> Result<RoundOutput> {
         let mut rng = self.seeds.stream("eezofl/crypto", &[k]);
@@ -471,14 +462,14 @@ impl ScalarAggregation for DigitalHe {
         for (d, &m) in self.devices.iter_mut().zip(&messages) {
             let up = d.encrypt(k, m, &mut rng)?;
             uploads.push(if self.through_bytes {
-                carry(&up.to_bytes(), |b| Upload::from_bytes(params, b))?
+                Upload::from_bytes(params, &up.to_bytes())?
             } else {
                 up
             });
         }
         let mut sum = self.server.sum(&uploads)?;
         if self.through_bytes {
-            sum = carry(&sum.to_bytes(), |b| SumBroadcast::from_bytes(params, b))?;
+            sum = SumBroadcast::from_bytes(params, &sum.to_bytes())?;
         }
         let shares = self
             .devices
@@ -486,7 +477,7 @@ impl ScalarAggregation for DigitalHe {
             .map(|d| {
                 let s = d.decryption_share(&sum, &mut rng)?;
                 if self.through_bytes {
-                    carry(&s.to_bytes(params), |b| ShareUpload::from_bytes(params, b))
+                    Ok(ShareUpload::from_bytes(params, &s.to_bytes(params))?)
                 } else {
                     Ok(s)
                 }

@@ -1,0 +1,125 @@
+//! The data owner: holds the secret key, encrypts its data once per step, answers refresh
+//! requests (until bootstrapping lets the server go alone) and decrypts the final model.
+
+use std::sync::Arc;
+
+use privopt_ckks::eval::{
+    Ciphertext, EvalContext, GaloisKeys, PublicKey, RelinKey, SecretKey, encode,
+};
+use privopt_ml::data::Dataset;
+use rand_chacha::ChaCha20Rng;
+
+use super::circuit::Layout;
+use super::messages::{EncryptedStep, Refresh};
+use crate::error::{Error, Result};
+
+/// The data owner's keys and encryption state.
+pub struct DataOwner {
+    ctx: Arc<EvalContext>,
+    sk: SecretKey,
+    pk: PublicKey,
+    layout: Layout,
+    rng: ChaCha20Rng,
+    refreshes: usize,
+}
+
+impl std::fmt::Debug for DataOwner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DataOwner")
+            .field("layout", &self.layout)
+            .field("refreshes", &self.refreshes)
+            .field("secret", &"<redacted>")
+            .finish_non_exhaustive()
+    }
+}
+
+impl DataOwner {
+    /// Generates the keys. `rng` must be a cryptographic generator seeded from the OS in a
+    /// deployment; experiments seed it for reproducibility.
+    pub fn new(ctx: &Arc<EvalContext>, layout: Layout, mut rng: ChaCha20Rng) -> Self {
+        let sk = SecretKey::generate(ctx, &mut rng);
+        let pk = sk.public_key(&mut rng);
+        Self {
+            ctx: Arc::clone(ctx),
+            sk,
+            pk,
+            layout,
+            rng,
+            refreshes: 0,
+        }
+    }
+
+    /// The server's evaluation keys: relinearization and the layout's rotations.
+    pub fn evaluation_keys(&mut self) -> (RelinKey, GaloisKeys) {
+        let relin = self.sk.relin_key(&mut self.rng);
+        let galois = self
+            .sk
+            .galois_keys(&self.layout.rotations(), false, &mut self.rng);
+        (relin, galois)
+    }
+
+    fn encrypt(&mut self, values: &[f64]) -> Result<Ciphertext> {
+        let pt = encode(&self.ctx, values, self.ctx.max_level())?;
+        Ok(self.pk.encrypt(&pt, &mut self.rng))
+    }
+
+    /// A vector replicated in every block (the initial weights).
+    pub fn encrypt_replicated(&mut self, v: &[f64]) -> Result<Ciphertext> {
+        let r = self.layout.replicated(v);
+        self.encrypt(&r)
+    }
+
+    /// Step `step`'s inputs: the batch's features (block `i` = example `i`), its labels (at
+    /// block starts) and the pre-sampled noise `η·χ_t`, replicated.
+    pub fn encrypt_step(
+        &mut self,
+        step: u64,
+        data: &Dataset,
+        batch: &[usize],
+        scaled_noise: &[f64],
+    ) -> Result<EncryptedStep> {
+        let l = self.layout;
+        if batch.len() != l.batch || batch.iter().any(|&r| r >= data.len()) {
+            return Err(Error::Parameters(format!(
+                "a batch of {} rows below {} for a layout of {}",
+                batch.len(),
+                data.len(),
+                l.batch
+            )));
+        }
+        let mut x = vec![0.0; l.slots];
+        let mut y = vec![0.0; l.slots];
+        for (i, &row) in batch.iter().enumerate() {
+            x[i * l.block..i * l.block + l.d].copy_from_slice(data.row(row));
+            y[i * l.block] = data.label(row);
+        }
+        Ok(EncryptedStep {
+            step,
+            x: self.encrypt(&x)?,
+            y: self.encrypt(&y)?,
+            noise: self.encrypt_replicated(scaled_noise)?,
+        })
+    }
+
+    /// Answers a refresh request: decrypts and re-encrypts at the top level (counted). The
+    /// owner learns only values of its own model and data.
+    pub fn refresh(&mut self, request: &Refresh) -> Result<Refresh> {
+        self.refreshes += 1;
+        let v = self.sk.decrypt_values(&request.ct)?;
+        Ok(Refresh {
+            step: request.step,
+            ct: self.encrypt(&v)?,
+        })
+    }
+
+    /// The weights: block 0 of a replicated ciphertext.
+    pub fn decrypt_weights(&self, ct: &Ciphertext) -> Result<Vec<f64>> {
+        let v = self.sk.decrypt_values(ct)?;
+        Ok(v[..self.layout.d.min(v.len())].to_vec())
+    }
+
+    /// Refresh round trips answered so far.
+    pub fn refreshes(&self) -> usize {
+        self.refreshes
+    }
+}

@@ -1,0 +1,304 @@
+//! The compute server: evaluation keys only. A training step is resumable: it runs until a
+//! ciphertext lacks the levels its next stage needs, hands that ciphertext out as a
+//! [`StepStatus::NeedsRefresh`] request, and continues from there once
+//! [`Step::resume`] gets the refreshed ciphertext back. It never calls the data owner.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use privopt_approx::ChebPoly;
+use privopt_ckks::eval::{Ciphertext, EvalContext, Evaluator, GaloisKeys, PolyBasis, RelinKey};
+
+use super::circuit::{ClipCircuit, StageDepths, TrainingCircuit, poly_levels};
+use super::messages::{EncryptedStep, Refresh};
+use crate::error::{Error, Result};
+
+/// The intermediate values a step keeps (and may hand out for refresh).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Slot {
+    Grads,
+    Norm2,
+    Root,
+    Max,
+    Factor,
+    Clipped,
+}
+
+/// One training step in progress.
+#[derive(Debug)]
+pub struct Step {
+    step: u64,
+    w: Ciphertext,
+    inputs: EncryptedStep,
+    values: BTreeMap<Slot, Ciphertext>,
+    awaiting: Option<Slot>,
+    depths: StageDepths,
+}
+
+/// Where a step stands after [`ComputeServer::advance`].
+#[derive(Debug)]
+pub enum StepStatus {
+    /// Send this ciphertext to the data owner and [`Step::resume`] with its answer.
+    NeedsRefresh(Refresh),
+    /// The step is over: the new weights and the levels each stage used.
+    Done {
+        /// `w_{t+1}`.
+        w: Ciphertext,
+        /// Levels per stage.
+        depths: StageDepths,
+    },
+}
+
+impl Step {
+    /// Hands back the refreshed ciphertext the last [`StepStatus::NeedsRefresh`] asked for.
+    pub fn resume(&mut self, reply: Refresh) -> Result<()> {
+        let slot = self
+            .awaiting
+            .ok_or_else(|| Error::OutOfOrder("no refresh was requested".into()))?;
+        if reply.step != self.step {
+            return Err(crate::error::misbehaved(
+                crate::error::Peer::DataOwner,
+                format!(
+                    "refreshed a ciphertext of step {}, the step is {}",
+                    reply.step, self.step
+                ),
+            ));
+        }
+        self.values.insert(slot, reply.ct);
+        self.awaiting = None;
+        Ok(())
+    }
+
+    fn get(&self, slot: Slot) -> Result<&Ciphertext> {
+        self.values
+            .get(&slot)
+            .ok_or_else(|| Error::OutOfOrder(format!("{slot:?} is not computed")))
+    }
+
+    /// A refresh request if `slot` has fewer than `levels` levels left.
+    fn ensure(&mut self, slot: Slot, levels: usize) -> Result<Option<StepStatus>> {
+        let ct = self.get(slot)?;
+        if ct.level() >= levels {
+            return Ok(None);
+        }
+        let request = Refresh {
+            step: self.step,
+            ct: ct.clone(),
+        };
+        self.awaiting = Some(slot);
+        Ok(Some(StepStatus::NeedsRefresh(request)))
+    }
+}
+
+/// The compute server: an evaluator over the data owner's evaluation keys, and the circuit.
+pub struct ComputeServer {
+    ev: Evaluator,
+    circuit: TrainingCircuit,
+}
+
+impl std::fmt::Debug for ComputeServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ComputeServer")
+            .field("layout", &self.circuit.layout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ComputeServer {
+    /// A server with the owner's evaluation keys; `threads` parallelize CKKS operations.
+    pub fn new(
+        ctx: &Arc<EvalContext>,
+        relin: RelinKey,
+        galois: GaloisKeys,
+        threads: usize,
+        circuit: TrainingCircuit,
+    ) -> Result<Self> {
+        let ev = Evaluator::new(ctx, Some(relin), galois).with_threads(threads)?;
+        Ok(Self { ev, circuit })
+    }
+
+    /// Starts step `inputs.step` from the weights `w`.
+    pub fn begin_step(&self, w: Ciphertext, inputs: EncryptedStep) -> Step {
+        Step {
+            step: inputs.step,
+            w,
+            inputs,
+            values: BTreeMap::new(),
+            awaiting: None,
+            depths: StageDepths::default(),
+        }
+    }
+
+    fn poly(&self, x: &Ciphertext, p: &ChebPoly) -> Result<Ciphertext> {
+        let iv = p.interval();
+        Ok(self.ev.evaluate_polynomial(
+            x,
+            p.coeffs(),
+            PolyBasis::Chebyshev {
+                lo: iv.lo,
+                hi: iv.hi,
+            },
+        )?)
+    }
+
+    /// Copies the value at each block start to the whole block (right rotate-and-add).
+    fn broadcast(&self, x: &Ciphertext) -> Result<Ciphertext> {
+        let steps: Vec<i64> = self.circuit.layout.within_block().map(|s| -s).collect();
+        Ok(self.ev.rotate_and_add(x, &steps)?)
+    }
+
+    /// Sum over all blocks, left in every block.
+    fn sum_blocks(&self, x: &Ciphertext) -> Result<Ciphertext> {
+        let steps: Vec<i64> = self.circuit.layout.across_blocks().collect();
+        Ok(self.ev.rotate_and_add(x, &steps)?)
+    }
+
+    fn mask(&self, x: &Ciphertext, c: f64) -> Result<Ciphertext> {
+        let pt = self
+            .ev
+            .encode_for_product(&self.circuit.layout.block_starts(c), x.level())?;
+        Ok(self.ev.mul_plain(x, &pt)?)
+    }
+
+    /// Runs `step` as far as it goes: to its end, or to the next ciphertext that must be
+    /// refreshed first.
+    pub fn advance(&self, step: &mut Step) -> Result<StepStatus> {
+        if step.awaiting.is_some() {
+            return Err(Error::OutOfOrder(
+                "the step awaits a refreshed ciphertext".into(),
+            ));
+        }
+        let ev = &self.ev;
+        let c = &self.circuit;
+        if !step.values.contains_key(&Slot::Grads) {
+            // Path A: margins, sigmoid, per-example gradients.
+            let (w, x, y) = (&step.w, &step.inputs.x, &step.inputs.y);
+            let top = w.level();
+            let products = ev.multiply(x, w)?;
+            let margins = ev.sum_slots(&products, c.layout.block)?;
+            step.depths.push("inner product", top, margins.level());
+            let before = margins.level();
+            let pred = self.poly(&margins, &c.sigmoid)?;
+            step.depths.push("sigmoid", before, pred.level());
+            let before = pred.level();
+            let err = ev.sub(&pred, y)?;
+            // Alg. 5 folds the step η/B into the mask; Alg. 4 clips first.
+            let scale = if c.clip.is_some() {
+                1.0
+            } else {
+                c.lr / c.layout.batch as f64
+            };
+            let spread = self.broadcast(&self.mask(&err, scale)?)?;
+            let grads = ev.multiply(x, &spread)?;
+            step.depths.push("gradient", before, grads.level());
+            step.values.insert(Slot::Grads, grads);
+        }
+        let grads = match &c.clip {
+            None => step.get(Slot::Grads)?.clone(),
+            Some(clip) => match self.clip(step, clip)? {
+                Ok(clipped) => clipped,
+                Err(request) => return Ok(request),
+            },
+        };
+        let before = grads.level();
+        let grad_sum = self.sum_blocks(&grads)?;
+        step.depths.push("average", before, grad_sum.level());
+        // Path B: the barrier term 2λη·w·P_κ(Θ − ‖w‖²).
+        let w = &step.w;
+        let top = w.level();
+        let mut next = w.clone();
+        if let Some(barrier) = &c.barrier {
+            let sq = ev.square(w)?;
+            let norm2 = ev.sum_slots(&sq, c.layout.block)?;
+            step.depths.push("barrier/squared norm", top, norm2.level());
+            let before = norm2.level();
+            let gap = ev.add_const(&ev.negate(&norm2), barrier.theta)?;
+            let inv = self.poly(&gap, &barrier.reciprocal)?;
+            step.depths.push("barrier/inverse", before, inv.level());
+            let before = inv.level();
+            let scaled_w = ev.mul_const(w, 2.0 * barrier.lambda * c.lr)?;
+            let term = ev.multiply(&scaled_w, &inv)?;
+            step.depths.push("barrier/term", before, term.level());
+            next = ev.sub(&next, &term)?;
+        }
+        let before = next.level().min(grad_sum.level());
+        next = ev.sub(&next, &grad_sum)?;
+        next = ev.sub(&next, &step.inputs.noise)?;
+        step.depths.push("update", before, next.level());
+        Ok(StepStatus::Done {
+            w: next,
+            depths: std::mem::take(&mut step.depths),
+        })
+    }
+
+    /// Algorithm 4's clipping of the per-example gradients (block `i` = example `i`), scaled
+    /// by η/B for the update; `Err(request)` when a refresh must come first.
+    fn clip(
+        &self,
+        step: &mut Step,
+        c: &ClipCircuit,
+    ) -> Result<std::result::Result<Ciphertext, StepStatus>> {
+        macro_rules! need {
+            ($slot:expr, $levels:expr) => {
+                if let Some(request) = step.ensure($slot, $levels)? {
+                    return Ok(Err(request));
+                }
+            };
+        }
+        let ev = &self.ev;
+        let layout = self.circuit.layout;
+        if !step.values.contains_key(&Slot::Clipped) {
+            // Norm: one product, a block sum, a mask and a broadcast (+2).
+            need!(Slot::Grads, 3 + poly_levels(c.sqrt.degree()));
+            if !step.values.contains_key(&Slot::Norm2) {
+                let grads = step.get(Slot::Grads)?;
+                let before = grads.level();
+                let sq = ev.square(grads)?;
+                let norm2 = self.broadcast(&self.mask(&ev.sum_slots(&sq, layout.block)?, 1.0)?)?;
+                step.depths.push("clip/norm", before, norm2.level());
+                step.values.insert(Slot::Norm2, norm2);
+            }
+            for (input, output, poly, name, next_degree) in [
+                (
+                    Slot::Norm2,
+                    Slot::Root,
+                    &c.sqrt,
+                    "clip/sqrt",
+                    c.sqrt.degree(),
+                ),
+                (Slot::Root, Slot::Max, &c.max, "clip/max", c.max.degree()),
+            ] {
+                need!(input, poly_levels(next_degree));
+                if !step.values.contains_key(&output) {
+                    let x = step.get(input)?;
+                    let before = x.level();
+                    let y = self.poly(x, poly)?;
+                    step.depths.push(name, before, y.level());
+                    step.values.insert(output, y);
+                }
+            }
+            need!(Slot::Max, poly_levels(c.inverse.degree()));
+            if !step.values.contains_key(&Slot::Factor) {
+                let m = step.get(Slot::Max)?;
+                let before = m.level();
+                // The step η/B rides on the inverse's coefficients: no extra level.
+                let scale = self.circuit.lr / layout.batch as f64;
+                let scaled_inverse = ChebPoly::new(
+                    c.inverse.coeffs().iter().map(|x| x * scale).collect(),
+                    c.inverse.interval(),
+                )?;
+                let factor = self.poly(m, &scaled_inverse)?;
+                step.depths.push("clip/inverse", before, factor.level());
+                step.values.insert(Slot::Factor, factor);
+            }
+            need!(Slot::Factor, 1);
+            need!(Slot::Grads, 1);
+            let (grads, factor) = (step.get(Slot::Grads)?, step.get(Slot::Factor)?);
+            let before = factor.level().min(grads.level());
+            let out = ev.multiply(grads, factor)?;
+            step.depths.push("clip/scale", before, out.level());
+            step.values.insert(Slot::Clipped, out);
+        }
+        Ok(Ok(step.get(Slot::Clipped)?.clone()))
+    }
+}

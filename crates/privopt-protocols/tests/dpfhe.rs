@@ -1,0 +1,267 @@
+//! DP training under FHE: the data owner and compute server, driven only through bytes, end
+//! with the same weights as in memory (Algorithm 4 refreshes mid-step, so the resumable step is
+//! exercised); the step is a state machine that refuses misuse; every decoder refuses damaged
+//! and forged bytes with a typed error.
+//!
+//! Small insecure parameters (n = 2^12 with 12 levels) keep this fast; the shipped runs use
+//! the 128-bit n = 2^15 set.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+
+use privopt_approx::Interval;
+use privopt_approx::functions::{Method as Fit, approximate};
+use privopt_ckks::eval::{EvalContext, GaloisKeys};
+use privopt_ckks::params::CkksParamsBuilder;
+use privopt_math::sample::secret_rng;
+use privopt_ml::data::Dataset;
+use privopt_protocols::dpfhe::{
+    Barrier, ClipCircuit, ComputeServer, DataOwner, EncryptedStep, Layout, Refresh, StepStatus,
+    TrainingCircuit, Weights, galois_key_from_bytes, galois_keys_to_messages, relin_key_from_bytes,
+    relin_key_to_bytes,
+};
+use privopt_protocols::wire::damage;
+use privopt_protocols::{DecodeError, Error};
+
+const D: usize = 4;
+const BATCH: usize = 8;
+
+fn ctx() -> Arc<EvalContext> {
+    let params = CkksParamsBuilder::leveled(1 << 12, 50, 40, 12, &[50, 50])
+        .insecure_for_testing(true)
+        .build()
+        .unwrap();
+    EvalContext::new(&params).unwrap()
+}
+
+fn data() -> Dataset {
+    let rows = 32;
+    let x: Vec<f64> = (0..rows * D)
+        .map(|k| (((k * 7919) % 200) as f64 / 100.0 - 1.0) * 0.9)
+        .collect();
+    let y: Vec<f64> = (0..rows)
+        .map(|i| f64::from(x[i * D] + x[i * D + 1] > 0.0))
+        .collect();
+    Dataset::new(x, y, D, Some(2)).unwrap()
+}
+
+fn circuit(ctx: &EvalContext, alg4: bool) -> TrainingCircuit {
+    let sigmoid = approximate(
+        |z: f64| 1.0 / (1.0 + (-z).exp()),
+        Interval::symmetric(8.0).unwrap(),
+        7,
+        Fit::LeastSquares,
+    )
+    .unwrap();
+    let reciprocal = approximate(
+        |x: f64| 1.0 / x,
+        Interval::new(0.4, 4.0).unwrap(),
+        4,
+        Fit::LeastSquares,
+    )
+    .unwrap();
+    TrainingCircuit {
+        layout: Layout::new(D, BATCH, ctx.slots()).unwrap(),
+        sigmoid,
+        lr: 0.5,
+        barrier: (!alg4).then_some(Barrier {
+            lambda: 0.05,
+            theta: 4.0,
+            reciprocal,
+        }),
+        clip: alg4.then(|| ClipCircuit::new(1.0, 1.21 * D as f64).unwrap()),
+    }
+}
+
+/// Trains `steps` steps; with `bytes`, every message crosses as bytes. Returns the decrypted
+/// weights and the number of refreshes.
+fn train(alg4: bool, steps: u64, bytes: bool) -> (Vec<f64>, usize) {
+    let ctx = ctx();
+    let circuit = circuit(&ctx, alg4);
+    let data = data();
+    let mut owner = DataOwner::new(&ctx, circuit.layout, secret_rng(Some(4)));
+    let (mut relin, mut galois) = owner.evaluation_keys();
+    if bytes {
+        relin = relin_key_from_bytes(&ctx, &relin_key_to_bytes(&relin, &ctx)).unwrap();
+        let parts: Vec<GaloisKeys> = galois_keys_to_messages(galois, &ctx)
+            .iter()
+            .map(|m| galois_key_from_bytes(&ctx, m).unwrap())
+            .collect();
+        galois = GaloisKeys::merge(parts).unwrap();
+    }
+    let server = ComputeServer::new(&ctx, relin, galois, 1, circuit).unwrap();
+    let mut w = owner.encrypt_replicated(&[0.0; D]).unwrap();
+    let ask = |owner: &mut DataOwner, mut req: Refresh| {
+        if bytes {
+            req = Refresh::from_bytes(&ctx, &req.to_bytes(&ctx)).unwrap();
+        }
+        let reply = owner.refresh(&req).unwrap();
+        if bytes {
+            Refresh::from_bytes(&ctx, &reply.to_bytes(&ctx)).unwrap()
+        } else {
+            reply
+        }
+    };
+    for t in 0..steps {
+        if w.level() < 9 {
+            w = ask(&mut owner, Refresh { step: t, ct: w }).ct;
+        }
+        let batch: Vec<usize> = (0..BATCH).map(|i| (i * 3 + t as usize * 5) % 32).collect();
+        let mut inputs = owner.encrypt_step(t, &data, &batch, &[0.01; D]).unwrap();
+        if bytes {
+            inputs = EncryptedStep::from_bytes(&ctx, &inputs.to_bytes(&ctx)).unwrap();
+        }
+        let mut step = server.begin_step(w, inputs);
+        w = loop {
+            match server.advance(&mut step).unwrap() {
+                StepStatus::NeedsRefresh(req) => step.resume(ask(&mut owner, req)).unwrap(),
+                StepStatus::Done { w, .. } => break w,
+            }
+        };
+    }
+    if bytes {
+        let msg = Weights { step: steps, w };
+        w = Weights::from_bytes(&ctx, &msg.to_bytes(&ctx)).unwrap().w;
+    }
+    (owner.decrypt_weights(&w).unwrap(), owner.refreshes())
+}
+
+#[test]
+fn both_algorithms_through_bytes_equal_the_in_process_run() {
+    for alg4 in [false, true] {
+        let (w_mem, r_mem) = train(alg4, 2, false);
+        let (w_wire, r_wire) = train(alg4, 2, true);
+        assert_eq!(
+            w_mem.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            w_wire.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            "algorithm {}",
+            if alg4 { 4 } else { 5 }
+        );
+        assert_eq!(r_mem, r_wire);
+        assert!(w_mem.iter().all(|v| v.is_finite()));
+        assert!(w_mem.iter().any(|v| v.abs() > 1e-3), "{w_mem:?}");
+        if alg4 {
+            // The clipping circuit outgrows 12 levels: the server had to ask mid-step.
+            assert!(r_mem >= 2, "{r_mem} refreshes");
+        }
+    }
+}
+
+#[test]
+fn the_step_state_machine_refuses_misuse() {
+    let ctx = ctx();
+    let circuit = circuit(&ctx, true);
+    let data = data();
+    let mut owner = DataOwner::new(&ctx, circuit.layout, secret_rng(Some(5)));
+    let (relin, galois) = owner.evaluation_keys();
+    let server = ComputeServer::new(&ctx, relin, galois, 1, circuit).unwrap();
+    let w = owner.encrypt_replicated(&[0.0; D]).unwrap();
+    let batch: Vec<usize> = (0..BATCH).collect();
+    let inputs = owner.encrypt_step(0, &data, &batch, &[0.0; D]).unwrap();
+    let mut step = server.begin_step(w, inputs);
+    // Nothing to resume yet.
+    let stray = Refresh {
+        step: 0,
+        ct: owner.encrypt_replicated(&[1.0; D]).unwrap(),
+    };
+    assert!(matches!(
+        step.resume(stray.clone()),
+        Err(Error::OutOfOrder(_))
+    ));
+    let StepStatus::NeedsRefresh(req) = server.advance(&mut step).unwrap() else {
+        panic!("Algorithm 4 at 12 levels needs a refresh");
+    };
+    // While a refresh is pending the step does not advance, and a reply for another step
+    // is the owner's misbehaviour.
+    assert!(matches!(
+        server.advance(&mut step),
+        Err(Error::OutOfOrder(_))
+    ));
+    let mut wrong = owner.refresh(&req).unwrap();
+    wrong.step = 7;
+    assert!(matches!(
+        step.resume(wrong),
+        Err(Error::PeerMisbehaved { .. })
+    ));
+    step.resume(owner.refresh(&req).unwrap()).unwrap();
+    assert!(server.advance(&mut step).is_ok());
+    // A batch that does not fit the layout is refused.
+    assert!(owner.encrypt_step(1, &data, &[0, 1], &[0.0; D]).is_err());
+}
+
+#[test]
+fn dpfhe_decoders_refuse_damaged_and_forged_bytes() {
+    let ctx = ctx();
+    let circuit = circuit(&ctx, false);
+    let data = data();
+    let mut owner = DataOwner::new(&ctx, circuit.layout, secret_rng(Some(6)));
+    let (relin, galois) = owner.evaluation_keys();
+    let batch: Vec<usize> = (0..BATCH).collect();
+    let inputs = owner.encrypt_step(3, &data, &batch, &[0.0; D]).unwrap();
+    let w = owner.encrypt_replicated(&[0.5; D]).unwrap();
+    let galois_msg = galois_keys_to_messages(galois, &ctx).remove(0);
+    let all: Vec<(&str, Vec<u8>)> = vec![
+        ("step", inputs.to_bytes(&ctx)),
+        (
+            "refresh",
+            Refresh {
+                step: 3,
+                ct: w.clone(),
+            }
+            .to_bytes(&ctx),
+        ),
+        ("weights", Weights { step: 3, w }.to_bytes(&ctx)),
+        ("relin", relin_key_to_bytes(&relin, &ctx)),
+        ("galois", galois_msg),
+    ];
+    let decode_all = |b: &[u8]| -> Vec<Result<(), DecodeError>> {
+        vec![
+            EncryptedStep::from_bytes(&ctx, b).map(drop),
+            Refresh::from_bytes(&ctx, b).map(drop),
+            Weights::from_bytes(&ctx, b).map(drop),
+            relin_key_from_bytes(&ctx, b).map(drop),
+            galois_key_from_bytes(&ctx, b).map(drop),
+        ]
+    };
+    for (name, bytes) in &all {
+        assert_eq!(
+            decode_all(bytes).iter().filter(|r| r.is_ok()).count(),
+            1,
+            "{name}"
+        );
+        for (how, bad) in damage::in_transit(bytes, 16) {
+            for r in decode_all(&bad) {
+                let e = r.expect_err(&format!("{name} {how} decoded"));
+                assert!(
+                    matches!(
+                        e,
+                        DecodeError::Truncated { .. }
+                            | DecodeError::Trailing { .. }
+                            | DecodeError::Checksum { .. }
+                            | DecodeError::WrongKind { .. }
+                    ),
+                    "{name} {how}: {e}"
+                );
+            }
+        }
+    }
+    // Forged: a ciphertext under other parameters is refused by the inner check.
+    let other = CkksParamsBuilder::leveled(1 << 12, 50, 40, 11, &[50, 50])
+        .insecure_for_testing(true)
+        .build()
+        .unwrap();
+    let other = EvalContext::new(&other).unwrap();
+    let e = Weights::from_bytes(&other, &all[2].1).unwrap_err();
+    assert!(matches!(e, DecodeError::Invalid { .. }), "{e}");
+    // Two Galois keys in one message are refused.
+    let (_, galois) = owner.evaluation_keys();
+    let pair = GaloisKeys::merge(galois.split().into_iter().take(2)).unwrap();
+    let inner = pair.to_bytes(ctx.params());
+    let two = damage::forge(&all[4].1, |f| {
+        f.clear();
+        f.extend_from_slice(&(inner.len() as u32).to_le_bytes());
+        f.extend_from_slice(&inner);
+    });
+    let e = galois_key_from_bytes(&ctx, &two).unwrap_err().to_string();
+    assert!(e.contains("exactly one key"), "{e}");
+}

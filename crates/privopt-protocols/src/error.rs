@@ -43,6 +43,9 @@ pub enum Error {
     /// A CKKS failure (parameters, keys, shares, decoding).
     #[error(transparent)]
     Ckks(#[from] privopt_ckks::CkksError),
+    /// A SecAgg+ failure (a refused message, a round below threshold).
+    #[error("SecAgg+: {0}")]
+    SecAgg(#[from] privopt_secagg::Error),
     /// A polynomial-approximation failure.
     #[error(transparent)]
     Approx(#[from] privopt_approx::ApproxError),

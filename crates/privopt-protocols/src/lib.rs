@@ -12,13 +12,16 @@
 //! | [`eezofl`] (paper 000), over the air | [`eezofl::ExactDevice`], [`eezofl::ServerRound`] | [`eezofl::Transmission`] |
 //! | [`eezofl`], digital | [`eezofl::DigitalDevice`], [`eezofl::DigitalServer`] | [`eezofl::Upload`], [`eezofl::SumBroadcast`], [`eezofl::ShareUpload`], [`eezofl::KeyRelay`] |
 //! | [`dpfhe`] (DP training under FHE, paper 002) | [`dpfhe::DataOwner`], [`dpfhe::ComputeServer`] | [`dpfhe::EncryptedStep`], [`dpfhe::Refresh`], [`dpfhe::Weights`], evaluation keys |
+//! | [`dome`] (paper 004) | [`dome::release`] + a SecAgg+ client, [`dome::DomeServer`] + a SecAgg+ server | [`dome::RoundBroadcast`], [`dome::BasisChunk`], the SecAgg+ messages of [`secagg`] |
 //! | [`pdsgd`] (Paillier D-SGD, paper 001) | [`pdsgd::Agent`] | [`pdsgd::Request`], [`pdsgd::Response`] |
 
+pub mod dome;
 pub mod dpfhe;
 pub mod eezofl;
 pub mod error;
 pub mod pdsgd;
 pub mod scalar_fl;
+pub mod secagg;
 pub mod wire;
 
 pub use error::{Error, Result};

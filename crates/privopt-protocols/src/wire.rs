@@ -37,6 +37,8 @@ pub enum Method {
     ScalarFl = 4,
     /// DOME (paper 004).
     Dome = 5,
+    /// SecAgg+ (what DOME sums with).
+    SecAgg = 6,
 }
 
 /// Why bytes were refused. Decoding changes no state, so the caller may drop the message

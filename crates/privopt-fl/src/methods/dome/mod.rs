@@ -25,26 +25,21 @@
 //!   round has exactly `B` participants and the noise sum keeps its variance.
 
 pub mod privacy;
-pub mod sketch;
 pub mod suite;
 
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
 
-use faer::MatRef;
 use privopt_math::SeedTree;
 use privopt_ml::data::Dataset;
+use privopt_protocols::dome::{DomeServer, ServerSettings, Sketch, SketchKind, quantizer, release};
 use privopt_secagg::simulation::run_round;
-use privopt_secagg::{
-    Context as SecAggContext, Graph, Quantizer, SessionId, ThreatModel, find_parameters,
-};
+use privopt_secagg::{Context as SecAggContext, Graph, SessionId, ThreatModel, find_parameters};
 use rand::Rng;
 use rand::seq::SliceRandom;
-use rand_distr::{Distribution, Normal};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use self::sketch::{Sketch, SketchKind};
 use crate::error::{Error, Result, ensure};
 use crate::methods::{Method, check_lr};
 use crate::problem::Problem;
@@ -270,16 +265,15 @@ impl SecureSum {
         }
     }
 
-    /// The sum of `vectors` through one SecAgg+ round (quantized by `quantizer`) and the bytes
+    /// The sum of the quantized `encoded` vectors through one SecAgg+ round, and the bytes
     /// each client uploaded.
     fn sum(
         &mut self,
         round: u64,
-        vectors: &[Vec<f64>],
-        quantizer: &Quantizer,
+        encoded: &[Vec<u32>],
         rng: &mut impl Rng,
-    ) -> Result<(Vec<f64>, f64)> {
-        let n = vectors.len();
+    ) -> Result<(Vec<u32>, f64)> {
+        let n = encoded.len();
         let (graph, threshold) = match self.graphs.entry(n) {
             Entry::Occupied(e) => e.into_mut(),
             Entry::Vacant(e) => {
@@ -288,7 +282,6 @@ impl SecureSum {
                 e.insert((graph, p.threshold))
             }
         };
-        let encoded: Vec<Vec<u32>> = vectors.iter().map(|v| quantizer.encode(v)).collect();
         let inputs: Vec<&[u32]> = encoded.iter().map(Vec::as_slice).collect();
         let context = SecAggContext {
             session: self.session,
@@ -304,82 +297,8 @@ impl SecureSum {
         )
         .map_err(secagg_error)?;
         let per_client = report.clients_upload_bytes as f64 / n as f64;
-        Ok((quantizer.decode_sum(&aggregate.sum), per_client))
+        Ok((aggregate.sum, per_client))
     }
-}
-
-/// Adam with bias correction, the second moment debiased by the known noise (Alg. 1 lines
-/// 18–20), and `m̂` kept for mean removal.
-struct DebiasedAdam {
-    beta1: f64,
-    beta2: f64,
-    gamma_prime: f64,
-    m_tilde: Vec<f64>,
-    v_tilde: Vec<f64>,
-    m_hat: Vec<f64>,
-    t: i32,
-}
-
-impl DebiasedAdam {
-    fn new(cfg: &DomeConfig, d: usize) -> Self {
-        Self {
-            beta1: cfg.beta1,
-            beta2: cfg.beta2,
-            gamma_prime: cfg.gamma_prime,
-            m_tilde: vec![0.0; d],
-            v_tilde: vec![0.0; d],
-            m_hat: vec![0.0; d],
-            t: 0,
-        }
-    }
-
-    /// One step on `w` with `g_hat`, whose noise has variance `noise_var·diag[j]` at `j`.
-    fn step(&mut self, w: &mut [f64], g_hat: &[f64], noise_var: f64, diag: &[f64], lr: f64) {
-        self.t += 1;
-        let (b1, b2) = (self.beta1, self.beta2);
-        let (c1, c2) = (1.0 - b1.powi(self.t), 1.0 - b2.powi(self.t));
-        for j in 0..w.len() {
-            self.m_tilde[j] = b1 * self.m_tilde[j] + (1.0 - b1) * g_hat[j];
-            self.m_hat[j] = self.m_tilde[j] / c1;
-            let second = g_hat[j] * g_hat[j] - noise_var * diag[j];
-            self.v_tilde[j] = b2 * self.v_tilde[j] + (1.0 - b2) * second;
-            let v_hat = self.v_tilde[j] / c2;
-            w[j] -= lr * self.m_hat[j] / v_hat.max(self.gamma_prime).sqrt();
-        }
-    }
-}
-
-/// Alg. 1 lines 9–14 for the gradient columns of `grads` (d × B): mean removal, projection,
-/// clipping and noise of variance `a2`. Returns the released vectors and the mean noise.
-fn privatize(
-    grads: &mut [f64],
-    d: usize,
-    m_hat: &[f64],
-    sketch: &Sketch,
-    clip: f64,
-    noise: &Normal<f64>,
-    rng: &mut impl Rng,
-) -> (Vec<Vec<f64>>, Vec<f64>) {
-    let bp = grads.len() / d;
-    for g in grads.chunks_mut(d) {
-        g.iter_mut().zip(m_hat).for_each(|(x, m)| *x -= m);
-    }
-    let projected = sketch.project(MatRef::from_column_major_slice(grads, d, bp));
-    let dim = sketch.dim();
-    let mut noise_mean = vec![0.0; dim];
-    let released = (0..bp)
-        .map(|j| {
-            let mut s: Vec<f64> = (0..dim).map(|i| projected[(i, j)]).collect();
-            privopt_dp::clip_l2(&mut s, clip);
-            for (x, zm) in s.iter_mut().zip(noise_mean.iter_mut()) {
-                let z = noise.sample(rng);
-                *x += z;
-                *zm += z / bp as f64;
-            }
-            s
-        })
-        .collect();
-    (released, noise_mean)
 }
 
 /// Trains one DOME (or baseline) model; `on_eval(round, w)` is called at each evaluation.
@@ -411,10 +330,9 @@ pub fn train(
         0.0
     };
     let mut rng = seeds.stream("dome/run", &[]);
-    let mut w = model.init_params(&mut rng);
-    let mut sketch = Sketch::new(cfg.sketch_kind(), d, cfg.k, &mut rng);
+    let w0 = model.init_params(&mut rng);
+    let sketch = Sketch::new(cfg.sketch_kind(), d, cfg.k, &mut rng);
     let dim = sketch.dim();
-    let mut diag = sketch.diag_sst();
     let eval_test = eval_subset(&problem.test, cfg.eval_examples);
     let rounds_per_epoch = problem
         .clients
@@ -428,8 +346,20 @@ pub fn train(
     } else {
         (total / 20).max(1)
     };
-
-    let mut adam = DebiasedAdam::new(cfg, d);
+    let settings = ServerSettings {
+        lr: cfg.lr,
+        beta1: cfg.beta1,
+        beta2: cfg.beta2,
+        gamma_prime: cfg.gamma_prime,
+        clip: cfg.clip,
+        noise_total: if private {
+            (n_max * cfg.epochs) as f64 * sigma * sigma * cfg.clip * cfg.clip
+        } else {
+            0.0
+        },
+        learned_sketch: matches!(cfg.variant, Variant::Dome | Variant::DomeNoprobe),
+    };
+    let mut server = DomeServer::new(settings, w0, sketch)?;
     let mut secure_sum = SecureSum::new(cfg.secagg, &mut rng);
     let mut run = DomeRun {
         total_rounds: total,
@@ -443,8 +373,8 @@ pub fn train(
         run.test_acc
             .push(model.accuracy(w, &eval_test).unwrap_or(f64::NAN));
     };
-    evaluate(0, &w, &mut run);
-    on_eval(0, &w)?;
+    evaluate(0, server.model(), &mut run);
+    on_eval(0, server.model())?;
     for _epoch in 0..cfg.epochs {
         let mut remaining: Vec<Vec<usize>> = problem.clients.clone();
         for r in &mut remaining {
@@ -461,11 +391,13 @@ pub fn train(
                 .iter()
                 .filter_map(|&c| remaining[c].pop())
                 .collect();
-            // Per-example gradients, one column each.
+            let broadcast = server.open_round(t, bp)?;
+            // Per-example gradients at the broadcast model, one column each.
+            let w = server.model();
             let cols = &mut grads[..d * bp];
             cols.par_chunks_mut(d).zip(&examples).for_each(|(g, &i)| {
                 g.iter_mut().for_each(|x| *x = 0.0);
-                model.example_loss(&w, problem.train.row(i), problem.train.label(i), Some(g));
+                model.example_loss(w, problem.train.row(i), problem.train.label(i), Some(g));
             });
             let mut mean = vec![0.0; d];
             for g in cols.chunks(d) {
@@ -473,52 +405,42 @@ pub fn train(
                     .zip(g)
                     .for_each(|(m, x)| *m += x / bp as f64);
             }
-            let (g_hat, noise_var) = if private {
-                let a2 =
-                    (n_max * cfg.epochs) as f64 * sigma * sigma * cfg.clip * cfg.clip / bp as f64;
-                let noise = Normal::new(0.0, a2.sqrt())
-                    .map_err(|e| Error::Config(format!("DOME noise: {e}")))?;
-                let (released, noise_mean) =
-                    privatize(cols, d, &adam.m_hat, &sketch, cfg.clip, &noise, &mut rng);
-                // Each coordinate is within C + 10a with probability 1 − 1e-23: the
-                // quantizer's clip never bites in practice.
-                let quantizer = Quantizer::new(cfg.clip + 10.0 * a2.sqrt(), bp)
-                    .map_err(|e| Error::Config(format!("DOME quantizer: {e}")))?;
-                let (sum, upload) = secure_sum.sum(t, &released, &quantizer, &mut rng)?;
+            let g_hat = if private {
+                // Each participant privatizes and quantizes its own gradient.
+                let q = quantizer(&broadcast)?;
+                let mut encoded = Vec::with_capacity(bp);
+                let mut noise_mean = vec![0.0; dim];
+                for g in cols.chunks_mut(d) {
+                    let r = release(g, &broadcast, server.basis(), &mut rng)?;
+                    for (m, z) in noise_mean.iter_mut().zip(&r.noise) {
+                        *m += z / bp as f64;
+                    }
+                    encoded.push(q.encode(&r.vector));
+                }
+                let (sum, upload) = secure_sum.sum(t, &encoded, &mut rng)?;
                 run.uplink_bytes += upload;
                 run.uplink_vector_bytes += (4 * dim) as f64;
-                let g_prec: Vec<f64> = sum.iter().map(|s| s / bp as f64).collect();
-                let mut g_hat = sketch.decompress(&g_prec);
-                g_hat.iter_mut().zip(&adam.m_hat).for_each(|(g, m)| *g += m);
-                let noise_part = sketch.decompress(&noise_mean);
+                let noise_part = server.decompress(&noise_mean);
                 run.noise_mse += noise_part.iter().map(|x| x * x).sum::<f64>();
+                let a2 = settings.noise_total / bp as f64;
                 run.noise_mse_theory += dim as f64 * a2 / bp as f64;
-                (g_hat, a2 / bp as f64)
+                server.close_round(&sum, &mut rng)?
             } else {
                 run.uplink_bytes += (4 * d) as f64;
                 run.uplink_vector_bytes += (4 * d) as f64;
-                (mean.clone(), 0.0)
+                server.close_round_plain(&mean, &mut rng)?
             };
             run.grad_mse += g_hat
                 .iter()
                 .zip(&mean)
                 .map(|(a, b)| (a - b).powi(2))
                 .sum::<f64>();
-            adam.step(&mut w, &g_hat, noise_var, &diag, cfg.lr);
-            if w.iter().any(|x| !x.is_finite()) {
-                return Err(Error::Diverged {
-                    round: t,
-                    what: "model parameters".into(),
-                });
-            }
-            sketch.update(&g_hat, &mut rng);
             if matches!(cfg.variant, Variant::Dome | Variant::DomeNoprobe) {
-                diag = sketch.diag_sst();
-                kept_sum += sketch.kept() as f64;
+                kept_sum += server.kept() as f64;
             }
             if t.is_multiple_of(every) || t == total {
-                evaluate(t, &w, &mut run);
-                on_eval(t, &w)?;
+                evaluate(t, server.model(), &mut run);
+                on_eval(t, server.model())?;
             }
         }
     }
@@ -534,7 +456,9 @@ pub fn train(
     }
     run.kept_mean = kept_sum / rounds;
     run.total_rounds = t;
-    run.final_acc = model.accuracy(&w, &problem.test).unwrap_or(f64::NAN);
+    run.final_acc = model
+        .accuracy(server.model(), &problem.test)
+        .unwrap_or(f64::NAN);
     Ok(run)
 }
 

@@ -22,6 +22,47 @@ pub enum SketchKind {
     Identity,
 }
 
+/// The projection a client applies: `S^T g`, or `g` itself for the identity sketch.
+#[derive(Clone, Copy, Debug)]
+pub enum Basis<'a> {
+    /// No sketch (`S = I` of dimension `d`).
+    Identity {
+        /// The model dimension.
+        d: usize,
+    },
+    /// `S` (d × k), column-major.
+    Matrix(MatRef<'a, f64>),
+}
+
+impl Basis<'_> {
+    /// The model dimension `d`.
+    pub fn d(&self) -> usize {
+        match self {
+            Basis::Identity { d } => *d,
+            Basis::Matrix(s) => s.nrows(),
+        }
+    }
+
+    /// The released dimension (`k`, or `d` for the identity).
+    pub fn dim(&self) -> usize {
+        match self {
+            Basis::Identity { d } => *d,
+            Basis::Matrix(s) => s.ncols(),
+        }
+    }
+
+    /// `S^T g` for one gradient `g` of length `d`.
+    pub fn project(&self, g: &[f64]) -> Vec<f64> {
+        match self {
+            Basis::Identity { .. } => g.to_vec(),
+            Basis::Matrix(s) => {
+                let p = s.transpose() * MatRef::from_column_major_slice(g, g.len(), 1);
+                (0..s.ncols()).map(|i| p[(i, 0)]).collect()
+            }
+        }
+    }
+}
+
 /// The sketch and the streaming-PCA state behind it.
 pub struct Sketch {
     kind: SketchKind,
@@ -73,11 +114,11 @@ impl Sketch {
         self.kept
     }
 
-    /// `S^T G` for the columns of `g` (d × B): one k-vector per column.
-    pub fn project(&self, g: MatRef<'_, f64>) -> Mat<f64> {
+    /// What clients project with this round.
+    pub fn basis(&self) -> Basis<'_> {
         match self.kind {
-            SketchKind::Identity => g.to_owned(),
-            _ => self.s.transpose() * g,
+            SketchKind::Identity => Basis::Identity { d: self.d },
+            _ => Basis::Matrix(self.s.as_ref()),
         }
     }
 

@@ -1,0 +1,222 @@
+//! The DOME server's part of a round (Alg. 1 lines 15–21): open the round (the noise level
+//! and the quantizer follow from the participants), and once SecAgg+ has summed the clients'
+//! vectors decompress `ĝ = S·sum/B + m̂`, take the bias-corrected Adam step whose second moment
+//! is debiased by the known noise (Lemma 3.2), and update the sketch (Alg. 2).
+
+use privopt_secagg::Quantizer;
+use rand::Rng;
+
+use super::messages::RoundBroadcast;
+use super::sketch::{Basis, Sketch};
+use crate::error::{Error, Result, check_param};
+
+/// The server's fixed settings.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ServerSettings {
+    /// Adam step size η.
+    pub lr: f64,
+    /// Adam β1.
+    pub beta1: f64,
+    /// Adam β2.
+    pub beta2: f64,
+    /// Floor γ′ of the debiased second moment.
+    pub gamma_prime: f64,
+    /// Clipping norm C of the released sketch.
+    pub clip: f64,
+    /// `n·E·σ²·C²`: the total noise variance of a round's sum (0 without privacy); each of
+    /// `B` participants adds a share of variance `a² = noise_total / B`.
+    pub noise_total: f64,
+    /// Whether the sketch is learned (its `Diag(S Sᵀ)` changes every round).
+    pub learned_sketch: bool,
+}
+
+/// Adam with bias correction, the second moment debiased by the known noise, and `m̂` kept for
+/// the clients' mean removal.
+#[derive(Debug)]
+struct DebiasedAdam {
+    m_tilde: Vec<f64>,
+    v_tilde: Vec<f64>,
+    m_hat: Vec<f64>,
+    t: i32,
+}
+
+/// The open round.
+#[derive(Clone, Copy, Debug)]
+struct Open {
+    round: u64,
+    participants: usize,
+    a2: f64,
+}
+
+/// The DOME server: the model, the optimizer, the sketch.
+pub struct DomeServer {
+    settings: ServerSettings,
+    w: Vec<f64>,
+    adam: DebiasedAdam,
+    sketch: Sketch,
+    diag: Vec<f64>,
+    open: Option<Open>,
+}
+
+impl std::fmt::Debug for DomeServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DomeServer")
+            .field("d", &self.w.len())
+            .field("dim", &self.sketch.dim())
+            .field("open", &self.open)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DomeServer {
+    /// A server starting from the model `w0` and the sketch `S_0`.
+    pub fn new(settings: ServerSettings, w0: Vec<f64>, sketch: Sketch) -> Result<Self> {
+        let d = w0.len();
+        check_param(sketch.basis().d() == d, || {
+            format!(
+                "a sketch of dimension {} for a model of {d}",
+                sketch.basis().d()
+            )
+        })?;
+        let diag = sketch.diag_sst();
+        Ok(Self {
+            settings,
+            adam: DebiasedAdam {
+                m_tilde: vec![0.0; d],
+                v_tilde: vec![0.0; d],
+                m_hat: vec![0.0; d],
+                t: 0,
+            },
+            w: w0,
+            sketch,
+            diag,
+            open: None,
+        })
+    }
+
+    /// The model.
+    pub fn model(&self) -> &[f64] {
+        &self.w
+    }
+
+    /// The basis clients project with this round.
+    pub fn basis(&self) -> Basis<'_> {
+        self.sketch.basis()
+    }
+
+    /// `S s` with the current sketch (for diagnostics of the noise's effect).
+    pub fn decompress(&self, s: &[f64]) -> Vec<f64> {
+        self.sketch.decompress(s)
+    }
+
+    /// Streaming-PCA components kept at the last sketch update.
+    pub fn kept(&self) -> usize {
+        self.sketch.kept()
+    }
+
+    /// Opens round `round` with `participants` clients: what they need to privatize.
+    pub fn open_round(&mut self, round: u64, participants: usize) -> Result<RoundBroadcast> {
+        if let Some(o) = self.open {
+            return Err(Error::OutOfOrder(format!(
+                "round {} is still open",
+                o.round
+            )));
+        }
+        check_param(
+            participants >= 1 && participants <= u32::MAX as usize,
+            || format!("{participants} participants"),
+        )?;
+        let a2 = self.settings.noise_total / participants as f64;
+        self.open = Some(Open {
+            round,
+            participants,
+            a2,
+        });
+        Ok(RoundBroadcast {
+            round,
+            participants: participants as u32,
+            noise_std: a2.sqrt(),
+            clip: self.settings.clip,
+            // Each coordinate is within C + 10a with probability 1 − 1e-23: the quantizer's
+            // clip never bites in practice.
+            quantizer_bound: self.settings.clip + 10.0 * a2.sqrt(),
+            m_hat: self.adam.m_hat.clone(),
+        })
+    }
+
+    /// Closes the round with SecAgg+'s sum of the participants' quantized vectors: returns
+    /// `ĝ` after the Adam step and the sketch update (which draws its probes from `rng`).
+    pub fn close_round(&mut self, sum: &[u32], rng: &mut impl Rng) -> Result<Vec<f64>> {
+        let open = self
+            .open
+            .ok_or_else(|| Error::OutOfOrder("no round is open".into()))?;
+        let quantizer = Quantizer::new(
+            self.settings.clip + 10.0 * open.a2.sqrt(),
+            open.participants,
+        )?;
+        if sum.len() != self.sketch.dim() {
+            return Err(Error::Parameters(format!(
+                "a sum of {} words for a sketch of dimension {}",
+                sum.len(),
+                self.sketch.dim()
+            )));
+        }
+        let bp = open.participants as f64;
+        let g_prec: Vec<f64> = quantizer.decode_sum(sum).iter().map(|s| s / bp).collect();
+        let mut g_hat = self.sketch.decompress(&g_prec);
+        g_hat
+            .iter_mut()
+            .zip(&self.adam.m_hat)
+            .for_each(|(g, m)| *g += m);
+        self.step(&g_hat, open.a2 / bp, open.round)?;
+        self.sketch.update(&g_hat, rng);
+        if self.settings.learned_sketch {
+            self.diag = self.sketch.diag_sst();
+        }
+        self.open = None;
+        Ok(g_hat)
+    }
+
+    /// Without privacy: the plain mean gradient of the round, no noise, no sketch.
+    pub fn close_round_plain(&mut self, mean: &[f64], rng: &mut impl Rng) -> Result<Vec<f64>> {
+        let open = self
+            .open
+            .ok_or_else(|| Error::OutOfOrder("no round is open".into()))?;
+        check_param(mean.len() == self.w.len(), || {
+            format!("a mean of {} for a model of {}", mean.len(), self.w.len())
+        })?;
+        self.step(mean, 0.0, open.round)?;
+        self.sketch.update(mean, rng);
+        if self.settings.learned_sketch {
+            self.diag = self.sketch.diag_sst();
+        }
+        self.open = None;
+        Ok(mean.to_vec())
+    }
+
+    /// One Adam step on the model with `g_hat`, whose noise has variance `noise_var·diag[j]`.
+    // Five vectors move together coordinate by coordinate; an index reads plainest.
+    #[allow(clippy::needless_range_loop)]
+    fn step(&mut self, g_hat: &[f64], noise_var: f64, round: u64) -> Result<()> {
+        let s = &self.settings;
+        let a = &mut self.adam;
+        a.t += 1;
+        let (b1, b2) = (s.beta1, s.beta2);
+        let (c1, c2) = (1.0 - b1.powi(a.t), 1.0 - b2.powi(a.t));
+        for j in 0..self.w.len() {
+            a.m_tilde[j] = b1 * a.m_tilde[j] + (1.0 - b1) * g_hat[j];
+            a.m_hat[j] = a.m_tilde[j] / c1;
+            let second = g_hat[j] * g_hat[j] - noise_var * self.diag[j];
+            a.v_tilde[j] = b2 * a.v_tilde[j] + (1.0 - b2) * second;
+            let v_hat = a.v_tilde[j] / c2;
+            self.w[j] -= s.lr * a.m_hat[j] / v_hat.max(s.gamma_prime).sqrt();
+        }
+        if self.w.iter().any(|x| !x.is_finite()) {
+            return Err(Error::Diverged {
+                round,
+                what: "model parameters".into(),
+            });
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,292 @@
+//! Byte encodings of the SecAgg+ messages of [`privopt_secagg`] (whose state machines do the
+//! protocol), so its rounds can cross process boundaries. DOME sums its clients' vectors with
+//! them; they are usable on their own.
+//!
+//! Every message starts with its context (16-byte session, 8-byte round) and the client it is
+//! from or to; lists are counted and bounded by the bytes that remain, and clients and shares
+//! are checked against the protocol's ranges (client ids below [`MAX_CLIENTS`], share limbs
+//! below the field prime). The state machines check the rest (membership, round, duplicates).
+
+use privopt_secagg::shamir::{LIMBS, PRIME, Share};
+use privopt_secagg::{
+    AdvertiseKeys, ClientId, Context, EncryptedShares, IncomingShares, MaskedInput, NeighbourKeys,
+    PublicKeys, SessionId, ShareKeys, UnmaskRequest, UnmaskShares,
+};
+
+use crate::wire::{DecodeError, Message, Method, Reader, Writer};
+
+/// Largest client id a message may name (a federation of 2^20 clients).
+pub const MAX_CLIENTS: u32 = 1 << 20;
+/// Largest vector a masked input may carry (2^24 words: 64 MiB, the frame limit).
+pub const MAX_VECTOR: usize = 1 << 24;
+/// Largest encrypted share pair.
+pub const MAX_SHARE_CIPHERTEXT: usize = 1024;
+
+fn put_context(w: &mut Writer, c: &Context) {
+    w.raw(&c.session.0);
+    w.u64(c.round);
+}
+
+fn context(r: &mut Reader<'_>) -> Result<Context, DecodeError> {
+    let mut session = [0u8; 16];
+    session.copy_from_slice(r.fixed(16)?);
+    Ok(Context {
+        session: SessionId(session),
+        round: r.u64()?,
+    })
+}
+
+fn client(r: &mut Reader<'_>) -> Result<ClientId, DecodeError> {
+    let c = r.u32()?;
+    if c >= MAX_CLIENTS {
+        return Err(r.invalid(format!("client id {c} is not below {MAX_CLIENTS}")));
+    }
+    Ok(c)
+}
+
+fn put_keys(w: &mut Writer, k: &PublicKeys) {
+    w.raw(&k.encryption);
+    w.raw(&k.masking);
+}
+
+fn keys(r: &mut Reader<'_>) -> Result<PublicKeys, DecodeError> {
+    let mut encryption = [0u8; 32];
+    let mut masking = [0u8; 32];
+    encryption.copy_from_slice(r.fixed(32)?);
+    masking.copy_from_slice(r.fixed(32)?);
+    Ok(PublicKeys {
+        encryption,
+        masking,
+    })
+}
+
+fn put_encrypted(w: &mut Writer, list: &[EncryptedShares]) {
+    w.len(list.len());
+    for s in list {
+        w.u32(s.peer);
+        w.bytes(&s.ciphertext);
+    }
+}
+
+fn encrypted(r: &mut Reader<'_>) -> Result<Vec<EncryptedShares>, DecodeError> {
+    let n = r.count(8)?;
+    (0..n)
+        .map(|_| {
+            let peer = client(r)?;
+            let ciphertext = r.bytes()?;
+            if ciphertext.len() > MAX_SHARE_CIPHERTEXT {
+                return Err(r.invalid(format!(
+                    "a {}-byte share ciphertext (at most {MAX_SHARE_CIPHERTEXT})",
+                    ciphertext.len()
+                )));
+            }
+            Ok(EncryptedShares {
+                peer,
+                ciphertext: ciphertext.to_vec(),
+            })
+        })
+        .collect()
+}
+
+fn put_shares(w: &mut Writer, list: &[(ClientId, Share)]) {
+    w.len(list.len());
+    for (owner, s) in list {
+        w.u32(*owner);
+        w.u32(s.holder);
+        s.limbs.iter().for_each(|&l| w.u64(l));
+    }
+}
+
+fn shares(r: &mut Reader<'_>) -> Result<Vec<(ClientId, Share)>, DecodeError> {
+    let n = r.count(8 + 8 * LIMBS)?;
+    (0..n)
+        .map(|_| {
+            let owner = client(r)?;
+            let holder = client(r)?;
+            let mut limbs = [0u64; LIMBS];
+            for l in &mut limbs {
+                *l = r.u64()?;
+                if *l >= PRIME {
+                    return Err(r.invalid("a share limb is not below the field prime"));
+                }
+            }
+            Ok((owner, Share { holder, limbs }))
+        })
+        .collect()
+}
+
+fn clients(r: &mut Reader<'_>) -> Result<Vec<ClientId>, DecodeError> {
+    let n = r.count(4)?;
+    let list = (0..n).map(|_| client(r)).collect::<Result<Vec<_>, _>>()?;
+    if list.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(r.invalid("client list is not strictly increasing"));
+    }
+    Ok(list)
+}
+
+macro_rules! secagg_message {
+    ($t:ty, $kind:expr, $name:expr, |$s:ident, $w:ident| $write:block, |$r:ident| $read:block) => {
+        impl Message for $t {
+            const METHOD: Method = Method::SecAgg;
+            const KIND: u8 = $kind;
+            const NAME: &'static str = $name;
+            fn write_fields(&self, $w: &mut Writer) {
+                let $s = self;
+                $write
+            }
+            fn read_fields($r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+                $read
+            }
+        }
+    };
+}
+
+secagg_message!(
+    AdvertiseKeys,
+    1,
+    "SecAgg+ advertise keys",
+    |s, w| {
+        put_context(w, &s.context);
+        w.u32(s.sender);
+        put_keys(w, &s.keys);
+    },
+    |r| {
+        Ok(Self {
+            context: context(r)?,
+            sender: client(r)?,
+            keys: keys(r)?,
+        })
+    }
+);
+
+secagg_message!(
+    NeighbourKeys,
+    2,
+    "SecAgg+ neighbour keys",
+    |s, w| {
+        put_context(w, &s.context);
+        w.u32(s.recipient);
+        w.len(s.keys.len());
+        for (c, k) in &s.keys {
+            w.u32(*c);
+            put_keys(w, k);
+        }
+    },
+    |r| {
+        let context = context(r)?;
+        let recipient = client(r)?;
+        let n = r.count(4 + 64)?;
+        let keys = (0..n)
+            .map(|_| Ok((client(r)?, keys(r)?)))
+            .collect::<Result<Vec<_>, DecodeError>>()?;
+        if keys.windows(2).any(|w| w[0].0 >= w[1].0) {
+            return Err(r.invalid("neighbours are not strictly increasing"));
+        }
+        Ok(Self {
+            context,
+            recipient,
+            keys,
+        })
+    }
+);
+
+secagg_message!(
+    ShareKeys,
+    3,
+    "SecAgg+ share keys",
+    |s, w| {
+        put_context(w, &s.context);
+        w.u32(s.sender);
+        put_encrypted(w, &s.shares);
+    },
+    |r| {
+        Ok(Self {
+            context: context(r)?,
+            sender: client(r)?,
+            shares: encrypted(r)?,
+        })
+    }
+);
+
+secagg_message!(
+    IncomingShares,
+    4,
+    "SecAgg+ incoming shares",
+    |s, w| {
+        put_context(w, &s.context);
+        w.u32(s.recipient);
+        put_encrypted(w, &s.shares);
+    },
+    |r| {
+        Ok(Self {
+            context: context(r)?,
+            recipient: client(r)?,
+            shares: encrypted(r)?,
+        })
+    }
+);
+
+secagg_message!(
+    MaskedInput,
+    5,
+    "SecAgg+ masked input",
+    |s, w| {
+        put_context(w, &s.context);
+        w.u32(s.sender);
+        w.len(s.masked.len());
+        s.masked.iter().for_each(|&x| w.u32(x));
+    },
+    |r| {
+        let context = context(r)?;
+        let sender = client(r)?;
+        let n = r.count(4)?;
+        if n > MAX_VECTOR {
+            return Err(r.invalid(format!("{n} words, at most {MAX_VECTOR}")));
+        }
+        let masked = (0..n).map(|_| r.u32()).collect::<Result<Vec<_>, _>>()?;
+        Ok(Self {
+            context,
+            sender,
+            masked,
+        })
+    }
+);
+
+secagg_message!(
+    UnmaskRequest,
+    6,
+    "SecAgg+ unmask request",
+    |s, w| {
+        put_context(w, &s.context);
+        w.u32(s.recipient);
+        w.len(s.survivors.len());
+        s.survivors.iter().for_each(|&c| w.u32(c));
+    },
+    |r| {
+        Ok(Self {
+            context: context(r)?,
+            recipient: client(r)?,
+            survivors: clients(r)?,
+        })
+    }
+);
+
+secagg_message!(
+    UnmaskShares,
+    7,
+    "SecAgg+ unmask shares",
+    |s, w| {
+        put_context(w, &s.context);
+        w.u32(s.sender);
+        put_shares(w, &s.self_seed_shares);
+        put_shares(w, &s.mask_key_shares);
+    },
+    |r| {
+        Ok(Self {
+            context: context(r)?,
+            sender: client(r)?,
+            self_seed_shares: shares(r)?,
+            mask_key_shares: shares(r)?,
+        })
+    }
+);

@@ -1,0 +1,310 @@
+//! DOME roles: rounds whose every message (broadcast, sketch columns, each SecAgg+ stage)
+//! crosses as bytes end with the same model as the in-process rounds; SecAgg+ survives a
+//! client that drops after sending its masked input; every decoder refuses damaged and forged
+//! bytes with a typed error.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use privopt_math::SeedTree;
+use privopt_protocols::dome::{
+    BasisAssembler, BasisChunk, DomeServer, RoundBroadcast, ServerSettings, Sketch, SketchKind,
+    basis_chunks, quantizer, release,
+};
+use privopt_protocols::wire::damage;
+use privopt_protocols::{DecodeError, Message};
+use privopt_secagg::simulation::run_round;
+use privopt_secagg::{
+    AdvertiseKeys, Client, ClientConfig, Context, Graph, IncomingShares, MaskedInput,
+    NeighbourKeys, Server, ServerConfig, SessionId, ShareKeys, UnmaskRequest, UnmaskShares,
+};
+use rand::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+
+const D: usize = 24;
+const K: usize = 4;
+const B: usize = 6;
+
+fn through<M: Message>(m: M) -> M {
+    M::from_bytes(&m.to_bytes()).unwrap()
+}
+
+/// One SecAgg+ round with every message through its bytes; `drop_after_masking` leaves
+/// before the unmask stage. Every damaged copy of every message is refused on the way.
+fn secagg_through_bytes(
+    context: Context,
+    graph: &Graph,
+    threshold: usize,
+    inputs: &[Vec<u32>],
+    drop_after_masking: Option<u32>,
+    check_damage: bool,
+) -> Vec<u32> {
+    let n = graph.len();
+    let vector_len = inputs[0].len();
+    let mut server = Server::new(ServerConfig {
+        context,
+        graph: graph.clone(),
+        threshold,
+        vector_len,
+    })
+    .unwrap();
+    let mut clients = Vec::new();
+    for c in 0..n as u32 {
+        let mut rng = ChaCha20Rng::seed_from_u64(7 ^ (u64::from(c) << 32));
+        let config = ClientConfig {
+            context,
+            id: c,
+            neighbours: graph.neighbours(c).to_vec(),
+            threshold,
+            vector_len,
+        };
+        let (client, advert) = Client::new(config, &mut rng).unwrap();
+        if check_damage && c == 0 {
+            refuse_damage::<AdvertiseKeys>(&advert.to_bytes());
+        }
+        server.receive_keys(through(advert)).unwrap();
+        clients.push((client, rng));
+    }
+    let relayed: Vec<NeighbourKeys> = server.finish_advertising().unwrap();
+    let mut shared = Vec::new();
+    for ((client, rng), msg) in clients.iter_mut().zip(&relayed) {
+        if check_damage && client.id() == 0 {
+            refuse_damage::<NeighbourKeys>(&msg.to_bytes());
+        }
+        shared.push(client.share_keys(&through(msg.clone()), rng).unwrap());
+    }
+    for s in shared {
+        if check_damage && s.sender == 0 {
+            refuse_damage::<ShareKeys>(&s.to_bytes());
+        }
+        server.receive_shares(through(s)).unwrap();
+    }
+    let routed: Vec<IncomingShares> = server.finish_sharing().unwrap();
+    for ((client, _), msg) in clients.iter_mut().zip(&routed) {
+        if check_damage && client.id() == 0 {
+            refuse_damage::<IncomingShares>(&msg.to_bytes());
+        }
+        let masked = client
+            .mask_input(&through(msg.clone()), &inputs[client.id() as usize])
+            .unwrap();
+        if check_damage && client.id() == 0 {
+            refuse_damage::<MaskedInput>(&masked.to_bytes());
+        }
+        server.receive_masked(&through(masked)).unwrap();
+    }
+    let requests: Vec<UnmaskRequest> = server.finish_masking().unwrap();
+    for ((client, _), msg) in clients.iter_mut().zip(&requests) {
+        if Some(client.id()) == drop_after_masking {
+            continue;
+        }
+        if check_damage && client.id() == 0 {
+            refuse_damage::<UnmaskRequest>(&msg.to_bytes());
+        }
+        let reply = client.unmask(&through(msg.clone())).unwrap();
+        if check_damage && client.id() == 0 {
+            refuse_damage::<UnmaskShares>(&reply.to_bytes());
+        }
+        server.receive_unmask(through(reply)).unwrap();
+    }
+    server.finish().unwrap().sum
+}
+
+fn refuse_damage<M: Message + std::fmt::Debug>(bytes: &[u8]) {
+    for (how, bad) in damage::in_transit(bytes, 64) {
+        let e = M::from_bytes(&bad).expect_err(&format!("{} {how} decoded", M::NAME));
+        assert!(
+            matches!(
+                e,
+                DecodeError::Truncated { .. }
+                    | DecodeError::Trailing { .. }
+                    | DecodeError::Checksum { .. }
+            ),
+            "{} {how}: {e}",
+            M::NAME
+        );
+    }
+}
+
+fn settings() -> ServerSettings {
+    ServerSettings {
+        lr: 0.05,
+        beta1: 0.9,
+        beta2: 0.999,
+        gamma_prime: 1e-6,
+        clip: 1.0,
+        noise_total: 3.0,
+        learned_sketch: true,
+    }
+}
+
+/// `rounds` DOME rounds of `B` clients with fixed synthetic gradients; with `bytes`, every
+/// message crosses as bytes. Returns the final model.
+fn dome(rounds: u64, bytes: bool) -> Vec<f64> {
+    let seeds = SeedTree::new(3);
+    let mut rng = seeds.stream("dome", &[]);
+    let sketch = Sketch::new(SketchKind::Learned { energy: 0.9 }, D, K, &mut rng);
+    let mut server = DomeServer::new(settings(), vec![0.1; D], sketch).unwrap();
+    let graph = Graph::harary(B, 4, [11; 32]).unwrap();
+    let session = SessionId([5; 16]);
+    for t in 1..=rounds {
+        let mut broadcast = server.open_round(t, B).unwrap();
+        let assembled;
+        let basis = if bytes {
+            broadcast = through(broadcast);
+            let privopt_protocols::dome::Basis::Matrix(s) = server.basis() else {
+                panic!("a learned sketch has a matrix");
+            };
+            let mut asm = BasisAssembler::new(t, D, K);
+            for chunk in basis_chunks(t, s) {
+                asm.add(&through(chunk)).unwrap();
+            }
+            assembled = asm.finish().unwrap();
+            privopt_protocols::dome::Basis::Matrix(assembled.as_ref())
+        } else {
+            server.basis()
+        };
+        let q = quantizer(&broadcast).unwrap();
+        let inputs: Vec<Vec<u32>> = (0..B)
+            .map(|c| {
+                let mut g: Vec<f64> = (0..D)
+                    .map(|j| ((c * 31 + j * 7 + t as usize) % 13) as f64 / 13.0 - 0.4)
+                    .collect();
+                q.encode(&release(&mut g, &broadcast, basis, &mut rng).unwrap().vector)
+            })
+            .collect();
+        let context = Context { session, round: t };
+        let sum = if bytes {
+            secagg_through_bytes(context, &graph, 3, &inputs, None, t == 1)
+        } else {
+            let refs: Vec<&[u32]> = inputs.iter().map(Vec::as_slice).collect();
+            run_round(context, &graph, 3, &refs, &vec![None; B], 9)
+                .unwrap()
+                .0
+                .sum
+        };
+        server.close_round(&sum, &mut rng).unwrap();
+    }
+    server.model().to_vec()
+}
+
+#[test]
+fn dome_rounds_through_bytes_equal_the_in_process_rounds() {
+    let (mem, wire) = (dome(4, false), dome(4, true));
+    assert_eq!(
+        mem.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        wire.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+    );
+    assert!(
+        mem.iter().any(|&v| (v - 0.1).abs() > 1e-3),
+        "the model moved"
+    );
+}
+
+#[test]
+fn secagg_through_bytes_survives_a_dropout_after_masking() {
+    let graph = Graph::harary(B, 4, [2; 32]).unwrap();
+    let inputs: Vec<Vec<u32>> = (0..B as u32).map(|c| vec![c, 10 * c, u32::MAX]).collect();
+    let context = Context {
+        session: SessionId([1; 16]),
+        round: 1,
+    };
+    let sum = secagg_through_bytes(context, &graph, 3, &inputs, Some(2), false);
+    // The dropped client's masked input arrived, so the sum still includes it.
+    let want: Vec<u32> = (0..3)
+        .map(|j| inputs.iter().fold(0u32, |a, v| a.wrapping_add(v[j])))
+        .collect();
+    assert_eq!(sum, want);
+}
+
+#[test]
+fn dome_downlink_decoders_refuse_damaged_and_forged_bytes() {
+    let b = RoundBroadcast {
+        round: 2,
+        participants: 5,
+        noise_std: 0.3,
+        clip: 1.0,
+        quantizer_bound: 4.0,
+        m_hat: vec![0.5; 10],
+    };
+    refuse_damage::<RoundBroadcast>(&b.to_bytes());
+    let chunk = BasisChunk {
+        round: 2,
+        d: 3,
+        k: 2,
+        first: 1,
+        values: vec![0.1, 0.2, 0.3],
+    };
+    refuse_damage::<BasisChunk>(&chunk.to_bytes());
+    // Forged: zero participants; a column that runs past k; a ragged column; NaN.
+    let bytes = b.to_bytes();
+    let zero = damage::forge(&bytes, |f| f[8..12].copy_from_slice(&0u32.to_le_bytes()));
+    assert!(RoundBroadcast::from_bytes(&zero).is_err());
+    let past = damage::forge(&chunk.to_bytes(), |f| {
+        f[16..20].copy_from_slice(&2u32.to_le_bytes())
+    });
+    assert!(
+        BasisChunk::from_bytes(&past)
+            .unwrap_err()
+            .to_string()
+            .contains("whole columns")
+    );
+    let nan = damage::forge(&bytes, |f| {
+        let at = f.len() - 8;
+        f[at..].copy_from_slice(&f64::NAN.to_bits().to_le_bytes());
+    });
+    assert!(RoundBroadcast::from_bytes(&nan).is_err());
+    // The assembler refuses a repeated column and a chunk of another round, and reports a
+    // missing one.
+    let mut asm = BasisAssembler::new(2, 3, 2);
+    asm.add(&chunk).unwrap();
+    assert!(asm.add(&chunk).is_err());
+    let mut other = chunk.clone();
+    other.round = 3;
+    other.first = 0;
+    assert!(asm.add(&other).is_err());
+    assert!(asm.finish().is_err());
+}
+
+#[test]
+fn secagg_decoders_refuse_forged_fields() {
+    let context = Context {
+        session: SessionId([1; 16]),
+        round: 1,
+    };
+    let req = UnmaskRequest {
+        context,
+        recipient: 1,
+        survivors: vec![0, 2, 3],
+    };
+    let bytes = req.to_bytes();
+    // Survivors out of order; a client id past the bound.
+    let unsorted = damage::forge(&bytes, |f| {
+        let n = f.len();
+        f[n - 4..].copy_from_slice(&1u32.to_le_bytes());
+    });
+    assert!(
+        UnmaskRequest::from_bytes(&unsorted)
+            .unwrap_err()
+            .to_string()
+            .contains("increasing")
+    );
+    let huge = damage::forge(&bytes, |f| {
+        f[24..28].copy_from_slice(&u32::MAX.to_le_bytes())
+    });
+    assert!(UnmaskRequest::from_bytes(&huge).is_err());
+    // Random forged bodies of every kind never panic.
+    let mut rng = ChaCha20Rng::seed_from_u64(1);
+    for kind in 1..=7u8 {
+        let frame =
+            privopt_protocols::wire::encode(privopt_protocols::wire::Method::SecAgg, kind, |_| {});
+        for len in [0usize, 3, 24, 28, 60, 200] {
+            let body: Vec<u8> = (0..len).map(|_| rand::Rng::random(&mut rng)).collect();
+            let forged = damage::forge(&frame, |f| f.extend_from_slice(&body));
+            let _ = AdvertiseKeys::from_bytes(&forged);
+            let _ = NeighbourKeys::from_bytes(&forged);
+            let _ = ShareKeys::from_bytes(&forged);
+            let _ = IncomingShares::from_bytes(&forged);
+            let _ = MaskedInput::from_bytes(&forged);
+            let _ = UnmaskRequest::from_bytes(&forged);
+            let _ = UnmaskShares::from_bytes(&forged);
+        }
+    }
+}

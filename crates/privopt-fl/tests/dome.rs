@@ -163,19 +163,7 @@ fn dome_mnist_smoke_run_writes_the_issue_keys() {
     let Some(data) = common::real_data_dir(&["mnist"]) else {
         return;
     };
-    let out = common::run_shipped_config_with_data(
-        "dome-mnist",
-        &[
-            ("clients = 1000", "clients = 40"),
-            ("max_train = 10000", "max_train = 160"),
-            ("hidden = 128", "hidden = 4"),
-            ("epsilons = [1, 2, 4, 8]", "epsilons = [2, 4]"),
-            ("ks = [16, 64, 256]", "ks = [2, 8]"),
-            ("clients_per_round = 500", "clients_per_round = 20"),
-            ("eval_examples = 2000", "eval_examples = 100"),
-        ],
-        &data,
-    );
+    let out = common::run_shipped_config_with_data("dome-mnist", common::SMOKE_DOME_MNIST, &data);
     let s = &out.summary;
     let mut keys = vec!["acc_nonprivate".to_string()];
     for m in ["dome", "dome_noprobe", "random_sketch", "dp_full"] {

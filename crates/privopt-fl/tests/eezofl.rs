@@ -142,21 +142,7 @@ fn the_modular_model_breaks_decryption() {
 #[test]
 fn the_reproduction_suite_writes_every_key() {
     // The eezofl-table3 config with a smoke-sized workload on generated data.
-    let out = common::run_shipped_config(
-        "eezofl-table3",
-        &[
-            (
-                "dataset = \"mnist\"\nclasses = [0, 1]",
-                "dataset = \"synthetic_logistic\"\nn_train = 500\nn_test = 200\ndim = 8",
-            ),
-            ("seeds = [0, 1, 2, 3, 4]", "seeds = [0, 1]"),
-            ("he_sets = [8192, 4096]", "he_sets = [4096]"),
-            ("noise_audit_rounds = 20", "noise_audit_rounds = 2"),
-            ("modular_audit_rounds = 2", "modular_audit_rounds = 1"),
-            ("rounds = 400", "rounds = 6"),
-            ("eval_every = 10", "eval_every = 3"),
-        ],
-    );
+    let out = common::run_shipped_config("eezofl-table3", common::SMOKE_EEZOFL_TABLE3);
     let s = &out.summary;
     for key in [
         "acc_n4096_sigma1",

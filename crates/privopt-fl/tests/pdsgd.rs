@@ -158,19 +158,7 @@ fn stepsize_scaling_hides_the_gradient() {
 
 #[test]
 fn the_fig3_suite_writes_its_keys() {
-    let out = common::run_shipped_config(
-        "pdsgd-fig3",
-        &[
-            ("trials = 1000", "trials = 6"),
-            ("iterations = 10000", "iterations = 200"),
-            ("eval_every = 100", "eval_every = 50"),
-            (
-                "paillier_timing_iterations = 5",
-                "paillier_timing_iterations = 1",
-            ),
-            ("paillier_bits = 2048", "paillier_bits = 1024"),
-        ],
-    );
+    let out = common::run_shipped_config("pdsgd-fig3", common::SMOKE_PDSGD_FIG3);
     for key in [
         "final_mse_proposed",
         "final_mse_no_attenuation",

@@ -66,32 +66,12 @@ fn synthetic_cases() -> Vec<Case> {
     cases.push((
         "smoke-eezofl-table3",
         "eezofl-table3",
-        vec![
-            (
-                "dataset = \"mnist\"\nclasses = [0, 1]",
-                "dataset = \"synthetic_logistic\"\nn_train = 500\nn_test = 200\ndim = 8",
-            ),
-            ("seeds = [0, 1, 2, 3, 4]", "seeds = [0, 1]"),
-            ("he_sets = [8192, 4096]", "he_sets = [4096]"),
-            ("noise_audit_rounds = 20", "noise_audit_rounds = 2"),
-            ("modular_audit_rounds = 2", "modular_audit_rounds = 1"),
-            ("rounds = 400", "rounds = 6"),
-            ("eval_every = 10", "eval_every = 3"),
-        ],
+        common::SMOKE_EEZOFL_TABLE3.to_vec(),
     ));
     cases.push((
         "smoke-pdsgd-fig3",
         "pdsgd-fig3",
-        vec![
-            ("trials = 1000", "trials = 6"),
-            ("iterations = 10000", "iterations = 200"),
-            ("eval_every = 100", "eval_every = 50"),
-            (
-                "paillier_timing_iterations = 5",
-                "paillier_timing_iterations = 1",
-            ),
-            ("paillier_bits = 2048", "paillier_bits = 1024"),
-        ],
+        common::SMOKE_PDSGD_FIG3.to_vec(),
     ));
     cases
 }
@@ -103,15 +83,7 @@ fn real_data_cases() -> Vec<(Case, &'static [&'static str])> {
             (
                 "smoke-dome-mnist",
                 "dome-mnist",
-                vec![
-                    ("clients = 1000", "clients = 40"),
-                    ("max_train = 10000", "max_train = 160"),
-                    ("hidden = 128", "hidden = 4"),
-                    ("epsilons = [1, 2, 4, 8]", "epsilons = [2, 4]"),
-                    ("ks = [16, 64, 256]", "ks = [2, 8]"),
-                    ("clients_per_round = 500", "clients_per_round = 20"),
-                    ("eval_examples = 2000", "eval_examples = 100"),
-                ],
+                common::SMOKE_DOME_MNIST.to_vec(),
             ),
             &["mnist"],
         ),
@@ -119,23 +91,7 @@ fn real_data_cases() -> Vec<(Case, &'static [&'static str])> {
             (
                 "smoke-hiso-mnist",
                 "hiso-mnist",
-                vec![
-                    (
-                        "lr_grid_decomfl = [0.001, 0.002, 0.004]",
-                        "lr_grid_decomfl = [0.002]",
-                    ),
-                    (
-                        "lr_grid_hiso = [0.001, 0.002, 0.004]",
-                        "lr_grid_hiso = [0.002, 0.004]",
-                    ),
-                    ("seeds = 3", "seeds = 2"),
-                    ("nu_grid = [0.001, 0.1]", "nu_grid = [0.1]"),
-                    ("tau_grid = [1, 2, 5, 10]", "tau_grid = [2]"),
-                    ("short_rounds = 500", "short_rounds = 4"),
-                    ("rounds = 2000", "rounds = 8"),
-                    ("eval_every = 50", "eval_every = 4"),
-                    ("eval_examples = 2000", "eval_examples = 200"),
-                ],
+                common::SMOKE_HISO_MNIST.to_vec(),
             ),
             &["mnist"],
         ),

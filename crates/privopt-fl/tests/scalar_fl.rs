@@ -327,27 +327,7 @@ fn hiso_mnist_smoke_run_writes_the_issue_keys() {
     let Some(data) = common::real_data_dir(&["mnist"]) else {
         return;
     };
-    let out = common::run_shipped_config_with_data(
-        "hiso-mnist",
-        &[
-            (
-                "lr_grid_decomfl = [0.001, 0.002, 0.004]",
-                "lr_grid_decomfl = [0.002]",
-            ),
-            (
-                "lr_grid_hiso = [0.001, 0.002, 0.004]",
-                "lr_grid_hiso = [0.002, 0.004]",
-            ),
-            ("seeds = 3", "seeds = 2"),
-            ("nu_grid = [0.001, 0.1]", "nu_grid = [0.1]"),
-            ("tau_grid = [1, 2, 5, 10]", "tau_grid = [2]"),
-            ("short_rounds = 500", "short_rounds = 4"),
-            ("rounds = 2000", "rounds = 8"),
-            ("eval_every = 50", "eval_every = 4"),
-            ("eval_examples = 2000", "eval_examples = 200"),
-        ],
-        &data,
-    );
+    let out = common::run_shipped_config_with_data("hiso-mnist", common::SMOKE_HISO_MNIST, &data);
     let s = &out.summary;
     for k in [
         "best_acc_decomfl",

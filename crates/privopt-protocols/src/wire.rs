@@ -429,7 +429,7 @@ impl<'a> Reader<'a> {
 /// Helpers for the decoder tests of each method: every way a message's bytes can be damaged
 /// in transit, and forged frames (fields changed, checksum recomputed) for field validation.
 pub mod damage {
-    use super::{CHECKSUM_BYTES, HEADER_BYTES, checksum};
+    use super::{CHECKSUM_BYTES, DecodeError, HEADER_BYTES, checksum};
 
     /// Truncations (every prefix of a short message; of a long one the first and last 64
     /// lengths and about `spread` more between), the message with one extra byte, and
@@ -462,6 +462,30 @@ pub mod damage {
             }
         }
         out
+    }
+
+    /// Feeds every [`in_transit`] damage of `bytes` to `decode` (which tries one or several
+    /// decoders) and describes the first damaged copy that was accepted or refused with
+    /// anything but a transit error (truncated, trailing bytes, checksum); `None` if all were
+    /// refused as they should be.
+    pub fn first_mishandled(
+        bytes: &[u8],
+        spread: usize,
+        decode: impl Fn(&[u8]) -> Vec<Result<(), DecodeError>>,
+    ) -> Option<String> {
+        in_transit(bytes, spread)
+            .into_iter()
+            .find_map(|(how, bad)| {
+                decode(&bad).into_iter().find_map(|r| match r {
+                    Ok(()) => Some(format!("{how}: decoded")),
+                    Err(
+                        DecodeError::Truncated { .. }
+                        | DecodeError::Trailing { .. }
+                        | DecodeError::Checksum { .. },
+                    ) => None,
+                    Err(e) => Some(format!("{how}: {e}")),
+                })
+            })
     }
 
     /// `bytes` with its fields replaced by `edit(fields)` and a valid checksum: what a

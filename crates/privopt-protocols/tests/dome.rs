@@ -5,12 +5,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use privopt_math::SeedTree;
+use privopt_protocols::Message;
 use privopt_protocols::dome::{
     BasisAssembler, BasisChunk, DomeServer, RoundBroadcast, ServerSettings, Sketch, SketchKind,
     basis_chunks, quantizer, release,
 };
 use privopt_protocols::wire::damage;
-use privopt_protocols::{DecodeError, Message};
 use privopt_secagg::simulation::run_round;
 use privopt_secagg::{
     AdvertiseKeys, Client, ClientConfig, Context, Graph, IncomingShares, MaskedInput,
@@ -108,19 +108,13 @@ fn secagg_through_bytes(
 }
 
 fn refuse_damage<M: Message + std::fmt::Debug>(bytes: &[u8]) {
-    for (how, bad) in damage::in_transit(bytes, 64) {
-        let e = M::from_bytes(&bad).expect_err(&format!("{} {how} decoded", M::NAME));
-        assert!(
-            matches!(
-                e,
-                DecodeError::Truncated { .. }
-                    | DecodeError::Trailing { .. }
-                    | DecodeError::Checksum { .. }
-            ),
-            "{} {how}: {e}",
-            M::NAME
-        );
-    }
+    let decode = |b: &[u8]| vec![M::from_bytes(b).map(drop)];
+    assert_eq!(
+        damage::first_mishandled(bytes, 64, decode),
+        None,
+        "{}",
+        M::NAME
+    );
 }
 
 fn settings() -> ServerSettings {

@@ -79,43 +79,49 @@ impl EncryptedStep {
     }
 }
 
+/// A step number and one ciphertext, framed as `kind`.
+fn step_ct_to_bytes(kind: u8, step: u64, c: &Ciphertext, ctx: &EvalContext) -> Vec<u8> {
+    wire::encode(Method::Dpfhe, kind, |w| {
+        w.u64(step);
+        ct(w, c, ctx);
+    })
+}
+
+/// Reads what [`step_ct_to_bytes`] wrote.
+fn step_ct_from_bytes(
+    ctx: &EvalContext,
+    bytes: &[u8],
+    what: &'static str,
+    kind: u8,
+) -> Result<(u64, Ciphertext), DecodeError> {
+    wire::decode(bytes, what, Method::Dpfhe, kind, |r| {
+        Ok((r.u64()?, read_ct(r, ctx)?))
+    })
+}
+
 impl Refresh {
     /// The framed bytes.
     pub fn to_bytes(&self, ctx: &EvalContext) -> Vec<u8> {
-        wire::encode(Method::Dpfhe, KIND_REFRESH, |w| {
-            w.u64(self.step);
-            ct(w, &self.ct, ctx);
-        })
+        step_ct_to_bytes(KIND_REFRESH, self.step, &self.ct, ctx)
     }
 
     /// Parses a refresh request or reply made under `ctx`'s parameters.
     pub fn from_bytes(ctx: &EvalContext, bytes: &[u8]) -> Result<Self, DecodeError> {
-        wire::decode(bytes, "dpfhe refresh", Method::Dpfhe, KIND_REFRESH, |r| {
-            Ok(Self {
-                step: r.u64()?,
-                ct: read_ct(r, ctx)?,
-            })
-        })
+        let (step, ct) = step_ct_from_bytes(ctx, bytes, "dpfhe refresh", KIND_REFRESH)?;
+        Ok(Self { step, ct })
     }
 }
 
 impl Weights {
     /// The framed bytes.
     pub fn to_bytes(&self, ctx: &EvalContext) -> Vec<u8> {
-        wire::encode(Method::Dpfhe, KIND_WEIGHTS, |w| {
-            w.u64(self.step);
-            ct(w, &self.w, ctx);
-        })
+        step_ct_to_bytes(KIND_WEIGHTS, self.step, &self.w, ctx)
     }
 
     /// Parses encrypted weights made under `ctx`'s parameters.
     pub fn from_bytes(ctx: &EvalContext, bytes: &[u8]) -> Result<Self, DecodeError> {
-        wire::decode(bytes, "dpfhe weights", Method::Dpfhe, KIND_WEIGHTS, |r| {
-            Ok(Self {
-                step: r.u64()?,
-                w: read_ct(r, ctx)?,
-            })
-        })
+        let (step, w) = step_ct_from_bytes(ctx, bytes, "dpfhe weights", KIND_WEIGHTS)?;
+        Ok(Self { step, w })
     }
 }
 

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result, ensure};
 use crate::methods::MethodConfig;
+use crate::problem::{DataConfig, SYNTHETIC_DATASETS};
 
 /// A whole experiment.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -26,62 +27,6 @@ pub struct ExperimentConfig {
     pub model: ModelSpec,
     /// The method and its parameters.
     pub method: MethodConfig,
-}
-
-/// Synthetic problems generated from the seed.
-pub const SYNTHETIC_DATASETS: &[&str] = &["synthetic_logistic", "synthetic_linear"];
-
-/// The `[data]` table.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct DataConfig {
-    /// A catalog dataset (`mnist`, `adult`, …) or a synthetic one (`synthetic_logistic`, …).
-    pub dataset: String,
-    /// Keep only these classes, relabelled in the order given (e.g. `[0, 1]`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub classes: Option<Vec<usize>>,
-    /// Project features onto this many principal components (fitted on the training set).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pca: Option<usize>,
-    /// Use at most this many training examples (a seeded random subset), for smoke runs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_train: Option<usize>,
-    /// Held-out fraction for datasets without an official test set.
-    #[serde(default = "default_test_fraction")]
-    pub test_fraction: f64,
-    /// Synthetic only: training examples.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub n_train: Option<usize>,
-    /// Synthetic only: test examples.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub n_test: Option<usize>,
-    /// Synthetic only: features.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dim: Option<usize>,
-    /// `synthetic_linear` only: standard deviation of the target noise.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub noise: Option<f64>,
-    /// Number of clients the training set is split across.
-    #[serde(default = "one")]
-    pub clients: usize,
-    /// How the training set is split across clients.
-    #[serde(default)]
-    pub partition: Partition,
-}
-
-fn default_test_fraction() -> f64 {
-    0.2
-}
-
-fn one() -> usize {
-    1
-}
-
-impl DataConfig {
-    /// Whether the dataset is generated rather than loaded.
-    pub fn is_synthetic(&self) -> bool {
-        SYNTHETIC_DATASETS.contains(&self.dataset.as_str())
-    }
 }
 
 impl ExperimentConfig {

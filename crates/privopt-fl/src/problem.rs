@@ -7,12 +7,68 @@ use privopt_math::SeedTree;
 use privopt_ml::data::load::{SplitOptions, load};
 use privopt_ml::data::pca::Pca;
 use privopt_ml::data::{Dataset, TrainTest, synthetic};
-use privopt_ml::model::Model;
-use privopt_ml::partition::partition;
+use privopt_ml::model::{Model, ModelSpec};
+use privopt_ml::partition::{Partition, partition};
 use rand::seq::index::sample;
+use serde::{Deserialize, Serialize};
 
-use crate::config::ExperimentConfig;
 use crate::error::{Result, ensure};
+
+/// Synthetic problems generated from the seed.
+pub const SYNTHETIC_DATASETS: &[&str] = &["synthetic_logistic", "synthetic_linear"];
+
+/// The `[data]` table.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DataConfig {
+    /// A catalog dataset (`mnist`, `adult`, …) or a synthetic one (`synthetic_logistic`, …).
+    pub dataset: String,
+    /// Keep only these classes, relabelled in the order given (e.g. `[0, 1]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classes: Option<Vec<usize>>,
+    /// Project features onto this many principal components (fitted on the training set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pca: Option<usize>,
+    /// Use at most this many training examples (a seeded random subset), for smoke runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_train: Option<usize>,
+    /// Held-out fraction for datasets without an official test set.
+    #[serde(default = "default_test_fraction")]
+    pub test_fraction: f64,
+    /// Synthetic only: training examples.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub n_train: Option<usize>,
+    /// Synthetic only: test examples.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub n_test: Option<usize>,
+    /// Synthetic only: features.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dim: Option<usize>,
+    /// `synthetic_linear` only: standard deviation of the target noise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise: Option<f64>,
+    /// Number of clients the training set is split across.
+    #[serde(default = "one")]
+    pub clients: usize,
+    /// How the training set is split across clients.
+    #[serde(default)]
+    pub partition: Partition,
+}
+
+fn default_test_fraction() -> f64 {
+    0.2
+}
+
+fn one() -> usize {
+    1
+}
+
+impl DataConfig {
+    /// Whether the dataset is generated rather than loaded.
+    pub fn is_synthetic(&self) -> bool {
+        SYNTHETIC_DATASETS.contains(&self.dataset.as_str())
+    }
+}
 
 /// Defaults of the synthetic problems.
 const SYNTHETIC_N_TRAIN: usize = 2000;
@@ -33,9 +89,14 @@ pub struct Problem {
 }
 
 impl Problem {
-    /// Builds the problem of `cfg`, reading catalog data from `data_dir`.
-    pub fn build(cfg: &ExperimentConfig, data_dir: &Path, seeds: &SeedTree) -> Result<Problem> {
-        let d = &cfg.data;
+    /// Builds the problem of the `[data]` and `[model]` tables, reading catalog data from
+    /// `data_dir`.
+    pub fn build(
+        d: &DataConfig,
+        model: &ModelSpec,
+        data_dir: &Path,
+        seeds: &SeedTree,
+    ) -> Result<Problem> {
         let mut tt = if d.is_synthetic() {
             let mut rng = seeds.stream("data/synthetic", &[]);
             let (n, m, dim) = (
@@ -92,9 +153,7 @@ impl Problem {
         let mut rng = seeds.stream("data/partition", &[]);
         let clients = partition(tt.train.labels(), d.clients, &d.partition, &mut rng)
             .map_err(|e| crate::Error::Config(format!("data.partition: {e}")))?;
-        let model = cfg
-            .model
-            .build_in(tt.train.n_features(), tt.train.num_classes(), data_dir)?;
+        let model = model.build_in(tt.train.n_features(), tt.train.num_classes(), data_dir)?;
         Ok(Problem {
             train: tt.train,
             test: tt.test,

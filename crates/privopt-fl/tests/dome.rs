@@ -29,7 +29,13 @@ fn problem() -> Problem {
         batch_size = 1
     "#;
     let cfg = ExperimentConfig::from_toml(text, "dome-test").unwrap();
-    Problem::build(&cfg, std::path::Path::new("none"), &SeedTree::new(3)).unwrap()
+    Problem::build(
+        &cfg.data,
+        &cfg.model,
+        std::path::Path::new("none"),
+        &SeedTree::new(3),
+    )
+    .unwrap()
 }
 
 fn config(variant: Variant, k: usize, epsilon: f64) -> DomeConfig {

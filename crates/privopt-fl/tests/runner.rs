@@ -2,8 +2,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use privopt_fl::config::ExperimentConfig;
+use privopt_fl::context::NoProgress;
 use privopt_fl::results::write_results;
-use privopt_fl::runner::{NoProgress, RunOptions, run};
+use privopt_fl::runner::{RunOptions, run};
 
 fn opts() -> RunOptions {
     RunOptions {

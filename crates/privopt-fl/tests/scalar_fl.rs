@@ -389,7 +389,8 @@ fn hiso_minilm_smoke_run_fine_tunes_from_the_zero_shot_head() {
 #[test]
 fn every_algorithm_learns_the_quickstart_problem_and_counts_its_traffic() {
     use privopt_fl::config::ExperimentConfig;
-    use privopt_fl::runner::{NoProgress, RunOptions, run};
+    use privopt_fl::context::NoProgress;
+    use privopt_fl::runner::{RunOptions, run};
     let base = std::fs::read_to_string(format!(
         "{}/../../configs/quickstart/hiso.toml",
         env!("CARGO_MANIFEST_DIR")

@@ -13,8 +13,8 @@ use rand::Rng;
 use rand::seq::index::sample;
 use serde::{Deserialize, Serialize};
 
+use crate::context::RunContext;
 use crate::error::{Result, ensure};
-use crate::runner::RunContext;
 
 /// A training method: validated from its config, then run against a [`RunContext`].
 pub trait Method {

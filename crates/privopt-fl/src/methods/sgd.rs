@@ -3,8 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{LrSchedule, Method, check_lr, descend, minibatch};
+use crate::context::RunContext;
 use crate::error::{Result, ensure};
-use crate::runner::RunContext;
 
 /// `[method] name = "sgd"`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

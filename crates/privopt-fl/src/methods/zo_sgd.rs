@@ -12,8 +12,8 @@ use privopt_ml::zo::{ZoAddress, ZoEstimator};
 use serde::{Deserialize, Serialize};
 
 use super::{LrSchedule, Method, check_lr, descend, minibatch};
+use crate::context::RunContext;
 use crate::error::{Result, ensure};
-use crate::runner::RunContext;
 
 /// Bytes of one transmitted scalar (an `f64`).
 const SCALAR_BYTES: u64 = 8;

@@ -2,7 +2,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
 use privopt_fl::config::ExperimentConfig;
-use privopt_fl::runner::{NoProgress, RunOptions, RunOutcome, run};
+use privopt_fl::context::NoProgress;
+use privopt_fl::runner::{RunOptions, RunOutcome, run};
 
 /// Runs `configs/NAME.toml` after applying `(from, to)` text replacements (each must match),
 /// so that smoke tests exercise the shipped reproduction configs at a small size.

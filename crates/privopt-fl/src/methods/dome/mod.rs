@@ -40,10 +40,10 @@ use rand::seq::SliceRandom;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use crate::context::RunContext;
 use crate::error::{Error, Result, ensure};
 use crate::methods::{Method, check_lr};
 use crate::problem::Problem;
-use crate::runner::RunContext;
 
 /// Which method runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

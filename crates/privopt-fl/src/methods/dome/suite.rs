@@ -10,9 +10,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::{DomeConfig, DomeRun, Variant, examples_per_client, privacy, train};
+use crate::context::{RunContext, parallel_map};
 use crate::error::{Result, ensure};
 use crate::methods::{Method, check_lr};
-use crate::runner::{RunContext, parallel_map};
 
 /// `[method] name = "dome_suite"`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

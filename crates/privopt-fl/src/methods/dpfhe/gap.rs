@@ -13,9 +13,9 @@
 use super::algorithms::{GdSpec, train};
 use super::logreg::{Link, accuracy};
 use super::suite::{DpfheConfig, Table4Plan};
+use crate::context::{RunContext, parallel_map};
 use crate::error::Result;
 use crate::metrics::mean_variance;
-use crate::runner::{RunContext, parallel_map};
 
 /// The methods of the grid, in summary-key order.
 const GRID_METHODS: [&str; 2] = ["dpgd", "ideal"];

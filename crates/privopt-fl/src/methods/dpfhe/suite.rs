@@ -23,10 +23,10 @@ use super::logreg::{Link, accuracy, auc, gradient_sum};
 use super::theorem::{
     BarrierParams, BarrierShape, PHI_MAX, RunShape, SelectionTargets, check, select,
 };
+use crate::context::{RunContext, parallel_map};
 use crate::error::{Result, ensure};
 use crate::methods::Method;
 use crate::metrics::mean_variance;
-use crate::runner::{RunContext, parallel_map};
 
 /// Which reproduction to run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -23,9 +23,9 @@ use self::aggregate::{
     DigitalHe, ExactHeOta, ModularHeOta, PlainOta, Precoder, RoundOutput, ScalarAggregation,
 };
 use super::{Method, minibatch};
+use crate::context::RunContext;
 use crate::error::{Error, Result, ensure};
 use crate::problem::Problem;
-use crate::runner::RunContext;
 
 /// How the scalars are aggregated.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -10,11 +10,11 @@ use serde::{Deserialize, Serialize};
 
 use super::aggregate::{ModularHeOta, Precoder, ScalarAggregation};
 use super::{Aggregation, EezoflConfig, audit, paper_params};
+use crate::context::{RunContext, parallel_map};
 use crate::error::{Result, ensure};
 use crate::methods::Method;
 use crate::metrics::mean_variance;
 use crate::problem::Problem;
-use crate::runner::{RunContext, parallel_map};
 
 /// `[method] name = "eezofl_suite"`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

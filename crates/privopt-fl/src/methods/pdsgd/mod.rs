@@ -27,9 +27,9 @@ use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
 
 use super::Method;
+use crate::context::{RunContext, parallel_map};
 use crate::error::{Error, Result, ensure};
 use crate::metrics::mean_variance;
-use crate::runner::{RunContext, parallel_map};
 
 /// The undirected graph of §4: a 5-ring with one chord (connected, degrees 3, 2, 3, 2, 2).
 pub const EDGES: &[(usize, usize)] = &[(0, 1), (1, 2), (2, 3), (3, 4), (4, 0), (0, 2)];

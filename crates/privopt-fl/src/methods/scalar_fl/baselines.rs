@@ -7,9 +7,9 @@ use privopt_ml::zo::gaussian_fill;
 use rayon::prelude::*;
 
 use super::{Algorithm, ScalarFlConfig, Trajectory, eval_set, evaluate, local_batch};
+use crate::context::Progress;
 use crate::error::Result;
 use crate::problem::Problem;
-use crate::runner::Progress;
 
 /// Bytes of one parameter of a full-model exchange (`f32`).
 pub const PARAM_BYTES: u64 = 4;

@@ -42,9 +42,9 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::{Method, check_lr, minibatch};
+use crate::context::{Progress, RunContext};
 use crate::error::{Result, ensure};
 use crate::problem::Problem;
-use crate::runner::{Progress, RunContext};
 use privopt_protocols::scalar_fl::{
     Client, ModelState, Probe, ReplaySpec, Reply, Rule, SEED_BYTES, Server,
 };

@@ -10,11 +10,11 @@ use privopt_math::SeedTree;
 use serde::{Deserialize, Serialize};
 
 use super::{Algorithm, ScalarFlConfig, Trajectory, simulate};
+use crate::context::{NoProgress, RunContext};
 use crate::error::{Error, Result, ensure};
 use crate::methods::Method;
 use crate::metrics::mean_variance;
 use crate::problem::Problem;
-use crate::runner::{NoProgress, RunContext};
 
 /// A full-dimension baseline run of the suite.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

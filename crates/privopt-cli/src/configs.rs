@@ -1,7 +1,7 @@
 //! The configs embedded in the binary (generated from `configs/` by build.rs).
 
 use anyhow::{Result, bail};
-use privopt_fl::config::ExperimentConfig;
+use privopt_experiments::config::ExperimentConfig;
 
 include!(concat!(env!("OUT_DIR"), "/embedded_configs.rs"));
 

@@ -3,9 +3,9 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use privopt_fl::config::ExperimentConfig;
-use privopt_fl::results::{default_out_dir, write_results};
-use privopt_fl::runner::{RunOptions, RunOutcome, run};
+use privopt_experiments::config::ExperimentConfig;
+use privopt_experiments::results::{default_out_dir, write_results};
+use privopt_experiments::runner::{RunOptions, RunOutcome, run};
 
 use crate::configs;
 use crate::progress::Bar;
@@ -89,9 +89,9 @@ pub fn replot(dir: &Path) -> Result<()> {
     let config_path = dir.join("config.toml");
     let cfg =
         ExperimentConfig::from_toml(&read("config.toml")?, &config_path.display().to_string())?;
-    let metrics = privopt_fl::metrics::MetricsTable::from_csv(&read("metrics.csv")?)
+    let metrics = privopt_sim::metrics::MetricsTable::from_csv(&read("metrics.csv")?)
         .with_context(|| format!("in {}", dir.display()))?;
-    for p in privopt_fl::results::write_plots(dir, &cfg.name, &metrics)? {
+    for p in privopt_experiments::results::write_plots(dir, &cfg.name, &metrics)? {
         println!("{}", p.display());
     }
     Ok(())
@@ -103,11 +103,19 @@ pub fn reproduce(
     data_dir: &Path,
     out: Option<PathBuf>,
     seed: Option<u64>,
-    overrides: &privopt_fl::methods::SuiteOverrides,
+    overrides: &privopt_experiments::suites::SuiteOverrides,
     quiet: bool,
 ) -> Result<()> {
     let mut cfg = with_seed(configs::reproduction(id)?, seed);
-    cfg.method.apply_overrides(overrides)?;
+    if !overrides.is_empty() {
+        match cfg.suite.as_mut() {
+            Some(suite) => suite.apply_overrides(overrides)?,
+            None => anyhow::bail!(
+                "--runs, --datasets, --iterations and --threads apply to the dpfhe suites, not to {}",
+                cfg.job_name()
+            ),
+        }
+    }
     let (outcome, dir) = run_and_write(&cfg, data_dir, out, quiet)?;
     print_summary(&outcome, &dir);
     Ok(())
@@ -125,12 +133,13 @@ fn bytes(b: f64) -> String {
 /// The headline result of a run and its traffic, as quickstart prints them: what the
 /// method's own summary says best (accuracy, error, the encrypted-vs-plain agreement).
 fn headline(cfg: &ExperimentConfig, o: &RunOutcome) -> (String, String) {
-    use privopt_fl::methods::MethodConfig;
+    use privopt_experiments::suites::SuiteConfig;
+    use privopt_sim::methods::MethodConfig;
     let s = &o.summary;
     let get = |k: &str| s.get(k).copied().unwrap_or(f64::NAN);
     let pct = |k: &str| format!("{:.1}%", 100.0 * get(k));
-    match &cfg.method {
-        MethodConfig::Pdsgd(c) => {
+    match (&cfg.method, &cfg.suite) {
+        (Some(MethodConfig::Pdsgd(c)), _) => {
             let key = format!("seconds_per_iteration_paillier{}", c.paillier_bits);
             let real = s
                 .get(&key)
@@ -141,7 +150,7 @@ fn headline(cfg: &ExperimentConfig, o: &RunOutcome) -> (String, String) {
                 format!("{}/iter", bytes(get("ciphertext_bytes_per_iteration"))),
             )
         }
-        MethodConfig::Dpfhe(_) => (
+        (_, Some(SuiteConfig::Dpfhe(_))) => (
             format!(
                 "acc enc {} vs plain {} (|Δw| {:.0e})",
                 pct("acc_encrypted"),
@@ -150,7 +159,7 @@ fn headline(cfg: &ExperimentConfig, o: &RunOutcome) -> (String, String) {
             ),
             format!("{:.2} s/step", get("sec_per_iter_alg5")),
         ),
-        MethodConfig::Dome(_) => (
+        (Some(MethodConfig::Dome(_)), _) => (
             format!(
                 "test acc {}, RDP ε {:.2}",
                 pct("final_acc_full_test"),
@@ -180,7 +189,7 @@ pub fn quickstart(data_dir: &Path, out: Option<PathBuf>, quiet: bool) -> Result<
     let configs = configs::quickstart()?;
     // Names and mechanisms are known before anything runs, so the columns can be sized now
     // and each line printed as its run finishes.
-    let privacy: Vec<String> = configs.iter().map(|c| c.method.privacy()).collect();
+    let privacy: Vec<String> = configs.iter().map(ExperimentConfig::privacy).collect();
     let name_w = configs
         .iter()
         .map(|c| c.name.chars().count())

@@ -186,7 +186,7 @@ fn main() -> ExitCode {
             &cli.data_dir,
             out,
             seed,
-            &privopt_fl::methods::SuiteOverrides {
+            &privopt_experiments::suites::SuiteOverrides {
                 runs,
                 datasets,
                 iterations,

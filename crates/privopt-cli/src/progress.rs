@@ -1,7 +1,7 @@
 //! Progress bars on stderr (hidden with `--quiet` or when stderr is not a terminal).
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use privopt_fl::context::Progress;
+use privopt_sim::context::Progress;
 
 /// An indicatif bar behind [`Progress`].
 pub struct Bar {

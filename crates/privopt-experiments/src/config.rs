@@ -1,0 +1,332 @@
+//! Experiment configuration: the TOML schema, its parser with one-line errors that name the
+//! offending key, and range validation.
+
+use privopt_ml::model::ModelSpec;
+use privopt_sim::methods::MethodConfig;
+use privopt_sim::problem::DataConfig;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result, ensure};
+use crate::suites::SuiteConfig;
+
+/// A whole experiment.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExperimentConfig {
+    /// Identifier, used in result folder names (`[a-z0-9_-]`).
+    pub name: String,
+    /// One line saying what the experiment shows.
+    #[serde(default)]
+    pub description: String,
+    /// Master seed of every random stream in the run.
+    #[serde(default)]
+    pub seed: u64,
+    /// The data and its split across clients (for a method or suite that trains on them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<DataConfig>,
+    /// The model (default: the `[model]` defaults).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelSpec>,
+    /// One run of a method (exactly one of `method` and `suite` is given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<MethodConfig>,
+    /// A paper's reproduction suite.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suite: Option<SuiteConfig>,
+}
+
+impl ExperimentConfig {
+    /// Parses and validates a config; `source` names the file in error messages, which are one
+    /// line: `source:LINE: [table] message`.
+    pub fn from_toml(text: &str, source: &str) -> Result<Self> {
+        let cfg: ExperimentConfig = toml::from_str(text)
+            .map_err(|e| Error::Config(describe_toml_error(&e, text, source)))?;
+        cfg.validate()
+            .map_err(|e| Error::Config(format!("{source}: {e}")))?;
+        Ok(cfg)
+    }
+
+    /// The config as TOML (what a run writes to `config.toml`, seed included).
+    pub fn to_toml(&self) -> Result<String> {
+        toml::to_string(self).map_err(|e| Error::Config(format!("cannot serialize config: {e}")))
+    }
+
+    /// Checks every value against its range; errors name the key.
+    pub fn validate(&self) -> Result<()> {
+        ensure(
+            !self.name.is_empty()
+                && self.name.bytes().all(|b| {
+                    b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-'
+                }),
+            || {
+                format!(
+                    "name must be non-empty and use only [a-z0-9_-], got {:?}",
+                    self.name
+                )
+            },
+        )?;
+        match (&self.method, &self.suite) {
+            (Some(_), Some(_)) => {
+                return Err(Error::Config(
+                    "give either a [method] or a [suite] table, not both".into(),
+                ));
+            }
+            (None, None) => {
+                return Err(Error::Config(
+                    "missing a [method] table (one run) or a [suite] table (a reproduction)".into(),
+                ));
+            }
+            _ => {}
+        }
+        let what = self.job_name();
+        if self.uses_data() {
+            for (table, given) in [
+                ("data", self.data.is_some()),
+                ("model", self.model.is_some()),
+            ] {
+                ensure(given, || {
+                    format!("{what} trains on a problem: the config needs a [{table}] table")
+                })?;
+            }
+            if let Some(d) = &self.data {
+                d.validate()?;
+            }
+        } else {
+            for (table, given) in [
+                ("data", self.data.is_some()),
+                ("model", self.model.is_some()),
+            ] {
+                ensure(!given, || {
+                    format!("[{table}] is unused by {what}, which makes its own problem: remove it")
+                })?;
+            }
+        }
+        if let Some(m) = &self.method {
+            m.validate()?;
+        }
+        if let Some(s) = &self.suite {
+            s.validate()?;
+        }
+        Ok(())
+    }
+
+    /// `method `NAME`` or `suite `NAME`` (for messages).
+    pub fn job_name(&self) -> String {
+        match (&self.method, &self.suite) {
+            (Some(m), _) => format!("method `{}`", m.name()),
+            (None, Some(s)) => format!("suite `{}`", s.name()),
+            (None, None) => "this experiment".into(),
+        }
+    }
+
+    /// Whether the method or suite trains on `[data]` and `[model]`.
+    pub fn uses_data(&self) -> bool {
+        match (&self.method, &self.suite) {
+            (Some(m), _) => m.uses_data(),
+            (None, Some(s)) => s.uses_data(),
+            (None, None) => true,
+        }
+    }
+
+    /// The privacy mechanism and its parameters, in a few words (for one-line summaries).
+    pub fn privacy(&self) -> String {
+        match (&self.method, &self.suite) {
+            (Some(m), _) => m.privacy(),
+            (None, Some(s)) => s.privacy(),
+            (None, None) => String::new(),
+        }
+    }
+}
+
+/// Turns a TOML/serde error into `source:LINE: [table] message`.
+fn describe_toml_error(e: &toml::de::Error, text: &str, source: &str) -> String {
+    let message = e.message().trim().replace('\n', " ");
+    let Some(span) = e.span() else {
+        return format!("{source}: {message}");
+    };
+    let (start, end) = (span.start.min(text.len()), span.end.min(text.len()));
+    // Tagged tables (`[method]`) are reported with the span of the whole table: point at the
+    // unknown key itself when the message names one.
+    let at = unknown_field(&message)
+        .and_then(|key| find_key_line(text, start, end, key))
+        .unwrap_or(start);
+    let before = &text[..at];
+    let line = before.matches('\n').count() + 1;
+    // The innermost table header at or above that line tells which table the key belongs to.
+    let line_end = text[at..].find('\n').map_or(text.len(), |k| at + k);
+    let table = text[..line_end]
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| l.starts_with('['))
+        .map(|h| format!("{h} "))
+        .unwrap_or_default();
+    format!("{source}:{line}: {table}{message}")
+}
+
+/// The `X` of serde's "unknown field `X`, expected …".
+fn unknown_field(message: &str) -> Option<&str> {
+    let rest = message.strip_prefix("unknown field `")?;
+    rest.split('`').next()
+}
+
+/// Byte offset of the line that assigns `key`, searching from `start` to the end of the
+/// table that contains `start..end` (the span may cover only the table's header).
+fn find_key_line(text: &str, start: usize, end: usize, key: &str) -> Option<usize> {
+    let mut offset = start;
+    for line in text.get(start..)?.split_inclusive('\n') {
+        let t = line.trim_start();
+        if offset >= end && t.starts_with('[') {
+            break;
+        }
+        if let Some(rest) = t.strip_prefix(key)
+            && rest.trim_start().starts_with('=')
+        {
+            return Some(offset);
+        }
+        offset += line.len();
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use privopt_ml::partition::Partition;
+
+    use super::*;
+
+    const GOOD: &str = r#"
+name = "t"
+seed = 3
+[data]
+dataset = "synthetic_logistic"
+n_train = 100
+n_test = 50
+dim = 5
+clients = 4
+partition = { kind = "dirichlet", alpha = 0.5 }
+[model]
+kind = "logistic"
+[method]
+name = "sgd"
+steps = 10
+lr = 0.1
+batch_size = 8
+"#;
+
+    #[test]
+    fn parses_and_round_trips() {
+        let c = ExperimentConfig::from_toml(GOOD, "good.toml").unwrap();
+        let data = c.data.as_ref().unwrap();
+        assert_eq!(data.clients, 4);
+        assert_eq!(data.partition, Partition::Dirichlet { alpha: 0.5 });
+        let again = ExperimentConfig::from_toml(&c.to_toml().unwrap(), "again").unwrap();
+        assert_eq!(c, again);
+    }
+
+    #[test]
+    fn unknown_key_is_one_line_naming_key_line_and_table() {
+        let bad = GOOD.replace("lr = 0.1", "lerning_rate = 0.1");
+        let e = ExperimentConfig::from_toml(&bad, "bad.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains('\n'), "{e}");
+        assert!(
+            e.contains("bad.toml:16: [method]") && e.contains("lerning_rate"),
+            "{e}"
+        );
+        let bad = GOOD.replace("dim = 5", "dimm = 5");
+        let e = ExperimentConfig::from_toml(&bad, "bad.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("bad.toml:8: [data]") && e.contains("dimm"),
+            "{e}"
+        );
+        let bad = GOOD.replace("kind = \"logistic\"", "kind = \"logistc\"");
+        let e = ExperimentConfig::from_toml(&bad, "bad.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("logistc"), "{e}");
+        let bad = GOOD.replace("name = \"sgd\"", "name = \"sdg\"");
+        let e = ExperimentConfig::from_toml(&bad, "bad.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("sdg"), "{e}");
+    }
+
+    #[test]
+    fn out_of_range_values_name_the_key() {
+        for (from, to, key) in [
+            ("lr = 0.1", "lr = -0.1", "method.lr"),
+            ("batch_size = 8", "batch_size = 0", "method.batch_size"),
+            ("clients = 4", "clients = 0", "data.clients"),
+            ("alpha = 0.5", "alpha = 0.0", "data.partition.alpha"),
+            (
+                "dataset = \"synthetic_logistic\"",
+                "dataset = \"cifar\"",
+                "data.dataset",
+            ),
+            ("name = \"t\"", "name = \"T T\"", "name"),
+        ] {
+            let bad = GOOD.replace(from, to);
+            assert_ne!(bad, GOOD);
+            let e = ExperimentConfig::from_toml(&bad, "x.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(key), "{to}: {e}");
+        }
+        let bad = GOOD.replace("dataset = \"synthetic_logistic\"", "dataset = \"mnist\"");
+        let e = ExperimentConfig::from_toml(&bad, "x.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("data.n_train applies only"), "{e}");
+    }
+
+    #[test]
+    fn a_config_runs_exactly_one_method_or_suite_and_carries_no_unused_table() {
+        let err = |text: &str| {
+            ExperimentConfig::from_toml(text, "x.toml")
+                .unwrap_err()
+                .to_string()
+        };
+        let both = format!(
+            "{GOOD}[suite]\nname = \"dpfhe\"\nexperiment = \"table3\"\ndatasets = [\"adult\"]\n"
+        );
+        assert!(err(&both).contains("not both"), "{}", err(&both));
+        let neither = GOOD.split("[method]").next().unwrap();
+        assert!(
+            err(neither).contains("missing a [method]"),
+            "{}",
+            err(neither)
+        );
+        let (head, tail) = GOOD.split_once("[data]").unwrap();
+        let no_data = format!("{head}{}", &tail[tail.find("[model]").unwrap()..]);
+        assert!(
+            err(&no_data).contains("needs a [data] table"),
+            "{}",
+            err(&no_data)
+        );
+        let no_model = GOOD.replace("[model]\nkind = \"logistic\"\n", "");
+        assert!(
+            err(&no_model).contains("needs a [model] table"),
+            "{}",
+            err(&no_model)
+        );
+        // pdsgd makes its own problem: a [data] table would be silently ignored, so it is refused.
+        let pdsgd =
+            "name = \"p\"\n[data]\ndataset = \"synthetic_linear\"\n[method]\nname = \"pdsgd\"\n";
+        assert!(
+            err(pdsgd).contains("[data] is unused by method `pdsgd`"),
+            "{}",
+            err(pdsgd)
+        );
+        let pdsgd = "name = \"p\"\n[method]\nname = \"pdsgd\"\n";
+        let c = ExperimentConfig::from_toml(pdsgd, "p.toml").unwrap();
+        assert!(c.data.is_none() && !c.uses_data());
+        assert_eq!(
+            ExperimentConfig::from_toml(&c.to_toml().unwrap(), "again").unwrap(),
+            c
+        );
+    }
+}

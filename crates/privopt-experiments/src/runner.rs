@@ -1,0 +1,101 @@
+//! Runs an experiment: builds the problem, hands the method a [`RunContext`], and collects
+//! metrics, communication and a summary.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use privopt_math::SeedTree;
+use privopt_sim::context::{Progress, RunContext};
+use privopt_sim::metrics::{MetricsTable, Summary};
+use privopt_sim::problem::Problem;
+
+use crate::config::ExperimentConfig;
+use crate::error::{Error, Result};
+
+/// Machine-specific options of a run (not part of the experiment's config).
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// Where catalog datasets were fetched to.
+    pub data_dir: PathBuf,
+}
+
+/// Everything a finished run produced.
+#[derive(Clone, Debug)]
+pub struct RunOutcome {
+    /// One row per evaluation.
+    pub metrics: MetricsTable,
+    /// Final metrics, totals and timing.
+    pub summary: Summary,
+    /// Final model parameters (empty for a suite, which trains many).
+    pub params: Vec<f64>,
+}
+
+/// Runs `cfg` to completion.
+pub fn run(
+    cfg: &ExperimentConfig,
+    opts: &RunOptions,
+    progress: &dyn Progress,
+) -> Result<RunOutcome> {
+    let started = Instant::now();
+    let seeds = SeedTree::new(cfg.seed);
+    let problem = match (&cfg.data, &cfg.model) {
+        (Some(data), Some(model)) if cfg.uses_data() => {
+            let p = Problem::build(data, model, &opts.data_dir, &seeds)?;
+            tracing::info!(
+                name = %cfg.name,
+                n_train = p.train.len(),
+                n_test = p.test.len(),
+                features = p.train.n_features(),
+                clients = p.clients.len(),
+                "problem built"
+            );
+            Some(p)
+        }
+        _ => None,
+    };
+    let mut ctx = RunContext::new(problem.as_ref(), seeds, progress);
+    ctx.data_dir = opts.data_dir.clone();
+    let params = match (&cfg.method, &cfg.suite) {
+        (Some(method), _) => method.run(&mut ctx)?,
+        (None, Some(suite)) => {
+            suite.run(&mut ctx)?;
+            Vec::new()
+        }
+        (None, None) => return Err(Error::Config(cfg.job_name() + " has nothing to run")),
+    };
+    let (metrics, comm, notes) = ctx.into_records();
+    if metrics.is_empty() {
+        return Err(Error::Config(format!(
+            "{} recorded no metrics",
+            cfg.job_name()
+        )));
+    }
+    let mut summary = Summary::new();
+    for (k, v) in metrics.last() {
+        if k != "round" && k != "bytes_up" && k != "bytes_down" {
+            summary.insert(format!("final_{k}"), v);
+        }
+    }
+    let rounds = metrics
+        .column("round")
+        .and_then(|r| r.last().copied())
+        .unwrap_or(0.0);
+    summary.insert("rounds".into(), rounds);
+    summary.insert("bytes_up_total".into(), comm.up_bytes as f64);
+    summary.insert("bytes_down_total".into(), comm.down_bytes as f64);
+    if let Some(problem) = &problem {
+        summary.insert("n_train".into(), problem.train.len() as f64);
+        summary.insert("n_test".into(), problem.test.len() as f64);
+        summary.insert("n_features".into(), problem.train.n_features() as f64);
+        summary.insert("n_params".into(), problem.model.num_params() as f64);
+        summary.insert("clients".into(), problem.clients.len() as f64);
+    }
+    summary.insert("seed".into(), cfg.seed as f64);
+    summary.extend(notes);
+    summary.insert("wall_time_s".into(), started.elapsed().as_secs_f64());
+    Ok(RunOutcome {
+        metrics,
+        summary,
+        params,
+    })
+}

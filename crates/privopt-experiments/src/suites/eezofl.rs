@@ -1,0 +1,398 @@
+//! The EEZOFL reproduction (paper §VI): Table III, Fig. 2 and 3, Table II, and the audits,
+//! as one method whose summary carries every figure and whose metrics carry the curves.
+
+use std::time::Instant;
+
+use privopt_channel::fading::Fading;
+use privopt_math::SeedTree;
+use privopt_ml::data::Dataset;
+use serde::{Deserialize, Serialize};
+
+use privopt_sim::context::{RunContext, parallel_map};
+use privopt_sim::error::{Result, ensure};
+use privopt_sim::methods::eezofl::aggregate::{ModularHeOta, Precoder, ScalarAggregation};
+use privopt_sim::methods::eezofl::{Aggregation, EezoflConfig, audit, paper_params};
+
+use super::{Suite, validate_base};
+use privopt_sim::metrics::mean_variance;
+use privopt_sim::problem::Problem;
+
+/// `[suite] name = "eezofl"`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EezoflSuiteConfig {
+    /// Settings shared by every run (`[suite.base]`; aggregation and channel σ are varied).
+    pub base: EezoflConfig,
+    /// Seeds of the repeated runs (mean ± std over them).
+    pub seeds: Vec<u64>,
+    /// Channel standard deviations σ (μ = base channel mean).
+    pub sigmas: Vec<f64>,
+    /// HE ring degrees to compare.
+    pub he_sets: Vec<usize>,
+    /// Ring degree of the CSI baselines (Fig. 3: q ≈ 2^109).
+    #[serde(default = "default_csi_n")]
+    pub csi_he_n: usize,
+    /// Rounds of the decoded-noise audit per HE set.
+    #[serde(default = "default_noise_rounds")]
+    pub noise_audit_rounds: u64,
+    /// Rounds of the modular-model audit.
+    #[serde(default = "default_modular_rounds")]
+    pub modular_audit_rounds: u64,
+    /// Loss is recorded every this many rounds.
+    #[serde(default = "default_eval")]
+    pub eval_every: u64,
+    /// Worker threads (runs are independent; results do not depend on this).
+    #[serde(default = "default_threads")]
+    pub threads: usize,
+}
+
+fn default_csi_n() -> usize {
+    4096
+}
+fn default_noise_rounds() -> u64 {
+    10
+}
+fn default_modular_rounds() -> u64 {
+    2
+}
+fn default_eval() -> u64 {
+    10
+}
+fn default_threads() -> usize {
+    2
+}
+
+/// One training run of the suite.
+#[derive(Clone, Debug)]
+struct Job {
+    label: String,
+    cfg: EezoflConfig,
+    seed: u64,
+}
+
+/// What a run produced.
+#[derive(Clone, Debug, Default)]
+struct Trace {
+    losses: Vec<f64>,
+    accuracy: f64,
+}
+
+fn run_job(problem: &Problem, job: &Job, eval_every: u64) -> Result<Trace> {
+    let seeds = SeedTree::new(job.seed);
+    let mut agg = job.cfg.aggregation(problem.clients.len(), &seeds)?;
+    let mut theta = vec![0.0; problem.model.num_params()];
+    let mut losses = vec![problem.model.loss(&theta, &problem.train, None)];
+    for k in 0..job.cfg.rounds {
+        job.cfg
+            .round(problem, &seeds, k, &mut theta, agg.as_mut(), false)?;
+        if (k + 1) % eval_every == 0 || k + 1 == job.cfg.rounds {
+            losses.push(problem.model.loss(&theta, &problem.train, None));
+        }
+    }
+    let accuracy = problem
+        .model
+        .accuracy(&theta, &problem.test)
+        .unwrap_or(f64::NAN);
+    Ok(Trace { losses, accuracy })
+}
+
+/// Sample mean and standard deviation.
+fn mean_std(xs: &[f64]) -> (f64, f64) {
+    let (m, v) = mean_variance(xs);
+    (m, v.sqrt())
+}
+
+/// Largest eigenvalue of `E[x̃ x̃ᵀ]` (x̃ = (x, 1)) by power iteration: `L_i` of the mean logistic
+/// loss is a quarter of it.
+fn second_moment_top_eigenvalue(data: &Dataset) -> f64 {
+    let d = data.n_features() + 1;
+    let mut v = vec![1.0 / (d as f64).sqrt(); d];
+    let mut lambda = 0.0;
+    for _ in 0..100 {
+        let mut w = vec![0.0; d];
+        for i in 0..data.len() {
+            let row = data.row(i);
+            let dot: f64 = row.iter().zip(&v).map(|(a, b)| a * b).sum::<f64>() + v[d - 1];
+            for (wj, xj) in w.iter_mut().zip(row) {
+                *wj += dot * xj;
+            }
+            w[d - 1] += dot;
+        }
+        let norm = w.iter().map(|x| x * x).sum::<f64>().sqrt();
+        lambda = norm / data.len() as f64;
+        v = w.iter().map(|x| x / norm.max(f64::MIN_POSITIVE)).collect();
+    }
+    lambda
+}
+
+impl EezoflSuiteConfig {
+    fn variant(&self, aggregation: Aggregation, he_n: usize, sigma: f64) -> EezoflConfig {
+        let mu = self.base.channel.mean();
+        EezoflConfig {
+            aggregation,
+            he_n,
+            channel: Fading::Gaussian { mu, sigma },
+            ..self.base.clone()
+        }
+    }
+}
+
+impl EezoflSuiteConfig {
+    /// Mean per-coefficient decoded noise variance over `noise_audit_rounds` rounds of the
+    /// exact protocol with share noise `2^smudging_log2`.
+    fn noise_audit(&self, p: &Problem, cfg: &EezoflConfig, smudging_log2: f64) -> Result<f64> {
+        let params = paper_params(cfg.he_n, smudging_log2)?;
+        let seeds = SeedTree::new(self.seeds[0]);
+        let mut ota = cfg.exact_ota(params, p.clients.len(), seeds, Precoder::None)?;
+        let mut theta = vec![0.0; p.model.num_params()];
+        let mut measured = Vec::new();
+        for k in 0..self.noise_audit_rounds {
+            measured.extend(
+                cfg.round(p, &seeds, k, &mut theta, &mut ota, true)?
+                    .noise_var,
+            );
+        }
+        Ok(mean_std(&measured).0)
+    }
+}
+
+impl Suite for EezoflSuiteConfig {
+    fn validate(&self) -> Result<()> {
+        validate_base(&self.base)?;
+        ensure(!self.seeds.is_empty(), || {
+            "suite.seeds must not be empty".into()
+        })?;
+        ensure(
+            !self.sigmas.is_empty() && self.sigmas.iter().all(|s| *s >= 0.0),
+            || "suite.sigmas must be non-empty and >= 0".into(),
+        )?;
+        ensure(
+            !self.he_sets.is_empty() && self.he_sets.iter().all(|n| matches!(n, 4096 | 8192)),
+            || "suite.he_sets must list 4096 and/or 8192".into(),
+        )?;
+        ensure(matches!(self.csi_he_n, 4096 | 8192), || {
+            "suite.csi_he_n must be 4096 or 8192".into()
+        })?;
+        ensure(self.eval_every >= 1, || {
+            "suite.eval_every must be >= 1".into()
+        })?;
+        ensure(matches!(self.base.channel, Fading::Gaussian { .. }), || {
+            "suite.base.channel must be gaussian (sigma is varied)".into()
+        })
+    }
+
+    fn run(&self, ctx: &mut RunContext<'_>) -> Result<()> {
+        let p = ctx.problem()?;
+        let sig = |s: f64| format!("sigma{s}");
+        // Table III / Fig. 2: HE sets and no encryption; Fig. 3: CSI baselines; (c) digital.
+        let mut jobs = Vec::new();
+        for &sigma in &self.sigmas {
+            for &n in &self.he_sets {
+                for &seed in &self.seeds {
+                    jobs.push(Job {
+                        label: format!("he{n}_{}", sig(sigma)),
+                        cfg: self.variant(Aggregation::HeOta, n, sigma),
+                        seed,
+                    });
+                }
+            }
+            for &seed in &self.seeds {
+                jobs.push(Job {
+                    label: format!("noenc_{}", sig(sigma)),
+                    cfg: self.variant(Aggregation::Plain, 4096, sigma),
+                    seed,
+                });
+            }
+            for (name, agg) in [("zf", Aggregation::CsiZf), ("mmse", Aggregation::CsiMmse)] {
+                jobs.push(Job {
+                    label: format!("{name}_{}", sig(sigma)),
+                    cfg: self.variant(agg, self.csi_he_n, sigma),
+                    seed: self.seeds[0],
+                });
+            }
+        }
+        for &seed in &self.seeds {
+            jobs.push(Job {
+                label: "digital".into(),
+                cfg: self.variant(Aggregation::Digital, self.he_sets[0], 0.0),
+                seed,
+            });
+        }
+        let started = Instant::now();
+        let traces = parallel_map(jobs.len(), self.threads, "eezofl runs", ctx.progress, |i| {
+            run_job(p, &jobs[i], self.eval_every)
+        })?;
+        ctx.note("training_runs_seconds", started.elapsed().as_secs_f64());
+
+        // Group by label: mean accuracy over seeds and the mean loss curve.
+        let mut labels: Vec<String> = jobs.iter().map(|j| j.label.clone()).collect();
+        labels.dedup();
+        let mut curves: Vec<(String, Vec<f64>)> = Vec::new();
+        for label in &labels {
+            let group: Vec<&Trace> = jobs
+                .iter()
+                .zip(&traces)
+                .filter(|(j, _)| &j.label == label)
+                .map(|(_, t)| t)
+                .collect();
+            let accs: Vec<f64> = group.iter().map(|t| t.accuracy).collect();
+            for (job, t) in jobs.iter().zip(&traces).filter(|(j, _)| &j.label == label) {
+                ctx.note(&format!("acc_{label}_seed{}", job.seed), t.accuracy);
+            }
+            let (m, s) = mean_std(&accs);
+            ctx.note(&format!("acc_{label}"), m);
+            ctx.note(&format!("acc_std_{label}"), s);
+            let len = group[0].losses.len();
+            let curve: Vec<f64> = (0..len)
+                .map(|r| group.iter().map(|t| t.losses[r]).sum::<f64>() / group.len() as f64)
+                .collect();
+            if let Some(last) = curve.last() {
+                ctx.note(&format!("final_loss_{label}"), *last);
+            }
+            let fig = if label.starts_with("zf") || label.starts_with("mmse") {
+                "fig3"
+            } else if label == "digital" {
+                "digital"
+            } else {
+                "fig2"
+            };
+            curves.push((format!("{fig}/{label}"), curve));
+        }
+        // The short names for σ = 1 (first σ) CSI losses.
+        let s0 = sig(self.sigmas[0]);
+        for name in ["zf", "mmse"] {
+            if let Some((_, c)) = curves
+                .iter()
+                .find(|(l, _)| l.ends_with(&format!("/{name}_{s0}")))
+            {
+                ctx.note(
+                    &format!("final_loss_{name}"),
+                    *c.last().unwrap_or(&f64::NAN),
+                );
+            }
+        }
+        for &sigma in &self.sigmas {
+            let s = sig(sigma);
+            let short = if sigma.fract() == 0.0 {
+                format!("sigma{}", sigma as i64)
+            } else {
+                s.clone()
+            };
+            for &n in &self.he_sets {
+                let v = ctx.noted(&format!("acc_he{n}_{s}")).unwrap_or(f64::NAN);
+                ctx.note(&format!("acc_n{n}_{short}"), v);
+            }
+            let v = ctx.noted(&format!("acc_noenc_{s}")).unwrap_or(f64::NAN);
+            ctx.note(&format!("acc_noenc_{short}"), v);
+        }
+        let rows = curves.iter().map(|(_, c)| c.len()).max().unwrap_or(0);
+        for r in 0..rows {
+            let round = (r as u64 * self.eval_every).min(self.base.rounds) as f64;
+            let mut row: Vec<(&str, f64)> = vec![("round", round)];
+            for (name, c) in &curves {
+                // Fig. 3 losses span many orders of magnitude: plot log10.
+                let v = c.get(r).copied().unwrap_or(f64::NAN);
+                row.push((
+                    name.as_str(),
+                    if name.starts_with("fig3") {
+                        v.max(1e-300).log10()
+                    } else {
+                        v
+                    },
+                ));
+            }
+            ctx.record(&row)?;
+        }
+
+        // Audits and Table II, per HE set, at the first σ.
+        let laws_for = |sigma: f64| {
+            vec![
+                Fading::Gaussian {
+                    mu: self.base.channel.mean(),
+                    sigma
+                };
+                p.clients.len()
+            ]
+        };
+        let lambda = second_moment_top_eigenvalue(&p.train);
+        let smoothness = p.clients.len() as f64 * 0.25 * lambda;
+        ctx.note("smoothness_L", smoothness);
+        let sigma_e = 3.2f64;
+        for &n in &self.he_sets {
+            let cfg = self.variant(Aggregation::HeOta, n, self.sigmas[0]);
+            let params = paper_params(n, cfg.smudging_log2)?;
+            let laws = laws_for(self.sigmas[0]);
+            let d = p.model.num_params() as f64;
+            // Decoded noise: privopt's smudging, then the paper's modelling (σ_φ = σ_e).
+            for (tag, smudging_log2) in
+                [("", cfg.smudging_log2), ("sigma_phi_3_2_", sigma_e.log2())]
+            {
+                let measured = self.noise_audit(p, &cfg, smudging_log2)?;
+                let predicted = cfg.predicted_noise_variance(p.clients.len(), smudging_log2)?;
+                let omega2 = laws[0].second_moment().powi(2);
+                ctx.note(&format!("noise_var_measured_{tag}n{n}"), measured);
+                ctx.note(&format!("noise_var_predicted_{tag}n{n}"), predicted);
+                ctx.note(
+                    &format!("noise_var_predicted_{tag}per_omega2_n{n}"),
+                    predicted / omega2,
+                );
+                ctx.note(
+                    &format!("rho_{tag}n{n}"),
+                    audit::noise_floor(smoothness, 1.0, d, measured, cfg.eta0, cfg.gamma0),
+                );
+            }
+            // Table II.
+            let log_q = params.basis().log_modulus().ceil();
+            ctx.note(
+                &format!("uplink_bits_per_device_n{n}"),
+                4.0 * n as f64 * log_q,
+            );
+            ctx.note(
+                &format!("ciphertext_bytes_packed_n{n}"),
+                2.0 * n as f64 * log_q / 8.0,
+            );
+            ctx.note(
+                &format!("ciphertext_bytes_wire_n{n}"),
+                (2 * n * params.basis().moduli().len() * 8) as f64,
+            );
+            // A digital xMK-CKKS round (10 encryptions, sum, 10 shares, fusion): the crypto
+            // alone, messages in memory.
+            let seeds = SeedTree::new(self.seeds[0]);
+            let mut digital = privopt_sim::methods::eezofl::aggregate::DigitalHe::new(
+                params.clone(),
+                p.clients.len() as u32,
+                seeds,
+                false,
+            )?;
+            let t = Instant::now();
+            let reps = 20;
+            for k in 0..reps {
+                digital.round(k, &vec![0.01; p.clients.len()], false)?;
+            }
+            ctx.note(
+                &format!("digital_round_ms_n{n}"),
+                t.elapsed().as_secs_f64() * 1e3 / reps as f64,
+            );
+            // Audit (a): the modular model with real-valued gains.
+            let exact = cfg.exact_ota(params.clone(), p.clients.len(), seeds, Precoder::None)?;
+            let mut modular = ModularHeOta::new(exact);
+            let mut errors = Vec::new();
+            for k in 0..self.modular_audit_rounds {
+                let out = modular.round(k, &vec![0.01; p.clients.len()], false)?;
+                errors.push((out.value - out.ideal).abs());
+            }
+            let (m, _) = mean_std(&errors);
+            ctx.note(&format!("modular_model_decrypt_error_n{n}"), m);
+            ctx.note(
+                &format!("q_over_scale_n{n}"),
+                2f64.powf(params.basis().log_modulus() - f64::from(params.scale_log2())),
+            );
+        }
+        let first = self.he_sets.iter().copied().min().unwrap_or(4096);
+        let e = ctx
+            .noted(&format!("modular_model_decrypt_error_n{first}"))
+            .unwrap_or(f64::NAN);
+        ctx.note("modular_model_decrypt_error", e);
+        Ok(())
+    }
+}

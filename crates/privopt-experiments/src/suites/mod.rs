@@ -1,0 +1,138 @@
+//! The papers' reproduction suites. A suite is not a method: it runs methods of
+//! `privopt-sim` many times (seeds, sweeps, baselines, audits) and records the paper's tables
+//! and figures. Each is a module with a config struct implementing [`Suite`]; [`SuiteConfig`]
+//! selects one by the `name` key of the `[suite]` table.
+
+pub mod dome;
+pub mod dpfhe;
+pub mod eezofl;
+pub mod hiso;
+
+use privopt_sim::Result;
+use privopt_sim::context::RunContext;
+use serde::{Deserialize, Serialize};
+
+/// A reproduction suite: validated from its config, then run against a [`RunContext`].
+pub trait Suite {
+    /// Checks the suite's parameters; errors name the key (`suite.seeds …`).
+    fn validate(&self) -> Result<()>;
+    /// Runs every job of the suite, recording its figures through `ctx`.
+    fn run(&self, ctx: &mut RunContext<'_>) -> Result<()>;
+    /// Whether the suite trains on the experiment's `[data]` and `[model]` (false for a suite
+    /// that loads its own datasets).
+    fn uses_data(&self) -> bool {
+        true
+    }
+}
+
+/// The `[suite]` table.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "name", rename_all = "snake_case")]
+pub enum SuiteConfig {
+    /// EEZOFL (paper 000) §VI: Table III, Fig. 2/3, Table II and the audits.
+    Eezofl(eezofl::EezoflSuiteConfig),
+    /// DP training under FHE (paper 002): Table 3, Table 4, Fig. 4/5, the encrypted runs and
+    /// the accuracy-gap diagnosis.
+    Dpfhe(dpfhe::DpfheSuiteConfig),
+    /// Scalar-only FL (paper 003) §6: HiSo vs DeComFL, Fig. 5/8, the baselines.
+    Hiso(hiso::HisoSuiteConfig),
+    /// DOME (paper 004): every method over ε and k.
+    Dome(dome::DomeSuiteConfig),
+}
+
+/// Command-line overrides of a suite's settings.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SuiteOverrides {
+    /// Repeated runs.
+    pub runs: Option<usize>,
+    /// Datasets.
+    pub datasets: Option<Vec<String>>,
+    /// Training steps (a cap; the encrypted suite runs exactly this many).
+    pub iterations: Option<u64>,
+    /// Worker threads (the encrypted suite times exactly this count).
+    pub threads: Option<usize>,
+}
+
+impl SuiteOverrides {
+    /// Whether nothing is overridden.
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+impl SuiteConfig {
+    fn suite(&self) -> &dyn Suite {
+        match self {
+            SuiteConfig::Eezofl(c) => c,
+            SuiteConfig::Dpfhe(c) => c,
+            SuiteConfig::Hiso(c) => c,
+            SuiteConfig::Dome(c) => c,
+        }
+    }
+
+    /// The suite's config name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            SuiteConfig::Eezofl(_) => "eezofl",
+            SuiteConfig::Dpfhe(_) => "dpfhe",
+            SuiteConfig::Hiso(_) => "hiso",
+            SuiteConfig::Dome(_) => "dome",
+        }
+    }
+
+    /// The privacy mechanism and its parameters, in a few words (for one-line summaries).
+    pub fn privacy(&self) -> String {
+        match self {
+            SuiteConfig::Dpfhe(c) if c.experiment == dpfhe::Experiment::Encrypted => {
+                format!("CKKS n=2^15 128-bit, (ε={}, δ={:e})-DP", c.epsilon, c.delta)
+            }
+            SuiteConfig::Dpfhe(c) => format!("(ε={}, δ={:e})-DP", c.epsilon, c.delta),
+            SuiteConfig::Eezofl(_) => "xMK-CKKS over the air (suite)".into(),
+            SuiteConfig::Hiso(_) => "seeds and scalars only (suite)".into(),
+            SuiteConfig::Dome(_) => "SecAgg+ and DP over ε (suite)".into(),
+        }
+    }
+
+    /// Applies command-line overrides (`privopt reproduce … --runs/--datasets/--iterations/
+    /// --threads`) to a suite that has those settings.
+    pub fn apply_overrides(&mut self, o: &SuiteOverrides) -> crate::Result<()> {
+        if o.is_empty() {
+            return Ok(());
+        }
+        match self {
+            SuiteConfig::Dpfhe(c) => {
+                c.apply_overrides(o);
+                Ok(())
+            }
+            other => Err(crate::Error::Config(format!(
+                "--runs, --datasets, --iterations and --threads apply to the dpfhe suites, not to suite `{}`",
+                other.name()
+            ))),
+        }
+    }
+
+    /// See [`Suite::validate`].
+    pub fn validate(&self) -> Result<()> {
+        self.suite().validate()
+    }
+
+    /// See [`Suite::uses_data`].
+    pub fn uses_data(&self) -> bool {
+        self.suite().uses_data()
+    }
+
+    /// See [`Suite::run`].
+    pub fn run(&self, ctx: &mut RunContext<'_>) -> Result<()> {
+        self.suite().run(ctx)
+    }
+}
+
+/// Checks a suite's `base` method settings, naming their keys `suite.base.…`.
+pub(crate) fn validate_base(base: &dyn privopt_sim::methods::Method) -> Result<()> {
+    base.validate().map_err(|e| match e {
+        privopt_sim::Error::Config(m) => {
+            privopt_sim::Error::Config(m.replace("suite.", "suite.base."))
+        }
+        e => e,
+    })
+}

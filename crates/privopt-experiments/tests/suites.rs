@@ -1,0 +1,53 @@
+//! The reproduction suites write the keys their docs and plots read.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+#[test]
+fn the_eezofl_suite_writes_every_key() {
+    // The eezofl-table3 config with a smoke-sized workload on generated data.
+    let out = common::run_shipped_config("eezofl-table3", common::SMOKE_EEZOFL_TABLE3);
+    let s = &out.summary;
+    for key in [
+        "acc_n4096_sigma1",
+        "acc_noenc_sigma1",
+        "acc_n4096_sigma10",
+        "acc_noenc_sigma10",
+        "noise_var_measured_n4096",
+        "noise_var_predicted_n4096",
+        "final_loss_zf",
+        "final_loss_mmse",
+        "modular_model_decrypt_error",
+        "uplink_bits_per_device_n4096",
+        "rho_n4096",
+    ] {
+        assert!(
+            s.contains_key(key),
+            "summary lacks {key}: {:?}",
+            s.keys().collect::<Vec<_>>()
+        );
+    }
+    assert!(s["modular_model_decrypt_error"] > 1e6);
+    assert_eq!(s["uplink_bits_per_device_n4096"], 4.0 * 4096.0 * 109.0);
+    assert!(out.metrics.columns().iter().any(|c| c.starts_with("fig2/")));
+    assert!(out.metrics.columns().iter().any(|c| c.starts_with("fig3/")));
+}
+
+#[test]
+fn the_pdsgd_fig3_run_writes_its_keys() {
+    let out = common::run_shipped_config("pdsgd-fig3", common::SMOKE_PDSGD_FIG3);
+    for key in [
+        "final_mse_proposed",
+        "final_mse_no_attenuation",
+        "final_mse_conventional",
+        "seconds_per_iteration_paillier1024",
+    ] {
+        assert!(out.summary.get(key).is_some_and(|v| v.is_finite()), "{key}");
+    }
+    assert!(
+        out.metrics
+            .columns()
+            .iter()
+            .any(|c| c.starts_with("fig3_log10_mse/"))
+    );
+}

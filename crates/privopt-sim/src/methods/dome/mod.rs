@@ -1,0 +1,513 @@
+//! DOME (paper 004, Alg. 1): DP federated Adam on a learned low-rank sketch, summed with
+//! SecAgg+.
+//!
+//! Each round `B` clients each take one unseen example (every example once per epoch), remove
+//! the running mean `m̂`, project onto the sketch `S` (d × k), clip to `C`, add Gaussian noise
+//! of variance `a² = n·E·σ²·C²/B` (σ from Thm 3.3, `n` examples per client) and submit the
+//! k-vector to a real SecAgg+ round ([`privopt_secagg`]). The server decompresses
+//! `ĝ = S·sum/B + m̂`, takes a bias-corrected Adam step whose second moment is debiased by the
+//! known noise (Lemma 3.2), and updates the sketch (Alg. 2, [`sketch`]).
+//!
+//! Variants share all of this and differ only in the sketch: `dome`, `dome_noprobe` (the
+//! streaming-PCA basis without probes), `random_sketch` (fixed random subspace), `dp_full`
+//! (`S = I`: DP-FedAdam at full dimension) — and `nonprivate` (plain FedAdam on the same
+//! examples, no clipping, noise or SecAgg).
+//!
+//! Departures from the paper's text, each for a stated reason:
+//! - Line 19 subtracts `a²·Diag(S Sᵀ)`, but the noise in `ĝ` is the *average* of `B` clients'
+//!   noises, of variance `a²/B` per sketch coordinate; we subtract `(a²/B)·Diag(S Sᵀ)`, which is
+//!   what Lemma 3.2 gives for that noise.
+//! - Line 17 decompresses with `S_t` and line 19 debiases with `S_{t−1}`; both must be the
+//!   sketch the clients projected with, which we use for both.
+//! - Alg. 2 keeps "the first r columns" of the QR factor; we order them by `Λ'` first, so they
+//!   are the top-energy ones, as §3.1 describes.
+//! - Clients are drawn among those with the most unseen examples left (random ties), so every
+//!   round has exactly `B` participants and the noise sum keeps its variance.
+
+pub mod privacy;
+
+use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
+
+use privopt_math::SeedTree;
+use privopt_ml::data::Dataset;
+use privopt_protocols::dome::{DomeServer, ServerSettings, Sketch, SketchKind, quantizer, release};
+use privopt_secagg::simulation::run_round;
+use privopt_secagg::{Context as SecAggContext, Graph, SessionId, ThreatModel, find_parameters};
+use rand::Rng;
+use rand::seq::SliceRandom;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::context::RunContext;
+use crate::error::{Error, Result, ensure};
+use crate::methods::{Method, check_lr};
+use crate::problem::Problem;
+
+/// Which method runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Variant {
+    /// DOME with streaming PCA and probes.
+    Dome,
+    /// DOME without probes.
+    DomeNoprobe,
+    /// A fixed random orthonormal sketch.
+    RandomSketch,
+    /// No sketch: DP-FedAdam at full dimension.
+    DpFull,
+    /// FedAdam without privacy.
+    Nonprivate,
+}
+
+impl Variant {
+    /// The name used in result keys.
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Dome => "dome",
+            Variant::DomeNoprobe => "dome_noprobe",
+            Variant::RandomSketch => "random_sketch",
+            Variant::DpFull => "dp_full",
+            Variant::Nonprivate => "nonprivate",
+        }
+    }
+
+    /// Whether the method projects onto a k-dimensional sketch.
+    pub fn sketched(self) -> bool {
+        matches!(
+            self,
+            Variant::Dome | Variant::DomeNoprobe | Variant::RandomSketch
+        )
+    }
+}
+
+/// What SecAgg+ must withstand (picks the graph degree and threshold).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SecAggSettings {
+    /// Expected fraction of dropouts.
+    pub dropout_rate: f64,
+    /// Fraction of clients that may collude with the server.
+    pub corrupt_rate: f64,
+}
+
+impl Default for SecAggSettings {
+    fn default() -> Self {
+        Self {
+            dropout_rate: 0.1,
+            corrupt_rate: 0.05,
+        }
+    }
+}
+
+/// `[method] name = "dome"`: one run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DomeConfig {
+    /// Which method.
+    pub variant: Variant,
+    /// Sketch dimension k (ignored by `dp_full` and `nonprivate`).
+    pub k: usize,
+    /// Target ε.
+    pub epsilon: f64,
+    /// Target δ.
+    #[serde(default = "default_delta")]
+    pub delta: f64,
+    /// Epochs E (each example is used once per epoch).
+    pub epochs: usize,
+    /// Clients per round B (>= 3, for SecAgg).
+    pub clients_per_round: usize,
+    /// Clipping norm C of the sketched gradient.
+    pub clip: f64,
+    /// Adam step size η.
+    pub lr: f64,
+    /// Adam β1.
+    #[serde(default = "default_beta1")]
+    pub beta1: f64,
+    /// Adam β2.
+    #[serde(default = "default_beta2")]
+    pub beta2: f64,
+    /// Floor γ′ of the (debiased) second moment.
+    pub gamma_prime: f64,
+    /// Energy ratio q of Alg. 2.
+    #[serde(default = "default_energy")]
+    pub energy: f64,
+    /// SecAgg+ threat model.
+    #[serde(default)]
+    pub secagg: SecAggSettings,
+    /// Rounds between accuracy evaluations (0: about 20 per run).
+    #[serde(default)]
+    pub eval_every: u64,
+    /// Test examples of the periodic evaluations (0: all); the final model uses all.
+    #[serde(default)]
+    pub eval_examples: usize,
+}
+
+fn default_delta() -> f64 {
+    1e-5
+}
+fn default_beta1() -> f64 {
+    0.9
+}
+fn default_beta2() -> f64 {
+    0.999
+}
+fn default_energy() -> f64 {
+    0.9
+}
+
+impl DomeConfig {
+    /// Checks every parameter; errors name the key.
+    pub fn check(&self) -> Result<()> {
+        check_lr(self.lr)?;
+        let positive = |v: f64| v > 0.0 && v.is_finite();
+        ensure(
+            self.variant == Variant::Nonprivate || positive(self.epsilon),
+            || format!("method.epsilon must be > 0, got {}", self.epsilon),
+        )?;
+        ensure(self.delta > 0.0 && self.delta < 1.0, || {
+            format!("method.delta must be in (0, 1), got {}", self.delta)
+        })?;
+        ensure(self.epochs >= 1, || "method.epochs must be >= 1".into())?;
+        ensure(self.clients_per_round >= 3, || {
+            format!(
+                "method.clients_per_round must be >= 3 (SecAgg+ needs three clients), got {}",
+                self.clients_per_round
+            )
+        })?;
+        ensure(positive(self.clip), || {
+            format!("method.clip must be > 0, got {}", self.clip)
+        })?;
+        ensure(positive(self.gamma_prime), || {
+            format!("method.gamma_prime must be > 0, got {}", self.gamma_prime)
+        })?;
+        ensure(
+            (0.0..1.0).contains(&self.beta1) && (0.0..1.0).contains(&self.beta2),
+            || "method.beta1 and method.beta2 must be in [0, 1)".into(),
+        )?;
+        ensure(self.energy > 0.0 && self.energy <= 1.0, || {
+            format!("method.energy must be in (0, 1], got {}", self.energy)
+        })?;
+        ensure(!self.variant.sketched() || self.k >= 1, || {
+            "method.k must be >= 1".into()
+        })?;
+        Ok(())
+    }
+
+    fn sketch_kind(&self) -> SketchKind {
+        match self.variant {
+            Variant::Dome => SketchKind::Learned {
+                energy: self.energy,
+            },
+            Variant::DomeNoprobe => SketchKind::LearnedNoProbes,
+            Variant::RandomSketch => SketchKind::Random,
+            Variant::DpFull | Variant::Nonprivate => SketchKind::Identity,
+        }
+    }
+}
+
+/// What one run produced.
+#[derive(Clone, Debug, Default)]
+pub struct DomeRun {
+    /// Evaluation rounds.
+    pub rounds: Vec<u64>,
+    /// Test accuracy at those rounds (on `eval_examples`).
+    pub test_acc: Vec<f64>,
+    /// Accuracy of the final model on the whole test set.
+    pub final_acc: f64,
+    /// Mean over rounds of ‖ĝ − ḡ‖², ḡ the participants' mean (unclipped) gradient.
+    pub grad_mse: f64,
+    /// Mean over rounds of the noise part ‖S z̄‖² of ĝ.
+    pub noise_mse: f64,
+    /// Lemma 3.1's prediction of `noise_mse`: `dim · a²/B`.
+    pub noise_mse_theory: f64,
+    /// Bytes one client sends per round (SecAgg+ messages; plain f32 vector if non-private).
+    pub uplink_bytes: f64,
+    /// Of which the vector itself.
+    pub uplink_vector_bytes: f64,
+    /// Mean number of streaming-PCA components kept (Alg. 2's r; 0 without a learned sketch).
+    pub kept_mean: f64,
+    /// Rounds run.
+    pub total_rounds: u64,
+}
+
+/// The clients of a round: `b` among those with the most unseen examples left (random ties).
+fn draw_participants(remaining: &[Vec<usize>], b: usize, rng: &mut impl Rng) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..remaining.len())
+        .filter(|&c| !remaining[c].is_empty())
+        .collect();
+    order.shuffle(rng);
+    order.sort_by_key(|&c| std::cmp::Reverse(remaining[c].len()));
+    order.truncate(b);
+    order.sort_unstable();
+    order
+}
+
+/// SecAgg+ sums of the participants' vectors, one real round per training round.
+struct SecureSum {
+    session: SessionId,
+    threat: ThreatModel,
+    /// Graph and threshold per number of participants.
+    graphs: BTreeMap<usize, (Graph, usize)>,
+}
+
+impl SecureSum {
+    fn new(settings: SecAggSettings, rng: &mut impl Rng) -> Self {
+        let threat = ThreatModel {
+            dropout_rate: settings.dropout_rate,
+            corrupt_rate: settings.corrupt_rate,
+        };
+        Self {
+            session: SessionId(rng.random()),
+            threat,
+            graphs: BTreeMap::new(),
+        }
+    }
+
+    /// The sum of the quantized `encoded` vectors through one SecAgg+ round, and the bytes
+    /// each client uploaded.
+    fn sum(
+        &mut self,
+        round: u64,
+        encoded: &[Vec<u32>],
+        rng: &mut impl Rng,
+    ) -> Result<(Vec<u32>, f64)> {
+        let n = encoded.len();
+        let (graph, threshold) = match self.graphs.entry(n) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => {
+                let p = find_parameters(n, self.threat).map_err(secagg_error)?;
+                let graph = Graph::harary(n, p.degree, rng.random()).map_err(secagg_error)?;
+                e.insert((graph, p.threshold))
+            }
+        };
+        let inputs: Vec<&[u32]> = encoded.iter().map(Vec::as_slice).collect();
+        let context = SecAggContext {
+            session: self.session,
+            round,
+        };
+        let (aggregate, report) = run_round(
+            context,
+            graph,
+            *threshold,
+            &inputs,
+            &vec![None; n],
+            rng.random(),
+        )
+        .map_err(secagg_error)?;
+        let per_client = report.clients_upload_bytes as f64 / n as f64;
+        Ok((aggregate.sum, per_client))
+    }
+}
+
+/// Trains one DOME (or baseline) model; `on_eval(round, w)` is called at each evaluation.
+pub fn train(
+    cfg: &DomeConfig,
+    problem: &Problem,
+    seeds: &SeedTree,
+    mut on_eval: impl FnMut(u64, &[f64]) -> Result<()>,
+) -> Result<DomeRun> {
+    cfg.check()?;
+    let model = &problem.model;
+    ensure(model.has_gradient(), || {
+        format!(
+            "DOME needs per-example gradients; model `{}` has none",
+            model.name()
+        )
+    })?;
+    let d = model.num_params();
+    let n_clients = problem.clients.len();
+    let b = cfg.clients_per_round.min(n_clients);
+    ensure(b >= 3, || {
+        format!("DOME needs >= 3 clients, the data has {n_clients}")
+    })?;
+    let n_max = examples_per_client(problem);
+    let private = cfg.variant != Variant::Nonprivate;
+    let sigma = if private {
+        privacy::thm33_sigma(cfg.epsilon, cfg.delta)
+    } else {
+        0.0
+    };
+    let mut rng = seeds.stream("dome/run", &[]);
+    let w0 = model.init_params(&mut rng);
+    let sketch = Sketch::new(cfg.sketch_kind(), d, cfg.k, &mut rng);
+    let dim = sketch.dim();
+    let eval_test = eval_subset(&problem.test, cfg.eval_examples);
+    let rounds_per_epoch = problem
+        .clients
+        .iter()
+        .map(Vec::len)
+        .sum::<usize>()
+        .div_ceil(b);
+    let total = (rounds_per_epoch * cfg.epochs) as u64;
+    let every = if cfg.eval_every > 0 {
+        cfg.eval_every
+    } else {
+        (total / 20).max(1)
+    };
+    let settings = ServerSettings {
+        lr: cfg.lr,
+        beta1: cfg.beta1,
+        beta2: cfg.beta2,
+        gamma_prime: cfg.gamma_prime,
+        clip: cfg.clip,
+        noise_total: if private {
+            (n_max * cfg.epochs) as f64 * sigma * sigma * cfg.clip * cfg.clip
+        } else {
+            0.0
+        },
+        learned_sketch: matches!(cfg.variant, Variant::Dome | Variant::DomeNoprobe),
+    };
+    let mut server = DomeServer::new(settings, w0, sketch)?;
+    let mut secure_sum = SecureSum::new(cfg.secagg, &mut rng);
+    let mut run = DomeRun {
+        total_rounds: total,
+        ..DomeRun::default()
+    };
+    let mut grads = vec![0.0; d * b];
+    let mut kept_sum = 0.0;
+    let mut t = 0u64;
+    let evaluate = |round: u64, w: &[f64], run: &mut DomeRun| {
+        run.rounds.push(round);
+        run.test_acc
+            .push(model.accuracy(w, &eval_test).unwrap_or(f64::NAN));
+    };
+    evaluate(0, server.model(), &mut run);
+    on_eval(0, server.model())?;
+    for _epoch in 0..cfg.epochs {
+        let mut remaining: Vec<Vec<usize>> = problem.clients.clone();
+        for r in &mut remaining {
+            r.shuffle(&mut rng);
+        }
+        loop {
+            let participants = draw_participants(&remaining, b, &mut rng);
+            if participants.is_empty() {
+                break;
+            }
+            t += 1;
+            let bp = participants.len();
+            let examples: Vec<usize> = participants
+                .iter()
+                .filter_map(|&c| remaining[c].pop())
+                .collect();
+            let broadcast = server.open_round(t, bp)?;
+            // Per-example gradients at the broadcast model, one column each.
+            let w = server.model();
+            let cols = &mut grads[..d * bp];
+            cols.par_chunks_mut(d).zip(&examples).for_each(|(g, &i)| {
+                g.iter_mut().for_each(|x| *x = 0.0);
+                model.example_loss(w, problem.train.row(i), problem.train.label(i), Some(g));
+            });
+            let mut mean = vec![0.0; d];
+            for g in cols.chunks(d) {
+                mean.iter_mut()
+                    .zip(g)
+                    .for_each(|(m, x)| *m += x / bp as f64);
+            }
+            let g_hat = if private {
+                // Each participant privatizes and quantizes its own gradient.
+                let q = quantizer(&broadcast)?;
+                let mut encoded = Vec::with_capacity(bp);
+                let mut noise_mean = vec![0.0; dim];
+                for g in cols.chunks_mut(d) {
+                    let r = release(g, &broadcast, server.basis(), &mut rng)?;
+                    for (m, z) in noise_mean.iter_mut().zip(&r.noise) {
+                        *m += z / bp as f64;
+                    }
+                    encoded.push(q.encode(&r.vector));
+                }
+                let (sum, upload) = secure_sum.sum(t, &encoded, &mut rng)?;
+                run.uplink_bytes += upload;
+                run.uplink_vector_bytes += (4 * dim) as f64;
+                let noise_part = server.decompress(&noise_mean);
+                run.noise_mse += noise_part.iter().map(|x| x * x).sum::<f64>();
+                let a2 = settings.noise_total / bp as f64;
+                run.noise_mse_theory += dim as f64 * a2 / bp as f64;
+                server.close_round(&sum, &mut rng)?
+            } else {
+                run.uplink_bytes += (4 * d) as f64;
+                run.uplink_vector_bytes += (4 * d) as f64;
+                server.close_round_plain(&mean, &mut rng)?
+            };
+            run.grad_mse += g_hat
+                .iter()
+                .zip(&mean)
+                .map(|(a, b)| (a - b).powi(2))
+                .sum::<f64>();
+            if matches!(cfg.variant, Variant::Dome | Variant::DomeNoprobe) {
+                kept_sum += server.kept() as f64;
+            }
+            if t.is_multiple_of(every) || t == total {
+                evaluate(t, server.model(), &mut run);
+                on_eval(t, server.model())?;
+            }
+        }
+    }
+    let rounds = t.max(1) as f64;
+    for v in [
+        &mut run.grad_mse,
+        &mut run.noise_mse,
+        &mut run.noise_mse_theory,
+        &mut run.uplink_bytes,
+        &mut run.uplink_vector_bytes,
+    ] {
+        *v /= rounds;
+    }
+    run.kept_mean = kept_sum / rounds;
+    run.total_rounds = t;
+    run.final_acc = model
+        .accuracy(server.model(), &problem.test)
+        .unwrap_or(f64::NAN);
+    Ok(run)
+}
+
+/// The privacy unit's size: the most examples any client holds.
+pub fn examples_per_client(problem: &Problem) -> usize {
+    problem.clients.iter().map(Vec::len).max().unwrap_or(0)
+}
+
+fn secagg_error(e: privopt_secagg::Error) -> Error {
+    Error::Protocol(format!("SecAgg+: {e}"))
+}
+
+/// The first `n` test examples (all when `n` is 0 or too large).
+fn eval_subset(test: &Dataset, n: usize) -> Dataset {
+    if n == 0 || n >= test.len() {
+        return test.clone();
+    }
+    test.select(&(0..n).collect::<Vec<_>>())
+}
+
+impl Method for DomeConfig {
+    fn validate(&self) -> Result<()> {
+        self.check()
+    }
+
+    fn run(&self, ctx: &mut RunContext<'_>) -> Result<Vec<f64>> {
+        let problem = ctx.problem()?;
+        let seeds = ctx.seeds;
+        let mut last = Vec::new();
+        let outcome = train(self, problem, &seeds, |round, w| {
+            last = w.to_vec();
+            ctx.evaluate(round, w, &[])
+        })?;
+        let n_max = examples_per_client(problem);
+        if self.variant != Variant::Nonprivate {
+            let p = privacy::report(self.epsilon, self.delta, n_max, self.epochs)?;
+            ctx.note("sigma", p.sigma);
+            ctx.note("epsilon_zcdp", p.epsilon_zcdp);
+            ctx.note("epsilon_rdp", p.epsilon_rdp);
+        }
+        ctx.note("final_acc_full_test", outcome.final_acc);
+        ctx.note("grad_mse", outcome.grad_mse);
+        ctx.note("grad_noise_mse", outcome.noise_mse);
+        ctx.note("grad_noise_mse_theory", outcome.noise_mse_theory);
+        ctx.note("uplink_bytes_per_client_round", outcome.uplink_bytes);
+        ctx.note(
+            "uplink_vector_bytes_per_client_round",
+            outcome.uplink_vector_bytes,
+        );
+        ctx.note("kept_mean", outcome.kept_mean);
+        Ok(last)
+    }
+}

@@ -1,0 +1,165 @@
+//! The methods and baselines. Each is a module with a config struct implementing [`Method`];
+//! [`MethodConfig`] selects one by the `name` key of the `[method]` table.
+
+pub mod dome;
+pub mod dpfhe;
+pub mod eezofl;
+pub mod pdsgd;
+pub mod scalar_fl;
+pub mod sgd;
+pub mod zo_sgd;
+
+use rand::Rng;
+use rand::seq::index::sample;
+use serde::{Deserialize, Serialize};
+
+use crate::context::RunContext;
+use crate::error::{Result, ensure};
+
+/// A training method: validated from its config, then run against a [`RunContext`].
+pub trait Method {
+    /// Checks the method's parameters; errors name the key (`method.lr …`).
+    fn validate(&self) -> Result<()>;
+    /// Trains, recording metrics through `ctx`, and returns the final parameters.
+    fn run(&self, ctx: &mut RunContext<'_>) -> Result<Vec<f64>>;
+    /// Whether the method trains on the experiment's `[data]` and `[model]` (false for a
+    /// method that generates its own problem).
+    fn uses_data(&self) -> bool {
+        true
+    }
+}
+
+/// The `[method]` table.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "name", rename_all = "snake_case")]
+pub enum MethodConfig {
+    /// Centralized minibatch SGD on all training data (the trivial first-order baseline).
+    Sgd(sgd::SgdConfig),
+    /// Federated zeroth-order SGD with shared perturbations and plain (unprotected) scalars.
+    ZoSgd(zo_sgd::ZoSgdConfig),
+    /// EEZOFL: one encrypted scalar per device per round over a fading channel (paper 000).
+    Eezofl(eezofl::EezoflConfig),
+    /// Paillier-encrypted decentralized SGD with random stepsizes (paper 001): Fig. 3's three
+    /// variants over many trials.
+    Pdsgd(pdsgd::PdsgdConfig),
+    /// Scalar-only federated learning (paper 003): DeComFL, HiSo, and the FedAvg, FedAdam and
+    /// FedZO baselines.
+    ScalarFl(scalar_fl::ScalarFlConfig),
+    /// DOME (paper 004): DP federated Adam on a learned sketch with SecAgg+; one run.
+    Dome(dome::DomeConfig),
+}
+
+impl MethodConfig {
+    fn method(&self) -> &dyn Method {
+        match self {
+            MethodConfig::Sgd(c) => c,
+            MethodConfig::ZoSgd(c) => c,
+            MethodConfig::Eezofl(c) => c,
+            MethodConfig::Pdsgd(c) => c,
+            MethodConfig::ScalarFl(c) => c,
+            MethodConfig::Dome(c) => c,
+        }
+    }
+
+    /// The method's config name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            MethodConfig::Sgd(_) => "sgd",
+            MethodConfig::ZoSgd(_) => "zo_sgd",
+            MethodConfig::Eezofl(_) => "eezofl",
+            MethodConfig::Pdsgd(_) => "pdsgd",
+            MethodConfig::ScalarFl(_) => "scalar_fl",
+            MethodConfig::Dome(_) => "dome",
+        }
+    }
+
+    /// The privacy mechanism and its parameters, in a few words (for one-line summaries).
+    pub fn privacy(&self) -> String {
+        use eezofl::Aggregation;
+        match self {
+            MethodConfig::Sgd(_) => "none (centralized baseline)".into(),
+            MethodConfig::ZoSgd(_) => "none (plain scalars)".into(),
+            MethodConfig::Eezofl(c) => match c.aggregation {
+                Aggregation::Plain => "none (plain over the air)".into(),
+                Aggregation::Digital => format!("xMK-CKKS n={}, digital sum", c.he_n),
+                Aggregation::HeOta | Aggregation::HeOtaModular => {
+                    format!("xMK-CKKS n={}, over the air", c.he_n)
+                }
+                Aggregation::CsiZf | Aggregation::CsiMmse => {
+                    format!("xMK-CKKS n={}, CSI precoding", c.he_n)
+                }
+            },
+            MethodConfig::Pdsgd(c) if c.paillier_timing_iterations > 0 => {
+                format!("Paillier-{} per agent", c.paillier_bits)
+            }
+            MethodConfig::Pdsgd(_) => "Paillier (transparent backend)".into(),
+            MethodConfig::ScalarFl(_) => "seeds and scalars only (no crypto)".into(),
+            MethodConfig::Dome(c) if c.variant == dome::Variant::Nonprivate => {
+                "SecAgg+ (no DP)".into()
+            }
+            MethodConfig::Dome(c) => format!("SecAgg+, (ε={}, δ={:e})-DP", c.epsilon, c.delta),
+        }
+    }
+
+    /// See [`Method::validate`].
+    pub fn validate(&self) -> Result<()> {
+        self.method().validate()
+    }
+
+    /// See [`Method::uses_data`].
+    pub fn uses_data(&self) -> bool {
+        self.method().uses_data()
+    }
+
+    /// See [`Method::run`].
+    pub fn run(&self, ctx: &mut RunContext<'_>) -> Result<Vec<f64>> {
+        self.method().run(ctx)
+    }
+}
+
+/// How the learning rate changes with the step `t` (counted from 0).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LrSchedule {
+    /// `η_t = η`.
+    #[default]
+    Constant,
+    /// `η_t = η / √(1 + t)`.
+    InvSqrt,
+}
+
+impl LrSchedule {
+    /// The learning rate at step `t` for base rate `lr`.
+    pub fn at(self, lr: f64, t: u64) -> f64 {
+        match self {
+            LrSchedule::Constant => lr,
+            LrSchedule::InvSqrt => lr / ((1 + t) as f64).sqrt(),
+        }
+    }
+}
+
+/// Checks a learning rate.
+pub fn check_lr(lr: f64) -> Result<()> {
+    ensure(lr > 0.0 && lr.is_finite(), || {
+        format!("method.lr must be > 0, got {lr}")
+    })
+}
+
+/// A minibatch of `batch` indices drawn without replacement from `pool` (all of it when
+/// `batch` is 0 or at least the pool size).
+pub fn minibatch(pool: &[usize], batch: usize, rng: &mut impl Rng) -> Vec<usize> {
+    if batch == 0 || batch >= pool.len() {
+        return pool.to_vec();
+    }
+    sample(rng, pool.len(), batch)
+        .into_iter()
+        .map(|k| pool[k])
+        .collect()
+}
+
+/// `w ← w − η·g`.
+pub fn descend(w: &mut [f64], g: &[f64], lr: f64) {
+    for (wi, gi) in w.iter_mut().zip(g) {
+        *wi -= lr * gi;
+    }
+}

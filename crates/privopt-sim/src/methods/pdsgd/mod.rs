@@ -1,0 +1,621 @@
+//! Privacy-preserving decentralized SGD with Paillier-encrypted pairwise exchanges and
+//! heterogeneous random stepsizes (paper 001, Alg. 1, eq. (3)–(9), §4).
+//!
+//! Agent i keeps `x_i`; each iteration it quantizes its state with the stochastic quantizer
+//! (4), runs the encrypted pairwise exchange ([`privopt_protocols::pdsgd::Agent`], which owns
+//! its key pair and holds only its neighbours' public keys) with every neighbour to obtain
+//! `w̃_{i→j} w̃_{j→i}(x̃_j − x̃_i)`, and updates by (7):
+//! `x_i ← x_i + γ^k Σ_j (…) − Λ_i^k g_i^k`, with a private random diagonal stepsize `Λ_i^k`.
+//! The conventional algorithm (6) and the variant without attenuation (`γ^k = 1`) are the
+//! paper's comparisons.
+//!
+//! The problem (§4) is distributed estimation: agent i holds `n_i` noisy measurements
+//! `z_ij = M_i x + ν_ij` and `f_i(x) = (1/n_i) Σ_j ‖z_ij − M_i x‖² + ω‖x‖²`. The paper gives
+//! neither `M_i` nor ω nor the graph (its Fig. 2 is an image): privopt draws `M_i` with
+//! standard normal entries, the true `x` and `x_i^0` from `N(0, I)`, uses ω = 0.01, and by
+//! default the 5-agent graph of [`EDGES`] (a ring 0–1–2–3–4–0 with the chord 0–2); any
+//! connected graph can be given as `method.edges`. All are per-trial random draws from the
+//! seed.
+
+use std::time::Instant;
+
+use privopt_math::SeedTree;
+use privopt_paillier::KeyPair;
+use privopt_protocols::pdsgd::{Agent, Graph, Paillier, Scheme, Transparent, TransparentKey};
+use rand::Rng;
+use rand_distr::{Distribution, StandardNormal};
+use serde::{Deserialize, Serialize};
+
+use super::Method;
+use crate::context::{RunContext, parallel_map};
+use crate::error::{Error, Result, ensure};
+use crate::metrics::mean_variance;
+
+/// The undirected graph of §4: a 5-ring with one chord (connected, degrees 3, 2, 3, 2, 2).
+pub const EDGES: &[(usize, usize)] = &[(0, 1), (1, 2), (2, 3), (3, 4), (4, 0), (0, 2)];
+
+/// Redraws of the private weights before giving up on a stable set (see [`PdsgdConfig::trial`]).
+const WEIGHT_DRAWS: usize = 10_000;
+
+/// Which algorithm runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Variant {
+    /// Algorithm 1: encrypted quantized exchange, attenuation γ^k, random stepsizes.
+    Proposed,
+    /// Algorithm 1 with γ^k = 1.
+    NoAttenuation,
+    /// Eq. (6): exact states, no quantization or encryption, stepsize α^k.
+    Conventional,
+}
+
+/// `[method] name = "pdsgd"`; defaults are the paper's §4.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PdsgdConfig {
+    /// Independent trials (mean and variance over them).
+    #[serde(default = "d_trials")]
+    pub trials: u64,
+    /// Iterations per trial.
+    #[serde(default = "d_iterations")]
+    pub iterations: u64,
+    /// Quantization precision δ (weights are multiples of δ in (0, 1]).
+    #[serde(default = "d_delta")]
+    pub delta: f64,
+    /// Regularization ω.
+    #[serde(default = "d_omega")]
+    pub omega: f64,
+    /// Measurements per agent n_i.
+    #[serde(default = "d_measurements")]
+    pub measurements: usize,
+    /// Measurement dimension p.
+    #[serde(default = "d_p")]
+    pub p: usize,
+    /// Parameter dimension d.
+    #[serde(default = "d_d")]
+    pub d: usize,
+    /// `λ^k = lambda0 / k^lambda_decay · (1 + ζ / k^zeta_decay)`.
+    #[serde(default = "d_lambda0")]
+    pub lambda0: f64,
+    /// See `lambda0`.
+    #[serde(default = "d_lambda_decay")]
+    pub lambda_decay: f64,
+    /// See `lambda0`.
+    #[serde(default = "d_zeta_decay")]
+    pub zeta_decay: f64,
+    /// `γ^k = 1 / (1 + attenuation_a · k^attenuation_b)`.
+    #[serde(default = "d_att_a")]
+    pub attenuation_a: f64,
+    /// See `attenuation_a`.
+    #[serde(default = "d_att_b")]
+    pub attenuation_b: f64,
+    /// Record the error every this many iterations.
+    #[serde(default = "d_eval")]
+    pub eval_every: u64,
+    /// Iterations of the real-Paillier timing run (0: skip).
+    #[serde(default = "d_timing")]
+    pub paillier_timing_iterations: u64,
+    /// Paillier modulus size of the timing run.
+    #[serde(default = "d_bits")]
+    pub paillier_bits: u32,
+    /// Worker threads for the trials.
+    #[serde(default = "d_threads")]
+    pub threads: usize,
+    /// Quantize afresh for every message (each transmission draws its own stochastic
+    /// rounding; default). With `false`, each agent quantizes once per iteration and the two
+    /// directions of an edge reuse the same values, so quantization errors cancel pairwise in
+    /// the network average.
+    #[serde(default = "d_per_message")]
+    pub quantize_per_message: bool,
+    /// The undirected communication graph as an edge list `[[a, b], …]` on agents `0..n`
+    /// (connected, no self-loops or repeats); the paper's 5-agent graph by default.
+    #[serde(default = "d_edges")]
+    pub edges: Vec<(usize, usize)>,
+}
+
+fn d_edges() -> Vec<(usize, usize)> {
+    EDGES.to_vec()
+}
+
+fn d_per_message() -> bool {
+    true
+}
+
+fn d_trials() -> u64 {
+    1000
+}
+fn d_iterations() -> u64 {
+    1000
+}
+fn d_delta() -> f64 {
+    0.1
+}
+fn d_omega() -> f64 {
+    0.01
+}
+fn d_measurements() -> usize {
+    50
+}
+fn d_p() -> usize {
+    3
+}
+fn d_d() -> usize {
+    2
+}
+fn d_lambda0() -> f64 {
+    0.005
+}
+fn d_lambda_decay() -> f64 {
+    0.6
+}
+fn d_zeta_decay() -> f64 {
+    1.2
+}
+fn d_att_a() -> f64 {
+    0.1
+}
+fn d_att_b() -> f64 {
+    0.81
+}
+fn d_eval() -> u64 {
+    10
+}
+fn d_timing() -> u64 {
+    5
+}
+fn d_bits() -> u32 {
+    2048
+}
+fn d_threads() -> usize {
+    2
+}
+
+/// One trial's problem: measurements, optimum, weights and initial states.
+#[derive(Debug)]
+pub struct Trial {
+    m: Vec<Vec<f64>>,
+    z: Vec<Vec<Vec<f64>>>,
+    /// The minimizer of `Σ_i f_i`.
+    pub x_star: Vec<f64>,
+    /// `k_{i→j}`: agent i's private weight integer towards j (`w_{i→j} = k δ`).
+    k: Vec<Vec<i64>>,
+    x0: Vec<Vec<f64>>,
+}
+
+/// Solves the small dense system `A x = b` by Gaussian elimination with partial pivoting.
+fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Vec<f64> {
+    let n = b.len();
+    for c in 0..n {
+        let piv = (c..n)
+            .max_by(|&r, &s| a[r][c].abs().total_cmp(&a[s][c].abs()))
+            .unwrap_or(c);
+        a.swap(c, piv);
+        b.swap(c, piv);
+        for r in c + 1..n {
+            let f = a[r][c] / a[c][c];
+            let (top, bottom) = a.split_at_mut(r);
+            for (x, y) in bottom[0][c..].iter_mut().zip(&top[c][c..]) {
+                *x -= f * y;
+            }
+            b[r] -= f * b[c];
+        }
+    }
+    let mut x = vec![0.0; n];
+    for c in (0..n).rev() {
+        x[c] = (b[c] - (c + 1..n).map(|k| a[c][k] * x[k]).sum::<f64>()) / a[c][c];
+    }
+    x
+}
+
+impl PdsgdConfig {
+    /// The communication graph.
+    pub fn graph(&self) -> Result<Graph> {
+        Graph::from_edges(&self.edges).map_err(|e| Error::Config(format!("method.edges: {e}")))
+    }
+
+    /// The problem of trial `t` on `graph`.
+    pub fn trial(&self, graph: &Graph, seeds: &SeedTree, t: u64) -> Result<Trial> {
+        let agents = graph.len();
+        let mut r = seeds.stream("pdsgd/problem", &[t]);
+        let (p, d, n) = (self.p, self.d, self.measurements);
+        let normal = |r: &mut privopt_math::StreamRng| -> f64 { StandardNormal.sample(r) };
+        let x_true: Vec<f64> = (0..d).map(|_| normal(&mut r)).collect();
+        let m: Vec<Vec<f64>> = (0..agents)
+            .map(|_| (0..p * d).map(|_| normal(&mut r)).collect())
+            .collect();
+        let z: Vec<Vec<Vec<f64>>> = m
+            .iter()
+            .map(|mi| {
+                (0..n)
+                    .map(|_| {
+                        (0..p)
+                            .map(|a| {
+                                (0..d).map(|b| mi[a * d + b] * x_true[b]).sum::<f64>()
+                                    + r.random_range(-0.5..0.5)
+                            })
+                            .collect()
+                    })
+                    .collect()
+            })
+            .collect();
+        // Σ_i [M_iᵀM_i + ω I] x = Σ_i M_iᵀ z̄_i.
+        let mut a = vec![vec![0.0; d]; d];
+        let mut b = vec![0.0; d];
+        for (mi, zi) in m.iter().zip(&z) {
+            let zbar: Vec<f64> = (0..p)
+                .map(|k| zi.iter().map(|v| v[k]).sum::<f64>() / n as f64)
+                .collect();
+            for u in 0..d {
+                for v in 0..d {
+                    a[u][v] += (0..p).map(|k| mi[k * d + u] * mi[k * d + v]).sum::<f64>();
+                }
+                a[u][u] += self.omega;
+                b[u] += (0..p).map(|k| mi[k * d + u] * zbar[k]).sum::<f64>();
+            }
+        }
+        let x_star = solve(a, b);
+        // Weights w_{i→j} = k δ with k uniform in 1..=⌊1/δ⌋, redrawn until every agent's
+        // coupling sum Σ_j w_ij is below 1: by Gershgorin the eigenvalues of W then lie in
+        // (−2, 0], so I + W is stable and the un-attenuated comparisons can converge (the
+        // paper's Assumption 1 asks only for a connected graph, which does not ensure this).
+        let kmax = (1.0 / self.delta).floor() as i64;
+        let coupling = |k: &[Vec<i64>], i: usize| -> f64 {
+            graph
+                .neighbours(i)
+                .iter()
+                .map(|&j| (k[i][j] * k[j][i]) as f64 * self.delta * self.delta)
+                .sum()
+        };
+        let mut draws = 0;
+        let k: Vec<Vec<i64>> = loop {
+            let k: Vec<Vec<i64>> = (0..agents)
+                .map(|_| (0..agents).map(|_| r.random_range(1..=kmax)).collect())
+                .collect();
+            if (0..agents).all(|i| coupling(&k, i) < 1.0) {
+                break k;
+            }
+            draws += 1;
+            if draws == WEIGHT_DRAWS {
+                return Err(Error::Config(format!(
+                    "method.delta = {}: no stable weights in {WEIGHT_DRAWS} draws (an agent of \
+                     degree {} needs degree·δ² well below 1; lower delta)",
+                    self.delta,
+                    graph.max_degree()
+                )));
+            }
+        };
+        let x0 = (0..agents)
+            .map(|_| (0..d).map(|_| normal(&mut r)).collect())
+            .collect();
+        Ok(Trial {
+            m,
+            z,
+            x_star,
+            k,
+            x0,
+        })
+    }
+
+    /// The agents of `trial`, agent i with key pair `keys[i]` and its private weights
+    /// `k_{i→j}` towards its neighbours (whose public keys it is given, nothing more).
+    pub fn agents<S: Scheme>(
+        &self,
+        graph: &Graph,
+        trial: &Trial,
+        keys: Vec<(S::PublicKey, S::SecretKey)>,
+    ) -> Result<Vec<Agent<S>>> {
+        let mut agents: Vec<Agent<S>> = keys
+            .into_iter()
+            .enumerate()
+            .map(|(i, (pk, sk))| Agent::new(i, pk, sk))
+            .collect();
+        let announcements: Vec<_> = agents.iter().map(Agent::announcement).collect();
+        for (i, agent) in agents.iter_mut().enumerate() {
+            for &j in graph.neighbours(i) {
+                agent.add_neighbour(announcements[j].clone(), trial.k[i][j])?;
+            }
+        }
+        Ok(agents)
+    }
+
+    /// Stochastic gradient of `f_i` at `x` from one uniformly sampled measurement.
+    pub fn gradient(&self, trial: &Trial, i: usize, x: &[f64], r: &mut impl Rng) -> Vec<f64> {
+        let (p, d) = (self.p, self.d);
+        let zj = &trial.z[i][r.random_range(0..self.measurements)];
+        let mi = &trial.m[i];
+        let resid: Vec<f64> = (0..p)
+            .map(|a| (0..d).map(|b| mi[a * d + b] * x[b]).sum::<f64>() - zj[a])
+            .collect();
+        (0..d)
+            .map(|b| {
+                2.0 * (0..p).map(|a| mi[a * d + b] * resid[a]).sum::<f64>()
+                    + 2.0 * self.omega * x[b]
+            })
+            .collect()
+    }
+
+    /// The stochastic quantizer (4): `⌊x/δ⌋ + Bernoulli(frac)`, in units of δ.
+    fn quantize(&self, x: &[f64], r: &mut impl Rng) -> Vec<i64> {
+        x.iter()
+            .map(|&v| {
+                let s = v / self.delta;
+                let fl = s.floor();
+                fl as i64 + i64::from(r.random::<f64>() < s - fl)
+            })
+            .collect()
+    }
+
+    /// Runs one trial of `variant` with `agents` and returns `Σ_i ‖x_i − x*‖²` at every
+    /// evaluation point and the final states. With `through_bytes`, every request and response
+    /// is encoded by its sender and decoded by its receiver, as across processes.
+    #[allow(clippy::too_many_arguments)]
+    pub fn run_trial<S: Scheme>(
+        &self,
+        graph: &Graph,
+        trial: &Trial,
+        variant: Variant,
+        agents: &mut [Agent<S>],
+        through_bytes: bool,
+        seeds: &SeedTree,
+        t: u64,
+    ) -> Result<(Vec<f64>, Vec<Vec<f64>>)> {
+        let n = graph.len();
+        let d = self.d;
+        let mut x = trial.x0.clone();
+        let err = |x: &[Vec<f64>]| -> f64 {
+            x.iter()
+                .map(|xi| {
+                    xi.iter()
+                        .zip(&trial.x_star)
+                        .map(|(a, b)| (a - b).powi(2))
+                        .sum::<f64>()
+                })
+                .sum()
+        };
+        let mut errors = vec![err(&x)];
+        for it in 0..self.iterations {
+            let k = (it + 1) as f64; // the paper's stepsizes count from k = 1
+            let gamma = match variant {
+                Variant::Proposed => 1.0 / (1.0 + self.attenuation_a * k.powf(self.attenuation_b)),
+                Variant::NoAttenuation | Variant::Conventional => 1.0,
+            };
+            // Once-per-iteration quantization (only used when not quantizing per message).
+            let q: Vec<Vec<i64>> = if self.quantize_per_message {
+                Vec::new()
+            } else {
+                (0..n)
+                    .map(|i| {
+                        self.quantize(&x[i], &mut seeds.stream("pdsgd/quant", &[t, it, i as u64]))
+                    })
+                    .collect()
+            };
+            let mut next = x.clone();
+            for i in 0..n {
+                let mut coupling = vec![0.0; d];
+                for &j in graph.neighbours(i) {
+                    let term: Vec<f64> = match variant {
+                        Variant::Conventional => {
+                            let w =
+                                (trial.k[i][j] * trial.k[j][i]) as f64 * self.delta * self.delta;
+                            x[j].iter().zip(&x[i]).map(|(a, b)| w * (a - b)).collect()
+                        }
+                        _ => {
+                            let mut enc = seeds.stream("pdsgd/enc", &[t, it, i as u64, j as u64]);
+                            let (qi, qj) = if self.quantize_per_message {
+                                let mut r =
+                                    seeds.stream("pdsgd/quant-msg", &[t, it, i as u64, j as u64]);
+                                (self.quantize(&x[i], &mut r), self.quantize(&x[j], &mut r))
+                            } else {
+                                (q[i].clone(), q[j].clone())
+                            };
+                            exchange(
+                                agents,
+                                i,
+                                j,
+                                it,
+                                (&qi, &qj),
+                                self.delta,
+                                through_bytes,
+                                &mut enc,
+                            )?
+                        }
+                    };
+                    for (c, v) in coupling.iter_mut().zip(term) {
+                        *c += v;
+                    }
+                }
+                let mut r = seeds.stream("pdsgd/sample", &[t, it, i as u64]);
+                let g = self.gradient(trial, i, &x[i], &mut r);
+                let base = self.lambda0 / k.powf(self.lambda_decay);
+                for l in 0..d {
+                    let step = match variant {
+                        // α^k of (6): the stepsizes' deterministic part.
+                        Variant::Conventional => base,
+                        _ => base * (1.0 + r.random::<f64>() / k.powf(self.zeta_decay)),
+                    };
+                    next[i][l] = x[i][l] + gamma * coupling[l] - step * g[l];
+                }
+            }
+            x = next;
+            if (it + 1) % self.eval_every == 0 || it + 1 == self.iterations {
+                errors.push(err(&x));
+            }
+        }
+        Ok((errors, x))
+    }
+}
+
+impl Method for PdsgdConfig {
+    fn validate(&self) -> Result<()> {
+        ensure(self.trials >= 1 && self.iterations >= 1, || {
+            "method.trials and method.iterations must be >= 1".into()
+        })?;
+        ensure(self.delta > 0.0 && self.delta <= 1.0, || {
+            format!("method.delta must be in (0, 1], got {}", self.delta)
+        })?;
+        ensure(self.omega >= 0.0, || "method.omega must be >= 0".into())?;
+        ensure(self.measurements >= 1 && self.p >= 1 && self.d >= 1, || {
+            "method.measurements, p and d must be >= 1".into()
+        })?;
+        ensure(self.lambda0 > 0.0, || "method.lambda0 must be > 0".into())?;
+        ensure(self.eval_every >= 1, || {
+            "method.eval_every must be >= 1".into()
+        })?;
+        ensure(matches!(self.paillier_bits, 1024 | 2048 | 3072), || {
+            "method.paillier_bits must be 1024, 2048 or 3072".into()
+        })
+    }
+
+    fn uses_data(&self) -> bool {
+        false
+    }
+
+    fn run(&self, ctx: &mut RunContext<'_>) -> Result<Vec<f64>> {
+        let seeds = ctx.seeds;
+        let graph = self.graph()?;
+        let key = TransparentKey {
+            ciphertext_bytes: (2 * self.paillier_bits as usize).div_ceil(8),
+        };
+        let transparent_run = |cfg: &PdsgdConfig, trial: &Trial, variant, t| {
+            let keys = vec![(key, ()); graph.len()];
+            let mut agents = cfg.agents::<Transparent>(&graph, trial, keys)?;
+            cfg.run_trial(&graph, trial, variant, &mut agents, false, &seeds, t)
+        };
+        let variants = [
+            ("proposed", Variant::Proposed),
+            ("no_attenuation", Variant::NoAttenuation),
+            ("conventional", Variant::Conventional),
+        ];
+        // Trials in parallel; each trial's numbers depend only on its index.
+        let results = parallel_map(
+            self.trials as usize,
+            self.threads,
+            "pdsgd trials",
+            ctx.progress,
+            |t| {
+                let t = t as u64;
+                let trial = self.trial(&graph, &seeds, t)?;
+                variants
+                    .iter()
+                    .map(|(_, v)| Ok(transparent_run(self, &trial, *v, t)?.0))
+                    .collect::<Result<Vec<Vec<f64>>>>()
+            },
+        )?;
+        let points = results.first().map(|c| c[0].len()).unwrap_or(0);
+        let mut means = vec![vec![0.0; points]; variants.len()];
+        let mut vars = vec![vec![0.0; points]; variants.len()];
+        for (vi, (mean, var)) in means.iter_mut().zip(vars.iter_mut()).enumerate() {
+            for p in 0..points {
+                let xs: Vec<f64> = results.iter().map(|c| c[vi][p]).collect();
+                (mean[p], var[p]) = mean_variance(&xs);
+            }
+        }
+        for p in 0..points {
+            let it = (p as u64 * self.eval_every).min(self.iterations) as f64;
+            let mut row: Vec<(String, f64)> = vec![("round".into(), it)];
+            for (vi, (name, _)) in variants.iter().enumerate() {
+                row.push((
+                    format!("fig3_log10_mse/{name}"),
+                    means[vi][p].max(1e-300).log10(),
+                ));
+                row.push((format!("mse/{name}"), means[vi][p]));
+                row.push((format!("mse_variance/{name}"), vars[vi][p]));
+            }
+            let row_ref: Vec<(&str, f64)> = row.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+            ctx.record(&row_ref)?;
+        }
+        for (vi, (name, _)) in variants.iter().enumerate() {
+            ctx.note(
+                &format!("final_mse_{name}"),
+                *means[vi].last().unwrap_or(&f64::NAN),
+            );
+            ctx.note(
+                &format!("final_mse_variance_{name}"),
+                *vars[vi].last().unwrap_or(&f64::NAN),
+            );
+        }
+        // Real Paillier: every agent with its own key, every message through its bytes, one
+        // thread, a few iterations; it must match the transparent run bit for bit.
+        if self.paillier_timing_iterations > 0 {
+            let timed = PdsgdConfig {
+                iterations: self.paillier_timing_iterations,
+                eval_every: self.paillier_timing_iterations,
+                ..self.clone()
+            };
+            let mut krng = seeds.stream("pdsgd/keys", &[]);
+            let start = Instant::now();
+            let keys = (0..graph.len())
+                .map(|_| {
+                    let kp = KeyPair::generate(self.paillier_bits, &mut krng)
+                        .map_err(privopt_protocols::Error::from)?;
+                    Ok((kp.public.clone(), kp))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let keygen = start.elapsed().as_secs_f64();
+            let trial = timed.trial(&graph, &seeds, 0)?;
+            let mut agents = timed.agents::<Paillier>(&graph, &trial, keys)?;
+            let start = Instant::now();
+            let (_, x) = timed.run_trial(
+                &graph,
+                &trial,
+                Variant::Proposed,
+                &mut agents,
+                true,
+                &seeds,
+                0,
+            )?;
+            let per_iter = start.elapsed().as_secs_f64() / self.paillier_timing_iterations as f64;
+            if x != transparent_run(&timed, &trial, Variant::Proposed, 0)?.1 {
+                return Err(Error::Protocol(
+                    "the real-Paillier run left the transparent run's trajectory".into(),
+                ));
+            }
+            ctx.note(
+                &format!("seconds_per_iteration_paillier{}", self.paillier_bits),
+                per_iter,
+            );
+            ctx.note(
+                &format!(
+                    "keygen_seconds_{}_agents_paillier{}",
+                    graph.len(),
+                    self.paillier_bits
+                ),
+                keygen,
+            );
+        }
+        // Per iteration each directed edge carries 2d ciphertexts (request and response).
+        let bytes = (2 * graph.edges().len() * 2 * self.d * key.ciphertext_bytes) as f64;
+        ctx.note("ciphertext_bytes_per_iteration", bytes);
+        Ok(Vec::new())
+    }
+}
+
+/// One pairwise exchange on edge (i, j) in `iteration`: i initiates with its quantized state
+/// `q.0`, j responds with `q.1`, i finishes; returns `w̃_{i→j} w̃_{j→i}(x̃_j − x̃_i)`. With
+/// `through_bytes` each message crosses as its encoding.
+#[allow(clippy::too_many_arguments)]
+fn exchange<S: Scheme>(
+    agents: &mut [Agent<S>],
+    i: usize,
+    j: usize,
+    iteration: u64,
+    q: (&[i64], &[i64]),
+    delta: f64,
+    through_bytes: bool,
+    rng: &mut privopt_math::StreamRng,
+) -> Result<Vec<f64>> {
+    let mut request = agents[i].initiate(j, iteration, q.0, rng)?;
+    if through_bytes {
+        let bytes = agents[i].encode_request(&request);
+        request = agents[j]
+            .decode_request(&bytes)
+            .map_err(privopt_protocols::Error::from)?;
+    }
+    let mut response = agents[j].respond(&request, q.1, rng)?;
+    if through_bytes {
+        let bytes = agents[j].encode_response(&response)?;
+        response = agents[i]
+            .decode_response(&bytes)
+            .map_err(privopt_protocols::Error::from)?;
+    }
+    Ok(agents[i].finish(&response, delta)?)
+}

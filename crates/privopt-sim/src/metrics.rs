@@ -1,0 +1,190 @@
+//! Per-round metrics, communication counters and run summaries.
+
+use std::collections::BTreeMap;
+
+use crate::error::{Error, Result};
+
+/// A table of numbers with one row per evaluation point; the first row fixes the columns.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MetricsTable {
+    columns: Vec<String>,
+    rows: Vec<Vec<f64>>,
+}
+
+impl MetricsTable {
+    /// Appends a row of `(column, value)` pairs; every row must have the first row's columns,
+    /// in the same order.
+    pub fn push(&mut self, row: &[(&str, f64)]) -> Result<()> {
+        if self.columns.is_empty() {
+            self.columns = row.iter().map(|(k, _)| (*k).to_owned()).collect();
+        } else if row.len() != self.columns.len()
+            || row.iter().zip(&self.columns).any(|((k, _), c)| k != c)
+        {
+            return Err(Error::Config(format!(
+                "metrics row {:?} does not match columns {:?}",
+                row.iter().map(|(k, _)| *k).collect::<Vec<_>>(),
+                self.columns
+            )));
+        }
+        self.rows.push(row.iter().map(|(_, v)| *v).collect());
+        Ok(())
+    }
+
+    /// Column names.
+    pub fn columns(&self) -> &[String] {
+        &self.columns
+    }
+
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Whether no row was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// All values of column `name`.
+    pub fn column(&self, name: &str) -> Option<Vec<f64>> {
+        let j = self.columns.iter().position(|c| c == name)?;
+        Some(self.rows.iter().map(|r| r[j]).collect())
+    }
+
+    /// The last row as `(column, value)` pairs.
+    pub fn last(&self) -> Vec<(&str, f64)> {
+        self.rows
+            .last()
+            .map(|r| {
+                self.columns
+                    .iter()
+                    .map(String::as_str)
+                    .zip(r.iter().copied())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// CSV text with a header line. Numbers use Rust's shortest round-trip form, so equal
+    /// runs give byte-identical files.
+    pub fn to_csv(&self) -> String {
+        let mut out = self.columns.join(",");
+        out.push('\n');
+        for r in &self.rows {
+            let cells: Vec<String> = r.iter().map(|v| v.to_string()).collect();
+            out.push_str(&cells.join(","));
+            out.push('\n');
+        }
+        out
+    }
+}
+
+impl MetricsTable {
+    /// Parses the text [`MetricsTable::to_csv`] writes (for re-plotting a results folder);
+    /// errors name the line.
+    pub fn from_csv(text: &str) -> Result<Self> {
+        let mut lines = text.lines();
+        let header = lines
+            .next()
+            .ok_or_else(|| Error::Config("metrics.csv is empty".into()))?;
+        let columns: Vec<String> = header.split(',').map(str::to_owned).collect();
+        let mut rows = Vec::new();
+        for (i, line) in lines.enumerate().filter(|(_, l)| !l.is_empty()) {
+            let row = line
+                .split(',')
+                .map(str::parse::<f64>)
+                .collect::<std::result::Result<Vec<f64>, _>>()
+                .map_err(|e| Error::Config(format!("metrics.csv line {}: {e}", i + 2)))?;
+            if row.len() != columns.len() {
+                return Err(Error::Config(format!(
+                    "metrics.csv line {}: {} values for {} columns",
+                    i + 2,
+                    row.len(),
+                    columns.len()
+                )));
+            }
+            rows.push(row);
+        }
+        Ok(Self { columns, rows })
+    }
+}
+
+/// Bytes sent so far, by direction.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Comm {
+    /// Client-to-server (or agent-to-neighbour) bytes.
+    pub up_bytes: u64,
+    /// Server-to-client bytes.
+    pub down_bytes: u64,
+}
+
+/// Sample mean and variance (normalized by n − 1; 0 for fewer than two values).
+pub fn mean_variance(xs: &[f64]) -> (f64, f64) {
+    let n = xs.len() as f64;
+    let mean = xs.iter().sum::<f64>() / n;
+    let var = if xs.len() > 1 {
+        xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)
+    } else {
+        0.0
+    };
+    (mean, var)
+}
+
+/// A flat map of named numbers (`summary.json`).
+pub type Summary = BTreeMap<String, f64>;
+
+/// Quantiles of a vector as `(name, value)` pairs: `min`, `p50`, `p90`, `p99`, `max`.
+pub fn quantile_notes(v: &[f64]) -> Vec<(String, f64)> {
+    let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+    s.sort_by(f64::total_cmp);
+    let at = |q: f64| {
+        if s.is_empty() {
+            f64::NAN
+        } else {
+            s[((s.len() - 1) as f64 * q).round() as usize]
+        }
+    };
+    vec![
+        ("min".into(), at(0.0)),
+        ("p50".into(), at(0.5)),
+        ("p90".into(), at(0.9)),
+        ("p99".into(), at(0.99)),
+        ("max".into(), at(1.0)),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_must_match_columns_and_csv_is_exact() {
+        let mut t = MetricsTable::default();
+        t.push(&[("round", 0.0), ("loss", 0.1 + 0.2)]).unwrap();
+        t.push(&[("round", 1.0), ("loss", 1e-20)]).unwrap();
+        assert!(t.push(&[("loss", 1.0), ("round", 2.0)]).is_err());
+        assert!(t.push(&[("round", 2.0)]).is_err());
+        assert_eq!(
+            t.to_csv(),
+            "round,loss\n0,0.30000000000000004\n1,0.00000000000000000001\n"
+        );
+        assert_eq!(t.column("loss").unwrap(), vec![0.1 + 0.2, 1e-20]);
+        assert_eq!(t.last(), vec![("round", 1.0), ("loss", 1e-20)]);
+        // The CSV reads back to the same table, NaN and infinities included.
+        t.push(&[("round", 2.0), ("loss", f64::INFINITY)]).unwrap();
+        let back = MetricsTable::from_csv(&t.to_csv()).unwrap();
+        assert_eq!(back.to_csv(), t.to_csv());
+        let with_nan = "round,acc\n0,NaN\n";
+        assert!(
+            MetricsTable::from_csv(with_nan)
+                .unwrap()
+                .column("acc")
+                .unwrap()[0]
+                .is_nan()
+        );
+        let err = MetricsTable::from_csv("round,acc\n0,1\n1\n").unwrap_err();
+        assert!(err.to_string().contains("line 3"), "{err}");
+        assert!(MetricsTable::from_csv("round\nx\n").is_err());
+        assert!(MetricsTable::from_csv("").is_err());
+    }
+}

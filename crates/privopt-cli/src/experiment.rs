@@ -134,20 +134,19 @@ fn bytes(b: f64) -> String {
 /// method's own summary says best (accuracy, error, the encrypted-vs-plain agreement).
 fn headline(cfg: &ExperimentConfig, o: &RunOutcome) -> (String, String) {
     use privopt_experiments::suites::SuiteConfig;
-    use privopt_sim::methods::MethodConfig;
+    use privopt_sim::methods::Report;
     let s = &o.summary;
     let get = |k: &str| s.get(k).copied().unwrap_or(f64::NAN);
     let pct = |k: &str| format!("{:.1}%", 100.0 * get(k));
-    match (&cfg.method, &cfg.suite) {
-        (Some(MethodConfig::Pdsgd(c)), _) => {
-            let key = format!("seconds_per_iteration_paillier{}", c.paillier_bits);
-            let real = s
-                .get(&key)
-                .map(|t| format!(", {t:.2} s/iter encrypted"))
+    match (&o.report, &cfg.suite) {
+        (Some(Report::Pdsgd(r)), _) => {
+            let real = r
+                .paillier
+                .map(|p| format!(", {:.2} s/iter encrypted", p.seconds_per_iteration))
                 .unwrap_or_default();
             (
-                format!("final MSE {:.2e}{real}", get("final_mse_proposed")),
-                format!("{}/iter", bytes(get("ciphertext_bytes_per_iteration"))),
+                format!("final MSE {:.2e}{real}", r.final_mse.proposed),
+                format!("{}/iter", bytes(r.ciphertext_bytes_per_iteration as f64)),
             )
         }
         (_, Some(SuiteConfig::Dpfhe(_))) => (
@@ -159,16 +158,13 @@ fn headline(cfg: &ExperimentConfig, o: &RunOutcome) -> (String, String) {
             ),
             format!("{:.2} s/step", get("sec_per_iter_alg5")),
         ),
-        (Some(MethodConfig::Dome(_)), _) => (
+        (Some(Report::Dome(r)), _) => (
             format!(
-                "test acc {}, RDP ε {:.2}",
-                pct("final_acc_full_test"),
-                get("epsilon_rdp")
+                "test acc {:.1}%, RDP ε {:.2}",
+                100.0 * r.final_acc_full_test,
+                r.privacy.map_or(f64::INFINITY, |p| p.epsilon_rdp)
             ),
-            format!(
-                "{}/client-round",
-                bytes(get("uplink_bytes_per_client_round"))
-            ),
+            format!("{}/client-round", bytes(r.uplink_bytes_per_client_round)),
         ),
         _ => (
             format!(

@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use privopt_math::SeedTree;
 use privopt_sim::context::{Progress, RunContext};
+use privopt_sim::methods::Report;
 use privopt_sim::metrics::{MetricsTable, Summary};
 use privopt_sim::problem::Problem;
 
@@ -28,6 +29,8 @@ pub struct RunOutcome {
     pub summary: Summary,
     /// Final model parameters (empty for a suite, which trains many).
     pub params: Vec<f64>,
+    /// The method's typed report (`None` for a suite); its numbers are also in `summary`.
+    pub report: Option<Report>,
 }
 
 /// Runs `cfg` to completion.
@@ -55,11 +58,14 @@ pub fn run(
     };
     let mut ctx = RunContext::new(problem.as_ref(), seeds, progress);
     ctx.data_dir = opts.data_dir.clone();
-    let params = match (&cfg.method, &cfg.suite) {
-        (Some(method), _) => method.run(&mut ctx)?,
+    let (params, report) = match (&cfg.method, &cfg.suite) {
+        (Some(method), _) => {
+            let trained = method.run(&mut ctx)?;
+            (trained.params, Some(trained.report))
+        }
         (None, Some(suite)) => {
             suite.run(&mut ctx)?;
-            Vec::new()
+            (Vec::new(), None)
         }
         (None, None) => return Err(Error::Config(cfg.job_name() + " has nothing to run")),
     };
@@ -92,10 +98,67 @@ pub fn run(
     }
     summary.insert("seed".into(), cfg.seed as f64);
     summary.extend(notes);
+    if let Some(r) = &report {
+        let value = serde_json::to_value(r)
+            .map_err(|e| Error::Config(format!("cannot serialize the run's report: {e}")))?;
+        flatten_into(&mut summary, "", &value);
+    }
     summary.insert("wall_time_s".into(), started.elapsed().as_secs_f64());
     Ok(RunOutcome {
         metrics,
         summary,
         params,
+        report,
     })
+}
+
+/// Adds every number of `value` to `summary`, a nested field `a: { b }` under the key `a_b`.
+fn flatten_into(summary: &mut Summary, prefix: &str, value: &serde_json::Value) {
+    use serde_json::Value;
+    match value {
+        Value::Number(n) => {
+            if let Some(x) = n.as_f64() {
+                summary.insert(prefix.to_owned(), x);
+            }
+        }
+        Value::Object(fields) => {
+            for (k, v) in fields {
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}_{k}")
+                };
+                flatten_into(summary, &key, v);
+            }
+        }
+        // serde_json turns a non-finite float into null (absent options are skipped, not
+        // null), so a null field is a number that is not finite; `Report::Plain` is a bare null.
+        Value::Null if !prefix.is_empty() => {
+            summary.insert(prefix.to_owned(), f64::NAN);
+        }
+        Value::Null | Value::Bool(_) | Value::String(_) | Value::Array(_) => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nested_reports_flatten_to_underscored_keys_and_keep_non_finite_numbers() {
+        let value = serde_json::json!({
+            "a": 1.5,
+            "b": { "c": 2, "d": { "e": -3.0 } },
+            "nan": null,
+        });
+        let mut s = Summary::new();
+        flatten_into(&mut s, "", &value);
+        assert_eq!(s.len(), 4, "{s:?}");
+        assert_eq!((s["a"], s["b_c"], s["b_d_e"]), (1.5, 2.0, -3.0));
+        assert!(s["nan"].is_nan());
+        // `Report::Plain` serializes as a bare null and adds nothing.
+        let mut s = Summary::new();
+        flatten_into(&mut s, "", &serde_json::to_value(Report::Plain).unwrap());
+        assert!(s.is_empty());
+    }
 }

@@ -3,6 +3,8 @@
 
 mod common;
 
+use privopt_sim::methods::Report;
+
 #[test]
 fn the_eezofl_suite_writes_every_key() {
     // The eezofl-table3 config with a smoke-sized workload on generated data.
@@ -34,15 +36,32 @@ fn the_eezofl_suite_writes_every_key() {
 }
 
 #[test]
-fn the_pdsgd_fig3_run_writes_its_keys() {
+fn the_pdsgd_fig3_run_reports_typed_numbers_and_writes_them_flat() {
     let out = common::run_shipped_config("pdsgd-fig3", common::SMOKE_PDSGD_FIG3);
-    for key in [
-        "final_mse_proposed",
-        "final_mse_no_attenuation",
-        "final_mse_conventional",
-        "seconds_per_iteration_paillier1024",
+    let Some(Report::Pdsgd(r)) = &out.report else {
+        panic!("pdsgd reported {:?}", out.report)
+    };
+    let timing = r.paillier.expect("the smoke config times real Paillier");
+    assert_eq!((timing.bits, timing.agents), (1024, 5));
+    assert!(timing.seconds_per_iteration > 0.0 && timing.keygen_seconds > 0.0);
+    let s = &out.summary;
+    for (key, typed) in [
+        ("final_mse_proposed", r.final_mse.proposed),
+        ("final_mse_no_attenuation", r.final_mse.no_attenuation),
+        ("final_mse_conventional", r.final_mse.conventional),
+        ("final_mse_variance_proposed", r.final_mse_variance.proposed),
+        ("paillier_bits", 1024.0),
+        (
+            "paillier_seconds_per_iteration",
+            timing.seconds_per_iteration,
+        ),
     ] {
-        assert!(out.summary.get(key).is_some_and(|v| v.is_finite()), "{key}");
+        assert!(typed.is_finite(), "{key}");
+        assert_eq!(
+            s.get(key).map(|v| v.to_bits()),
+            Some(typed.to_bits()),
+            "{key}"
+        );
     }
     assert!(
         out.metrics

@@ -133,24 +133,52 @@ pub fn mean_variance(xs: &[f64]) -> (f64, f64) {
 /// A flat map of named numbers (`summary.json`).
 pub type Summary = BTreeMap<String, f64>;
 
-/// Quantiles of a vector as `(name, value)` pairs: `min`, `p50`, `p90`, `p99`, `max`.
-pub fn quantile_notes(v: &[f64]) -> Vec<(String, f64)> {
-    let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
-    s.sort_by(f64::total_cmp);
-    let at = |q: f64| {
-        if s.is_empty() {
-            f64::NAN
-        } else {
-            s[((s.len() - 1) as f64 * q).round() as usize]
+/// Quantiles of a vector's finite entries (nearest rank; NaN when there are none).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct Quantiles {
+    /// Smallest.
+    pub min: f64,
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Largest.
+    pub max: f64,
+}
+
+impl Quantiles {
+    /// The quantiles of `v`'s finite entries.
+    pub fn of(v: &[f64]) -> Self {
+        let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+        s.sort_by(f64::total_cmp);
+        let at = |q: f64| {
+            if s.is_empty() {
+                f64::NAN
+            } else {
+                s[((s.len() - 1) as f64 * q).round() as usize]
+            }
+        };
+        Self {
+            min: at(0.0),
+            p50: at(0.5),
+            p90: at(0.9),
+            p99: at(0.99),
+            max: at(1.0),
         }
-    };
-    vec![
-        ("min".into(), at(0.0)),
-        ("p50".into(), at(0.5)),
-        ("p90".into(), at(0.9)),
-        ("p99".into(), at(0.99)),
-        ("max".into(), at(1.0)),
-    ]
+    }
+
+    /// `(name, value)` pairs: `min`, `p50`, `p90`, `p99`, `max`.
+    pub fn named(&self) -> [(&'static str, f64); 5] {
+        [
+            ("min", self.min),
+            ("p50", self.p50),
+            ("p90", self.p90),
+            ("p99", self.p99),
+            ("max", self.max),
+        ]
+    }
 }
 
 #[cfg(test)]

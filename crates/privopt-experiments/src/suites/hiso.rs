@@ -15,7 +15,7 @@ use privopt_sim::methods::check_lr;
 use privopt_sim::methods::scalar_fl::{Algorithm, ScalarFlConfig, Trajectory, simulate};
 
 use super::{Suite, validate_base};
-use privopt_sim::metrics::{mean_variance, quantile_notes};
+use privopt_sim::metrics::{Quantiles, mean_variance};
 use privopt_sim::problem::Problem;
 
 /// A full-dimension baseline run of the suite.
@@ -224,7 +224,7 @@ impl Suite for HisoSuiteConfig {
             ctx.progress.advance(1);
         }
         if let Some(h) = &his[0].hessian {
-            for (k, v) in quantile_notes(h) {
+            for (k, v) in Quantiles::of(h).named() {
                 ctx.note(&format!("fig5_hessian_{k}"), v);
             }
             for (k, count) in log_histogram(h).into_iter().enumerate() {
@@ -361,7 +361,7 @@ fn note_traffic(ctx: &mut RunContext<'_>, name: &str, t: &Trajectory, clients: u
 /// Counts of `v / median(v)` in 12 log₂ bins: bin `k` holds ratios in
 /// `[2^{k−4}, 2^{k−3})`, the first and last bins also everything below and above.
 pub fn log_histogram(v: &[f64]) -> Vec<usize> {
-    let median = quantile_notes(v)[1].1;
+    let median = Quantiles::of(v).p50;
     let mut bins = vec![0usize; 12];
     for &x in v {
         let k = ((x / median).log2().floor() + 4.0).clamp(0.0, 11.0) as usize;

@@ -20,8 +20,9 @@ use crate::error::{Result, ensure};
 pub trait Method {
     /// Checks the method's parameters; errors name the key (`method.lr …`).
     fn validate(&self) -> Result<()>;
-    /// Trains, recording metrics through `ctx`, and returns the final parameters.
-    fn run(&self, ctx: &mut RunContext<'_>) -> Result<Vec<f64>>;
+    /// Trains, recording metrics rows and traffic through `ctx`, and returns the final
+    /// parameters and the method's typed report.
+    fn run(&self, ctx: &mut RunContext<'_>) -> Result<Trained>;
     /// Whether the method trains on the experiment's `[data]` and `[model]` (false for a
     /// method that generates its own problem).
     fn uses_data(&self) -> bool {
@@ -112,9 +113,46 @@ impl MethodConfig {
     }
 
     /// See [`Method::run`].
-    pub fn run(&self, ctx: &mut RunContext<'_>) -> Result<Vec<f64>> {
+    pub fn run(&self, ctx: &mut RunContext<'_>) -> Result<Trained> {
         self.method().run(ctx)
     }
+}
+
+/// What a finished run of a method returns.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Trained {
+    /// Final model parameters (empty for pdsgd, whose trials each end with their own states).
+    pub params: Vec<f64>,
+    /// The method's own results beyond its metrics rows.
+    pub report: Report,
+}
+
+impl Trained {
+    /// Parameters with no report beyond the metrics rows.
+    pub fn plain(params: Vec<f64>) -> Self {
+        Self {
+            params,
+            report: Report::Plain,
+        }
+    }
+}
+
+/// A method's own results, typed. The experiment runner writes them into `summary.json`
+/// flattened: a nested field `a: { b }` becomes the key `a_b`; absent options are omitted.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+#[non_exhaustive]
+pub enum Report {
+    /// Nothing beyond the metrics rows (SGD, ZO-SGD).
+    Plain,
+    /// See [`eezofl::EezoflReport`].
+    Eezofl(eezofl::EezoflReport),
+    /// See [`pdsgd::PdsgdReport`].
+    Pdsgd(pdsgd::PdsgdReport),
+    /// See [`scalar_fl::ScalarFlReport`].
+    ScalarFl(scalar_fl::ScalarFlReport),
+    /// See [`dome::DomeReport`].
+    Dome(dome::DomeReport),
 }
 
 /// How the learning rate changes with the step `t` (counted from 0).

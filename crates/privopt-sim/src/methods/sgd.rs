@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{LrSchedule, Method, check_lr, descend, minibatch};
+use super::{LrSchedule, Method, Trained, check_lr, descend, minibatch};
 use crate::context::RunContext;
 use crate::error::{Result, ensure};
 
@@ -33,7 +33,7 @@ impl Method for SgdConfig {
         check_lr(self.lr)
     }
 
-    fn run(&self, ctx: &mut RunContext<'_>) -> Result<Vec<f64>> {
+    fn run(&self, ctx: &mut RunContext<'_>) -> Result<Trained> {
         let p = ctx.problem()?;
         let mut w = p
             .model
@@ -50,6 +50,6 @@ impl Method for SgdConfig {
             descend(w, &g, self.lr_schedule.at(self.lr, t));
             Ok(())
         })?;
-        Ok(w)
+        Ok(Trained::plain(w))
     }
 }

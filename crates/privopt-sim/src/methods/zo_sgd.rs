@@ -11,7 +11,7 @@
 use privopt_ml::zo::{ZoAddress, ZoEstimator};
 use serde::{Deserialize, Serialize};
 
-use super::{LrSchedule, Method, check_lr, descend, minibatch};
+use super::{LrSchedule, Method, Trained, check_lr, descend, minibatch};
 use crate::context::RunContext;
 use crate::error::{Result, ensure};
 
@@ -64,7 +64,7 @@ impl Method for ZoSgdConfig {
         check_lr(self.lr)
     }
 
-    fn run(&self, ctx: &mut RunContext<'_>) -> Result<Vec<f64>> {
+    fn run(&self, ctx: &mut RunContext<'_>) -> Result<Trained> {
         let p = ctx.problem()?;
         let model = &p.model;
         let n_clients = p.clients.len();
@@ -106,6 +106,6 @@ impl Method for ZoSgdConfig {
                 Ok(())
             },
         )?;
-        Ok(w)
+        Ok(Trained::plain(w))
     }
 }

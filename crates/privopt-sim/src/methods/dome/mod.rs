@@ -41,7 +41,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::context::RunContext;
 use crate::error::{Error, Result, ensure};
-use crate::methods::{Method, check_lr};
+use crate::methods::{Method, Report, Trained, check_lr};
 use crate::problem::Problem;
 
 /// Which method runs.
@@ -483,7 +483,7 @@ impl Method for DomeConfig {
         self.check()
     }
 
-    fn run(&self, ctx: &mut RunContext<'_>) -> Result<Vec<f64>> {
+    fn run(&self, ctx: &mut RunContext<'_>) -> Result<Trained> {
         let problem = ctx.problem()?;
         let seeds = ctx.seeds;
         let mut last = Vec::new();
@@ -491,23 +491,50 @@ impl Method for DomeConfig {
             last = w.to_vec();
             ctx.evaluate(round, w, &[])
         })?;
-        let n_max = examples_per_client(problem);
-        if self.variant != Variant::Nonprivate {
-            let p = privacy::report(self.epsilon, self.delta, n_max, self.epochs)?;
-            ctx.note("sigma", p.sigma);
-            ctx.note("epsilon_zcdp", p.epsilon_zcdp);
-            ctx.note("epsilon_rdp", p.epsilon_rdp);
-        }
-        ctx.note("final_acc_full_test", outcome.final_acc);
-        ctx.note("grad_mse", outcome.grad_mse);
-        ctx.note("grad_noise_mse", outcome.noise_mse);
-        ctx.note("grad_noise_mse_theory", outcome.noise_mse_theory);
-        ctx.note("uplink_bytes_per_client_round", outcome.uplink_bytes);
-        ctx.note(
-            "uplink_vector_bytes_per_client_round",
-            outcome.uplink_vector_bytes,
-        );
-        ctx.note("kept_mean", outcome.kept_mean);
-        Ok(last)
+        let privacy = match self.variant {
+            Variant::Nonprivate => None,
+            _ => Some(privacy::report(
+                self.epsilon,
+                self.delta,
+                examples_per_client(problem),
+                self.epochs,
+            )?),
+        };
+        let report = DomeReport {
+            privacy,
+            final_acc_full_test: outcome.final_acc,
+            grad_mse: outcome.grad_mse,
+            grad_noise_mse: outcome.noise_mse,
+            grad_noise_mse_theory: outcome.noise_mse_theory,
+            uplink_bytes_per_client_round: outcome.uplink_bytes,
+            uplink_vector_bytes_per_client_round: outcome.uplink_vector_bytes,
+            kept_mean: outcome.kept_mean,
+        };
+        Ok(Trained {
+            params: last,
+            report: Report::Dome(report),
+        })
     }
+}
+
+/// What a DOME run reports beyond its metrics rows.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DomeReport {
+    /// σ and the accountants' ε (private variants only).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub privacy: Option<privacy::PrivacyReport>,
+    /// Accuracy of the final model on the whole test set.
+    pub final_acc_full_test: f64,
+    /// Mean over rounds of ‖ĝ − ḡ‖².
+    pub grad_mse: f64,
+    /// Mean over rounds of the noise part of ĝ.
+    pub grad_noise_mse: f64,
+    /// Lemma 3.1's prediction of `grad_noise_mse`.
+    pub grad_noise_mse_theory: f64,
+    /// Bytes one client sends per round (SecAgg+ messages; the plain vector if non-private).
+    pub uplink_bytes_per_client_round: f64,
+    /// Of which the vector itself.
+    pub uplink_vector_bytes_per_client_round: f64,
+    /// Mean number of streaming-PCA components kept (0 without a learned sketch).
+    pub kept_mean: f64,
 }

@@ -17,9 +17,10 @@ pub fn thm33_sigma(epsilon: f64, delta: f64) -> f64 {
 }
 
 /// What a run's noise buys, by three routes.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct PrivacyReport {
-    /// Target ε (Thm 3.3's guarantee).
+    /// Target ε (Thm 3.3's guarantee; the config's `epsilon`, so not repeated in summaries).
+    #[serde(skip)]
     pub epsilon_target: f64,
     /// σ from Thm 3.3.
     pub sigma: f64,

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use self::aggregate::{
     DigitalHe, ExactHeOta, ModularHeOta, PlainOta, Precoder, RoundOutput, ScalarAggregation,
 };
-use super::{Method, minibatch};
+use super::{Method, Report, Trained, minibatch};
 use crate::context::RunContext;
 use crate::error::{Error, Result, ensure};
 use crate::problem::Problem;
@@ -328,7 +328,7 @@ impl Method for EezoflConfig {
             .map_err(|e| Error::Config(format!("method.channel: {e}")))
     }
 
-    fn run(&self, ctx: &mut RunContext<'_>) -> Result<Vec<f64>> {
+    fn run(&self, ctx: &mut RunContext<'_>) -> Result<Trained> {
         let p = ctx.problem()?;
         let seeds = ctx.seeds;
         let mut agg = self.aggregation(p.clients.len(), &seeds)?;
@@ -351,15 +351,39 @@ impl Method for EezoflConfig {
                 Ok(())
             },
         )?;
-        ctx.note("max_aggregation_error", worst_error);
+        let mut report = EezoflReport {
+            max_aggregation_error: worst_error,
+            noise_var: None,
+        };
         if !noise.is_empty() {
-            ctx.note(
-                "noise_var_measured",
-                noise.iter().sum::<f64>() / noise.len() as f64,
-            );
-            let predicted = self.predicted_noise_variance(p.clients.len(), self.smudging_log2)?;
-            ctx.note("noise_var_predicted", predicted);
+            report.noise_var = Some(NoiseAudit {
+                measured: noise.iter().sum::<f64>() / noise.len() as f64,
+                predicted: self.predicted_noise_variance(p.clients.len(), self.smudging_log2)?,
+            });
         }
-        Ok(theta)
+        Ok(Trained {
+            params: theta,
+            report: Report::Eezofl(report),
+        })
     }
+}
+
+/// What an EEZOFL run reports beyond its metrics rows.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct EezoflReport {
+    /// Largest |decoded sum − exact sum| over the rounds.
+    pub max_aggregation_error: f64,
+    /// The decoded-noise audit, when `audit_every > 0`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub noise_var: Option<NoiseAudit>,
+}
+
+/// Variance of the noise in the decoded sum: measured over the audited rounds, and App. B's
+/// prediction.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct NoiseAudit {
+    /// Mean over audited rounds.
+    pub measured: f64,
+    /// App. B's budget.
+    pub predicted: f64,
 }

@@ -26,7 +26,7 @@ use rand::Rng;
 use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
 
-use super::Method;
+use super::{Method, Report, Trained};
 use crate::context::{RunContext, parallel_map};
 use crate::error::{Error, Result, ensure};
 use crate::metrics::mean_variance;
@@ -469,7 +469,7 @@ impl Method for PdsgdConfig {
         false
     }
 
-    fn run(&self, ctx: &mut RunContext<'_>) -> Result<Vec<f64>> {
+    fn run(&self, ctx: &mut RunContext<'_>) -> Result<Trained> {
         let seeds = ctx.seeds;
         let graph = self.graph()?;
         let key = TransparentKey {
@@ -523,16 +523,25 @@ impl Method for PdsgdConfig {
             let row_ref: Vec<(&str, f64)> = row.iter().map(|(k, v)| (k.as_str(), *v)).collect();
             ctx.record(&row_ref)?;
         }
-        for (vi, (name, _)) in variants.iter().enumerate() {
-            ctx.note(
-                &format!("final_mse_{name}"),
-                *means[vi].last().unwrap_or(&f64::NAN),
-            );
-            ctx.note(
-                &format!("final_mse_variance_{name}"),
-                *vars[vi].last().unwrap_or(&f64::NAN),
-            );
-        }
+        let last = |curves: &[Vec<f64>]| {
+            let at = |vi: usize| curves[vi].last().copied().unwrap_or(f64::NAN);
+            PerVariant {
+                proposed: at(0),
+                no_attenuation: at(1),
+                conventional: at(2),
+            }
+        };
+        // Per iteration each directed edge carries 2d ciphertexts (request and response).
+        let mut report = PdsgdReport {
+            final_mse: last(&means),
+            final_mse_variance: last(&vars),
+            ciphertext_bytes_per_iteration: (2
+                * graph.edges().len()
+                * 2
+                * self.d
+                * key.ciphertext_bytes) as u64,
+            paillier: None,
+        };
         // Real Paillier: every agent with its own key, every message through its bytes, one
         // thread, a few iterations; it must match the transparent run bit for bit.
         if self.paillier_timing_iterations > 0 {
@@ -569,24 +578,56 @@ impl Method for PdsgdConfig {
                     "the real-Paillier run left the transparent run's trajectory".into(),
                 ));
             }
-            ctx.note(
-                &format!("seconds_per_iteration_paillier{}", self.paillier_bits),
-                per_iter,
-            );
-            ctx.note(
-                &format!(
-                    "keygen_seconds_{}_agents_paillier{}",
-                    graph.len(),
-                    self.paillier_bits
-                ),
-                keygen,
-            );
+            report.paillier = Some(PaillierTiming {
+                bits: self.paillier_bits,
+                agents: graph.len(),
+                seconds_per_iteration: per_iter,
+                keygen_seconds: keygen,
+            });
         }
-        // Per iteration each directed edge carries 2d ciphertexts (request and response).
-        let bytes = (2 * graph.edges().len() * 2 * self.d * key.ciphertext_bytes) as f64;
-        ctx.note("ciphertext_bytes_per_iteration", bytes);
-        Ok(Vec::new())
+        Ok(Trained {
+            params: Vec::new(),
+            report: Report::Pdsgd(report),
+        })
     }
+}
+
+/// What a pdsgd run reports beyond its metrics rows (Fig. 3's curves).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PdsgdReport {
+    /// Mean over trials of the final mean squared error to the optimum.
+    pub final_mse: PerVariant,
+    /// Its variance over trials.
+    pub final_mse_variance: PerVariant,
+    /// Ciphertext bytes on all edges per iteration (2d per directed edge).
+    pub ciphertext_bytes_per_iteration: u64,
+    /// The real-Paillier run, when `paillier_timing_iterations > 0`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paillier: Option<PaillierTiming>,
+}
+
+/// One number for each of Fig. 3's variants.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct PerVariant {
+    /// Random heterogeneous stepsizes with attenuation (the paper's algorithm).
+    pub proposed: f64,
+    /// Without the attenuation sequence.
+    pub no_attenuation: f64,
+    /// Eq. (6): exact states, no quantization or encryption, stepsize α^k.
+    pub conventional: f64,
+}
+
+/// Timing of the run with real Paillier (every agent its own key, every message as bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct PaillierTiming {
+    /// Modulus bits.
+    pub bits: u32,
+    /// Agents (one key pair each).
+    pub agents: usize,
+    /// Wall seconds per iteration on one thread.
+    pub seconds_per_iteration: f64,
+    /// Wall seconds to generate every agent's key pair.
+    pub keygen_seconds: f64,
 }
 
 /// One pairwise exchange on edge (i, j) in `iteration`: i initiates with its quantized state

@@ -40,9 +40,10 @@ use rand::Rng;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::{Method, check_lr, minibatch};
+use super::{Method, Report, Trained, check_lr, minibatch};
 use crate::context::{Progress, RunContext};
 use crate::error::{Result, ensure};
+use crate::metrics::Quantiles;
 use crate::problem::Problem;
 use privopt_protocols::scalar_fl::{
     Client, ModelState, Probe, ReplaySpec, Reply, Rule, SEED_BYTES, Server,
@@ -231,7 +232,7 @@ impl Method for ScalarFlConfig {
         })
     }
 
-    fn run(&self, ctx: &mut RunContext<'_>) -> Result<Vec<f64>> {
+    fn run(&self, ctx: &mut RunContext<'_>) -> Result<Trained> {
         let t = simulate(self, ctx.problem()?, &ctx.seeds, ctx.progress)?;
         for (i, &round) in t.rounds.iter().enumerate() {
             ctx.record(&[
@@ -244,17 +245,34 @@ impl Method for ScalarFlConfig {
         }
         ctx.send_up(t.up_bytes());
         ctx.send_down(t.down_bytes());
-        ctx.note("best_test_accuracy", t.best_acc());
-        ctx.note("bytes_per_round_up", t.up_per_participant_round());
-        ctx.note("bytes_per_round_down", t.down_per_participant_round());
-        ctx.note("full_state_downloads", t.full_downloads as f64);
-        if let Some(h) = &t.hessian {
-            for (k, v) in crate::metrics::quantile_notes(h) {
-                ctx.note(&format!("hessian_{k}"), v);
-            }
-        }
-        Ok(t.params)
+        let report = ScalarFlReport {
+            best_test_accuracy: t.best_acc(),
+            bytes_per_round_up: t.up_per_participant_round(),
+            bytes_per_round_down: t.down_per_participant_round(),
+            full_state_downloads: t.full_downloads,
+            hessian: t.hessian.as_deref().map(Quantiles::of),
+        };
+        Ok(Trained {
+            params: t.params,
+            report: Report::ScalarFl(report),
+        })
     }
+}
+
+/// What a scalar-only FL run (or a baseline) reports beyond its metrics rows.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ScalarFlReport {
+    /// Best test accuracy over the evaluations.
+    pub best_test_accuracy: f64,
+    /// Mean bytes one participant sends per round.
+    pub bytes_per_round_up: f64,
+    /// Mean bytes one participant receives per round.
+    pub bytes_per_round_down: f64,
+    /// Full-state catch-ups (a client too stale to replay).
+    pub full_state_downloads: u64,
+    /// Quantiles of HiSo's final Hessian diagonal.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hessian: Option<Quantiles>,
 }
 
 /// The evaluation record of one run.

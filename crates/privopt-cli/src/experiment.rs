@@ -107,15 +107,7 @@ pub fn reproduce(
     quiet: bool,
 ) -> Result<()> {
     let mut cfg = with_seed(configs::reproduction(id)?, seed);
-    if !overrides.is_empty() {
-        match cfg.suite.as_mut() {
-            Some(suite) => suite.apply_overrides(overrides)?,
-            None => anyhow::bail!(
-                "--runs, --datasets, --iterations and --threads apply to the dpfhe suites, not to {}",
-                cfg.job_name()
-            ),
-        }
-    }
+    cfg.apply_overrides(overrides)?;
     let (outcome, dir) = run_and_write(&cfg, data_dir, out, quiet)?;
     print_summary(&outcome, &dir);
     Ok(())

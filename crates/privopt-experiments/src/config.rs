@@ -7,7 +7,7 @@ use privopt_sim::problem::DataConfig;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result, ensure};
-use crate::suites::SuiteConfig;
+use crate::suites::{SuiteConfig, SuiteOverrides};
 
 /// A whole experiment.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -108,6 +108,24 @@ impl ExperimentConfig {
             s.validate()?;
         }
         Ok(())
+    }
+
+    /// Applies command-line overrides (`privopt reproduce … --runs/--datasets/--iterations/
+    /// --threads`), which only the dpfhe suites have.
+    pub fn apply_overrides(&mut self, o: &SuiteOverrides) -> Result<()> {
+        if o.is_empty() {
+            return Ok(());
+        }
+        let job = self.job_name();
+        match &mut self.suite {
+            Some(SuiteConfig::Dpfhe(c)) => {
+                c.apply_overrides(o);
+                Ok(())
+            }
+            _ => Err(Error::Config(format!(
+                "--runs, --datasets, --iterations and --threads apply to the dpfhe suites, not to {job}"
+            ))),
+        }
     }
 
     /// `method `NAME`` or `suite `NAME`` (for messages).

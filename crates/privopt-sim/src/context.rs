@@ -205,7 +205,7 @@ pub fn parallel_map<R: Send>(
             m.into_inner()
                 .ok()
                 .flatten()
-                .unwrap_or_else(|| Err(Error::Protocol("a worker thread failed".into())))
+                .unwrap_or_else(|| Err(Error::WorkerPanicked))
         })
         .collect()
 }

@@ -16,12 +16,34 @@ pub enum Error {
     /// A polynomial-approximation failure.
     #[error(transparent)]
     Approx(#[from] privopt_approx::ApproxError),
-    /// A protocol role refused an input or a call.
+    /// A protocol role refused an input or a call, or its cryptography failed.
     #[error(transparent)]
     Roles(privopt_protocols::Error),
-    /// A protocol round failed (missing transmission, out-of-range value, crypto error).
-    #[error("protocol: {0}")]
-    Protocol(String),
+    /// A simulated quantity left the range the run's parameters were sized for (e.g. a fading
+    /// gain above the bound the exact ring assumes).
+    #[error("{what} = {value} exceeds the proven bound {bound}")]
+    OutOfBounds {
+        /// The quantity.
+        what: &'static str,
+        /// Its value.
+        value: f64,
+        /// The bound.
+        bound: f64,
+    },
+    /// Two runs that must agree bit for bit did not (e.g. real Paillier against the
+    /// transparent backend): a bug, never a property of the input.
+    #[error("{0}")]
+    Mismatch(&'static str),
+    /// What was asked for has no solution (no certified parameter set, every learning rate of
+    /// a sweep diverged); the message says what was tried.
+    #[error("{0}")]
+    Infeasible(String),
+    /// A metrics table or `metrics.csv` whose rows do not match its columns.
+    #[error("{0}")]
+    Metrics(String),
+    /// A worker thread of [`crate::context::parallel_map`] panicked.
+    #[error("a worker thread panicked")]
+    WorkerPanicked,
     /// The run diverged (a non-finite loss).
     #[error("run diverged at round {round}: {what} is not finite (lower the learning rate?)")]
     Diverged {
@@ -42,11 +64,25 @@ impl From<privopt_protocols::Error> for Error {
     }
 }
 
-impl From<privopt_protocols::DecodeError> for Error {
-    fn from(e: privopt_protocols::DecodeError) -> Self {
-        Error::Roles(e.into())
-    }
+/// Crypto and channel errors reach a driver through the roles' error type, so that a
+/// deployment and a simulation report them alike.
+macro_rules! via_protocols {
+    ($($t:ty),*) => {$(
+        impl From<$t> for Error {
+            fn from(e: $t) -> Self {
+                Error::Roles(e.into())
+            }
+        }
+    )*};
 }
+via_protocols!(
+    privopt_protocols::DecodeError,
+    privopt_ckks::CkksError,
+    privopt_paillier::PaillierError,
+    privopt_secagg::Error,
+    privopt_channel::ChannelError,
+    privopt_math::MathError
+);
 
 /// Shorthand for results of this crate.
 pub type Result<T> = std::result::Result<T, Error>;

@@ -138,7 +138,7 @@ impl HisoSuiteConfig {
             ctx.progress.advance(1);
         }
         best.ok_or_else(|| {
-            Error::Config(format!(
+            Error::Infeasible(format!(
                 "every learning rate of the {} sweep diverged",
                 algorithm.name()
             ))

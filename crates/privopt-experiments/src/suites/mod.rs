@@ -93,24 +93,6 @@ impl SuiteConfig {
         }
     }
 
-    /// Applies command-line overrides (`privopt reproduce … --runs/--datasets/--iterations/
-    /// --threads`) to a suite that has those settings.
-    pub fn apply_overrides(&mut self, o: &SuiteOverrides) -> crate::Result<()> {
-        if o.is_empty() {
-            return Ok(());
-        }
-        match self {
-            SuiteConfig::Dpfhe(c) => {
-                c.apply_overrides(o);
-                Ok(())
-            }
-            other => Err(crate::Error::Config(format!(
-                "--runs, --datasets, --iterations and --threads apply to the dpfhe suites, not to suite `{}`",
-                other.name()
-            ))),
-        }
-    }
-
     /// See [`Suite::validate`].
     pub fn validate(&self) -> Result<()> {
         self.suite().validate()
@@ -131,7 +113,7 @@ impl SuiteConfig {
 pub(crate) fn validate_base(base: &dyn privopt_sim::methods::Method) -> Result<()> {
     base.validate().map_err(|e| match e {
         privopt_sim::Error::Config(m) => {
-            privopt_sim::Error::Config(m.replace("suite.", "suite.base."))
+            privopt_sim::Error::Config(m.replace("method.", "suite.base."))
         }
         e => e,
     })

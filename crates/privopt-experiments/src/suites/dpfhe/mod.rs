@@ -556,7 +556,7 @@ impl DpfheSuiteConfig {
         let (selection, certified) = match select(&shape, &targets)? {
             Ok(sel) => (sel, true),
             Err(cert) => {
-                return Err(privopt_sim::Error::Config(format!(
+                return Err(privopt_sim::Error::Infeasible(format!(
                     "{name}: App. D.3 selection found no certified parameters; last failures: {}",
                     cert.failures.join("; ")
                 )));
@@ -637,9 +637,8 @@ impl DpfheSuiteConfig {
             ClipCircuit, encrypted_params, presample, run_encrypted,
         };
 
-        let he = |e: privopt_ckks::CkksError| privopt_sim::Error::Config(format!("CKKS: {e}"));
         let params = encrypted_params()?;
-        let ectx = EvalContext::new(&params).map_err(he)?;
+        let ectx = EvalContext::new(&params)?;
         ctx.note("encrypted_ring_dim", params.n() as f64);
         ctx.note("encrypted_log_qp", params.key_basis().log_modulus());
         ctx.note("encrypted_levels", params.max_level() as f64);
@@ -654,7 +653,7 @@ impl DpfheSuiteConfig {
                 }
             };
             let Link::Poly(sigmoid) = plan.noclip.link.clone() else {
-                return Err(privopt_sim::Error::Config(
+                return Err(privopt_sim::Error::Infeasible(
                     "the no-clip method needs a polynomial sigmoid".into(),
                 ));
             };

@@ -40,7 +40,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::context::RunContext;
-use crate::error::{Error, Result, ensure};
+use crate::error::{Result, ensure};
 use crate::methods::{Method, Report, Trained, check_lr};
 use crate::problem::Problem;
 
@@ -276,8 +276,8 @@ impl SecureSum {
         let (graph, threshold) = match self.graphs.entry(n) {
             Entry::Occupied(e) => e.into_mut(),
             Entry::Vacant(e) => {
-                let p = find_parameters(n, self.threat).map_err(secagg_error)?;
-                let graph = Graph::harary(n, p.degree, rng.random()).map_err(secagg_error)?;
+                let p = find_parameters(n, self.threat)?;
+                let graph = Graph::harary(n, p.degree, rng.random())?;
                 e.insert((graph, p.threshold))
             }
         };
@@ -293,8 +293,7 @@ impl SecureSum {
             &inputs,
             &vec![None; n],
             rng.random(),
-        )
-        .map_err(secagg_error)?;
+        )?;
         let per_client = report.clients_upload_bytes as f64 / n as f64;
         Ok((aggregate.sum, per_client))
     }
@@ -464,10 +463,6 @@ pub fn train(
 /// The privacy unit's size: the most examples any client holds.
 pub fn examples_per_client(problem: &Problem) -> usize {
     problem.clients.iter().map(Vec::len).max().unwrap_or(0)
-}
-
-fn secagg_error(e: privopt_secagg::Error) -> Error {
-    Error::Protocol(format!("SecAgg+: {e}"))
 }
 
 /// The first `n` test examples (all when `n` is 0 or too large).

@@ -9,7 +9,7 @@ use privopt_dp::accountant::{Accountant, GaussianRun};
 use privopt_dp::rdp::Sampling;
 use privopt_dp::zcdp;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// Thm 3.3: `σ = max(1/√ε, (2√2/ε)·√ln(1/δ))`.
 pub fn thm33_sigma(epsilon: f64, delta: f64) -> f64 {
@@ -39,15 +39,14 @@ pub fn report(
     epochs: usize,
 ) -> Result<PrivacyReport> {
     let sigma = thm33_sigma(epsilon, delta);
-    let dp = |e: privopt_dp::DpError| Error::Config(format!("DOME privacy accounting: {e}"));
-    let epsilon_zcdp = zcdp::epsilon(zcdp::rho_gaussian(sigma).map_err(dp)?, delta).map_err(dp)?;
+    let epsilon_zcdp = zcdp::epsilon(zcdp::rho_gaussian(sigma)?, delta)?;
     let releases = (examples_per_client * epochs) as u64;
     let run = GaussianRun {
         sigma: sigma * (releases as f64).sqrt(),
         sampling: Sampling::Full,
         steps: releases,
     };
-    let epsilon_rdp = run.epsilon(delta, Accountant::Rdp).map_err(dp)?;
+    let epsilon_rdp = run.epsilon(delta, Accountant::Rdp)?;
     Ok(PrivacyReport {
         epsilon_target: epsilon,
         sigma,

@@ -29,16 +29,12 @@ use super::algorithms::GdSpec;
 use crate::error::{Error, Result};
 use crate::methods::minibatch;
 
-fn he(e: privopt_ckks::CkksError) -> Error {
-    Error::Config(format!("CKKS: {e}"))
-}
-
 /// The parameters of the encrypted runs: n = 2^15, log QP ≈ 866 (≤ 881 of the 128-bit
 /// standard), 16 levels at scale 2^40, 5 key-switching digits.
 pub fn encrypted_params() -> Result<Arc<CkksParams>> {
     CkksParamsBuilder::leveled(1 << 15, 50, 40, 16, &[44, 44, 44, 44])
         .build()
-        .map_err(he)
+        .map_err(Error::from)
 }
 
 /// What the client pre-samples for one step: the batch and the noise `η·χ_t`.
@@ -116,7 +112,7 @@ pub fn run_encrypted(
             .iter()
             .map(|m| Ok(galois_key_from_bytes(ctx, m)?))
             .collect::<Result<Vec<_>>>()?;
-        galois = GaloisKeys::merge(parts).map_err(he)?;
+        galois = GaloisKeys::merge(parts)?;
     }
     let circuit = TrainingCircuit {
         layout,

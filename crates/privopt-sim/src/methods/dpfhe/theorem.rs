@@ -409,7 +409,7 @@ fn search_wall(
     }
     match last {
         Some(cert) => Ok(Err(cert)),
-        None => Err(crate::Error::Config(
+        None => Err(crate::Error::Infeasible(
             "wall selection tried no parameter set".into(),
         )),
     }
@@ -559,7 +559,7 @@ fn search(
     }
     match last {
         Some(cert) => Ok(Err(cert)),
-        None => Err(crate::Error::Config(
+        None => Err(crate::Error::Infeasible(
             "D.3 selection tried no parameter set".into(),
         )),
     }

@@ -19,11 +19,6 @@ use rand_distr::{Distribution, StandardNormal};
 
 use crate::error::{Error, Result};
 
-/// A channel-model failure inside a round, as a protocol error.
-fn protocol_error(e: impl std::fmt::Display) -> Error {
-    Error::Protocol(e.to_string())
-}
-
 /// What one round of aggregation produced.
 #[derive(Clone, Debug, Default)]
 pub struct RoundOutput {
@@ -165,8 +160,7 @@ impl ExactHeOta {
             let ids = me.ids();
             let keys: Vec<&Dyadic> = me.devices.iter().map(|d| d.key()).collect();
             let w = me.noise(u64::MAX, 0)?;
-            let b0 = superpose_exact(&me.setup.ring, me.setup.grid, &g, &keys, &w)
-                .map_err(protocol_error)?;
+            let b0 = superpose_exact(&me.setup.ring, me.setup.grid, &g, &keys, &w)?;
             let (server, _) = ServerRound::new(&ids).receive_keys(b0, &ids)?;
             me.setup_key = Some(server.key().clone());
         }
@@ -205,19 +199,20 @@ impl ExactHeOta {
             })
             .collect();
         if let Some(bad) = g.iter().find(|x| x.abs() > self.max_gain) {
-            return Err(Error::Protocol(format!(
-                "gain {bad} exceeds the proven bound {}",
-                self.max_gain
-            )));
+            return Err(Error::OutOfBounds {
+                what: "precoded channel gain",
+                value: *bad,
+                bound: self.max_gain,
+            });
         }
-        self.setup.grid.quantize_all(&g).map_err(protocol_error)
+        self.setup.grid.quantize_all(&g).map_err(Error::from)
     }
 
     /// Channel noise of transmission `phase` in round `k`, on the grid, one value per coefficient.
     fn noise(&self, k: u64, phase: u64) -> Result<Vec<i64>> {
         let mut rng = self.seeds.stream("eezofl/awgn", &[k, phase]);
-        let w = awgn(self.setup.params.n(), self.noise_sigma, &mut rng).map_err(protocol_error)?;
-        self.setup.grid.quantize_all(&w).map_err(protocol_error)
+        let w = awgn(self.setup.params.n(), self.noise_sigma, &mut rng)?;
+        self.setup.grid.quantize_all(&w).map_err(Error::from)
     }
 
     /// Runs one round; `skip_share` drops one device's decryption share (for tests).
@@ -236,8 +231,7 @@ impl ExactHeOta {
             Some(b0) => ServerRound::with_setup_key(&ids, b0.clone()),
             None => {
                 let keys: Vec<&Dyadic> = self.devices.iter().map(|d| d.key()).collect();
-                let b_tilde = superpose_exact(ring, grid, &g, &keys, &self.noise(k, 1)?)
-                    .map_err(protocol_error)?;
+                let b_tilde = superpose_exact(ring, grid, &g, &keys, &self.noise(k, 1)?)?;
                 ServerRound::new(&ids).receive_keys(b_tilde, &ids)?.0
             }
         };
@@ -250,10 +244,8 @@ impl ExactHeOta {
             .collect();
         let c0s: Vec<&Dyadic> = cts.iter().map(|c| &c.0).collect();
         let c1s: Vec<&Dyadic> = cts.iter().map(|c| &c.1).collect();
-        let c0 =
-            superpose_exact(ring, grid, &g, &c0s, &self.noise(k, 2)?).map_err(protocol_error)?;
-        let c1 =
-            superpose_exact(ring, grid, &g, &c1s, &self.noise(k, 3)?).map_err(protocol_error)?;
+        let c0 = superpose_exact(ring, grid, &g, &c0s, &self.noise(k, 2)?)?;
+        let c1 = superpose_exact(ring, grid, &g, &c1s, &self.noise(k, 3)?)?;
         let (server, c1_tilde) = server.receive_ciphertexts(c0, c1, &ids)?;
         let mut senders = Vec::new();
         let mut gains_sent = Vec::new();
@@ -267,8 +259,7 @@ impl ExactHeOta {
             gains_sent.push(gi);
         }
         let share_refs: Vec<&Dyadic> = shares.iter().collect();
-        let d_tilde = superpose_exact(ring, grid, &gains_sent, &share_refs, &self.noise(k, 4)?)
-            .map_err(protocol_error)?;
+        let d_tilde = superpose_exact(ring, grid, &gains_sent, &share_refs, &self.noise(k, 4)?)?;
         let rec = server.recover(&self.setup, &d_tilde, &senders)?;
         // The exact channel-weighted message Σ g_i m_i (numerator at the grid scale).
         let ideal_num: BigInt = g
@@ -279,7 +270,7 @@ impl ExactHeOta {
         let scale = self.setup.params.scale();
         let ideal = ExactRing::to_f64(&ideal_num, grid.bits()) / scale;
         let noise_var = if audit {
-            let mut nums = ring.numerators(&rec.m_hat).map_err(protocol_error)?;
+            let mut nums = ring.numerators(&rec.m_hat)?;
             // M̂ has exponent 2F; the message sits in coefficient 0 at exponent F.
             nums[0] -= ideal_num << (rec.m_hat.exp - grid.bits());
             let n = nums.len() as f64;
@@ -354,8 +345,7 @@ impl ScalarAggregation for ModularHeOta {
             .map(|(i, d)| encode(d / ex.message_divisor(i), params))
             .collect::<Result<Vec<_>>>()?;
         let send = |xs: Vec<&Poly<Eval>>, phase: u64| -> Result<Poly<Eval>> {
-            superpose_modular(basis, ring, grid, &g, &xs, &ex.noise(k, phase)?)
-                .map_err(protocol_error)
+            superpose_modular(basis, ring, grid, &g, &xs, &ex.noise(k, phase)?).map_err(Error::from)
         };
         let mut crypto = ex.seeds.stream("eezofl/crypto", &[k]);
         let b_tilde = send(self.b.iter().collect(), 1)?;
@@ -365,7 +355,7 @@ impl ScalarAggregation for ModularHeOta {
                 let mut coeffs = vec![0i64; params.n()];
                 coeffs[0] = m;
                 encrypt_with_key(params, &b_tilde, &ex.setup.a_mod_q, &coeffs, &mut crypto)
-                    .map_err(protocol_error)
+                    .map_err(Error::from)
             })
             .collect::<Result<Vec<_>>>()?;
         let c0 = send(cts.iter().map(|c| &c.0).collect(), 2)?;

@@ -574,8 +574,8 @@ impl Method for PdsgdConfig {
             )?;
             let per_iter = start.elapsed().as_secs_f64() / self.paillier_timing_iterations as f64;
             if x != transparent_run(&timed, &trial, Variant::Proposed, 0)?.1 {
-                return Err(Error::Protocol(
-                    "the real-Paillier run left the transparent run's trajectory".into(),
+                return Err(Error::Mismatch(
+                    "the real-Paillier run left the transparent run's trajectory",
                 ));
             }
             report.paillier = Some(PaillierTiming {

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use privopt_experiments::config::ExperimentConfig;
 use privopt_experiments::results::{default_out_dir, write_results};
-use privopt_experiments::runner::{RunOptions, RunOutcome, run};
+use privopt_experiments::runner::{Outcome, RunOptions, RunOutcome, run};
 
 use crate::configs;
 use crate::progress::Bar;
@@ -131,7 +131,7 @@ fn headline(cfg: &ExperimentConfig, o: &RunOutcome) -> (String, String) {
     let get = |k: &str| s.get(k).copied().unwrap_or(f64::NAN);
     let pct = |k: &str| format!("{:.1}%", 100.0 * get(k));
     match (&o.report, &cfg.suite) {
-        (Some(Report::Pdsgd(r)), _) => {
+        (Some(Outcome::Method(Report::Pdsgd(r))), _) => {
             let real = r
                 .paillier
                 .map(|p| format!(", {:.2} s/iter encrypted", p.seconds_per_iteration))
@@ -150,7 +150,7 @@ fn headline(cfg: &ExperimentConfig, o: &RunOutcome) -> (String, String) {
             ),
             format!("{:.2} s/step", get("sec_per_iter_alg5")),
         ),
-        (Some(Report::Dome(r)), _) => (
+        (Some(Outcome::Method(Report::Dome(r))), _) => (
             format!(
                 "test acc {:.1}%, RDP ε {:.2}",
                 100.0 * r.final_acc_full_test,

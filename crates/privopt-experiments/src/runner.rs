@@ -12,6 +12,7 @@ use privopt_sim::problem::Problem;
 
 use crate::config::ExperimentConfig;
 use crate::error::{Error, Result};
+use crate::suites::SuiteReport;
 
 /// Machine-specific options of a run (not part of the experiment's config).
 #[derive(Clone, Debug)]
@@ -29,8 +30,17 @@ pub struct RunOutcome {
     pub summary: Summary,
     /// Final model parameters (empty for a suite, which trains many).
     pub params: Vec<f64>,
-    /// The method's typed report (`None` for a suite); its numbers are also in `summary`.
-    pub report: Option<Report>,
+    /// The method's or suite's typed report; its numbers are also in `summary`.
+    pub report: Option<Outcome>,
+}
+
+/// A method's or a suite's typed report.
+#[derive(Clone, Debug)]
+pub enum Outcome {
+    /// One run of a method.
+    Method(Report),
+    /// A reproduction suite.
+    Suite(SuiteReport),
 }
 
 /// Runs `cfg` to completion.
@@ -61,12 +71,9 @@ pub fn run(
     let (params, report) = match (&cfg.method, &cfg.suite) {
         (Some(method), _) => {
             let trained = method.run(&mut ctx)?;
-            (trained.params, Some(trained.report))
+            (trained.params, Some(Outcome::Method(trained.report)))
         }
-        (None, Some(suite)) => {
-            suite.run(&mut ctx)?;
-            (Vec::new(), None)
-        }
+        (None, Some(suite)) => (Vec::new(), Some(Outcome::Suite(suite.run(&mut ctx)?))),
         (None, None) => return Err(Error::Config(cfg.job_name() + " has nothing to run")),
     };
     let (metrics, comm, notes) = ctx.into_records();
@@ -98,10 +105,14 @@ pub fn run(
     }
     summary.insert("seed".into(), cfg.seed as f64);
     summary.extend(notes);
-    if let Some(r) = &report {
-        let value = serde_json::to_value(r)
-            .map_err(|e| Error::Config(format!("cannot serialize the run's report: {e}")))?;
-        flatten_into(&mut summary, "", &value);
+    match &report {
+        Some(Outcome::Method(r)) => {
+            let value = serde_json::to_value(r)
+                .map_err(|e| Error::Config(format!("cannot serialize the run's report: {e}")))?;
+            flatten_into(&mut summary, "", &value);
+        }
+        Some(Outcome::Suite(r)) => r.write_summary(&mut summary),
+        None => {}
     }
     summary.insert("wall_time_s".into(), started.elapsed().as_secs_f64());
     Ok(RunOutcome {

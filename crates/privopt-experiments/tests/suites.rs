@@ -3,6 +3,7 @@
 
 mod common;
 
+use privopt_experiments::runner::Outcome;
 use privopt_sim::methods::Report;
 
 #[test]
@@ -38,7 +39,7 @@ fn the_eezofl_suite_writes_every_key() {
 #[test]
 fn the_pdsgd_fig3_run_reports_typed_numbers_and_writes_them_flat() {
     let out = common::run_shipped_config("pdsgd-fig3", common::SMOKE_PDSGD_FIG3);
-    let Some(Report::Pdsgd(r)) = &out.report else {
+    let Some(Outcome::Method(Report::Pdsgd(r))) = &out.report else {
         panic!("pdsgd reported {:?}", out.report)
     };
     let timing = r.paillier.expect("the smoke config times real Paillier");

@@ -12,11 +12,13 @@ use serde::{Deserialize, Serialize};
 use privopt_sim::context::{RunContext, parallel_map};
 use privopt_sim::error::{Result, ensure};
 use privopt_sim::methods::check_lr;
+use privopt_sim::methods::dome::privacy::PrivacyReport;
 use privopt_sim::methods::dome::{
     DomeConfig, DomeRun, Variant, examples_per_client, privacy, train,
 };
+use privopt_sim::metrics::Summary;
 
-use super::Suite;
+use super::{Suite, SuiteReport};
 
 /// `[suite] name = "dome"`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -45,12 +47,32 @@ fn default_threads() -> usize {
 
 const SKETCHED: [Variant; 3] = [Variant::Dome, Variant::DomeNoprobe, Variant::RandomSketch];
 
-/// One run of the suite.
-#[derive(Clone, Copy, Debug)]
-struct Job {
-    variant: Variant,
-    k: usize,
-    epsilon: f64,
+/// One run of the suite: which method, sketch size and budget.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Job {
+    /// The method.
+    pub variant: Variant,
+    /// Sketch size (0 for the unsketched methods).
+    pub k: usize,
+    /// Privacy budget ε (0 for the non-private run).
+    pub epsilon: f64,
+}
+
+/// What the DOME suite found.
+#[derive(Clone, Debug, Serialize)]
+pub struct DomeSuiteReport {
+    /// The ε of the k sweep.
+    pub sweep_epsilon: f64,
+    /// The budgets.
+    pub epsilons: Vec<f64>,
+    /// Every run, in the order run.
+    pub runs: Vec<(Job, DomeRun)>,
+    /// The k each sketch method keeps for the ε sweep (highest accuracy at `sweep_epsilon`).
+    pub best_k: Vec<(Variant, usize)>,
+    /// σ and the accountants' ε at each budget.
+    pub privacy: Vec<(f64, PrivacyReport)>,
+    /// Model parameters.
+    pub params: usize,
 }
 
 impl Job {
@@ -115,7 +137,7 @@ impl Suite for DomeSuiteConfig {
         ensure(self.threads >= 1, || "suite.threads must be >= 1".into())
     }
 
-    fn run(&self, ctx: &mut RunContext<'_>) -> Result<()> {
+    fn run(&self, ctx: &mut RunContext<'_>) -> Result<SuiteReport> {
         let sweep = self.sweep_epsilon;
         let mut phase1 = vec![Job {
             variant: Variant::Nonprivate,
@@ -136,23 +158,17 @@ impl Suite for DomeSuiteConfig {
         }
         let runs1 = self.run_jobs(ctx, &phase1)?;
         let mut done: Vec<(Job, DomeRun)> = phase1.into_iter().zip(runs1).collect();
-
-        let mut best_k = Vec::new();
-        for v in SKETCHED {
-            let best = done
-                .iter()
-                .filter(|(j, _)| j.variant == v)
-                .max_by(|a, b| a.1.final_acc.total_cmp(&b.1.final_acc))
-                .map_or(self.ks[0], |(j, _)| j.k);
-            for (j, r) in done.iter().filter(|(j, _)| j.variant == v) {
-                ctx.note(
-                    &format!("acc_{}_k{}_eps{}", v.name(), j.k, eps_key(sweep)),
-                    r.final_acc,
-                );
-            }
-            ctx.note(&format!("best_k_{}", v.name()), best as f64);
-            best_k.push((v, best));
-        }
+        let best_k: Vec<(Variant, usize)> = SKETCHED
+            .iter()
+            .map(|&v| {
+                let best = done
+                    .iter()
+                    .filter(|(j, _)| j.variant == v)
+                    .max_by(|a, b| a.1.final_acc.total_cmp(&b.1.final_acc))
+                    .map_or(self.ks[0], |(j, _)| j.k);
+                (v, best)
+            })
+            .collect();
         let phase2: Vec<Job> = best_k
             .iter()
             .flat_map(|&(v, k)| {
@@ -168,61 +184,18 @@ impl Suite for DomeSuiteConfig {
             .collect();
         let runs2 = self.run_jobs(ctx, &phase2)?;
         done.extend(phase2.into_iter().zip(runs2));
-
-        // Summary keys.
-        let find = |v: Variant, k: usize, e: f64| {
-            done.iter().find(|(j, _)| {
-                j.variant == v
-                    && (v == Variant::Nonprivate || j.epsilon == e)
-                    && (!v.sketched() || j.k == k)
-            })
-        };
-        if let Some((_, r)) = find(Variant::Nonprivate, 0, 0.0) {
-            ctx.note("acc_nonprivate", r.final_acc);
-            ctx.note("uplink_bytes_nonprivate", r.uplink_bytes);
-            ctx.note("grad_mse_nonprivate", r.grad_mse);
-            ctx.note("rounds", r.total_rounds as f64);
-        }
-        let methods: Vec<(Variant, usize)> = best_k
+        let problem = ctx.problem()?;
+        let n_max = examples_per_client(problem);
+        let privacy = self
+            .epsilons
             .iter()
-            .copied()
-            .chain(std::iter::once((Variant::DpFull, 0)))
-            .collect();
-        for &(v, k) in &methods {
-            let name = v.name();
-            for &e in &self.epsilons {
-                if let Some((_, r)) = find(v, k, e) {
-                    ctx.note(&format!("acc_{name}_eps{}", eps_key(e)), r.final_acc);
-                }
-            }
-            if let Some((_, r)) = find(v, k, sweep) {
-                ctx.note(&format!("uplink_bytes_{name}"), r.uplink_bytes);
-                ctx.note(
-                    &format!("uplink_vector_bytes_{name}"),
-                    r.uplink_vector_bytes,
-                );
-                ctx.note(&format!("grad_mse_{name}"), r.grad_mse);
-                ctx.note(&format!("grad_noise_mse_{name}"), r.noise_mse);
-                ctx.note(&format!("grad_noise_mse_theory_{name}"), r.noise_mse_theory);
-                if v == Variant::Dome || v == Variant::DomeNoprobe {
-                    ctx.note(&format!("kept_mean_{name}"), r.kept_mean);
-                }
-            }
-        }
-        if let (Some(full), Some(dome)) = (
-            ctx.noted("uplink_bytes_dp_full"),
-            ctx.noted("uplink_bytes_dome"),
-        ) {
-            ctx.note("uplink_ratio_dp_full_over_dome", full / dome);
-        }
-        let n_max = examples_per_client(ctx.problem()?);
-        for &e in &self.epsilons {
-            let p = privacy::report(e, self.base.delta, n_max, self.base.epochs)?;
-            ctx.note(&format!("sigma_eps{}", eps_key(e)), p.sigma);
-            ctx.note(&format!("epsilon_zcdp_eps{}", eps_key(e)), p.epsilon_zcdp);
-            ctx.note(&format!("epsilon_rdp_eps{}", eps_key(e)), p.epsilon_rdp);
-        }
-        ctx.note("params", ctx.problem()?.model.num_params() as f64);
+            .map(|&e| {
+                Ok((
+                    e,
+                    privacy::report(e, self.base.delta, n_max, self.base.epochs)?,
+                ))
+            })
+            .collect::<Result<Vec<_>>>()?;
 
         // Accuracy curves: one column per run, on the shared evaluation rounds.
         if let Some((_, first)) = done.first() {
@@ -242,6 +215,88 @@ impl Suite for DomeSuiteConfig {
                 ctx.record(&row)?;
             }
         }
-        Ok(())
+        Ok(SuiteReport::Dome(DomeSuiteReport {
+            sweep_epsilon: sweep,
+            epsilons: self.epsilons.clone(),
+            runs: done,
+            best_k,
+            privacy,
+            params: problem.model.num_params(),
+        }))
+    }
+}
+
+impl DomeSuiteReport {
+    fn find(&self, v: Variant, k: usize, e: f64) -> Option<&DomeRun> {
+        self.runs
+            .iter()
+            .find(|(j, _)| {
+                j.variant == v
+                    && (v == Variant::Nonprivate || j.epsilon == e)
+                    && (!v.sketched() || j.k == k)
+            })
+            .map(|(_, r)| r)
+    }
+
+    /// The flat `summary.json` keys (`acc_dome_eps4`, `best_k_dome`, `sigma_eps1`, …).
+    pub fn write_summary(&self, s: &mut Summary) {
+        let mut note = |k: String, v: f64| {
+            s.insert(k, v);
+        };
+        let sweep = self.sweep_epsilon;
+        for &(v, best) in &self.best_k {
+            for (j, r) in self.runs.iter().filter(|(j, _)| j.variant == v) {
+                if j.epsilon == sweep {
+                    note(
+                        format!("acc_{}_k{}_eps{}", v.name(), j.k, eps_key(sweep)),
+                        r.final_acc,
+                    );
+                }
+            }
+            note(format!("best_k_{}", v.name()), best as f64);
+        }
+        if let Some(r) = self.find(Variant::Nonprivate, 0, 0.0) {
+            note("acc_nonprivate".into(), r.final_acc);
+            note("uplink_bytes_nonprivate".into(), r.uplink_bytes);
+            note("grad_mse_nonprivate".into(), r.grad_mse);
+            note("rounds".into(), r.total_rounds as f64);
+        }
+        let methods = self.best_k.iter().copied().chain([(Variant::DpFull, 0)]);
+        for (v, k) in methods {
+            let name = v.name();
+            for &e in &self.epsilons {
+                if let Some(r) = self.find(v, k, e) {
+                    note(format!("acc_{name}_eps{}", eps_key(e)), r.final_acc);
+                }
+            }
+            if let Some(r) = self.find(v, k, sweep) {
+                note(format!("uplink_bytes_{name}"), r.uplink_bytes);
+                note(format!("uplink_vector_bytes_{name}"), r.uplink_vector_bytes);
+                note(format!("grad_mse_{name}"), r.grad_mse);
+                note(format!("grad_noise_mse_{name}"), r.noise_mse);
+                note(format!("grad_noise_mse_theory_{name}"), r.noise_mse_theory);
+                if v == Variant::Dome || v == Variant::DomeNoprobe {
+                    note(format!("kept_mean_{name}"), r.kept_mean);
+                }
+            }
+        }
+        if let (Some(full), Some(dome)) = (
+            self.find(Variant::DpFull, 0, sweep),
+            self.best_k
+                .iter()
+                .find(|(v, _)| *v == Variant::Dome)
+                .and_then(|&(v, k)| self.find(v, k, sweep)),
+        ) {
+            note(
+                "uplink_ratio_dp_full_over_dome".into(),
+                full.uplink_bytes / dome.uplink_bytes,
+            );
+        }
+        for (e, p) in &self.privacy {
+            note(format!("sigma_eps{}", eps_key(*e)), p.sigma);
+            note(format!("epsilon_zcdp_eps{}", eps_key(*e)), p.epsilon_zcdp);
+            note(format!("epsilon_rdp_eps{}", eps_key(*e)), p.epsilon_rdp);
+        }
+        note("params".into(), self.params as f64);
     }
 }

@@ -13,7 +13,7 @@ use privopt_sim::error::{Result, ensure};
 use privopt_sim::methods::eezofl::aggregate::{ModularHeOta, Precoder, ScalarAggregation};
 use privopt_sim::methods::eezofl::{Aggregation, EezoflConfig, audit, paper_params};
 
-use super::{Suite, validate_base};
+use super::{Suite, SuiteReport, validate_base};
 use privopt_sim::metrics::mean_variance;
 use privopt_sim::problem::Problem;
 
@@ -181,7 +181,7 @@ impl Suite for EezoflSuiteConfig {
         })
     }
 
-    fn run(&self, ctx: &mut RunContext<'_>) -> Result<()> {
+    fn run(&self, ctx: &mut RunContext<'_>) -> Result<SuiteReport> {
         let p = ctx.problem()?;
         let sig = |s: f64| format!("sigma{s}");
         // Table III / Fig. 2: HE sets and no encryption; Fig. 3: CSI baselines; (c) digital.
@@ -393,6 +393,6 @@ impl Suite for EezoflSuiteConfig {
             .noted(&format!("modular_model_decrypt_error_n{first}"))
             .unwrap_or(f64::NAN);
         ctx.note("modular_model_decrypt_error", e);
-        Ok(())
+        Ok(SuiteReport::Noted)
     }
 }

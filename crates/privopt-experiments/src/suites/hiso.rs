@@ -14,7 +14,7 @@ use privopt_sim::error::{Error, Result, ensure};
 use privopt_sim::methods::check_lr;
 use privopt_sim::methods::scalar_fl::{Algorithm, ScalarFlConfig, Trajectory, simulate};
 
-use super::{Suite, validate_base};
+use super::{Suite, SuiteReport, validate_base};
 use privopt_sim::metrics::{Quantiles, mean_variance};
 use privopt_sim::problem::Problem;
 
@@ -174,7 +174,7 @@ impl Suite for HisoSuiteConfig {
         })
     }
 
-    fn run(&self, ctx: &mut RunContext<'_>) -> Result<()> {
+    fn run(&self, ctx: &mut RunContext<'_>) -> Result<SuiteReport> {
         let short = if self.short_rounds > 0 {
             self.short_rounds
         } else {
@@ -275,7 +275,7 @@ impl Suite for HisoSuiteConfig {
             row.extend(curves.columns.iter().map(|(n, v)| (n.as_str(), v[i])));
             ctx.record(&row)?;
         }
-        Ok(())
+        Ok(SuiteReport::Noted)
     }
 }
 

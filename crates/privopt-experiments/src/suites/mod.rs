@@ -10,14 +10,16 @@ pub mod hiso;
 
 use privopt_sim::Result;
 use privopt_sim::context::RunContext;
+use privopt_sim::metrics::Summary;
 use serde::{Deserialize, Serialize};
 
 /// A reproduction suite: validated from its config, then run against a [`RunContext`].
 pub trait Suite {
     /// Checks the suite's parameters; errors name the key (`suite.seeds …`).
     fn validate(&self) -> Result<()>;
-    /// Runs every job of the suite, recording its figures through `ctx`.
-    fn run(&self, ctx: &mut RunContext<'_>) -> Result<()>;
+    /// Runs every job of the suite, recording its curves through `ctx`, and returns what it
+    /// found.
+    fn run(&self, ctx: &mut RunContext<'_>) -> Result<SuiteReport>;
     /// Whether the suite trains on the experiment's `[data]` and `[model]` (false for a suite
     /// that loads its own datasets).
     fn uses_data(&self) -> bool {
@@ -38,6 +40,28 @@ pub enum SuiteConfig {
     Hiso(hiso::HisoSuiteConfig),
     /// DOME (paper 004): every method over ε and k.
     Dome(dome::DomeSuiteConfig),
+}
+
+/// What a suite found.
+#[derive(Clone, Debug, Serialize)]
+#[serde(untagged)]
+#[non_exhaustive]
+pub enum SuiteReport {
+    /// See [`dome::DomeSuiteReport`].
+    Dome(dome::DomeSuiteReport),
+    /// A suite that still records its figures as named numbers through
+    /// `RunContext::note` (eezofl, hiso, dpfhe); they are in the summary already.
+    Noted,
+}
+
+impl SuiteReport {
+    /// Adds the report's numbers to `summary.json`'s flat keys.
+    pub fn write_summary(&self, summary: &mut Summary) {
+        match self {
+            SuiteReport::Dome(r) => r.write_summary(summary),
+            SuiteReport::Noted => {}
+        }
+    }
 }
 
 /// Command-line overrides of a suite's settings.
@@ -104,7 +128,7 @@ impl SuiteConfig {
     }
 
     /// See [`Suite::run`].
-    pub fn run(&self, ctx: &mut RunContext<'_>) -> Result<()> {
+    pub fn run(&self, ctx: &mut RunContext<'_>) -> Result<SuiteReport> {
         self.suite().run(ctx)
     }
 }

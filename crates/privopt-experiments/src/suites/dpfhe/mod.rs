@@ -17,7 +17,7 @@ use privopt_dp::{Accountant, GaussianRun, Sampling};
 use privopt_ml::data::{Dataset, TrainTest};
 use serde::{Deserialize, Serialize};
 
-use super::Suite;
+use super::{Suite, SuiteReport};
 use privopt_sim::context::{RunContext, parallel_map};
 use privopt_sim::error::{Result, ensure};
 use privopt_sim::methods::dpfhe::algorithms::{
@@ -376,14 +376,15 @@ impl Suite for DpfheSuiteConfig {
         false
     }
 
-    fn run(&self, ctx: &mut RunContext<'_>) -> Result<()> {
+    fn run(&self, ctx: &mut RunContext<'_>) -> Result<SuiteReport> {
         match self.experiment {
             Experiment::Table3 => self.table3(ctx),
             Experiment::Table4 => self.table4(ctx),
             Experiment::Divergence => self.divergence(ctx),
             Experiment::Encrypted => self.encrypted(ctx),
             Experiment::Gap => self.gap(ctx),
-        }
+        }?;
+        Ok(SuiteReport::Noted)
     }
 }
 

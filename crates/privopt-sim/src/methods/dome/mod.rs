@@ -207,7 +207,7 @@ impl DomeConfig {
 }
 
 /// What one run produced.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct DomeRun {
     /// Evaluation rounds.
     pub rounds: Vec<u64>,

@@ -40,7 +40,7 @@ pub enum Outcome {
     /// One run of a method.
     Method(Report),
     /// A reproduction suite.
-    Suite(SuiteReport),
+    Suite(Box<SuiteReport>),
 }
 
 /// Runs `cfg` to completion.
@@ -73,7 +73,10 @@ pub fn run(
             let trained = method.run(&mut ctx)?;
             (trained.params, Some(Outcome::Method(trained.report)))
         }
-        (None, Some(suite)) => (Vec::new(), Some(Outcome::Suite(suite.run(&mut ctx)?))),
+        (None, Some(suite)) => (
+            Vec::new(),
+            Some(Outcome::Suite(Box::new(suite.run(&mut ctx)?))),
+        ),
         (None, None) => return Err(Error::Config(cfg.job_name() + " has nothing to run")),
     };
     let (metrics, comm, notes) = ctx.into_records();

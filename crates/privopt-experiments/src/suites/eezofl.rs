@@ -14,6 +14,7 @@ use privopt_sim::methods::eezofl::aggregate::{ModularHeOta, Precoder, ScalarAggr
 use privopt_sim::methods::eezofl::{Aggregation, EezoflConfig, audit, paper_params};
 
 use super::{Suite, SuiteReport, validate_base};
+use privopt_sim::metrics::Summary;
 use privopt_sim::metrics::mean_variance;
 use privopt_sim::problem::Problem;
 
@@ -222,12 +223,13 @@ impl Suite for EezoflSuiteConfig {
         let traces = parallel_map(jobs.len(), self.threads, "eezofl runs", ctx.progress, |i| {
             run_job(p, &jobs[i], self.eval_every)
         })?;
-        ctx.note("training_runs_seconds", started.elapsed().as_secs_f64());
+        let training_runs_seconds = started.elapsed().as_secs_f64();
 
         // Group by label: mean accuracy over seeds and the mean loss curve.
         let mut labels: Vec<String> = jobs.iter().map(|j| j.label.clone()).collect();
         labels.dedup();
         let mut curves: Vec<(String, Vec<f64>)> = Vec::new();
+        let mut groups = Vec::new();
         for label in &labels {
             let group: Vec<&Trace> = jobs
                 .iter()
@@ -236,19 +238,24 @@ impl Suite for EezoflSuiteConfig {
                 .map(|(_, t)| t)
                 .collect();
             let accs: Vec<f64> = group.iter().map(|t| t.accuracy).collect();
-            for (job, t) in jobs.iter().zip(&traces).filter(|(j, _)| &j.label == label) {
-                ctx.note(&format!("acc_{label}_seed{}", job.seed), t.accuracy);
-            }
-            let (m, s) = mean_std(&accs);
-            ctx.note(&format!("acc_{label}"), m);
-            ctx.note(&format!("acc_std_{label}"), s);
+            let by_seed = jobs
+                .iter()
+                .zip(&traces)
+                .filter(|(j, _)| &j.label == label)
+                .map(|(j, t)| (j.seed, t.accuracy))
+                .collect();
+            let (mean, std) = mean_std(&accs);
             let len = group[0].losses.len();
             let curve: Vec<f64> = (0..len)
                 .map(|r| group.iter().map(|t| t.losses[r]).sum::<f64>() / group.len() as f64)
                 .collect();
-            if let Some(last) = curve.last() {
-                ctx.note(&format!("final_loss_{label}"), *last);
-            }
+            groups.push(RunGroup {
+                label: label.clone(),
+                accuracy_by_seed: by_seed,
+                accuracy_mean: mean,
+                accuracy_std: std,
+                final_loss: curve.last().copied(),
+            });
             let fig = if label.starts_with("zf") || label.starts_with("mmse") {
                 "fig3"
             } else if label == "digital" {
@@ -257,33 +264,6 @@ impl Suite for EezoflSuiteConfig {
                 "fig2"
             };
             curves.push((format!("{fig}/{label}"), curve));
-        }
-        // The short names for σ = 1 (first σ) CSI losses.
-        let s0 = sig(self.sigmas[0]);
-        for name in ["zf", "mmse"] {
-            if let Some((_, c)) = curves
-                .iter()
-                .find(|(l, _)| l.ends_with(&format!("/{name}_{s0}")))
-            {
-                ctx.note(
-                    &format!("final_loss_{name}"),
-                    *c.last().unwrap_or(&f64::NAN),
-                );
-            }
-        }
-        for &sigma in &self.sigmas {
-            let s = sig(sigma);
-            let short = if sigma.fract() == 0.0 {
-                format!("sigma{}", sigma as i64)
-            } else {
-                s.clone()
-            };
-            for &n in &self.he_sets {
-                let v = ctx.noted(&format!("acc_he{n}_{s}")).unwrap_or(f64::NAN);
-                ctx.note(&format!("acc_n{n}_{short}"), v);
-            }
-            let v = ctx.noted(&format!("acc_noenc_{s}")).unwrap_or(f64::NAN);
-            ctx.note(&format!("acc_noenc_{short}"), v);
         }
         let rows = curves.iter().map(|(_, c)| c.len()).max().unwrap_or(0);
         for r in 0..rows {
@@ -316,45 +296,29 @@ impl Suite for EezoflSuiteConfig {
         };
         let lambda = second_moment_top_eigenvalue(&p.train);
         let smoothness = p.clients.len() as f64 * 0.25 * lambda;
-        ctx.note("smoothness_L", smoothness);
         let sigma_e = 3.2f64;
+        let mut audits = Vec::new();
         for &n in &self.he_sets {
             let cfg = self.variant(Aggregation::HeOta, n, self.sigmas[0]);
             let params = paper_params(n, cfg.smudging_log2)?;
             let laws = laws_for(self.sigmas[0]);
             let d = p.model.num_params() as f64;
             // Decoded noise: privopt's smudging, then the paper's modelling (σ_φ = σ_e).
-            for (tag, smudging_log2) in
-                [("", cfg.smudging_log2), ("sigma_phi_3_2_", sigma_e.log2())]
-            {
+            let noise = |smudging_log2: f64| -> Result<NoiseAuditRow> {
                 let measured = self.noise_audit(p, &cfg, smudging_log2)?;
                 let predicted = cfg.predicted_noise_variance(p.clients.len(), smudging_log2)?;
                 let omega2 = laws[0].second_moment().powi(2);
-                ctx.note(&format!("noise_var_measured_{tag}n{n}"), measured);
-                ctx.note(&format!("noise_var_predicted_{tag}n{n}"), predicted);
-                ctx.note(
-                    &format!("noise_var_predicted_{tag}per_omega2_n{n}"),
-                    predicted / omega2,
-                );
-                ctx.note(
-                    &format!("rho_{tag}n{n}"),
-                    audit::noise_floor(smoothness, 1.0, d, measured, cfg.eta0, cfg.gamma0),
-                );
-            }
+                Ok(NoiseAuditRow {
+                    measured,
+                    predicted,
+                    predicted_per_omega2: predicted / omega2,
+                    rho: audit::noise_floor(smoothness, 1.0, d, measured, cfg.eta0, cfg.gamma0),
+                })
+            };
+            let noise_privopt = noise(cfg.smudging_log2)?;
+            let noise_paper = noise(sigma_e.log2())?;
             // Table II.
             let log_q = params.basis().log_modulus().ceil();
-            ctx.note(
-                &format!("uplink_bits_per_device_n{n}"),
-                4.0 * n as f64 * log_q,
-            );
-            ctx.note(
-                &format!("ciphertext_bytes_packed_n{n}"),
-                2.0 * n as f64 * log_q / 8.0,
-            );
-            ctx.note(
-                &format!("ciphertext_bytes_wire_n{n}"),
-                (2 * n * params.basis().moduli().len() * 8) as f64,
-            );
             // A digital xMK-CKKS round (10 encryptions, sum, 10 shares, fusion): the crypto
             // alone, messages in memory.
             let seeds = SeedTree::new(self.seeds[0]);
@@ -369,10 +333,7 @@ impl Suite for EezoflSuiteConfig {
             for k in 0..reps {
                 digital.round(k, &vec![0.01; p.clients.len()], false)?;
             }
-            ctx.note(
-                &format!("digital_round_ms_n{n}"),
-                t.elapsed().as_secs_f64() * 1e3 / reps as f64,
-            );
+            let digital_round_ms = t.elapsed().as_secs_f64() * 1e3 / reps as f64;
             // Audit (a): the modular model with real-valued gains.
             let exact = cfg.exact_ota(params.clone(), p.clients.len(), seeds, Precoder::None)?;
             let mut modular = ModularHeOta::new(exact);
@@ -381,18 +342,182 @@ impl Suite for EezoflSuiteConfig {
                 let out = modular.round(k, &vec![0.01; p.clients.len()], false)?;
                 errors.push((out.value - out.ideal).abs());
             }
-            let (m, _) = mean_std(&errors);
-            ctx.note(&format!("modular_model_decrypt_error_n{n}"), m);
-            ctx.note(
-                &format!("q_over_scale_n{n}"),
-                2f64.powf(params.basis().log_modulus() - f64::from(params.scale_log2())),
-            );
+            audits.push(HeSetAudit {
+                n,
+                noise_privopt,
+                noise_paper,
+                uplink_bits_per_device: 4.0 * n as f64 * log_q,
+                ciphertext_bytes_packed: 2.0 * n as f64 * log_q / 8.0,
+                ciphertext_bytes_wire: (2 * n * params.basis().moduli().len() * 8) as f64,
+                digital_round_ms,
+                modular_model_decrypt_error: mean_std(&errors).0,
+                q_over_scale: 2f64
+                    .powf(params.basis().log_modulus() - f64::from(params.scale_log2())),
+            });
         }
-        let first = self.he_sets.iter().copied().min().unwrap_or(4096);
-        let e = ctx
-            .noted(&format!("modular_model_decrypt_error_n{first}"))
-            .unwrap_or(f64::NAN);
-        ctx.note("modular_model_decrypt_error", e);
-        Ok(SuiteReport::Noted)
+        Ok(SuiteReport::Eezofl(EezoflSuiteReport {
+            sigmas: self.sigmas.clone(),
+            training_runs_seconds,
+            groups,
+            smoothness,
+            audits,
+        }))
+    }
+}
+
+/// The runs of one label (an aggregation at one σ) over the seeds.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunGroup {
+    /// `he4096_sigma1`, `noenc_sigma10`, `zf_sigma1`, `digital`, …
+    pub label: String,
+    /// Test accuracy of each seed's run.
+    pub accuracy_by_seed: Vec<(u64, f64)>,
+    /// Their mean.
+    pub accuracy_mean: f64,
+    /// Their standard deviation.
+    pub accuracy_std: f64,
+    /// Final training loss of the mean loss curve.
+    pub final_loss: Option<f64>,
+}
+
+/// The decoded-noise audit at one share-noise level.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct NoiseAuditRow {
+    /// Mean per-coefficient variance over the audited rounds.
+    pub measured: f64,
+    /// App. B's prediction.
+    pub predicted: f64,
+    /// The prediction over ω² (the channel's squared second moment).
+    pub predicted_per_omega2: f64,
+    /// Theorem 1's noise floor ρ from the measured variance.
+    pub rho: f64,
+}
+
+/// Audits and Table II at one HE ring degree (at the first σ).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct HeSetAudit {
+    /// Ring degree.
+    pub n: usize,
+    /// Decoded noise with privopt's smudging.
+    pub noise_privopt: NoiseAuditRow,
+    /// Decoded noise under the paper's modelling (σ_φ = σ_e = 3.2).
+    pub noise_paper: NoiseAuditRow,
+    /// Table II: uplink bits per device per round.
+    pub uplink_bits_per_device: f64,
+    /// A ciphertext packed at ⌈log q⌉ bits per coefficient.
+    pub ciphertext_bytes_packed: f64,
+    /// A ciphertext in privopt's wire format.
+    pub ciphertext_bytes_wire: f64,
+    /// A digital xMK-CKKS round's cryptography, in milliseconds.
+    pub digital_round_ms: f64,
+    /// Audit (a): mean |decoded − exact| of the modular model with real-valued gains.
+    pub modular_model_decrypt_error: f64,
+    /// q over the scale Δ.
+    pub q_over_scale: f64,
+}
+
+/// What the EEZOFL suite found.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct EezoflSuiteReport {
+    /// The channel σ of the runs (the audits use the first).
+    pub sigmas: Vec<f64>,
+    /// Wall seconds of the training runs.
+    pub training_runs_seconds: f64,
+    /// Every label's runs.
+    pub groups: Vec<RunGroup>,
+    /// L of the mean logistic loss (n/4 × the top eigenvalue of E[x̃x̃ᵀ]).
+    pub smoothness: f64,
+    /// Audits and Table II per HE set.
+    pub audits: Vec<HeSetAudit>,
+}
+
+impl EezoflSuiteReport {
+    fn group(&self, label: &str) -> Option<&RunGroup> {
+        self.groups.iter().find(|g| g.label == label)
+    }
+
+    /// The flat `summary.json` keys (`acc_n4096_sigma1`, `rho_n8192`, …).
+    pub fn write_summary(&self, s: &mut Summary) {
+        let mut note = |k: String, v: f64| {
+            s.insert(k, v);
+        };
+        note("training_runs_seconds".into(), self.training_runs_seconds);
+        for g in &self.groups {
+            let label = &g.label;
+            for &(seed, acc) in &g.accuracy_by_seed {
+                note(format!("acc_{label}_seed{seed}"), acc);
+            }
+            note(format!("acc_{label}"), g.accuracy_mean);
+            note(format!("acc_std_{label}"), g.accuracy_std);
+            if let Some(l) = g.final_loss {
+                note(format!("final_loss_{label}"), l);
+            }
+        }
+        let sig = |s: f64| format!("sigma{s}");
+        // The short names for the CSI losses at the first σ.
+        if let Some(&s0) = self.sigmas.first() {
+            for name in ["zf", "mmse"] {
+                if let Some(g) = self.group(&format!("{name}_{}", sig(s0))) {
+                    note(
+                        format!("final_loss_{name}"),
+                        g.final_loss.unwrap_or(f64::NAN),
+                    );
+                }
+            }
+        }
+        let mean_of = |label: String| self.group(&label).map_or(f64::NAN, |g| g.accuracy_mean);
+        let mut short_names = Vec::new();
+        for &sigma in &self.sigmas {
+            let s = sig(sigma);
+            let short = if sigma.fract() == 0.0 {
+                format!("sigma{}", sigma as i64)
+            } else {
+                s.clone()
+            };
+            for a in &self.audits {
+                let n = a.n;
+                short_names.push((format!("acc_n{n}_{short}"), mean_of(format!("he{n}_{s}"))));
+            }
+            short_names.push((format!("acc_noenc_{short}"), mean_of(format!("noenc_{s}"))));
+        }
+        for (k, v) in short_names {
+            note(k, v);
+        }
+        note("smoothness_L".into(), self.smoothness);
+        for a in &self.audits {
+            let n = a.n;
+            for (tag, row) in [("", a.noise_privopt), ("sigma_phi_3_2_", a.noise_paper)] {
+                note(format!("noise_var_measured_{tag}n{n}"), row.measured);
+                note(format!("noise_var_predicted_{tag}n{n}"), row.predicted);
+                note(
+                    format!("noise_var_predicted_{tag}per_omega2_n{n}"),
+                    row.predicted_per_omega2,
+                );
+                note(format!("rho_{tag}n{n}"), row.rho);
+            }
+            note(
+                format!("uplink_bits_per_device_n{n}"),
+                a.uplink_bits_per_device,
+            );
+            note(
+                format!("ciphertext_bytes_packed_n{n}"),
+                a.ciphertext_bytes_packed,
+            );
+            note(
+                format!("ciphertext_bytes_wire_n{n}"),
+                a.ciphertext_bytes_wire,
+            );
+            note(format!("digital_round_ms_n{n}"), a.digital_round_ms);
+            note(
+                format!("modular_model_decrypt_error_n{n}"),
+                a.modular_model_decrypt_error,
+            );
+            note(format!("q_over_scale_n{n}"), a.q_over_scale);
+        }
+        let first = self.audits.iter().min_by_key(|a| a.n);
+        note(
+            "modular_model_decrypt_error".into(),
+            first.map_or(f64::NAN, |a| a.modular_model_decrypt_error),
+        );
     }
 }

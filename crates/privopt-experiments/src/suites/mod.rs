@@ -49,8 +49,12 @@ pub enum SuiteConfig {
 pub enum SuiteReport {
     /// See [`dome::DomeSuiteReport`].
     Dome(dome::DomeSuiteReport),
+    /// See [`hiso::HisoSuiteReport`].
+    Hiso(hiso::HisoSuiteReport),
+    /// See [`eezofl::EezoflSuiteReport`].
+    Eezofl(eezofl::EezoflSuiteReport),
     /// A suite that still records its figures as named numbers through
-    /// `RunContext::note` (eezofl, hiso, dpfhe); they are in the summary already.
+    /// `RunContext::note` (dpfhe); they are in the summary already.
     Noted,
 }
 
@@ -59,6 +63,8 @@ impl SuiteReport {
     pub fn write_summary(&self, summary: &mut Summary) {
         match self {
             SuiteReport::Dome(r) => r.write_summary(summary),
+            SuiteReport::Hiso(r) => r.write_summary(summary),
+            SuiteReport::Eezofl(r) => r.write_summary(summary),
             SuiteReport::Noted => {}
         }
     }

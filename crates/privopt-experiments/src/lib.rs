@@ -10,6 +10,7 @@
 
 pub mod config;
 pub mod error;
+mod flat;
 mod plot;
 pub mod results;
 pub mod runner;

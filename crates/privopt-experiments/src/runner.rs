@@ -12,6 +12,7 @@ use privopt_sim::problem::Problem;
 
 use crate::config::ExperimentConfig;
 use crate::error::{Error, Result};
+use crate::flat::write_flat;
 use crate::suites::SuiteReport;
 
 /// Machine-specific options of a run (not part of the experiment's config).
@@ -79,7 +80,7 @@ pub fn run(
         ),
         (None, None) => return Err(Error::Config(cfg.job_name() + " has nothing to run")),
     };
-    let (metrics, comm, notes) = ctx.into_records();
+    let (metrics, comm) = ctx.into_records();
     if metrics.is_empty() {
         return Err(Error::Config(format!(
             "{} recorded no metrics",
@@ -107,12 +108,9 @@ pub fn run(
         summary.insert("clients".into(), problem.clients.len() as f64);
     }
     summary.insert("seed".into(), cfg.seed as f64);
-    summary.extend(notes);
     match &report {
         Some(Outcome::Method(r)) => {
-            let value = serde_json::to_value(r)
-                .map_err(|e| Error::Config(format!("cannot serialize the run's report: {e}")))?;
-            flatten_into(&mut summary, "", &value);
+            write_flat(&mut summary, "", r);
         }
         Some(Outcome::Suite(r)) => r.write_summary(&mut summary),
         None => {}
@@ -124,55 +122,4 @@ pub fn run(
         params,
         report,
     })
-}
-
-/// Adds every number of `value` to `summary`, a nested field `a: { b }` under the key `a_b`.
-fn flatten_into(summary: &mut Summary, prefix: &str, value: &serde_json::Value) {
-    use serde_json::Value;
-    match value {
-        Value::Number(n) => {
-            if let Some(x) = n.as_f64() {
-                summary.insert(prefix.to_owned(), x);
-            }
-        }
-        Value::Object(fields) => {
-            for (k, v) in fields {
-                let key = if prefix.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{prefix}_{k}")
-                };
-                flatten_into(summary, &key, v);
-            }
-        }
-        // serde_json turns a non-finite float into null (absent options are skipped, not
-        // null), so a null field is a number that is not finite; `Report::Plain` is a bare null.
-        Value::Null if !prefix.is_empty() => {
-            summary.insert(prefix.to_owned(), f64::NAN);
-        }
-        Value::Null | Value::Bool(_) | Value::String(_) | Value::Array(_) => {}
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn nested_reports_flatten_to_underscored_keys_and_keep_non_finite_numbers() {
-        let value = serde_json::json!({
-            "a": 1.5,
-            "b": { "c": 2, "d": { "e": -3.0 } },
-            "nan": null,
-        });
-        let mut s = Summary::new();
-        flatten_into(&mut s, "", &value);
-        assert_eq!(s.len(), 4, "{s:?}");
-        assert_eq!((s["a"], s["b_c"], s["b_d_e"]), (1.5, 2.0, -3.0));
-        assert!(s["nan"].is_nan());
-        // `Report::Plain` serializes as a bare null and adds nothing.
-        let mut s = Summary::new();
-        flatten_into(&mut s, "", &serde_json::to_value(Report::Plain).unwrap());
-        assert!(s.is_empty());
-    }
 }

@@ -1,14 +1,14 @@
 //! What a method sees while it runs ([`RunContext`]: the problem, seeded random streams,
-//! progress, and the sinks for metrics, communication and summary numbers), and the
-//! deterministic worker pool methods fan trials out on. Methods depend on this module, never
-//! on the runner that drives them.
+//! progress, and the sinks for metrics rows and communication; a method's own results are its
+//! typed report), and the deterministic worker pool methods fan trials out on. Methods depend
+//! on this module, never on the runner that drives them.
 
 use std::path::PathBuf;
 
 use privopt_math::SeedTree;
 
 use crate::error::{Error, Result};
-use crate::metrics::{Comm, MetricsTable, Summary};
+use crate::metrics::{Comm, MetricsTable};
 use crate::problem::Problem;
 
 /// Reports progress of long work (the CLI draws a bar; tests use [`NoProgress`]).
@@ -41,7 +41,6 @@ pub struct RunContext<'a> {
     pub data_dir: PathBuf,
     metrics: MetricsTable,
     comm: Comm,
-    notes: Summary,
 }
 
 impl<'a> RunContext<'a> {
@@ -55,7 +54,6 @@ impl<'a> RunContext<'a> {
             data_dir: PathBuf::from("data"),
             metrics: MetricsTable::default(),
             comm: Comm::default(),
-            notes: Summary::new(),
         }
     }
 
@@ -64,16 +62,6 @@ impl<'a> RunContext<'a> {
         self.problem.ok_or_else(|| {
             Error::Config("this method trains on a problem: the config needs a [data] table".into())
         })
-    }
-
-    /// Adds a named number to the run's `summary.json` (method-specific results).
-    pub fn note(&mut self, key: &str, value: f64) {
-        self.notes.insert(key.to_owned(), value);
-    }
-
-    /// A number noted earlier with [`RunContext::note`].
-    pub fn noted(&self, key: &str) -> Option<f64> {
-        self.notes.get(key).copied()
     }
 
     /// Appends a metrics row of the method's own columns (for methods whose rows are not
@@ -211,8 +199,8 @@ pub fn parallel_map<R: Send>(
 }
 
 impl RunContext<'_> {
-    /// Hands the recorded metrics, communication and notes to the runner.
-    pub fn into_records(self) -> (MetricsTable, Comm, Summary) {
-        (self.metrics, self.comm, self.notes)
+    /// Hands the recorded metrics and communication to the runner.
+    pub fn into_records(self) -> (MetricsTable, Comm) {
+        (self.metrics, self.comm)
     }
 }

@@ -53,9 +53,8 @@ pub enum SuiteReport {
     Hiso(hiso::HisoSuiteReport),
     /// See [`eezofl::EezoflSuiteReport`].
     Eezofl(eezofl::EezoflSuiteReport),
-    /// A suite that still records its figures as named numbers through
-    /// `RunContext::note` (dpfhe); they are in the summary already.
-    Noted,
+    /// See [`dpfhe::DpfheSuiteReport`].
+    Dpfhe(dpfhe::DpfheSuiteReport),
 }
 
 impl SuiteReport {
@@ -65,7 +64,7 @@ impl SuiteReport {
             SuiteReport::Dome(r) => r.write_summary(summary),
             SuiteReport::Hiso(r) => r.write_summary(summary),
             SuiteReport::Eezofl(r) => r.write_summary(summary),
-            SuiteReport::Noted => {}
+            SuiteReport::Dpfhe(r) => r.write_summary(summary),
         }
     }
 }

@@ -10,15 +10,12 @@
 //! This is a diagnosis, not a DP procedure: the grid best is picked on the test set, for both
 //! methods alike.
 
-use super::{DpfheSuiteConfig, Table4Plan};
+use super::{DpfheSuiteConfig, GapDataset, GridBest, Table4Plan};
 use privopt_sim::context::{RunContext, parallel_map};
 use privopt_sim::error::Result;
 use privopt_sim::methods::dpfhe::algorithms::{GdSpec, train};
 use privopt_sim::methods::dpfhe::logreg::{Link, accuracy};
 use privopt_sim::metrics::mean_variance;
-
-/// The methods of the grid, in summary-key order.
-const GRID_METHODS: [&str; 2] = ["dpgd", "ideal"];
 
 /// One grid cell: a method and the run (T, η, noise) it stands for.
 struct Cell {
@@ -28,11 +25,17 @@ struct Cell {
 
 impl DpfheSuiteConfig {
     /// The `gap` experiment (see the module docs).
-    pub(super) fn gap(&self, ctx: &mut RunContext<'_>) -> Result<()> {
+    pub(super) fn gap(&self, ctx: &mut RunContext<'_>) -> Result<Vec<GapDataset>> {
         let mut row = 0usize;
+        let mut report = Vec::new();
         for (di, name) in self.datasets.iter().enumerate() {
             let tt = self.load(ctx, name)?;
-            let Table4Plan { noclip, key, .. } = self.table4_plan(ctx, "gap", di, name, &tt)?;
+            let Table4Plan {
+                noclip,
+                key,
+                numbers,
+                ..
+            } = self.table4_plan(ctx, "gap", di, name, &tt)?;
             let cells = self.gap_cells(tt.train.len(), tt.train.n_features())?;
             let runs = self.runs;
             let label = format!("gap {name}");
@@ -73,15 +76,20 @@ impl DpfheSuiteConfig {
                 ])?;
                 row += 1;
             }
-            for (method, (acc, steps, lr)) in GRID_METHODS.iter().zip(best) {
-                ctx.note(&format!("{key}_{method}_best_acc"), acc);
-                ctx.note(&format!("{key}_{method}_best_steps"), steps as f64);
-                ctx.note(&format!("{key}_{method}_best_lr"), lr);
-            }
-            let (certified, _) = mean_variance(&accs[cells.len() * runs..]);
-            ctx.note(&format!("{key}_certified_acc"), certified);
+            let [dpgd, ideal] = best.map(|(best_acc, best_steps, best_lr)| GridBest {
+                best_acc,
+                best_steps,
+                best_lr,
+            });
+            report.push(GapDataset {
+                key,
+                plan: numbers,
+                dpgd,
+                ideal,
+                certified_acc: mean_variance(&accs[cells.len() * runs..]).0,
+            });
         }
-        Ok(())
+        Ok(report)
     }
 
     /// DP-GD (clip C, replace-one sensitivity 2C, δ) and the idealised no-clip run (no clip,

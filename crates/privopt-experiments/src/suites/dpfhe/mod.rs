@@ -31,6 +31,12 @@ use privopt_sim::methods::dpfhe::theorem::{
 use privopt_sim::metrics::mean_variance;
 
 mod gap;
+mod report;
+
+pub use report::{
+    AccAuc, DivergenceReport, DpfheSuiteReport, EncryptedDataset, EncryptedReport, EncryptedRun,
+    GapDataset, GridBest, PlanNumbers, Table3Cell, Table4Dataset,
+};
 
 /// Which reproduction to run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -377,14 +383,14 @@ impl Suite for DpfheSuiteConfig {
     }
 
     fn run(&self, ctx: &mut RunContext<'_>) -> Result<SuiteReport> {
-        match self.experiment {
-            Experiment::Table3 => self.table3(ctx),
-            Experiment::Table4 => self.table4(ctx),
-            Experiment::Divergence => self.divergence(ctx),
-            Experiment::Encrypted => self.encrypted(ctx),
-            Experiment::Gap => self.gap(ctx),
-        }?;
-        Ok(SuiteReport::Noted)
+        let report = match self.experiment {
+            Experiment::Table3 => DpfheSuiteReport::Table3(self.table3(ctx)?),
+            Experiment::Table4 => DpfheSuiteReport::Table4(self.table4(ctx)?),
+            Experiment::Divergence => DpfheSuiteReport::Divergence(self.divergence(ctx)?),
+            Experiment::Encrypted => DpfheSuiteReport::Encrypted(self.encrypted(ctx)?),
+            Experiment::Gap => DpfheSuiteReport::Gap(self.gap(ctx)?),
+        };
+        Ok(SuiteReport::Dpfhe(report))
     }
 }
 
@@ -402,6 +408,8 @@ pub(super) struct Table4Plan {
     pub(super) batch: usize,
     /// Summary-key prefix of the dataset.
     pub(super) key: String,
+    /// The numbers reported.
+    pub(super) numbers: PlanNumbers,
 }
 
 /// One row of Table 3 before training.
@@ -415,9 +423,10 @@ struct Table3Row {
 }
 
 impl DpfheSuiteConfig {
-    fn table3(&self, ctx: &mut RunContext<'_>) -> Result<()> {
+    fn table3(&self, ctx: &mut RunContext<'_>) -> Result<Vec<Table3Cell>> {
         let mut data = Vec::new();
         let mut rows = Vec::new();
+        let mut cells = Vec::new();
         for (di, name) in self.datasets.iter().enumerate() {
             let tt = self.load(ctx, name)?;
             let m = tt.train.n_features() as f64;
@@ -435,16 +444,21 @@ impl DpfheSuiteConfig {
                     let smoothness = m * slope;
                     let trho2 = 2.0 * smoothness * std::f64::consts::LN_2;
                     let steps = (trho2 / (rho * rho)).floor() as u64;
-                    let key = format!("table3_{name}_{}_{}", fit.label(), h);
-                    ctx.note(&format!("{key}_error_sup"), report.sup);
-                    ctx.note(&format!("{key}_error_sup_certified"), report.sup_bound);
-                    ctx.note(&format!("{key}_error_l2"), report.l2);
-                    ctx.note(&format!("{key}_error_rms"), report.rms);
-                    ctx.note(&format!("{key}_smoothness"), smoothness);
-                    ctx.note(&format!("{key}_smoothness_data"), slope * spectral);
-                    ctx.note(&format!("{key}_lr"), 1.0 / smoothness);
-                    ctx.note(&format!("{key}_trho2"), trho2);
-                    ctx.note(&format!("{key}_steps"), steps as f64);
+                    cells.push(Table3Cell {
+                        key: format!("table3_{name}_{}_{}", fit.label(), h),
+                        error_sup: report.sup,
+                        error_sup_certified: report.sup_bound,
+                        error_l2: report.l2,
+                        error_rms: report.rms,
+                        smoothness,
+                        smoothness_data: slope * spectral,
+                        lr: 1.0 / smoothness,
+                        trho2,
+                        steps,
+                        acc: f64::NAN,
+                        steps_run: self.steps(steps),
+                        diverged: false,
+                    });
                     rows.push(Table3Row {
                         dataset: di,
                         fit,
@@ -478,19 +492,10 @@ impl DpfheSuiteConfig {
                 Ok((accuracy(&traj.w, &data[r.dataset].test), traj.diverged_at))
             },
         )?;
-        for (row, (r, (acc, diverged))) in rows.iter().zip(accs).enumerate() {
-            let key = format!(
-                "table3_{}_{}_{}",
-                self.datasets[r.dataset],
-                r.fit.label(),
-                r.h
-            );
-            ctx.note(&format!("{key}_acc"), acc);
-            ctx.note(&format!("{key}_steps_run"), r.steps as f64);
-            ctx.note(
-                &format!("{key}_diverged"),
-                if diverged.is_some() { 1.0 } else { 0.0 },
-            );
+        for (row, ((r, (acc, diverged)), cell)) in rows.iter().zip(accs).zip(&mut cells).enumerate()
+        {
+            cell.acc = acc;
+            cell.diverged = diverged.is_some();
             ctx.record(&[
                 ("round", row as f64),
                 ("dataset", r.dataset as f64),
@@ -501,15 +506,15 @@ impl DpfheSuiteConfig {
                 ("accuracy", acc),
             ])?;
         }
-        Ok(())
+        Ok(cells)
     }
 
     /// The Table 4 runs of one dataset: DP-SGD with clipping and the no-clip method calibrated
-    /// to (ε, δ), App. D.3's certified parameters, and output perturbation. Notes the chosen
-    /// values under `{prefix}_{name}_…`.
+    /// to (ε, δ), App. D.3's certified parameters, and output perturbation; its numbers are
+    /// reported under `{prefix}_{name}_…`.
     pub(super) fn table4_plan(
         &self,
-        ctx: &mut RunContext<'_>,
+        ctx: &RunContext<'_>,
         prefix: &str,
         di: usize,
         name: &str,
@@ -546,7 +551,6 @@ impl DpfheSuiteConfig {
         } else {
             0.5
         };
-        ctx.note(&format!("{prefix}_{name}_noclip_d"), d);
         let shape = RunShape {
             m,
             steps: steps_noclip,
@@ -565,37 +569,33 @@ impl DpfheSuiteConfig {
         };
         let cert = &selection.certificate;
         let key = format!("{prefix}_{name}");
-        ctx.note(
-            &format!("{key}_noclip_certified"),
-            if certified { 1.0 } else { 0.0 },
-        );
-        for (k, v) in [
-            ("sigma_dpgd", sigma_dpgd),
-            ("sigma_noclip", sigma_noclip),
-            ("noise_std_dpgd", std_dpgd),
-            ("noise_std_noclip", std_noclip),
-            ("steps", steps as f64),
-            ("steps_noclip", steps_noclip as f64),
-            ("batch", batch as f64),
-            ("noclip_eta", cert.params.eta),
-            ("noclip_theta", cert.params.theta),
-            ("noclip_lambda", cert.params.lambda),
-            ("noclip_kappa", cert.params.kappa),
-            ("noclip_sigmoid_degree", selection.sigmoid.degree() as f64),
-            ("noclip_sigmoid_half_width", cert.sigmoid_half_width),
-            ("noclip_e_f", cert.e_f),
-            ("noclip_e_b", cert.e_b),
-            ("noclip_r", cert.r),
-        ] {
-            ctx.note(&format!("{key}_{k}"), v);
-        }
         // Output perturbation: as many epochs as DP-SGD, constant step 1/β (β = m/4), L = √m.
         let passes = ((steps as f64 * batch as f64) / n as f64).ceil().max(1.0) as u64;
         let lr_out = 4.0 / m as f64;
         let sens = output_sensitivity(passes, (m as f64).sqrt(), lr_out, batch);
         let std_out = sens / gaussian_mu_for_epsilon(self.epsilon, self.delta)?;
-        ctx.note(&format!("{key}_noise_std_output"), std_out);
-        ctx.note(&format!("{key}_output_passes"), passes as f64);
+        let numbers = PlanNumbers {
+            noclip_d: d,
+            noclip_certified: certified,
+            sigma_dpgd,
+            sigma_noclip,
+            noise_std_dpgd: std_dpgd,
+            noise_std_noclip: std_noclip,
+            steps,
+            steps_noclip,
+            batch,
+            noclip_eta: cert.params.eta,
+            noclip_theta: cert.params.theta,
+            noclip_lambda: cert.params.lambda,
+            noclip_kappa: cert.params.kappa,
+            noclip_sigmoid_degree: selection.sigmoid.degree(),
+            noclip_sigmoid_half_width: cert.sigmoid_half_width,
+            noclip_e_f: cert.e_f,
+            noclip_e_b: cert.e_b,
+            noclip_r: cert.r,
+            noise_std_output: std_out,
+            output_passes: passes,
+        };
         let dpgd = GdSpec {
             link: Link::Exact,
             steps,
@@ -626,12 +626,13 @@ impl DpfheSuiteConfig {
             std_out,
             batch,
             key,
+            numbers,
         })
     }
 
     /// Algorithms 5 and 4 on ciphertexts with the Table 4 parameters of each dataset: depth
     /// per stage, seconds per step at each thread count, agreement with the plaintext run.
-    fn encrypted(&self, ctx: &mut RunContext<'_>) -> Result<()> {
+    fn encrypted(&self, ctx: &mut RunContext<'_>) -> Result<EncryptedReport> {
         use privopt_ckks::eval::EvalContext;
 
         use privopt_sim::methods::dpfhe::encrypted::{
@@ -640,18 +641,20 @@ impl DpfheSuiteConfig {
 
         let params = encrypted_params()?;
         let ectx = EvalContext::new(&params)?;
-        ctx.note("encrypted_ring_dim", params.n() as f64);
-        ctx.note("encrypted_log_qp", params.key_basis().log_modulus());
-        ctx.note("encrypted_levels", params.max_level() as f64);
+        let mut report = EncryptedReport {
+            ring_dim: params.n(),
+            log_qp: params.key_basis().log_modulus(),
+            levels: params.max_level(),
+            datasets: Vec::new(),
+        };
         for (di, name) in self.datasets.iter().enumerate() {
             let tt = self.load(ctx, name)?;
             let plan = self.table4_plan(ctx, "encrypted", di, name, &tt)?;
-            let first = di == 0;
-            let note = |ctx: &mut RunContext<'_>, k: &str, v: f64| {
-                ctx.note(&format!("{name}_{k}"), v);
-                if first {
-                    ctx.note(k, v);
-                }
+            let mut entry = EncryptedDataset {
+                name: name.clone(),
+                plan: plan.numbers,
+                alg5: None,
+                alg4: None,
             };
             let Link::Poly(sigmoid) = plan.noclip.link.clone() else {
                 return Err(privopt_sim::Error::Infeasible(
@@ -690,6 +693,7 @@ impl DpfheSuiteConfig {
                     &mut ctx.seeds.stream("dpfhe/encrypted", &[di as u64]),
                 );
                 let mut first_run = None;
+                let mut seconds_per_step = Vec::new();
                 for &threads in &self.encrypted_threads {
                     // Seeded keys: an experiment must be reproducible; deployments use OS entropy.
                     let keys = privopt_math::sample::secret_rng(Some(
@@ -708,9 +712,8 @@ impl DpfheSuiteConfig {
                     )?;
                     let secs = run.seconds_per_step.iter().sum::<f64>()
                         / run.seconds_per_step.len().max(1) as f64;
-                    note(ctx, &format!("sec_per_iter_alg{alg}_t{threads}"), secs);
+                    seconds_per_step.push((threads, secs));
                     if first_run.is_none() {
-                        note(ctx, &format!("sec_per_iter_alg{alg}"), secs);
                         first_run = Some(run);
                     }
                 }
@@ -721,51 +724,46 @@ impl DpfheSuiteConfig {
                     .zip(&plain.w)
                     .map(|(a, b)| (a - b).abs())
                     .fold(0.0, f64::max);
-                let depth = run.depths.critical() as f64;
-                note(ctx, &format!("depth_alg{alg}"), depth);
-                for (stage, levels) in &run.depths.stages {
-                    let key = stage.replace(['/', ' '], "_");
-                    note(ctx, &format!("depth_alg{alg}_{key}"), *levels as f64);
-                }
+                let depth = run.depths.critical();
                 let (acc_e, acc_p) = (accuracy(&run.w, &tt.test), accuracy(&plain.w, &tt.test));
-                note(ctx, &format!("alg{alg}_steps"), steps as f64);
-                note(
-                    ctx,
-                    &format!("alg{alg}_client_refreshes"),
-                    run.refreshes as f64,
-                );
-                if alg == 5 {
-                    note(ctx, "max_abs_diff_vs_plain", diff);
-                    note(ctx, "acc_encrypted", acc_e);
-                    note(ctx, "acc_plain", acc_p);
-                    note(ctx, "client_refreshes", run.refreshes as f64);
-                } else {
-                    note(ctx, "alg4_max_abs_diff_vs_exact_clipping", diff);
-                    note(ctx, "alg4_acc_encrypted", acc_e);
-                    note(ctx, "alg4_acc_plain", acc_p);
-                }
+                let result = EncryptedRun {
+                    steps,
+                    seconds_per_step,
+                    depth,
+                    stage_depths: run
+                        .depths
+                        .stages
+                        .iter()
+                        .map(|(stage, levels)| (stage.replace(['/', ' '], "_"), *levels))
+                        .collect(),
+                    refreshes: run.refreshes,
+                    max_abs_diff: diff,
+                    acc_encrypted: acc_e,
+                    acc_plain: acc_p,
+                };
                 ctx.record(&[
                     ("round", (2 * di + usize::from(alg == 4)) as f64),
                     ("dataset", di as f64),
                     ("algorithm", f64::from(alg)),
-                    ("depth", depth),
+                    ("depth", depth as f64),
                     ("max_abs_diff", diff),
                     ("acc_encrypted", acc_e),
                     ("acc_plain", acc_p),
                     ("refreshes", run.refreshes as f64),
                 ])?;
+                if alg == 5 {
+                    entry.alg5 = Some(result);
+                } else {
+                    entry.alg4 = Some(result);
+                }
             }
-            if let (Some(a4), Some(a5)) = (
-                ctx.noted(&format!("{name}_sec_per_iter_alg4")),
-                ctx.noted(&format!("{name}_sec_per_iter_alg5")),
-            ) {
-                note(ctx, "alg4_over_alg5", a4 / a5);
-            }
+            report.datasets.push(entry);
         }
-        Ok(())
+        Ok(report)
     }
 
-    fn table4(&self, ctx: &mut RunContext<'_>) -> Result<()> {
+    fn table4(&self, ctx: &mut RunContext<'_>) -> Result<Vec<Table4Dataset>> {
+        let mut report = Vec::new();
         for (di, name) in self.datasets.iter().enumerate() {
             let tt = self.load(ctx, name)?;
             let Table4Plan {
@@ -776,6 +774,7 @@ impl DpfheSuiteConfig {
                 std_out,
                 batch,
                 key,
+                numbers,
             } = self.table4_plan(ctx, "table4", di, name, &tt)?;
             let label = format!("table 4 {name}");
             let results = parallel_map(self.runs, self.threads, &label, ctx.progress, |r| {
@@ -796,15 +795,18 @@ impl DpfheSuiteConfig {
                     score(&c, false),
                 ])
             })?;
-            for (mi, method) in ["dpgd", "noclip", "output"].iter().enumerate() {
+            let mut methods = Vec::new();
+            for mi in 0..3 {
                 let accs: Vec<f64> = results.iter().map(|r| r[mi].0).collect();
                 let aucs: Vec<f64> = results.iter().map(|r| r[mi].1).collect();
                 let (am, av) = mean_variance(&accs);
                 let (um, uv) = mean_variance(&aucs);
-                ctx.note(&format!("{key}_{method}_acc_mean"), am);
-                ctx.note(&format!("{key}_{method}_acc_std"), av.sqrt());
-                ctx.note(&format!("{key}_{method}_auc_mean"), um);
-                ctx.note(&format!("{key}_{method}_auc_std"), uv.sqrt());
+                methods.push(AccAuc {
+                    acc_mean: am,
+                    acc_std: av.sqrt(),
+                    auc_mean: um,
+                    auc_std: uv.sqrt(),
+                });
                 ctx.record(&[
                     ("round", (3 * di + mi) as f64),
                     ("dataset", di as f64),
@@ -815,11 +817,18 @@ impl DpfheSuiteConfig {
                     ("auc_std", uv.sqrt()),
                 ])?;
             }
+            report.push(Table4Dataset {
+                key,
+                plan: numbers,
+                dpgd: methods[0],
+                noclip: methods[1],
+                output: methods[2],
+            });
         }
-        Ok(())
+        Ok(report)
     }
 
-    fn divergence(&self, ctx: &mut RunContext<'_>) -> Result<()> {
+    fn divergence(&self, ctx: &mut RunContext<'_>) -> Result<DivergenceReport> {
         let name = self.datasets.first().map_or("adult", String::as_str);
         let tt = self.load(ctx, name)?;
         let m = tt.train.n_features();
@@ -860,10 +869,6 @@ impl DpfheSuiteConfig {
                 cert.failures.join("; ")
             );
         }
-        ctx.note(
-            "fig5_barrier_certified",
-            if cert.holds() { 1.0 } else { 0.0 },
-        );
         let barrier = (
             Barrier {
                 lambda: params.lambda,
@@ -904,31 +909,21 @@ impl DpfheSuiteConfig {
                 ("max_margin_zoom/interval", h),
             ])?;
         }
-        ctx.note("fig4_interval", h);
-        ctx.note("fig4_lr", lr);
-        ctx.note("fig4_steps", steps as f64);
-        ctx.note(
-            "fig4_plain_diverged_at",
-            a.diverged_at.map_or(-1.0, |t| t as f64),
-        );
-        ctx.note("fig4_plain_first_outside", first_above(&a.max_margin, h));
-        ctx.note(
-            "fig4_plain_max_margin",
-            a.max_margin.iter().copied().fold(0.0, f64::max),
-        );
-        ctx.note(
-            "fig5_barrier_diverged_at",
-            b.diverged_at.map_or(-1.0, |t| t as f64),
-        );
-        ctx.note(
-            "fig5_barrier_max_margin",
-            b.max_margin.iter().copied().fold(0.0, f64::max),
-        );
-        ctx.note("fig5_barrier_theta", barrier.1.theta);
-        ctx.note("fig5_barrier_lambda", barrier.1.lambda);
-        ctx.note("fig5_barrier_kappa", barrier.1.kappa);
-        ctx.note("fig5_barrier_acc", accuracy(&b.w, &tt.test));
-        Ok(())
+        Ok(DivergenceReport {
+            fig4_interval: h,
+            fig4_lr: lr,
+            fig4_steps: steps,
+            fig4_plain_diverged_at: a.diverged_at.map_or(-1.0, |t| t as f64),
+            fig4_plain_first_outside: first_above(&a.max_margin, h),
+            fig4_plain_max_margin: a.max_margin.iter().copied().fold(0.0, f64::max),
+            fig5_barrier_certified: cert.holds(),
+            fig5_barrier_diverged_at: b.diverged_at.map_or(-1.0, |t| t as f64),
+            fig5_barrier_max_margin: b.max_margin.iter().copied().fold(0.0, f64::max),
+            fig5_barrier_theta: barrier.1.theta,
+            fig5_barrier_lambda: barrier.1.lambda,
+            fig5_barrier_kappa: barrier.1.kappa,
+            fig5_barrier_acc: accuracy(&b.w, &tt.test),
+        })
     }
 }
 

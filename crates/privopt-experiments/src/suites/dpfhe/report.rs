@@ -1,0 +1,313 @@
+//! What the dpfhe suites found, typed, and the flat `summary.json` keys they are written as.
+
+use privopt_sim::metrics::Summary;
+use serde::Serialize;
+
+use crate::flat::write_flat;
+
+/// What one dpfhe experiment found.
+#[derive(Clone, Debug, Serialize)]
+#[non_exhaustive]
+pub enum DpfheSuiteReport {
+    /// Table 3: one cell per dataset, fit and interval.
+    Table3(Vec<Table3Cell>),
+    /// Table 4: one entry per dataset.
+    Table4(Vec<Table4Dataset>),
+    /// Fig. 4/5.
+    Divergence(DivergenceReport),
+    /// Algorithms 5 and 4 on ciphertexts.
+    Encrypted(EncryptedReport),
+    /// The accuracy-gap diagnosis: one entry per dataset.
+    Gap(Vec<GapDataset>),
+}
+
+impl DpfheSuiteReport {
+    /// The flat `summary.json` keys.
+    pub fn write_summary(&self, s: &mut Summary) {
+        match self {
+            DpfheSuiteReport::Table3(cells) => {
+                for c in cells {
+                    write_flat(s, &c.key, c);
+                }
+            }
+            DpfheSuiteReport::Table4(rows) => {
+                for r in rows {
+                    write_flat(s, &r.key, r);
+                }
+            }
+            DpfheSuiteReport::Divergence(r) => write_flat(s, "", r),
+            DpfheSuiteReport::Encrypted(r) => r.write_summary(s),
+            DpfheSuiteReport::Gap(rows) => {
+                for r in rows {
+                    write_flat(s, &r.key, r);
+                }
+            }
+        }
+    }
+}
+
+/// One cell of Table 3: a degree-`degree` sigmoid fit on [−h, h], the hyperparameters it fixes
+/// (LR = 1/β, T = 2β·g(w₀)/ρ²) and the accuracy of approximate GD with them.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Table3Cell {
+    /// `table3_{dataset}_{fit}_{h}`.
+    #[serde(skip)]
+    pub key: String,
+    /// sup |p̃ − σ| on the interval, on a grid.
+    pub error_sup: f64,
+    /// Its certified upper bound.
+    pub error_sup_certified: f64,
+    /// L2 error.
+    pub error_l2: f64,
+    /// RMS error.
+    pub error_rms: f64,
+    /// β = m·max|p̃′| (App. D.1).
+    pub smoothness: f64,
+    /// β from the data: max|p̃′|·λ_max(XᵀX/N).
+    pub smoothness_data: f64,
+    /// 1/β.
+    pub lr: f64,
+    /// T·ρ² = 2β·ln 2.
+    pub trho2: f64,
+    /// T from the paper's ρ.
+    pub steps: u64,
+    /// Test accuracy.
+    pub acc: f64,
+    /// Steps run (T, capped by `max_steps`).
+    pub steps_run: u64,
+    /// Whether the run diverged.
+    pub diverged: bool,
+}
+
+/// Table 4's parameters for one dataset: noise, App. D.3's certified no-clip parameters and
+/// output perturbation.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct PlanNumbers {
+    /// The bound on d = ‖∇f(0)‖/√m used by the certificate (released with DP or ½).
+    pub noclip_d: f64,
+    /// Whether Theorem 3 certifies the no-clip parameters.
+    pub noclip_certified: bool,
+    /// DP-SGD's noise multiplier.
+    pub sigma_dpgd: f64,
+    /// The no-clip method's noise multiplier.
+    pub sigma_noclip: f64,
+    /// DP-SGD's noise standard deviation on the mean gradient.
+    pub noise_std_dpgd: f64,
+    /// The no-clip method's.
+    pub noise_std_noclip: f64,
+    /// DP-SGD's steps.
+    pub steps: u64,
+    /// The no-clip method's steps.
+    pub steps_noclip: u64,
+    /// Examples per step.
+    pub batch: usize,
+    /// Certified step size η.
+    pub noclip_eta: f64,
+    /// Barrier Θ.
+    pub noclip_theta: f64,
+    /// Barrier λ.
+    pub noclip_lambda: f64,
+    /// Barrier κ.
+    pub noclip_kappa: f64,
+    /// Degree of the selected polynomial sigmoid.
+    pub noclip_sigmoid_degree: usize,
+    /// Half-width of its interval.
+    pub noclip_sigmoid_half_width: f64,
+    /// Its sup error e_f.
+    pub noclip_e_f: f64,
+    /// The barrier polynomial's error e_b.
+    pub noclip_e_b: f64,
+    /// The certificate's radius R.
+    pub noclip_r: f64,
+    /// Output perturbation's noise standard deviation.
+    pub noise_std_output: f64,
+    /// Output perturbation's passes over the data.
+    pub output_passes: u64,
+}
+
+/// Mean and standard deviation of accuracy and AUC over runs.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct AccAuc {
+    /// Mean accuracy.
+    pub acc_mean: f64,
+    /// Its standard deviation.
+    pub acc_std: f64,
+    /// Mean AUC.
+    pub auc_mean: f64,
+    /// Its standard deviation.
+    pub auc_std: f64,
+}
+
+/// Table 4 on one dataset.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Table4Dataset {
+    /// `table4_{dataset}`.
+    #[serde(skip)]
+    pub key: String,
+    /// The parameters.
+    #[serde(flatten)]
+    pub plan: PlanNumbers,
+    /// DP-SGD with clipping.
+    pub dpgd: AccAuc,
+    /// The no-clip barrier method.
+    pub noclip: AccAuc,
+    /// Output perturbation.
+    pub output: AccAuc,
+}
+
+/// Fig. 4/5: plain approximate GD against the barrier run on one polynomial.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct DivergenceReport {
+    /// Half-width h of the sigmoid's interval.
+    pub fig4_interval: f64,
+    /// Step size.
+    pub fig4_lr: f64,
+    /// Steps.
+    pub fig4_steps: u64,
+    /// Step at which the plain run diverged (−1: never).
+    pub fig4_plain_diverged_at: f64,
+    /// First step whose max margin leaves [−h, h] (−1: never).
+    pub fig4_plain_first_outside: f64,
+    /// Largest margin of the plain run.
+    pub fig4_plain_max_margin: f64,
+    /// Whether Theorem 3 certifies the barrier parameters.
+    pub fig5_barrier_certified: bool,
+    /// Step at which the barrier run diverged (−1: never).
+    pub fig5_barrier_diverged_at: f64,
+    /// Largest margin of the barrier run.
+    pub fig5_barrier_max_margin: f64,
+    /// Barrier Θ.
+    pub fig5_barrier_theta: f64,
+    /// Barrier λ.
+    pub fig5_barrier_lambda: f64,
+    /// Barrier κ.
+    pub fig5_barrier_kappa: f64,
+    /// Test accuracy of the barrier run.
+    pub fig5_barrier_acc: f64,
+}
+
+/// The accuracy-gap diagnosis on one dataset.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GapDataset {
+    /// `gap_{dataset}`.
+    #[serde(skip)]
+    pub key: String,
+    /// The certified Table 4 parameters.
+    #[serde(flatten)]
+    pub plan: PlanNumbers,
+    /// DP-GD's grid best.
+    pub dpgd: GridBest,
+    /// The idealised no-clip run's grid best.
+    pub ideal: GridBest,
+    /// Mean accuracy of the certified Algorithm 3.
+    pub certified_acc: f64,
+}
+
+/// The best cell of a (T, η) grid (picked on the test set: a diagnosis, not a DP procedure).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct GridBest {
+    /// Mean accuracy.
+    pub best_acc: f64,
+    /// Its T.
+    pub best_steps: u64,
+    /// Its η.
+    pub best_lr: f64,
+}
+
+/// Algorithms 5 and 4 on ciphertexts.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct EncryptedReport {
+    /// Ring degree n.
+    pub ring_dim: usize,
+    /// log₂ QP.
+    pub log_qp: f64,
+    /// Levels of a fresh ciphertext.
+    pub levels: usize,
+    /// One entry per dataset.
+    pub datasets: Vec<EncryptedDataset>,
+}
+
+/// Algorithms 5 and 4 on one dataset.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct EncryptedDataset {
+    /// The dataset.
+    pub name: String,
+    /// Its Table 4 parameters.
+    pub plan: PlanNumbers,
+    /// Algorithm 5 (no clipping, barrier).
+    pub alg5: Option<EncryptedRun>,
+    /// Algorithm 4 (polynomial clipping).
+    pub alg4: Option<EncryptedRun>,
+}
+
+/// One algorithm's encrypted run against the plaintext run with the same noise.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct EncryptedRun {
+    /// Steps run.
+    pub steps: u64,
+    /// Mean seconds per step at each thread count, in the configured order.
+    pub seconds_per_step: Vec<(usize, f64)>,
+    /// Multiplicative depth of a step.
+    pub depth: usize,
+    /// Levels per stage.
+    pub stage_depths: Vec<(String, usize)>,
+    /// Refreshes by the data owner.
+    pub refreshes: usize,
+    /// max |w_encrypted − w_plain|.
+    pub max_abs_diff: f64,
+    /// Test accuracy of the encrypted run.
+    pub acc_encrypted: f64,
+    /// Of the plaintext run.
+    pub acc_plain: f64,
+}
+
+impl EncryptedReport {
+    fn write_summary(&self, s: &mut Summary) {
+        s.insert("encrypted_ring_dim".into(), self.ring_dim as f64);
+        s.insert("encrypted_log_qp".into(), self.log_qp);
+        s.insert("encrypted_levels".into(), self.levels as f64);
+        for (i, d) in self.datasets.iter().enumerate() {
+            write_flat(s, &format!("encrypted_{}", d.name), &d.plan);
+            // Every number under `{dataset}_…`, and the first dataset's also unprefixed.
+            let mut note = |k: String, v: f64| {
+                if i == 0 {
+                    s.insert(k.clone(), v);
+                }
+                s.insert(format!("{}_{k}", d.name), v);
+            };
+            for (alg, run) in [(5, &d.alg5), (4, &d.alg4)] {
+                let Some(r) = run else { continue };
+                for &(threads, secs) in &r.seconds_per_step {
+                    note(format!("sec_per_iter_alg{alg}_t{threads}"), secs);
+                }
+                if let Some(&(_, secs)) = r.seconds_per_step.first() {
+                    note(format!("sec_per_iter_alg{alg}"), secs);
+                }
+                note(format!("depth_alg{alg}"), r.depth as f64);
+                for (stage, levels) in &r.stage_depths {
+                    note(format!("depth_alg{alg}_{stage}"), *levels as f64);
+                }
+                note(format!("alg{alg}_steps"), r.steps as f64);
+                note(format!("alg{alg}_client_refreshes"), r.refreshes as f64);
+                if alg == 5 {
+                    note("max_abs_diff_vs_plain".into(), r.max_abs_diff);
+                    note("acc_encrypted".into(), r.acc_encrypted);
+                    note("acc_plain".into(), r.acc_plain);
+                    note("client_refreshes".into(), r.refreshes as f64);
+                } else {
+                    note("alg4_max_abs_diff_vs_exact_clipping".into(), r.max_abs_diff);
+                    note("alg4_acc_encrypted".into(), r.acc_encrypted);
+                    note("alg4_acc_plain".into(), r.acc_plain);
+                }
+            }
+            let first_secs = |r: &Option<EncryptedRun>| {
+                r.as_ref()
+                    .and_then(|r| r.seconds_per_step.first())
+                    .map(|&(_, secs)| secs)
+            };
+            if let (Some(a4), Some(a5)) = (first_secs(&d.alg4), first_secs(&d.alg5)) {
+                note("alg4_over_alg5".into(), a4 / a5);
+            }
+        }
+    }
+}

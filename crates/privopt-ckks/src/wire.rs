@@ -9,7 +9,8 @@
 //! - evaluation keys (session 0): the public key is `b`, `a` over `Q`; a relinearization key is
 //!   the digit count (4) and one `(b_j, a_j)` pair over `Q·P` per digit; Galois keys are a
 //!   count (4) and, per key in increasing order, its Galois element (8) and its pairs. The
-//!   evaluation-form permutation of a Galois key is derived from its element on load.
+//!   evaluation-form permutation of a Galois key is derived from its element on load; a
+//!   secret key is `s` over `Q·P` (for its owner's storage only: it never goes on the wire).
 //!
 //! A polynomial is `L · n` residues of 8 bytes, prime-major, each below its prime. Decoding
 //! refuses anything else: wrong magic, version or kind, other parameters, a length that is
@@ -22,7 +23,7 @@ use std::sync::Arc;
 use privopt_math::rns::{Eval, Poly};
 
 use crate::error::CkksError;
-use crate::eval::{EvalContext, GaloisKeys, PublicKey, RelinKey, SwitchingKey};
+use crate::eval::{EvalContext, GaloisKeys, PublicKey, RelinKey, SecretKey, SwitchingKey};
 use crate::multiparty::{Ciphertext, Round, Share};
 use crate::params::CkksParams;
 
@@ -33,6 +34,7 @@ const KIND_EVAL_CIPHERTEXT: u8 = 4;
 const KIND_PUBLIC_KEY: u8 = 5;
 const KIND_RELIN_KEY: u8 = 6;
 const KIND_GALOIS_KEYS: u8 = 7;
+const KIND_SECRET_KEY: u8 = 8;
 const HEADER: usize = 4 + 1 + 1 + 2 + 32 + 8;
 /// Most members a ciphertext may name.
 pub const MAX_MEMBERS: usize = 1 << 16;
@@ -378,6 +380,38 @@ impl PublicKey {
             ctx: Arc::clone(ctx),
             b,
             a,
+        })
+    }
+}
+
+impl SecretKey {
+    /// The key as bytes, for its owner's own storage. The buffer holds the secret: wipe it
+    /// (e.g. with `zeroize`) when done.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let params = self.ctx.params();
+        let mut out = Vec::with_capacity(HEADER + 8 * self.s.len());
+        header(&mut out, KIND_SECRET_KEY, params, 0);
+        put_residues(&mut out, &self.s);
+        out
+    }
+
+    /// Parses a secret key for `ctx`'s parameters.
+    pub fn from_bytes(ctx: &Arc<EvalContext>, bytes: &[u8]) -> Result<Self, CkksError> {
+        let params = ctx.params();
+        let moduli = params.key_basis().moduli();
+        let mut r = Reader {
+            bytes,
+            pos: 0,
+            what: "secret key",
+        };
+        r.header(
+            KIND_SECRET_KEY,
+            params,
+            Some(HEADER + 8 * moduli.len() * params.n()),
+        )?;
+        Ok(Self {
+            ctx: Arc::clone(ctx),
+            s: r.residues(moduli, params.n())?,
         })
     }
 }

@@ -441,6 +441,12 @@ fn evaluation_keys_round_trip_through_bytes_and_bad_bytes_are_refused() {
     let mut rng = secret_rng(Some(31));
     let sk = SecretKey::generate(&ctx, &mut rng);
     let pk = PublicKey::from_bytes(&ctx, &sk.public_key(&mut rng).to_bytes()).unwrap();
+    // The secret key survives its owner's storage: everything below encrypts under the
+    // original's public key and decrypts and evaluates with the reloaded key; a truncated key
+    // is refused.
+    let sk_bytes = sk.to_bytes();
+    assert!(SecretKey::from_bytes(&ctx, &sk_bytes[..sk_bytes.len() - 1]).is_err());
+    let sk = SecretKey::from_bytes(&ctx, &sk_bytes).unwrap();
     let relin = RelinKey::from_bytes(&params, &sk.relin_key(&mut rng).to_bytes(&params)).unwrap();
     let galois_bytes = sk.galois_keys(&[1, -2], true, &mut rng).to_bytes(&params);
     let galois = GaloisKeys::from_bytes(&ctx, &galois_bytes).unwrap();

@@ -303,18 +303,68 @@ impl KeyPair {
     fn from_primes(p: &BigUint, q: &BigUint, rng: &mut impl CryptoRng) -> Option<Self> {
         let n = p * q;
         let n2 = Modulus::new(&(&n * &n))?;
-        let g = &n + 1u8;
-        let hp = PrimeHalf::new(p, &g)?;
-        let hq = PrimeHalf::new(q, &g)?;
-        let q_inv_p = q.modinv(p)?;
-        let p2_inv_q2 = (p * p).modinv(&(q * q))?;
         // DJN: h = −x² mod n for random x, h_s = h^n mod n².
         let x = random_unit(&n, rng);
         let h_base = &n - (&x * &x) % &n;
         let hs = n2.out_of_mont(&n2.pow_public(&n2.to_mont(&h_base), &n));
+        Self::with_public(p, q, PublicKey::from_parts(n, hs)?)
+    }
+
+    /// The public key's bytes ([`PublicKey::to_bytes`]) followed by `p` and `q`, big-endian at
+    /// half the key's width: for its owner's own storage. The buffer holds the secret: wipe it
+    /// (e.g. with `zeroize`) when done.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = self.public.to_bytes();
+        let width = (self.public.bits as usize / 2).div_ceil(8);
+        for half in [&self.secret.hp, &self.secret.hq] {
+            let mut digits = from_limbs(&half.p).to_bytes_be();
+            out.resize(out.len() + width.saturating_sub(digits.len()), 0);
+            out.extend_from_slice(&digits);
+            digits.zeroize();
+        }
+        out
+    }
+
+    /// Parses [`KeyPair::to_bytes`], refusing a public part [`PublicKey::from_bytes`] refuses
+    /// and primes whose product is not `n`.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, PaillierError> {
+        let bits = bytes
+            .get(..4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .ok_or_else(|| PaillierError::Malformed("key pair shorter than 4 bytes".into()))?;
+        if !matches!(bits, 1024 | 2048 | 3072 | 4096) {
+            return Err(PaillierError::KeySize(bits));
+        }
+        let public_len = PublicKey::encoded_len(bits);
+        let width = (bits as usize / 2).div_ceil(8);
+        if bytes.len() != public_len + 2 * width {
+            return Err(PaillierError::Malformed(format!(
+                "key pair of {} bytes, a {bits}-bit key pair has {}",
+                bytes.len(),
+                public_len + 2 * width
+            )));
+        }
+        let (public, primes) = bytes.split_at(public_len);
+        let public = PublicKey::from_bytes(public)?;
+        let p = BigUint::from_bytes_be(&primes[..width]);
+        let q = BigUint::from_bytes_be(&primes[width..]);
+        let wrong = || PaillierError::Malformed("the primes do not factor n".into());
+        if p == q || p <= BigUint::one() || q <= BigUint::one() || &p * &q != public.n {
+            return Err(wrong());
+        }
+        Self::with_public(&p, &q, public).ok_or_else(wrong)
+    }
+
+    /// The secret constants of `public = p·q`.
+    fn with_public(p: &BigUint, q: &BigUint, public: PublicKey) -> Option<Self> {
+        let g = &public.n + 1u8;
+        let hp = PrimeHalf::new(p, &g)?;
+        let hq = PrimeHalf::new(q, &g)?;
+        let q_inv_p = q.modinv(p)?;
+        let p2_inv_q2 = (p * p).modinv(&(q * q))?;
         let k = hp.p.len();
         Some(Self {
-            public: PublicKey::from_parts(n, hs)?,
+            public,
             secret: SecretKey {
                 q_inv_p: limbs(&q_inv_p, k),
                 p2_inv_q2: limbs(&p2_inv_q2, 2 * hq.p.len()),

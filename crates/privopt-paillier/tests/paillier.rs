@@ -131,3 +131,29 @@ fn invalid_ciphertexts_are_rejected() {
     assert!(Ciphertext::from_bytes(pk, &long).is_err());
     assert!(Ciphertext::from_bytes(pk, &vec![0xff; pk.ciphertext_bytes()]).is_err());
 }
+
+#[test]
+fn a_key_pair_survives_its_bytes_and_refuses_a_wrong_factorisation() {
+    let kp = key();
+    let bytes = kp.to_bytes();
+    let loaded = KeyPair::from_bytes(&bytes).unwrap();
+    assert_eq!(loaded.public.to_bytes(), kp.public.to_bytes());
+    // A ciphertext under the original decrypts under the reloaded pair, and vice versa.
+    let m = Integer::from(-123_456_789i64);
+    let c = kp.public.encrypt(&m, &mut rng(40)).unwrap();
+    assert_eq!(loaded.decrypt(&c), m);
+    assert_eq!(kp.decrypt(&loaded.encrypt_owner(&m, &mut rng(41)).unwrap()), m);
+    // Flip a bit of p: the product is no longer n.
+    let mut bad = bytes.clone();
+    let last = bad.len() - 1;
+    bad[last] ^= 2;
+    assert!(matches!(
+        KeyPair::from_bytes(&bad),
+        Err(PaillierError::Malformed(_))
+    ));
+    assert!(KeyPair::from_bytes(&bytes[..bytes.len() - 1]).is_err());
+    // p and q swapped is still the same key (each prime is 64 bytes for a 1024-bit key).
+    let (public, primes) = bytes.split_at(bytes.len() - 128);
+    let swapped = [public, &primes[64..], &primes[..64]].concat();
+    assert_eq!(KeyPair::from_bytes(&swapped).unwrap().decrypt(&c), m);
+}

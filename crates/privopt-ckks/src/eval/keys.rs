@@ -22,8 +22,8 @@ use crate::params::SecretDistribution;
 
 /// The secret key `s`, in evaluation form over `Q·P`. Wiped on drop.
 pub struct SecretKey {
-    ctx: Arc<EvalContext>,
-    s: Vec<u64>,
+    pub(crate) ctx: Arc<EvalContext>,
+    pub(crate) s: Vec<u64>,
 }
 
 impl Drop for SecretKey {

@@ -1,0 +1,3 @@
+//! `privopt.ckks.scalar_fl` — placeholder until written.
+use pyo3::prelude::*;
+pub fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> { Ok(()) }

@@ -1,0 +1,3 @@
+//! `privopt.ckks.secagg` — placeholder until written.
+use pyo3::prelude::*;
+pub fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> { Ok(()) }

@@ -1,0 +1,38 @@
+"""CKKS: approximate arithmetic on encrypted real vectors.
+
+>>> from privopt import ckks
+>>> ctx = ckks.Context(ckks.Params.leveled(8192, 60, 40, 2))
+>>> sk = ckks.SecretKey.generate(ctx)
+>>> ev = ckks.Evaluator(ctx, relin_key=sk.relin_key())
+>>> ct = sk.public_key().encrypt([1.0, 2.0, 3.0])
+>>> sk.decrypt(ev.multiply(ct, ct), length=3).round(4)
+array([1., 4., 9.])
+
+Parameters are checked against the homomorphic-encryption standard's 128-bit table;
+``insecure=True`` turns the check off for tests. Every object is tied to the parameters it
+was made under, and mixing sets raises :class:`~privopt.errors.ParameterError`.
+"""
+
+from __future__ import annotations
+
+from .._native import ckks as _native
+
+Params = _native.Params
+Context = _native.Context
+SecretKey = _native.SecretKey
+PublicKey = _native.PublicKey
+RelinKey = _native.RelinKey
+GaloisKeys = _native.GaloisKeys
+Ciphertext = _native.Ciphertext
+Evaluator = _native.Evaluator
+
+__all__ = [
+    "Params",
+    "Context",
+    "SecretKey",
+    "PublicKey",
+    "RelinKey",
+    "GaloisKeys",
+    "Ciphertext",
+    "Evaluator",
+]

@@ -1,3 +1,254 @@
-//! `privopt.ckks.multiparty` — placeholder until written.
+//! `privopt.ckks.multiparty`: xMK-CKKS (every party its own secret, nobody the sum):
+//! key shares, the collective key, encrypted sums, decryption shares and fusion.
+
+use std::sync::Arc;
+
+use numpy::PyArray1;
+use privopt_ckks::CkksParams;
+use privopt_ckks::encoding::SlotEncoder;
+use privopt_ckks::multiparty::{
+    Ciphertext, CollectivePublicKey, CommonPoly, DecryptionShare, Party, PublicKeyShare, fuse,
+};
+use privopt_math::sample::secret_rng;
 use pyo3::prelude::*;
-pub fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> { Ok(()) }
+use pyo3::types::PyBytes;
+
+use crate::ckks::PyParams;
+use crate::errors;
+use crate::numpy_io::{Reals, array, to_vec};
+
+/// The common random polynomial ``a``, expanded from a public 32-byte seed that every party
+/// and the server share (the server picks it, e.g. ``os.urandom(32)``).
+#[pyclass(module = "privopt.ckks.multiparty", name = "CommonPoly", frozen)]
+pub struct PyCommonPoly(CommonPoly);
+
+#[pymethods]
+impl PyCommonPoly {
+    #[new]
+    fn new(params: &PyParams, seed: &[u8]) -> PyResult<Self> {
+        let seed: [u8; 32] = seed
+            .try_into()
+            .map_err(|_| errors::parameter(format!("seed must be 32 bytes, got {}", seed.len())))?;
+        Ok(Self(CommonPoly::from_seed(&params.0, seed)))
+    }
+
+    /// The seed.
+    #[getter]
+    fn seed<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, self.0.seed())
+    }
+}
+
+/// One party (device): its secret ``s_i`` never leaves the object.
+#[pyclass(module = "privopt.ckks.multiparty", name = "Party", frozen)]
+pub struct PyParty {
+    party: Party,
+    params: Arc<CkksParams>,
+}
+
+#[pymethods]
+impl PyParty {
+    /// Party ``id`` with a fresh secret (operating-system randomness).
+    #[new]
+    fn new(py: Python<'_>, id: u32, params: &PyParams, crs: &PyCommonPoly) -> Self {
+        let params = Arc::clone(&params.0);
+        let party = py.detach(|| Party::generate(id, &params, &crs.0, &mut secret_rng(None)));
+        Self { party, params }
+    }
+
+    /// The party's id.
+    #[getter]
+    fn id(&self) -> u32 {
+        self.party.id()
+    }
+
+    /// Phase 1: the partial public key ``b_i`` for ``session`` (bytes, for the server).
+    fn public_key_share<'py>(&self, py: Python<'py>, session: u64) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.party.public_key_share(session).to_bytes(&self.params))
+    }
+
+    /// Phase 3: this party's decryption share of the (summed) ciphertext, as bytes.
+    fn partial_decrypt<'py>(
+        &self,
+        py: Python<'py>,
+        ct: &PyCiphertext,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let share = py
+            .detach(|| self.party.partial_decrypt(&ct.0, &mut secret_rng(None)))
+            .map_err(errors::ckks)?;
+        Ok(PyBytes::new(py, &share.to_bytes(&self.params)))
+    }
+}
+
+/// The collective key ``Σ b_i`` of the members, under which anyone encrypts.
+#[pyclass(module = "privopt.ckks.multiparty", name = "CollectivePublicKey", frozen)]
+pub struct PyCollectiveKey {
+    key: CollectivePublicKey,
+    encoder: SlotEncoder,
+}
+
+#[pymethods]
+impl PyCollectiveKey {
+    /// Sums the members' key shares (bytes from :meth:`Party.public_key_share`); refuses a
+    /// missing, duplicate, foreign or other-session share.
+    #[staticmethod]
+    fn aggregate(
+        params: &PyParams,
+        crs: &PyCommonPoly,
+        members: Vec<u32>,
+        session: u64,
+        shares: Vec<Vec<u8>>,
+    ) -> PyResult<Self> {
+        let shares = shares
+            .iter()
+            .map(|b| PublicKeyShare::from_bytes(&params.0, b))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(errors::ckks)?;
+        let key = CollectivePublicKey::aggregate(&params.0, &crs.0, &members, session, &shares)
+            .map_err(errors::ckks)?;
+        let encoder = SlotEncoder::new(params.0.n()).map_err(errors::ckks)?;
+        Ok(Self { key, encoder })
+    }
+
+    /// The members, increasing.
+    #[getter]
+    fn members(&self) -> Vec<u32> {
+        self.key.members().to_vec()
+    }
+
+    /// One real in the constant coefficient (what EEZOFL devices send).
+    fn encrypt_scalar(&self, py: Python<'_>, x: f64) -> PyResult<PyCiphertext> {
+        py.detach(|| self.key.encrypt_scalar(x, &mut secret_rng(None)))
+            .map(PyCiphertext)
+            .map_err(errors::ckks)
+    }
+
+    /// Up to ``n / 2`` reals in the slots.
+    fn encrypt_vector(&self, py: Python<'_>, values: Reals<'_>) -> PyResult<PyCiphertext> {
+        let values = to_vec(&values);
+        py.detach(|| {
+            self.key
+                .encrypt_vector(&self.encoder, &values, &mut secret_rng(None))
+        })
+        .map(PyCiphertext)
+        .map_err(errors::ckks)
+    }
+}
+
+/// A ciphertext under a collective key; ciphertexts of one session add up.
+#[pyclass(module = "privopt.ckks.multiparty", name = "Ciphertext", frozen)]
+pub struct PyCiphertext(Ciphertext);
+
+#[pymethods]
+impl PyCiphertext {
+    /// The sum of ciphertexts under the same key and session.
+    #[staticmethod]
+    fn sum(py: Python<'_>, cts: Vec<PyRef<'_, PyCiphertext>>) -> PyResult<Self> {
+        let cts: Vec<Ciphertext> = cts.iter().map(|c| c.0.clone()).collect();
+        py.detach(|| Ciphertext::sum(&cts))
+            .map(Self)
+            .map_err(errors::ckks)
+    }
+
+    fn __add__(&self, py: Python<'_>, other: &Self) -> PyResult<Self> {
+        let pair = [self.0.clone(), other.0.clone()];
+        py.detach(|| Ciphertext::sum(&pair))
+            .map(Self)
+            .map_err(errors::ckks)
+    }
+
+    /// The session (protocol round) of the key.
+    #[getter]
+    fn session(&self) -> u64 {
+        self.0.session()
+    }
+
+    /// How many encryptions were summed.
+    #[getter]
+    fn count(&self) -> u32 {
+        self.0.count()
+    }
+
+    /// The key's members, whose decryption shares :func:`fuse` needs.
+    #[getter]
+    fn members(&self) -> Vec<u32> {
+        self.0.members().to_vec()
+    }
+
+    fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.0.to_bytes())
+    }
+
+    #[staticmethod]
+    fn from_bytes(params: &PyParams, data: &[u8]) -> PyResult<Self> {
+        Ciphertext::from_bytes(&params.0, data)
+            .map(Self)
+            .map_err(errors::ckks)
+    }
+}
+
+/// The result of :func:`fuse`: the summed message, decoded on request.
+#[pyclass(module = "privopt.ckks.multiparty", name = "Decrypted", frozen)]
+pub struct PyDecrypted {
+    inner: privopt_ckks::multiparty::Decrypted,
+    n: usize,
+}
+
+#[pymethods]
+impl PyDecrypted {
+    /// The scalar in the constant coefficient (for :meth:`CollectivePublicKey.encrypt_scalar`).
+    fn scalar(&self) -> PyResult<f64> {
+        self.inner.scalar().map_err(errors::ckks)
+    }
+
+    /// The slots (for :meth:`CollectivePublicKey.encrypt_vector`), the first ``length``.
+    #[pyo3(signature = (length = None))]
+    fn vector<'py>(
+        &self,
+        py: Python<'py>,
+        length: Option<usize>,
+    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let encoder = SlotEncoder::new(self.n).map_err(errors::ckks)?;
+        let mut v = py
+            .detach(|| self.inner.vector(&encoder))
+            .map_err(errors::ckks)?;
+        if let Some(len) = length {
+            v.truncate(len);
+        }
+        Ok(array(py, v))
+    }
+}
+
+/// Fuses the members' decryption shares (bytes from :meth:`Party.partial_decrypt`) of ``ct``:
+/// refuses a missing, duplicate, foreign, other-session or other-ciphertext share, naming the
+/// party.
+#[pyfunction]
+fn fuse_shares(
+    py: Python<'_>,
+    params: &PyParams,
+    ct: &PyCiphertext,
+    shares: Vec<Vec<u8>>,
+) -> PyResult<PyDecrypted> {
+    let shares = shares
+        .iter()
+        .map(|b| DecryptionShare::from_bytes(&params.0, b))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(errors::ckks)?;
+    let inner = py
+        .detach(|| fuse(&ct.0, &shares))
+        .map_err(errors::ckks)?;
+    Ok(PyDecrypted {
+        inner,
+        n: params.0.n(),
+    })
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyCommonPoly>()?;
+    m.add_class::<PyParty>()?;
+    m.add_class::<PyCollectiveKey>()?;
+    m.add_class::<PyCiphertext>()?;
+    m.add_class::<PyDecrypted>()?;
+    m.add_function(wrap_pyfunction!(fuse_shares, m)?)?;
+    Ok(())
+}

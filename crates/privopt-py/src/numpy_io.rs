@@ -24,3 +24,12 @@ pub fn exact_vec<T: Element + Copy>(a: &Exact<'_, T>) -> Vec<T> {
 pub fn array<T: Element>(py: Python<'_>, v: Vec<T>) -> Bound<'_, PyArray1<T>> {
     PyArray1::from_vec(py, v)
 }
+
+/// One real or an array-like of reals.
+pub fn scalar_or_reals(obj: &Bound<'_, PyAny>) -> PyResult<Vec<f64>> {
+    if let Ok(x) = obj.extract::<f64>() {
+        return Ok(vec![x]);
+    }
+    let reals: Reals<'_> = obj.extract()?;
+    Ok(to_vec(&reals))
+}

@@ -136,52 +136,64 @@ impl Server {
         Ok(msg)
     }
 
-    /// Closes the open round with the replies that arrived (clients that dropped out are
-    /// simply absent): averages the scalars in client order, advances the global state,
-    /// records the round and collects history nobody can need. A reply for another round,
-    /// from a non-participant, duplicated, of the wrong length or not finite is rejected and
-    /// nothing changes.
-    pub fn finish_round(&mut self, replies: &[Reply]) -> Result<RoundRecord> {
+    /// Checks one reply against the open round: refused if it is for another round, from a
+    /// non-participant, already among `accepted` (the clients whose replies were taken), of
+    /// the wrong length or not finite. A driver that receives replies one at a time calls
+    /// this on each before keeping it.
+    pub fn check_reply(&self, reply: &Reply, accepted: &[usize]) -> Result<()> {
         let plan = self
             .open
             .as_ref()
             .ok_or_else(|| Error::OutOfOrder("no round is open".into()))?;
         let want = self.spec.scalars_per_round();
+        let peer = Peer::Party(reply.client as u64);
+        if reply.round != plan.round {
+            return Err(misbehaved(
+                peer,
+                format!(
+                    "replied for round {}, the open round is {}",
+                    reply.round, plan.round
+                ),
+            ));
+        }
+        if plan.clients.binary_search(&reply.client).is_err() {
+            return Err(misbehaved(
+                peer,
+                format!("replied in round {}, which it is not in", plan.round),
+            ));
+        }
+        if accepted.contains(&reply.client) {
+            return Err(misbehaved(
+                peer,
+                format!("replied twice in round {}", plan.round),
+            ));
+        }
+        if reply.scalars.len() != want || reply.scalars.iter().any(|s| !s.is_finite()) {
+            return Err(misbehaved(
+                peer,
+                format!(
+                    "sent {} scalars (expected {want} finite ones)",
+                    reply.scalars.len()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Closes the open round with the replies that arrived (clients that dropped out are
+    /// simply absent): averages the scalars in client order, advances the global state,
+    /// records the round and collects history nobody can need. If any reply fails
+    /// [`Server::check_reply`], the round stays open and nothing changes.
+    pub fn finish_round(&mut self, replies: &[Reply]) -> Result<RoundRecord> {
         let mut seen = Vec::with_capacity(replies.len());
         for r in replies {
-            let peer = Peer::Party(r.client as u64);
-            if r.round != plan.round {
-                return Err(misbehaved(
-                    peer,
-                    format!(
-                        "replied for round {}, the open round is {}",
-                        r.round, plan.round
-                    ),
-                ));
-            }
-            if plan.clients.binary_search(&r.client).is_err() {
-                return Err(misbehaved(
-                    peer,
-                    format!("replied in round {}, which it is not in", plan.round),
-                ));
-            }
-            if seen.contains(&r.client) {
-                return Err(misbehaved(
-                    peer,
-                    format!("replied twice in round {}", plan.round),
-                ));
-            }
-            if r.scalars.len() != want || r.scalars.iter().any(|s| !s.is_finite()) {
-                return Err(misbehaved(
-                    peer,
-                    format!(
-                        "sent {} scalars (expected {want} finite ones)",
-                        r.scalars.len()
-                    ),
-                ));
-            }
+            self.check_reply(r, &seen)?;
             seen.push(r.client);
         }
+        let Some(plan) = self.open.as_ref() else {
+            return Err(Error::OutOfOrder("no round is open".into()));
+        };
+        let want = self.spec.scalars_per_round();
         let mut order: Vec<&Reply> = replies.iter().collect();
         order.sort_by_key(|r| r.client);
         let scalars: Vec<f32> = (0..want)

@@ -1,0 +1,27 @@
+"""xMK-CKKS: multi-key CKKS as EEZOFL uses it (paper 000, §III-B).
+
+Every party holds its own secret and nobody holds the sum. A round:
+
+1. the server picks a 32-byte seed for the :class:`CommonPoly`; each :class:`Party` sends
+   :meth:`Party.public_key_share`; :meth:`CollectivePublicKey.aggregate` sums them;
+2. anyone encrypts under the collective key; ciphertexts of the session add up;
+3. each member sends :meth:`Party.partial_decrypt` of the sum;
+4. :func:`fuse` combines the shares: the message sum, and nothing about any one party's part.
+
+A missing member's share fails the round with a :class:`~privopt.errors.ProtocolError`
+naming the party; shares of another session, ciphertext or party raise
+:class:`~privopt.errors.PeerMisbehaved`.
+"""
+
+from __future__ import annotations
+
+from .._native import multiparty as _native
+
+CommonPoly = _native.CommonPoly
+Party = _native.Party
+CollectivePublicKey = _native.CollectivePublicKey
+Ciphertext = _native.Ciphertext
+Decrypted = _native.Decrypted
+fuse = _native.fuse_shares
+
+__all__ = ["CommonPoly", "Party", "CollectivePublicKey", "Ciphertext", "Decrypted", "fuse"]

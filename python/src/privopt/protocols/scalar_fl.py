@@ -1,0 +1,25 @@
+"""Scalar-only federated learning (DeComFL and HiSo, paper 003).
+
+The server sends each round's plan (participants and one seed per local step) and, to each
+participant, a catch-up (nothing, a replay of the rounds it missed, or the full model); the
+participant answers with one scalar per local step and perturbation. The model never travels
+after the start unless a client falls further behind than the staleness bound.
+
+>>> spec = Spec(lr=1e-3, local_steps=1, perturbations=1)
+>>> server = Server(spec, x0, clients=10)
+>>> plan, who = server.begin_round(per_round=3)
+>>> for i in who:
+...     clients[i].receive(server.catch_up(i))
+...     server.receive(clients[i].local_update(plan, loss_of_client[i]))
+>>> server.finish_round()
+"""
+
+from __future__ import annotations
+
+from .._native import scalar_fl as _native
+
+Spec = _native.Spec
+Server = _native.Server
+Client = _native.Client
+
+__all__ = ["Spec", "Server", "Client"]

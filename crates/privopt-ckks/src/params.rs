@@ -176,6 +176,14 @@ impl CkksParamsBuilder {
     /// Validates and builds.
     pub fn build(self) -> Result<Arc<CkksParams>, CkksError> {
         let invalid = |m: String| Err(CkksError::InvalidParams(m));
+        // The security table ends at 2^17; anything that is not a power of two (0 included)
+        // would break the NTT and the slot encoding.
+        if !self.n.is_power_of_two() || !(8..=1 << 17).contains(&self.n) {
+            return invalid(format!(
+                "ring degree {} is not a power of two in 8..=131072",
+                self.n
+            ));
+        }
         if self.prime_bits.is_empty() {
             return invalid("at least one RNS prime is needed".into());
         }
@@ -443,6 +451,12 @@ mod tests {
         assert!(CkksParamsBuilder::new(1 << 14, &[50; 8]).build().is_ok());
         assert!(CkksParamsBuilder::new(1 << 14, &[50; 9]).build().is_err());
         assert!(CkksParamsBuilder::new(1 << 15, &[55; 16]).build().is_ok());
+        for n in [0, 3, 6000, 1 << 18, 1 << 63] {
+            assert!(matches!(
+                CkksParamsBuilder::new(n, &[40]).build(),
+                Err(CkksError::InvalidParams(_))
+            ));
+        }
         assert!(CkksParamsBuilder::new(1 << 15, &[56; 16]).build().is_err());
     }
 

@@ -1,0 +1,111 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from privopt import ckks
+from privopt.errors import ComputationError, InsecureParameters, MalformedMessage, ParameterError
+
+TOL = 1e-4
+
+
+def test_parameters_are_checked_against_the_128_bit_table():
+    with pytest.raises(InsecureParameters, match="insecure=True"):
+        ckks.Params(4096, [60, 60, 60])
+    weak = ckks.Params(4096, [60, 60, 60], insecure=True)
+    assert weak.is_insecure
+    secure = ckks.Params.leveled(8192, 60, 40, 2)
+    assert not secure.is_insecure and secure.log_qp <= 218
+    assert secure.slots == 4096 and secure.max_level == 2
+    with pytest.raises(ParameterError):
+        ckks.Params(0, [40])
+
+
+def test_encrypt_decrypt_and_arithmetic_match_numpy(ctx, keys, rng):
+    sk, pk, ev = keys
+    a, b = rng.uniform(-2, 2, 4096), rng.uniform(-2, 2, 4096)
+    ca, cb = pk.encrypt(a), sk.encrypt(b)
+    np.testing.assert_allclose(sk.decrypt(ca), a, atol=TOL)
+    np.testing.assert_allclose(sk.decrypt(ev.add(ca, cb)), a + b, atol=TOL)
+    np.testing.assert_allclose(sk.decrypt(ev.sub(ca, cb)), a - b, atol=TOL)
+    np.testing.assert_allclose(sk.decrypt(ev.negate(ca)), -a, atol=TOL)
+    prod = ev.multiply(ca, cb)
+    assert prod.level == ca.level - 1
+    np.testing.assert_allclose(sk.decrypt(prod), a * b, atol=TOL)
+    np.testing.assert_allclose(sk.decrypt(ev.square(ca)), a * a, atol=TOL)
+    np.testing.assert_allclose(sk.decrypt(ev.mul_plain(ca, b)), a * b, atol=TOL)
+    np.testing.assert_allclose(sk.decrypt(ev.add_plain(ca, b)), a + b, atol=TOL)
+    np.testing.assert_allclose(sk.decrypt(ev.mul_scalar(ca, -0.5)), -0.5 * a, atol=TOL)
+    np.testing.assert_allclose(sk.decrypt(ev.add_scalar(ca, 3.0)), a + 3.0, atol=TOL)
+    # Depth two: (a·b)·a uses both levels.
+    np.testing.assert_allclose(
+        sk.decrypt(ev.multiply(prod, ev.drop_to_level(ca, prod.level))), a * b * a, atol=1e-3
+    )
+
+
+def test_rotations_sums_and_dot_products(keys, rng):
+    sk, pk, ev = keys
+    a, b = rng.uniform(-1, 1, 4096), rng.uniform(-1, 1, 4096)
+    ca, cb = pk.encrypt(a), pk.encrypt(b)
+    np.testing.assert_allclose(sk.decrypt(ev.rotate(ca, 1)), np.roll(a, -1), atol=TOL)
+    np.testing.assert_allclose(sk.decrypt(ev.rotate(ca, -3)), np.roll(a, 3), atol=TOL)
+    windows = sk.decrypt(ev.sum(ca, width=16))
+    np.testing.assert_allclose(windows[::16], a.reshape(-1, 16).sum(axis=1), atol=1e-3)
+    dots = sk.decrypt(ev.dot(ca, cb, width=16))
+    np.testing.assert_allclose(dots[::16], (a * b).reshape(-1, 16).sum(axis=1), atol=1e-3)
+    with pytest.raises(ComputationError, match="rotation by 5"):
+        ev.rotate(ca, 5)
+
+
+def test_polynomials_in_power_and_chebyshev_bases(keys, rng):
+    sk, pk, ev = keys
+    x = rng.uniform(-1, 1, 4096)
+    cx = pk.encrypt(x)
+    got = sk.decrypt(ev.polynomial(cx, [0.5, -1.0, 0.25]))
+    np.testing.assert_allclose(got, 0.5 - x + 0.25 * x**2, atol=1e-3)
+    coeffs = [0.1, 0.2, 0.3]  # 0.1·T0 + 0.2·T1 + 0.3·T2 on [-1, 1]
+    got = sk.decrypt(ev.polynomial(cx, coeffs, domain=(-1.0, 1.0)))
+    np.testing.assert_allclose(got, np.polynomial.chebyshev.chebval(x, coeffs), atol=1e-3)
+    with pytest.raises(ComputationError):
+        ev.polynomial(cx, np.ones(40))  # degree 39 needs more than two levels
+    with pytest.raises(ParameterError):
+        ev.polynomial(cx, [1.0, 2.0], domain=(1.0, -1.0))
+
+
+def test_keys_and_ciphertexts_round_trip_through_bytes(ctx, keys, rng):
+    sk, pk, ev = keys
+    x = rng.uniform(-1, 1, 100)
+    sk2 = ckks.SecretKey.from_bytes(ctx, sk.to_bytes())
+    pk2 = ckks.PublicKey.from_bytes(ctx, pk.to_bytes())
+    ct = ckks.Ciphertext.from_bytes(ctx, pk2.encrypt(x).to_bytes())
+    np.testing.assert_allclose(sk2.decrypt(ct, length=100), x, atol=TOL)
+    rk = ckks.RelinKey.from_bytes(ctx, sk.relin_key().to_bytes())
+    gk = ckks.GaloisKeys.from_bytes(ctx, sk.galois_keys([1]).to_bytes())
+    ev2 = ckks.Evaluator(ctx, relin_key=rk, galois_keys=gk, threads=1)
+    np.testing.assert_allclose(
+        sk.decrypt(ev2.rotate(ev2.multiply(ct, ct), 1), length=99), (x * x)[1:], atol=TOL
+    )
+
+
+def test_bad_bytes_and_mixed_parameters_are_refused(ctx, keys):
+    sk, pk, ev = keys
+    data = pk.encrypt([1.0]).to_bytes()
+    for bad in (b"", data[:-1], data + b"\0", b"XXXX" + data[4:]):
+        with pytest.raises(MalformedMessage):
+            ckks.Ciphertext.from_bytes(ctx, bad)
+    flipped = bytearray(data)
+    flipped[-1] ^= 0xFF  # a residue pushed out of range
+    with pytest.raises(MalformedMessage):
+        ckks.Ciphertext.from_bytes(ctx, bytes(flipped))
+    other = ckks.Context(ckks.Params.leveled(8192, 50, 40, 2, special_bits=[50]))
+    with pytest.raises(MalformedMessage, match="other parameters"):
+        ckks.Ciphertext.from_bytes(other, data)
+    foreign = ckks.SecretKey.generate(other).public_key().encrypt([1.0])
+    with pytest.raises(ParameterError, match="other parameters"):
+        ev.add(foreign, pk.encrypt([1.0]))
+    with pytest.raises(ParameterError):
+        sk.decrypt(foreign)
+    with pytest.raises(ParameterError, match="slots"):
+        pk.encrypt(np.zeros(4097))
+    with pytest.raises(ParameterError):
+        ckks.Evaluator(ctx, threads=0)

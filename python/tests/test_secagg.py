@@ -1,0 +1,116 @@
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from privopt import secagg
+from privopt.errors import MalformedMessage, ParameterError, PeerMisbehaved, ProtocolError
+
+N, LEN = 12, 50
+
+
+def start_round(rng, n=N, round_=0, session=None):
+    session = session or os.urandom(16)
+    params = secagg.parameters(n, dropout_rate=0.2, corrupt_rate=0.2)
+    graph = secagg.Graph.harary(n, params.degree, os.urandom(32)) if params.degree < n - 1 \
+        else secagg.Graph.complete(n)
+    server = secagg.Server(session, round_, graph, params.threshold, LEN)
+    clients = {
+        i: secagg.Client(session, round_, i, graph.neighbours(i), params.threshold, LEN)
+        for i in range(n)
+    }
+    inputs = {i: rng.integers(0, 2**32, LEN, dtype=np.uint32) for i in range(n)}
+    return server, clients, inputs
+
+
+def run(server, clients, inputs, drop_at):
+    """One round; clients in drop_at[stage] stop answering at that stage (stages 1–4)."""
+    alive = dict(clients)
+    for c in list(alive):
+        if c in drop_at.get(1, ()):
+            del alive[c]
+        else:
+            server.receive(alive[c].advertisement)
+    for stage in (2, 3, 4):
+        outbox = server.close_stage()
+        for c, msg in outbox.items():
+            if c in drop_at.get(stage, ()):
+                alive.pop(c, None)
+                continue
+            client = alive[c]
+            reply = client.handle(msg, inputs[c]) if stage == 3 else client.handle(msg)
+            server.receive(reply)
+    return server.finish()
+
+
+def test_a_round_with_dropouts_at_every_stage_sums_the_survivors_exactly(rng):
+    server, clients, inputs = start_round(rng)
+    total, contributors = run(server, clients, inputs, {1: {0}, 2: {3}, 3: {5}, 4: {7}})
+    # Client 7 dropped after masking: its input is in the sum; 0, 3 and 5 are not.
+    assert contributors == [c for c in range(N) if c not in (0, 3, 5)]
+    expected = np.zeros(LEN, dtype=np.uint64)
+    for c in contributors:
+        expected += inputs[c]
+    np.testing.assert_array_equal(total, (expected % 2**32).astype(np.uint32))
+
+
+def test_quantized_floats_sum_within_the_bound(rng):
+    server, clients, _ = start_round(rng)
+    q = secagg.Quantizer(clip=1.0, max_summands=N)
+    xs = {i: rng.uniform(-1, 1, LEN) for i in range(N)}
+    total, contributors = run(server, clients, {i: q.encode(x) for i, x in xs.items()}, {2: {4}})
+    want = sum(xs[c] for c in contributors)
+    assert np.abs(q.decode_sum(total) - want).max() <= q.sum_error_bound(len(contributors))
+
+
+def test_too_many_dropouts_abort_the_round(rng):
+    server, clients, inputs = start_round(rng)
+    with pytest.raises(ProtocolError, match="threshold"):
+        run(server, clients, inputs, {2: set(range(2, N))})
+
+
+def test_bad_bytes_and_foreign_messages_are_refused_without_changing_state(rng):
+    session = os.urandom(16)
+    server, clients, inputs = start_round(rng, session=session)
+    ad = clients[0].advertisement
+    for bad in (b"", ad[:-1], ad + b"\0", b"XXXX" + ad[4:]):
+        with pytest.raises(MalformedMessage):
+            server.receive(bad)
+    flipped = bytearray(ad)
+    flipped[20] ^= 1
+    with pytest.raises(MalformedMessage, match="checksum"):
+        server.receive(bytes(flipped))
+    # A client of the next round, and a client of another session.
+    _, later, _ = start_round(rng, round_=1, session=session)
+    with pytest.raises(PeerMisbehaved, match="round"):
+        server.receive(later[1].advertisement)
+    _, stranger, _ = start_round(rng)
+    with pytest.raises(PeerMisbehaved, match="session"):
+        server.receive(stranger[1].advertisement)
+    server.receive(ad)
+    with pytest.raises(PeerMisbehaved, match="duplicate"):
+        server.receive(ad)
+    # Nothing above left a trace: the round still completes exactly.
+    for c in range(1, N):
+        server.receive(clients[c].advertisement)
+    outbox = server.close_stage()
+    with pytest.raises(MalformedMessage, match="kind"):
+        clients[0].mask_input(outbox[0], inputs[0])  # a stage-2 message handed to stage 3
+    for c, msg in outbox.items():
+        server.receive(clients[c].share_keys(msg))
+    for c, msg in server.close_stage().items():
+        server.receive(clients[c].mask_input(msg, inputs[c]))
+    for c, msg in server.close_stage().items():
+        server.receive(clients[c].unmask(msg))
+    total, contributors = server.finish()
+    assert contributors == list(range(N))
+    expected = sum(inputs[c].astype(np.uint64) for c in range(N)) % 2**32
+    np.testing.assert_array_equal(total, expected.astype(np.uint32))
+    with pytest.raises(ProtocolError):
+        server.close_stage()
+    with pytest.raises(ParameterError):
+        secagg.Client(b"short", 0, 0, [1, 2], 2, LEN)
+    with pytest.raises(ParameterError):
+        secagg.Server(session, 0, secagg.Graph.complete(4), 2, 0)

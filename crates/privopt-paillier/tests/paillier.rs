@@ -142,7 +142,10 @@ fn a_key_pair_survives_its_bytes_and_refuses_a_wrong_factorisation() {
     let m = Integer::from(-123_456_789i64);
     let c = kp.public.encrypt(&m, &mut rng(40)).unwrap();
     assert_eq!(loaded.decrypt(&c), m);
-    assert_eq!(kp.decrypt(&loaded.encrypt_owner(&m, &mut rng(41)).unwrap()), m);
+    assert_eq!(
+        kp.decrypt(&loaded.encrypt_owner(&m, &mut rng(41)).unwrap()),
+        m
+    );
     // Flip a bit of p: the product is no longer n.
     let mut bad = bytes.clone();
     let last = bad.len() - 1;

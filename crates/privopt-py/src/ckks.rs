@@ -95,7 +95,12 @@ impl PyParams {
     /// 128-bit table bounds).
     #[getter]
     fn log_q(&self) -> f64 {
-        self.0.basis().moduli().iter().map(|&q| (q as f64).log2()).sum()
+        self.0
+            .basis()
+            .moduli()
+            .iter()
+            .map(|&q| (q as f64).log2())
+            .sum()
     }
 
     #[getter]
@@ -180,7 +185,10 @@ impl PyContext {
     }
 
     fn __repr__(&self) -> String {
-        format!("Context({})", PyParams(Arc::clone(self.0.params())).__repr__())
+        format!(
+            "Context({})",
+            PyParams(Arc::clone(self.0.params())).__repr__()
+        )
     }
 }
 
@@ -542,7 +550,6 @@ impl PyEvaluator {
             let pt = eval::encode_at(ctx, &values, a.ct.level(), a.ct.scale())?;
             e.add_plain(&a.ct, &pt)
         })
-        
     }
 
     /// ``a · values`` slot-wise, rescaled (one level).
@@ -558,7 +565,6 @@ impl PyEvaluator {
             let pt = e.encode_for_product(&values, a.ct.level())?;
             e.mul_plain(&a.ct, &pt)
         })
-        
     }
 
     /// ``a + c`` in every slot.
@@ -594,7 +600,6 @@ impl PyEvaluator {
         level: usize,
     ) -> PyResult<PyCiphertext> {
         self.run(py, &[a], |e| e.drop_to_level(&a.ct, level))
-            
     }
 
     /// The slots rotated left by ``k`` (right for negative ``k``); needs its Galois key.
@@ -605,7 +610,12 @@ impl PyEvaluator {
     /// Sums of windows of ``width`` slots (a power of two; default: all slots), each sum in
     /// its window's first slot. Needs the rotations ``1, 2, …, width/2``.
     #[pyo3(signature = (a, width = None))]
-    fn sum(&self, py: Python<'_>, a: &PyCiphertext, width: Option<usize>) -> PyResult<PyCiphertext> {
+    fn sum(
+        &self,
+        py: Python<'_>,
+        a: &PyCiphertext,
+        width: Option<usize>,
+    ) -> PyResult<PyCiphertext> {
         let width = self.slots_width(width);
         self.run(py, &[a], |e| e.sum_slots(&a.ct, width))
     }
@@ -621,7 +631,6 @@ impl PyEvaluator {
     ) -> PyResult<PyCiphertext> {
         let width = self.slots_width(width);
         self.run(py, &[a, b], |e| e.inner_product(&a.ct, &b.ct, width))
-            
     }
 
     /// ``p(a)`` in every slot for ``p = Σ coeffs[i]·x**i``, or, with ``domain=(lo, hi)``,
@@ -638,7 +647,6 @@ impl PyEvaluator {
         let coeffs = to_vec(&coeffs);
         let basis = basis(domain)?;
         self.run(py, &[a], |e| e.evaluate_polynomial(&a.ct, &coeffs, basis))
-            
     }
 }
 

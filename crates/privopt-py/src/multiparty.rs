@@ -64,7 +64,10 @@ impl PyParty {
 
     /// Phase 1: the partial public key ``b_i`` for ``session`` (bytes, for the server).
     fn public_key_share<'py>(&self, py: Python<'py>, session: u64) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, &self.party.public_key_share(session).to_bytes(&self.params))
+        PyBytes::new(
+            py,
+            &self.party.public_key_share(session).to_bytes(&self.params),
+        )
     }
 
     /// Phase 3: this party's decryption share of the (summed) ciphertext, as bytes.
@@ -81,7 +84,11 @@ impl PyParty {
 }
 
 /// The collective key ``Σ b_i`` of the members, under which anyone encrypts.
-#[pyclass(module = "privopt.ckks.multiparty", name = "CollectivePublicKey", frozen)]
+#[pyclass(
+    module = "privopt.ckks.multiparty",
+    name = "CollectivePublicKey",
+    frozen
+)]
 pub struct PyCollectiveKey {
     key: CollectivePublicKey,
     encoder: SlotEncoder,
@@ -234,9 +241,7 @@ fn fuse_shares(
         .map(|b| DecryptionShare::from_bytes(&params.0, b))
         .collect::<Result<Vec<_>, _>>()
         .map_err(errors::ckks)?;
-    let inner = py
-        .detach(|| fuse(&ct.0, &shares))
-        .map_err(errors::ckks)?;
+    let inner = py.detach(|| fuse(&ct.0, &shares)).map_err(errors::ckks)?;
     Ok(PyDecrypted {
         inner,
         n: params.0.n(),

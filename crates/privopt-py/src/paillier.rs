@@ -31,7 +31,12 @@ const ARRAY_MAGIC: &[u8; 4] = b"PVPA";
 pub struct PyPublicKey(Arc<PublicKey>);
 
 /// Encrypts `values` in parallel with `encrypt_one` (given a per-thread generator).
-fn encrypt_all<F>(pk: &Arc<PublicKey>, values: Vec<BigInt>, exponent: u32, encrypt_one: F) -> PyResult<PyEncryptedArray>
+fn encrypt_all<F>(
+    pk: &Arc<PublicKey>,
+    values: Vec<BigInt>,
+    exponent: u32,
+    encrypt_one: F,
+) -> PyResult<PyEncryptedArray>
 where
     F: Fn(&BigInt, &mut rand_chacha::ChaCha20Rng) -> Result<Ciphertext, PaillierError> + Sync,
 {
@@ -119,7 +124,7 @@ impl PyPublicKey {
 }
 
 /// A key pair. Decryption is constant-time in the secret primes and runs on every core for
-/// arrays; the owner also encrypts faster than the public key alone (CRT obfuscators).
+/// arrays.
 #[pyclass(module = "privopt.paillier", name = "KeyPair", frozen)]
 pub struct PyKeyPair {
     pair: Arc<KeyPair>,
@@ -169,7 +174,9 @@ impl PyKeyPair {
         PyPublicKey(Arc::clone(&self.public))
     }
 
-    /// Encrypts ``int64`` values with the owner's CRT obfuscators (about 4× the public path).
+    /// Encrypts ``int64`` values with the owner's CRT obfuscators: uniform ``n``-th residues,
+    /// with no short-exponent assumption, but several times slower than
+    /// :meth:`PublicKey.encrypt`'s DJN path (fixed-base tables).
     fn encrypt(&self, py: Python<'_>, values: Exact<'_, i64>) -> PyResult<PyEncryptedArray> {
         let values: Vec<BigInt> = exact_vec(&values).into_iter().map(BigInt::from).collect();
         py.detach(|| {
@@ -179,7 +186,7 @@ impl PyKeyPair {
         })
     }
 
-    /// Encrypts reals as fixed-point numbers (owner's fast path).
+    /// Encrypts reals as fixed-point numbers with the owner's CRT obfuscators.
     #[pyo3(signature = (values, frac_bits = DEFAULT_FRAC_BITS))]
     fn encrypt_floats(
         &self,
@@ -419,9 +426,7 @@ impl PyEncryptedArray {
             vec![one]
         } else {
             let arr: Exact<'_, i64> = k.extract().map_err(|_| {
-                errors::parameter(
-                    "multiply by an int or an int64 array; use mul_floats for reals",
-                )
+                errors::parameter("multiply by an int or an int64 array; use mul_floats for reals")
             })?;
             exact_vec(&arr).into_iter().map(BigInt::from).collect()
         };
@@ -474,14 +479,17 @@ impl PyEncryptedArray {
     fn from_bytes(py: Python<'_>, public_key: &PyPublicKey, data: &[u8]) -> PyResult<Self> {
         let pk = &public_key.0;
         let width = pk.ciphertext_bytes();
-        let malformed = |why: String| errors::MalformedMessage::new_err(format!("encrypted array: {why}"));
+        let malformed =
+            |why: String| errors::MalformedMessage::new_err(format!("encrypted array: {why}"));
         if data.len() < 12 || &data[..4] != ARRAY_MAGIC {
             return Err(malformed("bad magic or truncated header".into()));
         }
         let exponent = u32::from_le_bytes([data[4], data[5], data[6], data[7]]);
         let count = u32::from_le_bytes([data[8], data[9], data[10], data[11]]) as usize;
         if exponent > MAX_EXPONENT {
-            return Err(malformed(format!("exponent {exponent} exceeds {MAX_EXPONENT}")));
+            return Err(malformed(format!(
+                "exponent {exponent} exceeds {MAX_EXPONENT}"
+            )));
         }
         let body = &data[12..];
         if count.checked_mul(width) != Some(body.len()) {

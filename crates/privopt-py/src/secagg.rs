@@ -32,9 +32,9 @@ fn stage_name(stage: Stage) -> &'static str {
 
 /// The round's context from Python arguments.
 fn context(session: &[u8], round: u64) -> PyResult<Context> {
-    let session: [u8; 16] = session
-        .try_into()
-        .map_err(|_| errors::parameter(format!("session must be 16 bytes, got {}", session.len())))?;
+    let session: [u8; 16] = session.try_into().map_err(|_| {
+        errors::parameter(format!("session must be 16 bytes, got {}", session.len()))
+    })?;
     Ok(Context {
         session: SessionId(session),
         round,
@@ -115,9 +115,9 @@ impl PyGraph {
     #[pyo3(signature = (n, degree, seed = None))]
     fn harary(n: usize, degree: usize, seed: Option<&[u8]>) -> PyResult<Self> {
         let seed: [u8; 32] = match seed {
-            Some(s) => s
-                .try_into()
-                .map_err(|_| errors::parameter(format!("seed must be 32 bytes, got {}", s.len())))?,
+            Some(s) => s.try_into().map_err(|_| {
+                errors::parameter(format!("seed must be 32 bytes, got {}", s.len()))
+            })?,
             None => {
                 let mut s = [0u8; 32];
                 secret_rng(None).fill_bytes(&mut s);
@@ -229,7 +229,8 @@ impl PyClient {
             threshold,
             vector_len,
         };
-        let (client, advert) = Client::new(config, &mut secret_rng(None)).map_err(errors::secagg)?;
+        let (client, advert) =
+            Client::new(config, &mut secret_rng(None)).map_err(errors::secagg)?;
         Ok(Self {
             client,
             advertisement: advert.to_bytes(),
@@ -256,7 +257,11 @@ impl PyClient {
     }
 
     /// Stage 2: the neighbours' keys in, the encrypted shares out.
-    fn share_keys<'py>(&mut self, py: Python<'py>, message: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+    fn share_keys<'py>(
+        &mut self,
+        py: Python<'py>,
+        message: &[u8],
+    ) -> PyResult<Bound<'py, PyBytes>> {
         let msg: NeighbourKeys = decode(message)?;
         let out = self
             .client
@@ -381,7 +386,10 @@ impl PyServer {
 
     /// Closes the current stage (one of the first three) and returns the next stage's
     /// messages as ``{client id: bytes}``.
-    fn close_stage<'py>(&mut self, py: Python<'py>) -> PyResult<BTreeMap<u32, Bound<'py, PyBytes>>> {
+    fn close_stage<'py>(
+        &mut self,
+        py: Python<'py>,
+    ) -> PyResult<BTreeMap<u32, Bound<'py, PyBytes>>> {
         match self.0.stage() {
             Stage::AdvertiseKeys => Ok(by_recipient(
                 py,

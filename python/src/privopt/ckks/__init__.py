@@ -16,6 +16,7 @@ was made under, and mixing sets raises :class:`~privopt.errors.ParameterError`.
 from __future__ import annotations
 
 from .._native import ckks as _native
+from . import multiparty  # noqa: E402  (re-exported as privopt.ckks.multiparty)
 
 Params = _native.Params
 Context = _native.Context
@@ -27,6 +28,7 @@ Ciphertext = _native.Ciphertext
 Evaluator = _native.Evaluator
 
 __all__ = [
+    "multiparty",
     "Params",
     "Context",
     "SecretKey",

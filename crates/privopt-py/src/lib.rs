@@ -20,6 +20,7 @@ mod errors;
 mod multiparty;
 mod numpy_io;
 mod paillier;
+mod pdsgd;
 mod scalar_fl;
 mod secagg;
 
@@ -31,13 +32,14 @@ type Register = fn(&Bound<'_, PyModule>) -> PyResult<()>;
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    let registrations: [(&str, Register); 6] = [
+    let registrations: [(&str, Register); 7] = [
         ("ckks", ckks::register),
         ("multiparty", multiparty::register),
         ("paillier", paillier::register),
         ("secagg", secagg::register),
         ("dp", dp::register),
         ("scalar_fl", scalar_fl::register),
+        ("pdsgd", pdsgd::register),
     ];
     for (name, register) in registrations {
         let sub = PyModule::new(m.py(), name)?;

@@ -3,10 +3,12 @@ returns the bytes to send back, so any transport (sockets, Flower messages, file
 
 - :mod:`privopt.protocols.scalar_fl` — DeComFL / HiSo (paper 003): only seeds and scalars
   travel; the client's loss is a Python callable.
+- :mod:`privopt.protocols.pdsgd` — Paillier decentralized SGD (paper 001): the agents'
+  pairwise encrypted exchange of quantized states.
 """
 
 from __future__ import annotations
 
-from . import scalar_fl
+from . import pdsgd, scalar_fl
 
-__all__ = ["scalar_fl"]
+__all__ = ["pdsgd", "scalar_fl"]

@@ -1,0 +1,129 @@
+//! `privopt.protocols.pdsgd`: the agent of Paillier decentralized SGD's pairwise encrypted
+//! exchange (paper 001, Fig. 1), driven by bytes. Each agent owns its Paillier key pair and
+//! holds only its neighbours' public keys and its private weights towards them.
+
+use numpy::PyArray1;
+use privopt_math::sample::secret_rng;
+use privopt_paillier::KeyPair;
+use privopt_protocols::pdsgd::{Agent, KeyAnnouncement, Paillier};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::errors;
+use crate::numpy_io::{Exact, array, exact_vec};
+
+/// Agent ``id`` with a fresh Paillier key pair of ``bits`` (1024 only with ``insecure=True``).
+///
+/// An exchange over the edge (i, j) in an iteration: i sends :meth:`initiate` (its negated
+/// quantized state under its own key); j answers with :meth:`respond` (its own state and its
+/// private weight applied under i's key); i calls :meth:`finish` and gets
+/// ``w_ij · w_ji · (x_j − x_i)`` per coordinate, learning neither j's state nor j's weight.
+#[pyclass(module = "privopt.protocols.pdsgd", name = "Agent")]
+pub struct PyAgent(Agent<Paillier>);
+
+#[pymethods]
+impl PyAgent {
+    #[new]
+    #[pyo3(signature = (id, bits = 2048, insecure = false))]
+    fn new(py: Python<'_>, id: usize, bits: u32, insecure: bool) -> PyResult<Self> {
+        if bits < 2048 && !insecure {
+            return Err(errors::InsecureParameters::new_err(format!(
+                "a {bits}-bit Paillier modulus is below 112-bit security; use 2048 or more \
+                 (or pass insecure=True in tests)"
+            )));
+        }
+        let pair = py
+            .detach(|| KeyPair::generate(bits, &mut secret_rng(None)))
+            .map_err(errors::paillier)?;
+        Ok(Self(Agent::new(id, pair.public.clone(), pair)))
+    }
+
+    /// The agent's id.
+    #[getter]
+    fn id(&self) -> usize {
+        self.0.id()
+    }
+
+    /// The agent's public key, for its neighbours' :meth:`add_neighbour`.
+    #[getter]
+    fn announcement<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.0.announcement().to_bytes::<Paillier>())
+    }
+
+    /// Accepts a neighbour by its announcement, with this agent's private weight integer
+    /// ``k_ij >= 1`` towards it (the weight is ``k_ij · delta``).
+    fn add_neighbour(&mut self, announcement: &[u8], weight: i64) -> PyResult<()> {
+        let key = KeyAnnouncement::from_bytes::<Paillier>(announcement).map_err(errors::decode)?;
+        self.0.add_neighbour(key, weight).map_err(errors::protocol)
+    }
+
+    /// Step 1 towards neighbour ``to`` in ``iteration``: the request bytes for the quantized
+    /// state ``q`` (``int64``, units of delta).
+    fn initiate<'py>(
+        &mut self,
+        py: Python<'py>,
+        to: usize,
+        iteration: u64,
+        q: Exact<'_, i64>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let q = exact_vec(&q);
+        let agent = &mut self.0;
+        let bytes = py
+            .detach(|| {
+                agent
+                    .initiate(to, iteration, &q, &mut secret_rng(None))
+                    .map(|r| agent.encode_request(&r))
+            })
+            .map_err(errors::protocol)?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// Step 2: the response bytes to a neighbour's request, with this agent's own quantized
+    /// state ``q``.
+    fn respond<'py>(
+        &self,
+        py: Python<'py>,
+        request: &[u8],
+        q: Exact<'_, i64>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let q = exact_vec(&q);
+        let request = self.0.decode_request(request).map_err(errors::decode)?;
+        let bytes = py
+            .detach(|| {
+                self.0
+                    .respond(&request, &q, &mut secret_rng(None))
+                    .and_then(|r| self.0.encode_response(&r))
+            })
+            .map_err(errors::protocol)?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// Step 3: decrypts the neighbour's response to the open exchange: ``w_ij · w_ji ·
+    /// (x_j − x_i)`` per coordinate for quantization step ``delta``. A bad response raises
+    /// and leaves the exchange open for the right one.
+    fn finish<'py>(
+        &mut self,
+        py: Python<'py>,
+        response: &[u8],
+        delta: f64,
+    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        if !(delta > 0.0 && delta.is_finite()) {
+            return Err(errors::parameter(format!("delta must be > 0, got {delta}")));
+        }
+        let response = self.0.decode_response(response).map_err(errors::decode)?;
+        let agent = &mut self.0;
+        let out = py
+            .detach(|| agent.finish(&response, delta))
+            .map_err(errors::protocol)?;
+        Ok(array(py, out))
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Agent(id={}, <secret redacted>)", self.0.id())
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyAgent>()?;
+    Ok(())
+}

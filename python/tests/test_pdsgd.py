@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from privopt.errors import InsecureParameters, MalformedMessage, PeerMisbehaved, ProtocolError
+from privopt.protocols import pdsgd
+
+
+@pytest.fixture(scope="module")
+def triangle():
+    agents = [pdsgd.Agent(i, bits=1024, insecure=True) for i in range(3)]
+    weights = {(0, 1): 3, (1, 0): 2, (1, 2): 1, (2, 1): 4, (0, 2): 2, (2, 0): 2}
+    for (i, j), k in weights.items():
+        agents[i].add_neighbour(agents[j].announcement, k)
+    return agents, weights
+
+
+def test_an_exchange_yields_the_weighted_difference_and_nothing_else(triangle, rng):
+    agents, weights = triangle
+    delta = 0.01
+    x = [rng.normal(size=16) for _ in range(3)]
+    q = [np.round(v / delta).astype(np.int64) for v in x]
+    for it, (i, j) in enumerate([(0, 1), (1, 2), (2, 0)]):
+        request = agents[i].initiate(j, it, q[i])  # bytes: ciphertexts under i's key
+        response = agents[j].respond(request, q[j])
+        got = agents[i].finish(response, delta)
+        # w_ij · w_ji · (x̃_j − x̃_i) with w = k·δ and x̃ = δ·q.
+        want = weights[i, j] * delta * weights[j, i] * delta * delta * (q[j] - q[i])
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_bad_exchanges_are_refused_and_the_exchange_stays_open(triangle):
+    agents, _ = triangle
+    q = np.arange(4, dtype=np.int64)
+    request = agents[0].initiate(1, 100, q)
+    with pytest.raises(ProtocolError):
+        agents[0].initiate(1, 100, q)  # one open exchange per neighbour
+    with pytest.raises(MalformedMessage):
+        agents[1].respond(request[:-1], q)
+    with pytest.raises(PeerMisbehaved, match="dimension"):
+        agents[1].respond(request, np.arange(5, dtype=np.int64))
+    with pytest.raises(PeerMisbehaved, match="meant for"):
+        agents[2].respond(request, q)  # addressed to agent 1
+    stray = agents[2].respond(agents[0].initiate(2, 100, q), q)
+    # Meant for agent 0, under its key: agent 1 refuses it as unreadable under its own key
+    # (when a ciphertext exceeds its n²) or as addressed to someone else.
+    with pytest.raises((MalformedMessage, PeerMisbehaved)):
+        agents[1].finish(stray, 0.01)
+    good = agents[1].respond(request, q)
+    np.testing.assert_allclose(agents[0].finish(good, 0.01), np.zeros(4))
+    with pytest.raises(PeerMisbehaved, match="asked it nothing"):
+        agents[0].finish(good, 0.01)  # a replayed response
+    agents[0].finish(stray, 0.01)  # closes the exchange with agent 2
+    with pytest.raises(InsecureParameters):
+        pdsgd.Agent(9, bits=1024)

@@ -15,7 +15,9 @@ use pyo3::prelude::*;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod ckks;
+mod dome;
 mod dp;
+mod eezofl;
 mod errors;
 mod multiparty;
 mod numpy_io;
@@ -32,7 +34,7 @@ type Register = fn(&Bound<'_, PyModule>) -> PyResult<()>;
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    let registrations: [(&str, Register); 7] = [
+    let registrations: [(&str, Register); 9] = [
         ("ckks", ckks::register),
         ("multiparty", multiparty::register),
         ("paillier", paillier::register),
@@ -40,6 +42,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ("dp", dp::register),
         ("scalar_fl", scalar_fl::register),
         ("pdsgd", pdsgd::register),
+        ("dome", dome::register),
+        ("eezofl", eezofl::register),
     ];
     for (name, register) in registrations {
         let sub = PyModule::new(m.py(), name)?;

@@ -20,7 +20,7 @@ use crate::numpy_io::{Reals, array, to_vec};
 /// The common random polynomial ``a``, expanded from a public 32-byte seed that every party
 /// and the server share (the server picks it, e.g. ``os.urandom(32)``).
 #[pyclass(module = "privopt.ckks.multiparty", name = "CommonPoly", frozen)]
-pub struct PyCommonPoly(CommonPoly);
+pub struct PyCommonPoly(pub CommonPoly);
 
 #[pymethods]
 impl PyCommonPoly {

@@ -3,12 +3,16 @@ returns the bytes to send back, so any transport (sockets, Flower messages, file
 
 - :mod:`privopt.protocols.scalar_fl` — DeComFL / HiSo (paper 003): only seeds and scalars
   travel; the client's loss is a Python callable.
+- :mod:`privopt.protocols.dome` — DOME (paper 004): the server's debiased Adam on a learned
+  sketch and a client's private release; the sum between them is a SecAgg+ round.
+- :mod:`privopt.protocols.eezofl` — EEZOFL's digital path (paper 000): one xMK-CKKS-encrypted
+  scalar per device per round, summed and fused.
 - :mod:`privopt.protocols.pdsgd` — Paillier decentralized SGD (paper 001): the agents'
   pairwise encrypted exchange of quantized states.
 """
 
 from __future__ import annotations
 
-from . import pdsgd, scalar_fl
+from . import dome, eezofl, pdsgd, scalar_fl
 
-__all__ = ["pdsgd", "scalar_fl"]
+__all__ = ["dome", "eezofl", "pdsgd", "scalar_fl"]

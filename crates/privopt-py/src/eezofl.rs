@@ -1,0 +1,170 @@
+//! `privopt.protocols.eezofl`: EEZOFL's digital path (paper 000): devices send one
+//! xMK-CKKS-encrypted scalar per round, the server sums them and fuses the devices' decryption
+//! shares. Driven by bytes.
+
+use std::sync::Arc;
+
+use privopt_ckks::CkksParams;
+use privopt_ckks::multiparty::PublicKeyShare;
+use privopt_math::sample::secret_rng;
+use privopt_protocols::eezofl::{
+    DigitalDevice, DigitalServer, KeyRelay, ShareUpload, SumBroadcast, Upload, encode_scalar,
+};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::ckks::PyParams;
+use crate::errors;
+use crate::multiparty::PyCommonPoly;
+
+/// A device: its own xMK-CKKS secret. Setup: send :attr:`key_share`, then :meth:`set_key`
+/// with the server's relay. Each round: :meth:`encrypt` its scalar, then
+/// :meth:`decryption_share` of the server's sum.
+#[pyclass(module = "privopt.protocols.eezofl", name = "Device")]
+pub struct PyDevice {
+    device: DigitalDevice,
+    params: Arc<CkksParams>,
+    crs: privopt_ckks::multiparty::CommonPoly,
+}
+
+#[pymethods]
+impl PyDevice {
+    #[new]
+    fn new(py: Python<'_>, id: u32, params: &PyParams, crs: &PyCommonPoly) -> Self {
+        let params = Arc::clone(&params.0);
+        let crs = crs.0.clone();
+        let device =
+            py.detach(|| DigitalDevice::generate(id, &params, &crs, &mut secret_rng(None)));
+        Self {
+            device,
+            params,
+            crs,
+        }
+    }
+
+    /// The device's id.
+    #[getter]
+    fn id(&self) -> u32 {
+        self.device.id()
+    }
+
+    /// The key share for the server (setup).
+    #[getter]
+    fn key_share<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.device.key_share().to_bytes(&self.params))
+    }
+
+    /// Aggregates the collective key from the server's relay of every member's share.
+    fn set_key(&mut self, relay: &[u8]) -> PyResult<()> {
+        let relay = KeyRelay::from_bytes(&self.params, relay).map_err(errors::decode)?;
+        self.device
+            .set_key(&self.crs, &relay)
+            .map_err(errors::protocol)
+    }
+
+    /// The upload of round ``round``: ``x`` encrypted under the collective key.
+    fn encrypt<'py>(
+        &mut self,
+        py: Python<'py>,
+        round: u64,
+        x: f64,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let m = encode_scalar(x, &self.params).map_err(errors::protocol)?;
+        let device = &mut self.device;
+        let up = py
+            .detach(|| device.encrypt(round, m, &mut secret_rng(None)))
+            .map_err(errors::protocol)?;
+        Ok(PyBytes::new(py, &up.to_bytes()))
+    }
+
+    /// This device's decryption share of the server's summed ciphertext.
+    fn decryption_share<'py>(&self, py: Python<'py>, sum: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+        let sum = SumBroadcast::from_bytes(&self.params, sum).map_err(errors::decode)?;
+        let share = py
+            .detach(|| self.device.decryption_share(&sum, &mut secret_rng(None)))
+            .map_err(errors::protocol)?;
+        Ok(PyBytes::new(py, &share.to_bytes(&self.params)))
+    }
+}
+
+/// The server: aggregates the collective key from the members' shares (its :attr:`relay`
+/// goes to every device), then per round sums the uploads and fuses the shares. A member
+/// that sends no upload or no share fails the round with a
+/// :class:`~privopt.errors.ProtocolError` naming it; the round can be retried.
+#[pyclass(module = "privopt.protocols.eezofl", name = "Server")]
+pub struct PyServer {
+    server: DigitalServer,
+    params: Arc<CkksParams>,
+    relay: Vec<u8>,
+}
+
+#[pymethods]
+impl PyServer {
+    #[new]
+    fn new(
+        params: &PyParams,
+        crs: &PyCommonPoly,
+        members: Vec<u32>,
+        key_shares: Vec<Vec<u8>>,
+    ) -> PyResult<Self> {
+        let params = Arc::clone(&params.0);
+        let shares = key_shares
+            .iter()
+            .map(|b| PublicKeyShare::from_bytes(&params, b))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(errors::ckks)?;
+        let (server, relay) =
+            DigitalServer::setup(&params, &crs.0, &members, shares).map_err(errors::protocol)?;
+        let relay = relay.to_bytes(&params);
+        Ok(Self {
+            server,
+            params,
+            relay,
+        })
+    }
+
+    /// The members' key shares, for every device's :meth:`Device.set_key`.
+    #[getter]
+    fn relay<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.relay)
+    }
+
+    /// The round whose uploads the server expects.
+    #[getter]
+    fn round(&self) -> u64 {
+        self.server.round()
+    }
+
+    /// Sums the round's uploads (one per member): the broadcast for the decryption shares.
+    fn sum<'py>(
+        &mut self,
+        py: Python<'py>,
+        uploads: Vec<Vec<u8>>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let uploads = uploads
+            .iter()
+            .map(|b| Upload::from_bytes(&self.params, b).map_err(errors::decode))
+            .collect::<PyResult<Vec<_>>>()?;
+        let server = &mut self.server;
+        let sum = py
+            .detach(|| server.sum(&uploads))
+            .map_err(errors::protocol)?;
+        Ok(PyBytes::new(py, &sum.to_bytes()))
+    }
+
+    /// Fuses the members' decryption shares: the sum of the round's scalars.
+    fn fuse(&mut self, py: Python<'_>, shares: Vec<Vec<u8>>) -> PyResult<f64> {
+        let shares = shares
+            .iter()
+            .map(|b| ShareUpload::from_bytes(&self.params, b).map_err(errors::decode))
+            .collect::<PyResult<Vec<_>>>()?;
+        let server = &mut self.server;
+        py.detach(|| server.fuse(&shares)).map_err(errors::protocol)
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyDevice>()?;
+    m.add_class::<PyServer>()?;
+    Ok(())
+}

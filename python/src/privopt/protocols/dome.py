@@ -1,0 +1,17 @@
+"""DOME (paper 004): DP federated Adam on a learned low-rank sketch, summed with SecAgg+.
+
+A round: the :class:`Server` opens it (a broadcast and the sketch's chunks, as bytes); each
+participant computes its gradient with its own model code and calls :func:`release`, whose
+``uint32`` output is its SecAgg+ input (:mod:`privopt.secagg`, vector length
+:attr:`Server.dim`); the server closes the round with the SecAgg+ sum. The server sees only the
+noised sum of sketched, clipped gradients.
+"""
+
+from __future__ import annotations
+
+from .._native import dome as _native
+
+Server = _native.Server
+release = _native.client_release
+
+__all__ = ["Server", "release"]

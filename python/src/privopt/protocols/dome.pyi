@@ -1,0 +1,31 @@
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+class Server:
+    def __init__(
+        self,
+        w0: npt.ArrayLike,
+        k: int,
+        clip: float,
+        noise_total: float,
+        lr: float = 1e-3,
+        beta1: float = 0.9,
+        beta2: float = 0.999,
+        gamma_prime: float = 1e-6,
+        sketch: Literal["learned", "learned_no_probes", "random", "identity"] = "learned",
+        energy: float = 0.9,
+        seed: int | None = None,
+    ) -> None: ...
+    @property
+    def model(self) -> npt.NDArray[np.float64]: ...
+    @property
+    def dim(self) -> int: ...
+    def open_round(self, round: int, participants: int) -> tuple[bytes, list[bytes]]: ...
+    def close_round(self, total: npt.NDArray[np.uint32]) -> npt.NDArray[np.float64]: ...
+
+def release(
+    broadcast: bytes, chunks: Sequence[bytes], grad: npt.ArrayLike
+) -> npt.NDArray[np.uint32]: ...

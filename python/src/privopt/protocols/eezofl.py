@@ -1,0 +1,30 @@
+"""EEZOFL's digital path (paper 000): each round every device sends one scalar encrypted under
+a multi-key CKKS key nobody holds whole; the server sums the ciphertexts, every device sends a
+decryption share of the sum, and the server learns the sum of the scalars only.
+
+Setup::
+
+    crs = privopt.ckks.multiparty.CommonPoly(params, seed)   # the server's public seed
+    devices = [Device(i, params, crs) for i in ids]
+    server = Server(params, crs, ids, [d.key_share for d in devices])
+    for d in devices: d.set_key(server.relay)
+
+Each round ``r``::
+
+    total = server.sum([d.encrypt(r, x_d) for d in devices])
+    value = server.fuse([d.decryption_share(total) for d in devices])
+
+Every member's upload and share is needed: a missing one fails the round with a
+:class:`~privopt.errors.ProtocolError` naming the device, and nothing changes, so the round
+can be retried. The over-the-air variant (sums formed by a fading channel) is simulated by the
+``privopt`` CLI and not exposed here.
+"""
+
+from __future__ import annotations
+
+from .._native import eezofl as _native
+
+Device = _native.Device
+Server = _native.Server
+
+__all__ = ["Device", "Server"]

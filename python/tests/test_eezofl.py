@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from privopt import ckks
+from privopt.ckks import multiparty as mk
+from privopt.errors import MalformedMessage, PeerMisbehaved, ProtocolError
+from privopt.protocols import eezofl
+
+
+@pytest.fixture(scope="module")
+def federation():
+    params = ckks.Params(4096, [37, 36, 36])
+    crs = mk.CommonPoly(params, os.urandom(32))
+    devices = [eezofl.Device(i, params, crs) for i in range(4)]
+    server = eezofl.Server(params, crs, [0, 1, 2, 3], [d.key_share for d in devices])
+    for d in devices:
+        d.set_key(server.relay)
+    return server, devices
+
+
+def test_rounds_sum_the_devices_scalars(federation):
+    server, devices = federation
+    for r, xs in enumerate([[0.5, -1.0, 2.0, 0.25], [3.0, 3.0, -6.0, 1e-3]]):
+        assert server.round == r
+        total = server.sum([d.encrypt(r, x) for d, x in zip(devices, xs)])
+        value = server.fuse([d.decryption_share(total) for d in devices])
+        assert abs(value - sum(xs)) < 1e-4
+
+
+def test_a_missing_device_fails_the_round_which_can_be_retried(federation):
+    server, devices = federation
+    r = server.round
+    uploads = [d.encrypt(r, 1.0) for d in devices]
+    with pytest.raises(ProtocolError, match="device 3"):
+        server.sum(uploads[:3])
+    with pytest.raises(PeerMisbehaved, match="two ciphertexts"):
+        server.sum(uploads + uploads[:1])
+    with pytest.raises(MalformedMessage):
+        server.sum(uploads[:3] + [uploads[3][:-1]])
+    total = server.sum(uploads)
+    shares = [d.decryption_share(total) for d in devices]
+    with pytest.raises(ProtocolError, match="party 2"):
+        server.fuse(shares[:2] + shares[3:])
+    assert abs(server.fuse(shares) - 4.0) < 1e-4
+    with pytest.raises(PeerMisbehaved, match="round"):
+        server.sum(uploads)  # last round's uploads replayed

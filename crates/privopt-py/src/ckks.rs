@@ -204,6 +204,22 @@ fn encode(ctx: &EvalContext, values: &[f64], level: Option<usize>) -> PyResult<e
     eval::encode(ctx, values, level.unwrap_or(ctx.max_level())).map_err(errors::ckks)
 }
 
+/// Encodes `values` at `level` and encrypts them with `encrypt` (public or secret key), the
+/// interpreter released.
+fn encrypt_values(
+    py: Python<'_>,
+    ctx: &Arc<EvalContext>,
+    values: &Reals<'_>,
+    level: Option<usize>,
+    encrypt: impl Fn(&eval::Plaintext, &mut rand_chacha::ChaCha20Rng) -> EvalCiphertext + Sync,
+) -> PyResult<PyCiphertext> {
+    let values = to_vec(values);
+    py.detach(|| {
+        let pt = encode(ctx, &values, level)?;
+        Ok(PyCiphertext::new(encrypt(&pt, &mut secret_rng(None)), ctx))
+    })
+}
+
 /// The secret key. Keep it with its owner: :meth:`to_bytes` is for the owner's storage.
 #[pyclass(module = "privopt.ckks", name = "SecretKey", frozen)]
 pub struct PySecretKey(Secret);
@@ -250,14 +266,8 @@ impl PySecretKey {
         values: Reals<'_>,
         level: Option<usize>,
     ) -> PyResult<PyCiphertext> {
-        let values = to_vec(&values);
-        let ctx = self.0.context();
-        py.detach(|| {
-            let pt = encode(ctx, &values, level)?;
-            Ok(PyCiphertext::new(
-                self.0.encrypt(&pt, &mut secret_rng(None)),
-                ctx,
-            ))
+        encrypt_values(py, self.0.context(), &values, level, |pt, rng| {
+            self.0.encrypt(pt, rng)
         })
     }
 
@@ -331,14 +341,8 @@ impl PyPublicKey {
         values: Reals<'_>,
         level: Option<usize>,
     ) -> PyResult<PyCiphertext> {
-        let values = to_vec(&values);
-        let ctx = self.0.context();
-        py.detach(|| {
-            let pt = encode(ctx, &values, level)?;
-            Ok(PyCiphertext::new(
-                self.0.encrypt(&pt, &mut secret_rng(None)),
-                ctx,
-            ))
+        encrypt_values(py, self.0.context(), &values, level, |pt, rng| {
+            self.0.encrypt(pt, rng)
         })
     }
 

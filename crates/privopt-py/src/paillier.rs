@@ -66,6 +66,23 @@ fn encode_reals(values: &[f64], frac_bits: u32) -> PyResult<Vec<BigInt>> {
         .collect()
 }
 
+/// Encodes reals with `frac_bits` fractional bits and encrypts them with `encrypt_one`.
+fn encrypt_reals<F>(
+    py: Python<'_>,
+    pk: &Arc<PublicKey>,
+    values: &Reals<'_>,
+    frac_bits: u32,
+    encrypt_one: F,
+) -> PyResult<PyEncryptedArray>
+where
+    F: Fn(&BigInt, &mut rand_chacha::ChaCha20Rng) -> Result<Ciphertext, PaillierError>
+        + Send
+        + Sync,
+{
+    let values = encode_reals(&to_vec(values), frac_bits)?;
+    py.detach(|| encrypt_all(pk, values, frac_bits, encrypt_one))
+}
+
 #[pymethods]
 impl PyPublicKey {
     /// Size of ``n`` in bits.
@@ -99,8 +116,9 @@ impl PyPublicKey {
         values: Reals<'_>,
         frac_bits: u32,
     ) -> PyResult<PyEncryptedArray> {
-        let values = encode_reals(&to_vec(&values), frac_bits)?;
-        py.detach(|| encrypt_all(&self.0, values, frac_bits, |m, rng| self.0.encrypt(m, rng)))
+        encrypt_reals(py, &self.0, &values, frac_bits, |m, rng| {
+            self.0.encrypt(m, rng)
+        })
     }
 
     fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
@@ -194,11 +212,8 @@ impl PyKeyPair {
         values: Reals<'_>,
         frac_bits: u32,
     ) -> PyResult<PyEncryptedArray> {
-        let values = encode_reals(&to_vec(&values), frac_bits)?;
-        py.detach(|| {
-            encrypt_all(&self.public, values, frac_bits, |m, rng| {
-                self.pair.encrypt_owner(m, rng)
-            })
+        encrypt_reals(py, &self.public, &values, frac_bits, |m, rng| {
+            self.pair.encrypt_owner(m, rng)
         })
     }
 

@@ -17,6 +17,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod ckks;
 mod dome;
 mod dp;
+mod dpfhe;
 mod eezofl;
 mod errors;
 mod multiparty;
@@ -34,7 +35,7 @@ type Register = fn(&Bound<'_, PyModule>) -> PyResult<()>;
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    let registrations: [(&str, Register); 9] = [
+    let registrations: [(&str, Register); 10] = [
         ("ckks", ckks::register),
         ("multiparty", multiparty::register),
         ("paillier", paillier::register),
@@ -44,6 +45,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ("pdsgd", pdsgd::register),
         ("dome", dome::register),
         ("eezofl", eezofl::register),
+        ("dpfhe", dpfhe::register),
     ];
     for (name, register) in registrations {
         let sub = PyModule::new(m.py(), name)?;

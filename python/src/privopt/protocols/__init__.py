@@ -5,6 +5,8 @@ returns the bytes to send back, so any transport (sockets, Flower messages, file
   travel; the client's loss is a Python callable.
 - :mod:`privopt.protocols.dome` — DOME (paper 004): the server's debiased Adam on a learned
   sketch and a client's private release; the sum between them is a SecAgg+ round.
+- :mod:`privopt.protocols.dpfhe` — DP training under FHE (paper 002): data owner and compute
+  server of encrypted logistic-regression training.
 - :mod:`privopt.protocols.eezofl` — EEZOFL's digital path (paper 000): one xMK-CKKS-encrypted
   scalar per device per round, summed and fused.
 - :mod:`privopt.protocols.pdsgd` — Paillier decentralized SGD (paper 001): the agents'
@@ -13,6 +15,6 @@ returns the bytes to send back, so any transport (sockets, Flower messages, file
 
 from __future__ import annotations
 
-from . import dome, eezofl, pdsgd, scalar_fl
+from . import dome, dpfhe, eezofl, pdsgd, scalar_fl
 
-__all__ = ["dome", "eezofl", "pdsgd", "scalar_fl"]
+__all__ = ["dome", "dpfhe", "eezofl", "pdsgd", "scalar_fl"]

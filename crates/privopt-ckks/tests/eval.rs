@@ -487,3 +487,47 @@ fn evaluation_keys_round_trip_through_bytes_and_bad_bytes_are_refused() {
         Err(CkksError::Malformed { .. })
     ));
 }
+
+#[test]
+fn key_switching_with_wide_digits_of_60_bit_primes_stays_exact() {
+    // One digit of sixteen 60-bit primes and sixteen special primes: ModUp and ModDown sum 16
+    // lazy terms below 2q < 2^61 each, which in the worst case exceed a u64 unless reduced in
+    // batches (typical terms are below q, so this checks the batched path end to end rather
+    // than forcing the overflow).
+    let params = CkksParamsBuilder::new(4096, &[60; 16])
+        .special_primes(&[60; 16])
+        .digits(1)
+        .scale_log2(40)
+        .insecure_for_testing(true)
+        .build()
+        .unwrap();
+    let ctx = EvalContext::new(&params).unwrap();
+    let mut rng = secret_rng(Some(3));
+    let sk = SecretKey::generate(&ctx, &mut rng);
+    let ev = Evaluator::new(
+        &ctx,
+        Some(sk.relin_key(&mut rng)),
+        sk.galois_keys(&[1], false, &mut rng),
+    );
+    let mut f = Fixture { ctx, sk, ev, rng };
+    let a = vector(2048, 0.0);
+    let b = vector(2048, 1.0);
+    let (ca, cb) = (f.encrypt(&a), f.encrypt(&b));
+    // Key switching alone (no rescale by a 60-bit prime, which would leave a 2^20 scale).
+    let rot = f.ev.rotate(&ca, 1).unwrap();
+    let want: Vec<f64> = (0..2048).map(|i| a[(i + 1) % 2048]).collect();
+    assert!(
+        f.max_err(&rot, &want) < 1e-6,
+        "rotation: {}",
+        f.max_err(&rot, &want)
+    );
+    let relin = f.ev.relinearize(f.ev.tensor(&ca, &cb).unwrap()).unwrap();
+    let got = f.sk.decrypt_values(&relin).unwrap();
+    let worst = a
+        .iter()
+        .zip(&b)
+        .zip(&got)
+        .map(|((x, y), g)| (x * y - g).abs())
+        .fold(0.0, f64::max);
+    assert!(worst < 1e-6, "relinearization: {worst}");
+}

@@ -245,13 +245,19 @@ pub(crate) fn convert(
         let corrections: Vec<u64> = (0..=conv.sources.len() as u64)
             .map(|c| m.mul(c % q, conv.product_mod[t]))
             .collect();
-        // Lazy sum: each term is below 2q < 2^51, so up to 2^12 terms fit in a u64.
+        // Lazy sum: each term is below 2q, so `u64::MAX / 2q − 1` terms and a carried
+        // remainder fit in a u64 (7 for 60-bit primes, 2^13 for 50-bit ones); longer sums are
+        // reduced once per batch.
+        let batch = usize::try_from(u64::MAX / (2 * q) - 1).unwrap_or(usize::MAX);
         for (j, d) in dst.iter_mut().enumerate() {
-            let mut acc = 0u64;
-            for (k, &w) in consts.iter().enumerate() {
-                acc += m.mul_shoup_lazy(y[k * n + j], w);
+            let mut r = 0u64;
+            for (part, chunk) in consts.chunks(batch).enumerate() {
+                let mut acc = r;
+                for (k, &w) in chunk.iter().enumerate() {
+                    acc += m.mul_shoup_lazy(y[(part * batch + k) * n + j], w);
+                }
+                r = m.reduce(acc);
             }
-            let r = m.reduce(acc);
             let sub = corrections[usize::from(wraps[j])];
             *d = if r >= sub { r - sub } else { r + q - sub };
         }

@@ -91,26 +91,16 @@ impl PyParams {
         self.0.scale_log2()
     }
 
-    /// ``log2`` of the ciphertext modulus ``q`` and of the key modulus ``q·p`` (what the
-    /// 128-bit table bounds).
+    /// ``log2`` of the ciphertext modulus ``q``.
     #[getter]
     fn log_q(&self) -> f64 {
-        self.0
-            .basis()
-            .moduli()
-            .iter()
-            .map(|&q| (q as f64).log2())
-            .sum()
+        log2_product(self.0.basis().moduli())
     }
 
+    /// ``log2`` of the key modulus ``q·p``: what the 128-bit table bounds.
     #[getter]
     fn log_qp(&self) -> f64 {
-        self.0
-            .key_basis()
-            .moduli()
-            .iter()
-            .map(|&q| (q as f64).log2())
-            .sum()
+        log2_product(self.0.key_basis().moduli())
     }
 
     /// Whether the set was built with ``insecure=True`` and misses the 128-bit bound.
@@ -148,6 +138,11 @@ impl PyParams {
             }
         )
     }
+}
+
+/// `log2` of the product of `moduli`.
+fn log2_product(moduli: &[u64]) -> f64 {
+    moduli.iter().map(|&q| (q as f64).log2()).sum()
 }
 
 /// The precomputed tables of one parameter set (NTTs, base conversions, the slot encoder).

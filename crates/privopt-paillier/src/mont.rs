@@ -377,26 +377,32 @@ impl Modulus {
     /// `base^e` (Montgomery form in and out) for a public exponent: left-to-right with a
     /// 4-bit window, skipping zero digits.
     pub(crate) fn pow_public(&self, base: &[u64], e: &BigUint) -> Vec<u64> {
-        const W: u32 = 4;
+        // A table of 2^width − 2 products pays off only for long exponents: a scalar of a few
+        // dozen bits (a homomorphic product by a weight) is cheapest bit by bit.
+        let width: u32 = match e.bits() {
+            0..=32 => 1,
+            33..=128 => 3,
+            _ => 4,
+        };
         let k = self.m.len();
         let mut table = vec![self.one.clone(), base[..k].to_vec()];
-        for i in 2..1usize << W {
+        for i in 2..1usize << width {
             let next = self.mul_new(&table[i - 1], base);
             table.push(next);
         }
         let e_limbs = e.to_u64_digits();
-        let windows = (e.bits() as u32).div_ceil(W);
+        let windows = (e.bits() as u32).div_ceil(width);
         let mut acc = self.one.clone();
         let mut tmp = vec![0u64; k];
         let mut started = false;
         for w in (0..windows).rev() {
             if started {
-                for _ in 0..W {
+                for _ in 0..width {
                     self.sqr(&acc, &mut tmp);
                     std::mem::swap(&mut acc, &mut tmp);
                 }
             }
-            let digit = window_digit(&e_limbs, w * W, W) as usize;
+            let digit = window_digit(&e_limbs, w * width, width) as usize;
             if digit != 0 {
                 self.mul(&acc, &table[digit], &mut tmp);
                 std::mem::swap(&mut acc, &mut tmp);

@@ -40,6 +40,19 @@ proptest! {
     }
 
     #[test]
+    fn long_scalars_are_homomorphic(a in any::<i32>(), limbs in any::<[u32; 6]>(), seed in any::<u64>()) {
+        // Up to 192-bit scalars: the windowed path of the exponentiation (short scalars go
+        // bit by bit).
+        let kp = key();
+        let k = limbs.iter().fold(Integer::from(0), |acc, &l| (acc << 32) + Integer::from(l));
+        let c = kp.public.encrypt(&Integer::from(a), &mut rng(seed)).unwrap();
+        let n = Integer::from(kp.public.n().clone());
+        let want = (Integer::from(a) * &k) % &n;
+        let got = (kp.decrypt(&kp.public.mul_scalar(&c, &k)) % &n + &n) % &n;
+        prop_assert_eq!(got, (want + &n) % &n);
+    }
+
+    #[test]
     fn negative_scalars_and_negation_are_homomorphic(a in any::<i64>(), k in 1i64..1 << 40, seed in any::<u64>()) {
         let kp = key();
         let c = kp.encrypt_owner(&Integer::from(a), &mut rng(seed)).unwrap();

@@ -35,6 +35,7 @@ def test_epsilon_is_monotone_and_calibration_inverts_it():
     [
         dict(sigma=1.0, steps=10, delta=1e-5, q=0.0),
         dict(sigma=1.0, steps=10, delta=1e-5, q=0.1, sampling="shuffle"),
+        dict(sigma=1.0, steps=10, delta=1e-5, q=1.0, sampling="shuffle"),
         dict(sigma=1.0, steps=10, delta=1e-5, accountant="pld"),
         dict(sigma=1.0, steps=0, delta=1e-5),
         dict(sigma=1.0, steps=10, delta=1e-5, q=0.1, accountant="zcdp"),

@@ -187,15 +187,8 @@ impl PyContext {
     }
 }
 
-/// Encodes `values` at `level` (default: the top), refusing more values than slots.
+/// Encodes `values` at `level` (default: the top); the encoder refuses more values than slots.
 fn encode(ctx: &EvalContext, values: &[f64], level: Option<usize>) -> PyResult<eval::Plaintext> {
-    if values.len() > ctx.slots() {
-        return Err(errors::parameter(format!(
-            "{} values do not fit in {} slots",
-            values.len(),
-            ctx.slots()
-        )));
-    }
     eval::encode(ctx, values, level.unwrap_or(ctx.max_level())).map_err(errors::ckks)
 }
 
@@ -544,7 +537,6 @@ impl PyEvaluator {
     ) -> PyResult<PyCiphertext> {
         let values = to_vec(&values);
         let ctx = self.0.context();
-        check_len(ctx, values.len())?;
         self.run(py, &[a], |e| {
             let pt = eval::encode_at(ctx, &values, a.ct.level(), a.ct.scale())?;
             e.add_plain(&a.ct, &pt)
@@ -559,7 +551,6 @@ impl PyEvaluator {
         values: Reals<'_>,
     ) -> PyResult<PyCiphertext> {
         let values = to_vec(&values);
-        check_len(self.0.context(), values.len())?;
         self.run(py, &[a], |e| {
             let pt = e.encode_for_product(&values, a.ct.level())?;
             e.mul_plain(&a.ct, &pt)
@@ -647,16 +638,6 @@ impl PyEvaluator {
         let basis = basis(domain)?;
         self.run(py, &[a], |e| e.evaluate_polynomial(&a.ct, &coeffs, basis))
     }
-}
-
-fn check_len(ctx: &EvalContext, len: usize) -> PyResult<()> {
-    if len > ctx.slots() {
-        return Err(errors::parameter(format!(
-            "{len} values do not fit in {} slots",
-            ctx.slots()
-        )));
-    }
-    Ok(())
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -14,7 +14,7 @@ fn sampling(q: f64, kind: &str) -> PyResult<Sampling> {
         )));
     }
     match kind {
-        _ if q == 1.0 => Ok(Sampling::Full),
+        "poisson" | "without_replacement" | "full" if q == 1.0 => Ok(Sampling::Full),
         "full" => Err(errors::parameter(format!(
             "sampling='full' with q = {q}; full batches have q = 1"
         ))),

@@ -7,8 +7,8 @@
 use std::sync::Arc;
 
 use numpy::{PyArray1, PyReadonlyArray2};
-use privopt_approx::functions::{Method as Fit, approximate, sigmoid};
-use privopt_approx::{ChebPoly, Interval};
+use privopt_approx::functions::sigmoid;
+use privopt_approx::{ChebPoly, Interval, least_squares};
 use privopt_ckks::eval::{Ciphertext, EvalContext, GaloisKeys};
 use privopt_math::sample::secret_rng;
 use privopt_ml::data::Dataset;
@@ -26,8 +26,8 @@ use crate::numpy_io::{Reals, array, to_vec};
 
 /// A least-squares Chebyshev fit of `f` on `[lo, hi]`.
 fn fit(f: impl Fn(f64) -> f64, lo: f64, hi: f64, degree: usize) -> PyResult<ChebPoly> {
-    let interval = Interval::new(lo, hi).map_err(|e| errors::parameter(e.to_string()))?;
-    approximate(f, interval, degree, Fit::LeastSquares)
+    Interval::new(lo, hi)
+        .and_then(|interval| least_squares(f, interval, degree))
         .map_err(|e| errors::parameter(e.to_string()))
 }
 

@@ -141,6 +141,19 @@ impl PyPublicKey {
     }
 }
 
+/// A fresh key pair of `bits` from the operating system's randomness; below 2048 bits only
+/// with `insecure` (tests).
+pub fn generate_key_pair(py: Python<'_>, bits: u32, insecure: bool) -> PyResult<KeyPair> {
+    if bits < 2048 && !insecure {
+        return Err(errors::InsecureParameters::new_err(format!(
+            "a {bits}-bit Paillier modulus is below 112-bit security; use 2048 or more (or \
+             pass insecure=True in tests)"
+        )));
+    }
+    py.detach(|| KeyPair::generate(bits, &mut secret_rng(None)))
+        .map_err(errors::paillier)
+}
+
 /// A key pair. Decryption is constant-time in the secret primes and runs on every core for
 /// arrays.
 #[pyclass(module = "privopt.paillier", name = "KeyPair", frozen)]
@@ -175,15 +188,7 @@ impl PyKeyPair {
     #[staticmethod]
     #[pyo3(signature = (bits = 2048, insecure = false))]
     fn generate(py: Python<'_>, bits: u32, insecure: bool) -> PyResult<Self> {
-        if bits < 2048 && !insecure {
-            return Err(errors::InsecureParameters::new_err(format!(
-                "a {bits}-bit modulus is below 112-bit security; use 2048 or more (or pass \
-                 insecure=True in tests)"
-            )));
-        }
-        py.detach(|| KeyPair::generate(bits, &mut secret_rng(None)))
-            .map(Self::new)
-            .map_err(errors::paillier)
+        generate_key_pair(py, bits, insecure).map(Self::new)
     }
 
     /// The public half.

@@ -4,13 +4,13 @@
 
 use numpy::PyArray1;
 use privopt_math::sample::secret_rng;
-use privopt_paillier::KeyPair;
 use privopt_protocols::pdsgd::{Agent, KeyAnnouncement, Paillier};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::errors;
 use crate::numpy_io::{Exact, array, exact_vec};
+use crate::paillier::generate_key_pair;
 
 /// Agent ``id`` with a fresh Paillier key pair of ``bits`` (1024 only with ``insecure=True``).
 ///
@@ -26,15 +26,7 @@ impl PyAgent {
     #[new]
     #[pyo3(signature = (id, bits = 2048, insecure = false))]
     fn new(py: Python<'_>, id: usize, bits: u32, insecure: bool) -> PyResult<Self> {
-        if bits < 2048 && !insecure {
-            return Err(errors::InsecureParameters::new_err(format!(
-                "a {bits}-bit Paillier modulus is below 112-bit security; use 2048 or more \
-                 (or pass insecure=True in tests)"
-            )));
-        }
-        let pair = py
-            .detach(|| KeyPair::generate(bits, &mut secret_rng(None)))
-            .map_err(errors::paillier)?;
+        let pair = generate_key_pair(py, bits, insecure)?;
         Ok(Self(Agent::new(id, pair.public.clone(), pair)))
     }
 

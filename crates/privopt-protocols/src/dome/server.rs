@@ -30,6 +30,25 @@ pub struct ServerSettings {
     pub learned_sketch: bool,
 }
 
+impl ServerSettings {
+    /// Checks every setting's range (finite values only).
+    pub fn validate(&self) -> Result<()> {
+        for (name, v, ok) in [
+            ("lr", self.lr, self.lr > 0.0),
+            ("beta1", self.beta1, (0.0..1.0).contains(&self.beta1)),
+            ("beta2", self.beta2, (0.0..1.0).contains(&self.beta2)),
+            ("gamma_prime", self.gamma_prime, self.gamma_prime > 0.0),
+            ("clip", self.clip, self.clip > 0.0),
+            ("noise_total", self.noise_total, self.noise_total >= 0.0),
+        ] {
+            check_param(ok && v.is_finite(), || {
+                format!("DOME server setting {name} = {v} is out of range")
+            })?;
+        }
+        Ok(())
+    }
+}
+
 /// Adam with bias correction, the second moment debiased by the known noise, and `m̂` kept for
 /// the clients' mean removal.
 #[derive(Debug)]
@@ -71,6 +90,10 @@ impl std::fmt::Debug for DomeServer {
 impl DomeServer {
     /// A server starting from the model `w0` and the sketch `S_0`.
     pub fn new(settings: ServerSettings, w0: Vec<f64>, sketch: Sketch) -> Result<Self> {
+        settings.validate()?;
+        check_param(!w0.is_empty() && w0.iter().all(|v| v.is_finite()), || {
+            "the initial model must be a non-empty finite vector".into()
+        })?;
         let d = w0.len();
         check_param(sketch.basis().d() == d, || {
             format!(

@@ -106,3 +106,25 @@ def test_bad_replies_are_refused_and_the_round_goes_on(rng):
     server.begin_round(per_round=3)
     with pytest.raises(PeerMisbehaved, match="round"):
         server.receive(replies[2])
+
+
+@pytest.mark.parametrize("rule", ["decomfl", "hiso"])
+def test_a_client_resumed_from_its_state_bytes_replies_identically(rng, rule):
+    data, _ = make_problem(rng, clients=3)
+    x0 = np.zeros(10)
+    spec = scalar_fl.Spec(lr=0.01, local_steps=2, rule=rule)
+    server = scalar_fl.Server(spec, x0, clients=3, seed=5)
+    client = scalar_fl.Client(0, spec, x0)
+    for _ in range(4):
+        plan, who = server.begin_round(per_round=3)
+        for i in who:
+            catch = server.catch_up(i)
+            if i == 0:
+                client.receive(catch)
+                resumed = scalar_fl.Client(0, spec, x0)
+                resumed.receive(client.state)
+                assert resumed.round == client.round
+                a = client.local_update(plan, loss_of(*data[0]))
+                assert resumed.local_update(plan, loss_of(*data[0])) == a
+                server.receive(a)
+        server.finish_round()

@@ -119,3 +119,32 @@ def test_bad_bytes_and_foreign_messages_are_refused_without_changing_state(rng):
         secagg.Client(b"short", 0, 0, [1, 2], 2, LEN)
     with pytest.raises(ParameterError):
         secagg.Server(session, 0, secagg.Graph.complete(4), 2, 0)
+
+
+def test_clients_resumed_from_snapshots_between_stages_sum_exactly(rng):
+    # A Flower ClientApp runs each message in a fresh process: the client must survive as bytes.
+    server, clients, inputs = start_round(rng, complete=True)
+    states = {}
+    for c, client in clients.items():
+        server.receive(client.advertisement)
+        states[c] = client.snapshot()
+    for stage in (2, 3, 4):
+        for c, msg in server.close_stage().items():
+            client = secagg.Client.restore(states[c])
+            reply = client.handle(msg, inputs[c]) if stage == 3 else client.handle(msg)
+            server.receive(reply)
+            states[c] = client.snapshot()
+    total, contributors = server.finish()
+    assert contributors == list(range(N))
+    expected = sum(inputs[c].astype(np.uint64) for c in contributors) % 2**32
+    np.testing.assert_array_equal(total, expected.astype(np.uint32))
+
+
+def test_a_damaged_snapshot_is_refused(rng):
+    _, clients, _ = start_round(rng, n=5, complete=True)
+    state = bytearray(clients[0].snapshot())
+    state[40] ^= 1
+    with pytest.raises(MalformedMessage):
+        secagg.Client.restore(bytes(state))
+    with pytest.raises(MalformedMessage):
+        secagg.Client.restore(clients[0].advertisement)

@@ -9,9 +9,11 @@
 
 use privopt_secagg::shamir::{LIMBS, PRIME, Share};
 use privopt_secagg::{
-    AdvertiseKeys, ClientId, Context, EncryptedShares, IncomingShares, MaskedInput, NeighbourKeys,
-    PublicKeys, SessionId, ShareKeys, UnmaskRequest, UnmaskShares,
+    AdvertiseKeys, ClientConfig, ClientId, ClientSnapshot, Context, EncryptedShares,
+    IncomingShares, MaskedInput, NeighbourKeys, PublicKeys, SessionId, ShareKeys, Stage,
+    UnmaskRequest, UnmaskShares,
 };
+use zeroize::Zeroizing;
 
 use crate::wire::{DecodeError, Message, Method, Reader, Writer};
 
@@ -287,6 +289,102 @@ secagg_message!(
             sender: client(r)?,
             self_seed_shares: shares(r)?,
             mask_key_shares: shares(r)?,
+        })
+    }
+);
+
+fn secret(r: &mut Reader<'_>) -> Result<Zeroizing<[u8; 32]>, DecodeError> {
+    let mut s = Zeroizing::new([0u8; 32]);
+    s.copy_from_slice(r.fixed(32)?);
+    Ok(s)
+}
+
+const STAGES: [Stage; 5] = [
+    Stage::AdvertiseKeys,
+    Stage::ShareKeys,
+    Stage::MaskedInput,
+    Stage::Unmask,
+    Stage::Done,
+];
+
+// A client's state between stages (secrets included: the bytes are as secret as the client).
+// Not a message on the wire; it is here so a role can leave its process and come back.
+// `Client::restore` checks what the encoding cannot (membership, stage consistency).
+secagg_message!(
+    ClientSnapshot,
+    8,
+    "SecAgg+ client snapshot",
+    |s, w| {
+        put_context(w, &s.config.context);
+        w.u32(s.config.id);
+        w.len(s.config.neighbours.len());
+        s.config.neighbours.iter().for_each(|&c| w.u32(c));
+        w.len(s.config.threshold);
+        w.len(s.config.vector_len);
+        // Every stage is in STAGES, so the position is always found.
+        let stage = STAGES
+            .iter()
+            .position(|&x| x == s.stage)
+            .unwrap_or(STAGES.len());
+        w.u8(stage as u8);
+        w.raw(&*s.encryption_secret);
+        w.raw(&*s.masking_secret);
+        w.raw(&*s.self_seed);
+        w.len(s.peers.len());
+        for (c, k) in &s.peers {
+            w.u32(*c);
+            put_keys(w, k);
+        }
+        let (masks, seeds): (Vec<_>, Vec<_>) = s
+            .held
+            .iter()
+            .map(|&(owner, mask_key, seed)| ((owner, mask_key), (owner, seed)))
+            .unzip();
+        put_shares(w, &masks);
+        put_shares(w, &seeds);
+    },
+    |r| {
+        let context = context(r)?;
+        let id = client(r)?;
+        let neighbours = clients(r)?;
+        let threshold = r.index()?;
+        let vector_len = r.index()?;
+        if vector_len > MAX_VECTOR {
+            return Err(r.invalid(format!("{vector_len} words, at most {MAX_VECTOR}")));
+        }
+        let stage = *STAGES
+            .get(usize::from(r.u8()?))
+            .ok_or_else(|| r.invalid("unknown stage"))?;
+        let encryption_secret = secret(r)?;
+        let masking_secret = secret(r)?;
+        let self_seed = secret(r)?;
+        let n = r.count(4 + 64)?;
+        let peers = (0..n)
+            .map(|_| Ok((client(r)?, keys(r)?)))
+            .collect::<Result<Vec<_>, DecodeError>>()?;
+        let masks = shares(r)?;
+        let seeds = shares(r)?;
+        if masks.len() != seeds.len() || masks.iter().zip(&seeds).any(|(a, b)| a.0 != b.0) {
+            return Err(r.invalid("masking-key and self-seed shares name different owners"));
+        }
+        Ok(Self {
+            config: ClientConfig {
+                context,
+                id,
+                neighbours,
+                threshold,
+                vector_len,
+            },
+            stage,
+            encryption_secret,
+            masking_secret,
+            self_seed,
+            peers,
+            held: masks
+                .into_iter()
+                .zip(seeds)
+                .map(|((owner, m), (_, s))| (owner, m, s))
+                .collect(),
         })
     }
 );

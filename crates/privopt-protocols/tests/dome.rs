@@ -1,5 +1,6 @@
 //! DOME roles: rounds whose every message (broadcast, sketch columns, each SecAgg+ stage)
-//! crosses as bytes end with the same model as the in-process rounds; SecAgg+ survives a
+//! crosses as bytes, and every SecAgg+ client resumes from its snapshot's bytes before each
+//! stage, end with the same model as the in-process rounds; SecAgg+ survives a
 //! client that drops after sending its masked input; every decoder refuses damaged and forged
 //! bytes with a typed error.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -13,8 +14,9 @@ use privopt_protocols::dome::{
 use privopt_protocols::wire::damage;
 use privopt_secagg::simulation::run_round;
 use privopt_secagg::{
-    AdvertiseKeys, Client, ClientConfig, Context, Graph, IncomingShares, MaskedInput,
-    NeighbourKeys, Server, ServerConfig, SessionId, ShareKeys, UnmaskRequest, UnmaskShares,
+    AdvertiseKeys, Client, ClientConfig, ClientSnapshot, Context, Graph, IncomingShares,
+    MaskedInput, NeighbourKeys, Server, ServerConfig, SessionId, ShareKeys, UnmaskRequest,
+    UnmaskShares,
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
@@ -25,6 +27,11 @@ const B: usize = 6;
 
 fn through<M: Message>(m: M) -> M {
     M::from_bytes(&m.to_bytes()).unwrap()
+}
+
+/// The client as another process would resume it: snapshot, bytes, restore.
+fn resumed(client: &Client) -> Client {
+    Client::restore(through(client.snapshot())).unwrap()
 }
 
 /// One SecAgg+ round with every message through its bytes; `drop_after_masking` leaves
@@ -59,6 +66,7 @@ fn secagg_through_bytes(
         let (client, advert) = Client::new(config, &mut rng).unwrap();
         if check_damage && c == 0 {
             refuse_damage::<AdvertiseKeys>(&advert.to_bytes());
+            refuse_damage::<ClientSnapshot>(&client.snapshot().to_bytes());
         }
         server.receive_keys(through(advert)).unwrap();
         clients.push((client, rng));
@@ -69,6 +77,7 @@ fn secagg_through_bytes(
         if check_damage && client.id() == 0 {
             refuse_damage::<NeighbourKeys>(&msg.to_bytes());
         }
+        *client = resumed(client);
         shared.push(client.share_keys(&through(msg.clone()), rng).unwrap());
     }
     for s in shared {
@@ -82,6 +91,7 @@ fn secagg_through_bytes(
         if check_damage && client.id() == 0 {
             refuse_damage::<IncomingShares>(&msg.to_bytes());
         }
+        *client = resumed(client);
         let masked = client
             .mask_input(&through(msg.clone()), &inputs[client.id() as usize])
             .unwrap();
@@ -97,6 +107,10 @@ fn secagg_through_bytes(
         }
         if check_damage && client.id() == 0 {
             refuse_damage::<UnmaskRequest>(&msg.to_bytes());
+        }
+        *client = resumed(client);
+        if check_damage && client.id() == 0 {
+            refuse_damage::<ClientSnapshot>(&client.snapshot().to_bytes());
         }
         let reply = client.unmask(&through(msg.clone())).unwrap();
         if check_damage && client.id() == 0 {
@@ -301,4 +315,41 @@ fn secagg_decoders_refuse_forged_fields() {
             let _ = UnmaskShares::from_bytes(&forged);
         }
     }
+}
+
+#[test]
+fn secagg_client_restore_refuses_state_no_client_could_hold() {
+    let graph = Graph::complete(4).unwrap();
+    let context = Context {
+        session: SessionId([3; 16]),
+        round: 2,
+    };
+    let config = ClientConfig {
+        context,
+        id: 0,
+        neighbours: graph.neighbours(0).to_vec(),
+        threshold: 2,
+        vector_len: 3,
+    };
+    let (client, _) = Client::new(config, &mut ChaCha20Rng::seed_from_u64(1)).unwrap();
+    let good = client.snapshot();
+    assert!(Client::restore(good.clone()).is_ok());
+    let keys = privopt_secagg::PublicKeys {
+        encryption: [9; 32],
+        masking: [9; 32],
+    };
+    let refused = |edit: &dyn Fn(&mut ClientSnapshot)| {
+        let mut s = good.clone();
+        edit(&mut s);
+        Client::restore(through(s)).is_err()
+    };
+    // Keys before the stage that receives them, keys of a non-neighbour, self as neighbour.
+    assert!(refused(&|s| s.peers.push((1, keys))));
+    assert!(refused(&|s| {
+        s.stage = privopt_secagg::Stage::ShareKeys;
+        s.peers.push((7, keys));
+    }));
+    assert!(refused(&|s| s.config.neighbours.insert(0, 0)));
+    assert!(refused(&|s| s.config.threshold = 9));
+    assert!(refused(&|s| s.stage = privopt_secagg::Stage::Unmask));
 }

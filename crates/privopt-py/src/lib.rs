@@ -24,6 +24,7 @@ mod multiparty;
 mod numpy_io;
 mod paillier;
 mod pdsgd;
+mod problem;
 mod scalar_fl;
 mod secagg;
 
@@ -35,7 +36,7 @@ type Register = fn(&Bound<'_, PyModule>) -> PyResult<()>;
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    let registrations: [(&str, Register); 10] = [
+    let registrations: [(&str, Register); 11] = [
         ("ckks", ckks::register),
         ("multiparty", multiparty::register),
         ("paillier", paillier::register),
@@ -46,6 +47,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ("dome", dome::register),
         ("eezofl", eezofl::register),
         ("dpfhe", dpfhe::register),
+        ("problem", problem::register),
     ];
     for (name, register) in registrations {
         let sub = PyModule::new(m.py(), name)?;

@@ -231,6 +231,13 @@ impl PyClient {
         self.client.state().round
     }
 
+    /// The held state (model, HiSo Hessian, round) as a catch-up message: :meth:`receive` it
+    /// in a fresh client of the same spec and dimension to resume where this one stands.
+    #[getter]
+    fn state<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        bytes(py, &CatchUp::Full(self.client.state().clone()))
+    }
+
     /// Applies the server's catch-up message.
     fn receive(&mut self, message: &[u8]) -> PyResult<()> {
         let msg = CatchUp::from_bytes(message).map_err(errors::decode)?;

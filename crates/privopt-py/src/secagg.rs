@@ -8,9 +8,9 @@ use privopt_math::sample::secret_rng;
 use privopt_protocols::Message;
 use privopt_protocols::secagg::{MAX_CLIENTS, MAX_VECTOR};
 use privopt_secagg::{
-    AdvertiseKeys, Client, ClientConfig, Context, Graph, IncomingShares, MaskedInput,
-    NeighbourKeys, Quantizer, Server, ServerConfig, SessionId, ShareKeys, Stage, ThreatModel,
-    UnmaskRequest, UnmaskShares, find_parameters,
+    AdvertiseKeys, Client, ClientConfig, ClientSnapshot, Context, Graph, IncomingShares,
+    MaskedInput, NeighbourKeys, Quantizer, Server, ServerConfig, SessionId, ShareKeys, Stage,
+    ThreatModel, UnmaskRequest, UnmaskShares, find_parameters,
 };
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -204,7 +204,6 @@ impl PyQuantizer {
 #[pyclass(module = "privopt.secagg", name = "Client")]
 pub struct PyClient {
     client: Client,
-    advertisement: Vec<u8>,
     input: Option<Vec<u32>>,
 }
 
@@ -229,11 +228,9 @@ impl PyClient {
             threshold,
             vector_len,
         };
-        let (client, advert) =
-            Client::new(config, &mut secret_rng(None)).map_err(errors::secagg)?;
+        let (client, _) = Client::new(config, &mut secret_rng(None)).map_err(errors::secagg)?;
         Ok(Self {
             client,
-            advertisement: advert.to_bytes(),
             input: None,
         })
     }
@@ -241,7 +238,24 @@ impl PyClient {
     /// The first message (the client's public keys), for the server.
     #[getter]
     fn advertisement<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, &self.advertisement)
+        PyBytes::new(py, &self.client.advertisement().to_bytes())
+    }
+
+    /// The client's whole state, so another process can :meth:`restore` it between stages.
+    /// The bytes hold the round's private keys and the neighbours' shares: keep them as
+    /// secret as the client (and note Python cannot wipe a ``bytes`` object).
+    fn snapshot<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.client.snapshot().to_bytes())
+    }
+
+    /// The client a :meth:`snapshot` was taken of; raises on damaged or inconsistent bytes.
+    #[staticmethod]
+    fn restore(state: &[u8]) -> PyResult<Self> {
+        let snapshot = decode::<ClientSnapshot>(state)?;
+        Ok(Self {
+            client: Client::restore(snapshot).map_err(errors::secagg)?,
+            input: None,
+        })
     }
 
     /// This client's id.
@@ -294,7 +308,7 @@ impl PyClient {
     }
 
     /// The reply to whatever server message the current stage expects; ``input`` is needed
-    /// (once) before the masking stage and may be given here or via :meth:`set_input`.
+    /// (once, at or before the masking stage). The input is not part of a :meth:`snapshot`.
     #[pyo3(signature = (message, input = None))]
     fn handle<'py>(
         &mut self,

@@ -3,6 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use rand::{CryptoRng, Rng};
+use zeroize::Zeroizing;
 
 use crate::keys::{self, SecretKey, SharePair};
 use crate::mask::{MaskSeed, Sign};
@@ -25,6 +26,59 @@ pub struct ClientConfig {
     pub vector_len: usize,
 }
 
+impl ClientConfig {
+    fn check(&self) -> Result<(), Error> {
+        let mut sorted = self.neighbours.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        if sorted != self.neighbours || sorted.contains(&self.id) {
+            return Err(Error::Parameters(
+                "neighbours must be increasing and exclude self".into(),
+            ));
+        }
+        if self.threshold < 2 || self.threshold > self.neighbours.len() {
+            return Err(Error::Parameters(format!(
+                "threshold {} with {} neighbours (need 2 ≤ t ≤ neighbours)",
+                self.threshold,
+                self.neighbours.len()
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Everything a client holds between stages, so a client whose process ends between two
+/// stages can resume in another (a Flower ClientApp runs each message in a fresh process).
+/// It holds the round's private keys, self-mask seed and the neighbours' shares: keep it as
+/// secret as the client itself.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ClientSnapshot {
+    /// The round's public facts.
+    pub config: ClientConfig,
+    /// The stage whose server message the client expects next.
+    pub stage: Stage,
+    /// The key-agreement secret the shares are sealed with.
+    pub encryption_secret: Zeroizing<[u8; 32]>,
+    /// The key-agreement secret the pairwise masks derive from.
+    pub masking_secret: Zeroizing<[u8; 32]>,
+    /// The self-mask seed.
+    pub self_seed: Zeroizing<[u8; 32]>,
+    /// The neighbours' public keys, by neighbour (from stage 2 on).
+    pub peers: Vec<(ClientId, PublicKeys)>,
+    /// The shares neighbours gave this client, by owner: (masking-key share, self-seed share)
+    /// (from stage 3 on).
+    pub held: Vec<(ClientId, Share, Share)>,
+}
+
+impl std::fmt::Debug for ClientSnapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientSnapshot")
+            .field("config", &self.config)
+            .field("stage", &self.stage)
+            .finish_non_exhaustive()
+    }
+}
+
 /// A client in one round. Each method consumes the server's message for the current stage and
 /// returns the client's reply; a refused message leaves the client as it was.
 pub struct Client {
@@ -43,33 +97,11 @@ impl Client {
         config: ClientConfig,
         rng: &mut R,
     ) -> Result<(Self, AdvertiseKeys), Error> {
-        let mut sorted = config.neighbours.clone();
-        sorted.sort_unstable();
-        sorted.dedup();
-        if sorted != config.neighbours || sorted.contains(&config.id) {
-            return Err(Error::Parameters(
-                "neighbours must be increasing and exclude self".into(),
-            ));
-        }
-        if config.threshold < 2 || config.threshold > config.neighbours.len() {
-            return Err(Error::Parameters(format!(
-                "threshold {} with {} neighbours (need 2 ≤ t ≤ neighbours)",
-                config.threshold,
-                config.neighbours.len()
-            )));
-        }
+        config.check()?;
         let encryption = SecretKey::generate(rng);
         let masking = SecretKey::generate(rng);
         let mut seed = [0u8; 32];
         rng.fill(&mut seed);
-        let advert = AdvertiseKeys {
-            context: config.context,
-            sender: config.id,
-            keys: PublicKeys {
-                encryption: encryption.public(),
-                masking: masking.public(),
-            },
-        };
         let client = Self {
             config,
             stage: Stage::AdvertiseKeys,
@@ -79,7 +111,20 @@ impl Client {
             peers: BTreeMap::new(),
             held: BTreeMap::new(),
         };
+        let advert = client.advertisement();
         Ok((client, advert))
+    }
+
+    /// The stage-1 message: this round's public keys.
+    pub fn advertisement(&self) -> AdvertiseKeys {
+        AdvertiseKeys {
+            context: self.config.context,
+            sender: self.config.id,
+            keys: PublicKeys {
+                encryption: self.encryption.public(),
+                masking: self.masking.public(),
+            },
+        }
     }
 
     /// This client's id.
@@ -90,6 +135,83 @@ impl Client {
     /// The stage whose server message the client expects next.
     pub fn stage(&self) -> Stage {
         self.stage
+    }
+
+    /// The client's whole state, secrets included (see [`ClientSnapshot`]).
+    pub fn snapshot(&self) -> ClientSnapshot {
+        ClientSnapshot {
+            config: self.config.clone(),
+            stage: self.stage,
+            encryption_secret: Zeroizing::new(self.encryption.to_bytes()),
+            masking_secret: Zeroizing::new(self.masking.to_bytes()),
+            self_seed: Zeroizing::new(self.self_seed.0),
+            peers: self.peers.iter().map(|(&c, &k)| (c, k)).collect(),
+            held: self
+                .held
+                .iter()
+                .map(|(&c, p)| (c, p.mask_key, p.self_seed))
+                .collect(),
+        }
+    }
+
+    /// The client a [`Client::snapshot`] was taken of. Refuses a snapshot no client could
+    /// have produced: a bad configuration, keys or shares from non-neighbours, repeated
+    /// entries, shares addressed to another holder, or state its stage cannot have.
+    pub fn restore(snapshot: ClientSnapshot) -> Result<Self, Error> {
+        let ClientSnapshot {
+            config,
+            stage,
+            encryption_secret,
+            masking_secret,
+            self_seed,
+            peers: peer_list,
+            held: held_list,
+        } = snapshot;
+        config.check()?;
+        let malformed = |what: &str| Err(Error::Malformed(format!("client snapshot: {what}")));
+        let mut peers = BTreeMap::new();
+        for (peer, keys) in peer_list {
+            if config.neighbours.binary_search(&peer).is_err() {
+                return malformed("keys of a client that is not a neighbour");
+            }
+            if peers.insert(peer, keys).is_some() {
+                return malformed("a neighbour's keys twice");
+            }
+        }
+        let mut held = BTreeMap::new();
+        for (owner, mask_key, seed) in held_list {
+            if !peers.contains_key(&owner) {
+                return malformed("shares from a client whose keys it does not hold");
+            }
+            if mask_key.holder != config.id || seed.holder != config.id {
+                return malformed("shares addressed to another holder");
+            }
+            let pair = SharePair {
+                mask_key,
+                self_seed: seed,
+            };
+            if held.insert(owner, pair).is_some() {
+                return malformed("a neighbour's shares twice");
+            }
+        }
+        let consistent = match stage {
+            Stage::AdvertiseKeys => peers.is_empty() && held.is_empty(),
+            Stage::ShareKeys => held.is_empty(),
+            Stage::MaskedInput | Stage::Done => true,
+            Stage::Unmask => false,
+        };
+        if !consistent {
+            return malformed("state its stage cannot hold");
+        }
+        Ok(Self {
+            config,
+            stage,
+            encryption: SecretKey::from_bytes(*encryption_secret),
+            masking: SecretKey::from_bytes(*masking_secret),
+            self_seed: MaskSeed(*self_seed),
+            peers,
+            held,
+        })
     }
 
     fn expect(&self, stage: Stage, context: &Context, recipient: ClientId) -> Result<(), Error> {

@@ -35,7 +35,7 @@ mod server;
 pub mod shamir;
 pub mod simulation;
 
-pub use client::{Client, ClientConfig};
+pub use client::{Client, ClientConfig, ClientSnapshot};
 pub use graph::Graph;
 pub use messages::*;
 pub use params::{GraphParameters, ThreatModel, find_parameters, threshold_for_degree};

@@ -42,8 +42,9 @@ fn loss(c: usize) -> impl Fn(usize, &[f64]) -> f64 + Sync {
 }
 
 /// Runs `rounds` rounds with 3 of 5 clients each, client 4 dropping out (after its catch-up,
-/// before replying) of every round it is sampled in; with `bytes`, every message crosses as its encoding. Returns the server's and
-/// each client's final state.
+/// before replying) of every round it is sampled in, so its next catch-up repeats what it
+/// holds; with `bytes`, every message crosses as its encoding. Returns the server's and each
+/// client's final state.
 fn federation(rounds: u64, bytes: bool) -> (ModelState, Vec<ModelState>) {
     let spec = spec();
     let initial = ModelState::initial(vec![0.5; D], spec.rule);
@@ -99,6 +100,91 @@ fn a_federation_through_bytes_ends_where_the_in_process_one_does() {
     // The model moved, and the clients that stayed in hold rounds the server has passed.
     assert_ne!(server_mem.x, vec![0.5; D]);
     assert!(clients_mem.iter().any(|c| c.round > 0));
+}
+
+#[test]
+fn a_client_restarted_from_an_old_save_catches_up_by_replay() {
+    let spec = spec();
+    let initial = ModelState::initial(vec![0.5; D], spec.rule);
+    let mut server = Server::new(spec, initial.clone(), 3, None).unwrap();
+    let mut clients: Vec<Client> = (0..3).map(|c| Client::new(c, initial.clone())).collect();
+    let mut rng = SeedTree::new(5).stream("test/restart", &[]);
+    let mut saved = None;
+    for r in 0..8u64 {
+        let plan = server.begin_round(3, &mut rng).unwrap();
+        let mut replies = Vec::new();
+        for c in 0..3 {
+            if c == 2 && r == 6 {
+                // Restarted from its last save (round 3, the last message it handled).
+                clients[2] = Client::new(2, saved.take().unwrap());
+            }
+            let msg = server.catch_up(c).unwrap();
+            if c == 2 && r == 6 {
+                assert!(matches!(msg, CatchUp::Replay(ref v) if v.len() == 3));
+                assert!(
+                    server.rewind(2, 3).is_err(),
+                    "not once sent this round's catch-up"
+                );
+            }
+            if c == 2 && (4..6).contains(&r) {
+                continue; // killed: neither the catch-up nor a reply went anywhere
+            }
+            clients[c].receive(msg, &spec).unwrap();
+            if c == 2 && r == 3 {
+                saved = Some(clients[2].state().clone());
+            }
+            replies.push(
+                clients[c]
+                    .local_update(&plan, &spec, probe(), &loss(c))
+                    .unwrap(),
+            );
+        }
+        server.finish_round(&replies).unwrap();
+        if r == 5 {
+            server.rewind(2, 3).unwrap();
+        }
+    }
+    assert_eq!(server.full_downloads(), 0);
+    let plan = server.begin_round(3, &mut rng).unwrap();
+    for c in plan.clients {
+        clients[c]
+            .receive(server.catch_up(c).unwrap(), &spec)
+            .unwrap();
+        assert_eq!(bits(clients[c].state()), bits(server.state()));
+    }
+    assert!(server.rewind(7, 0).is_err() && server.rewind(0, 99).is_err());
+    // A client that lost everything gets the full state once the history is gone.
+    server.finish_round(&[]).unwrap();
+    server.rewind(1, 0).unwrap();
+    server.begin_round(3, &mut rng).unwrap();
+    assert!(matches!(server.catch_up(1).unwrap(), CatchUp::Full(_)));
+}
+
+#[test]
+fn a_replay_that_skips_a_round_the_client_lacks_is_refused() {
+    let spec = spec();
+    let initial = ModelState::initial(vec![0.5; D], spec.rule);
+    let mut server = Server::new(spec, initial.clone(), 2, None).unwrap();
+    let mut rng = SeedTree::new(6).stream("test/gap", &[]);
+    for _ in 0..4 {
+        server.begin_round(1, &mut rng).unwrap();
+        server.finish_round(&[]).unwrap();
+    }
+    let records: Vec<_> = server.history().cloned().collect();
+    let mut client = Client::new(0, initial);
+    client
+        .receive(CatchUp::Replay(records[..2].to_vec()), &spec)
+        .unwrap();
+    let before = bits(client.state());
+    // Records 0, 1 again (held, skipped) then 3: round 2 is missing.
+    let gap = vec![records[0].clone(), records[1].clone(), records[3].clone()];
+    assert!(client.receive(CatchUp::Replay(gap), &spec).is_err());
+    assert_eq!(bits(client.state()), before);
+    // Repeated delivery of held records and the rest is fine.
+    client
+        .receive(CatchUp::Replay(records.clone()), &spec)
+        .unwrap();
+    assert_eq!(client.state().round, 4);
 }
 
 /// One message of every kind and variant.

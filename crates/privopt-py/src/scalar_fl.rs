@@ -147,6 +147,14 @@ impl PyServer {
         Ok((bytes(py, &plan), plan.clients))
     }
 
+    /// Client ``client`` reports it holds the start of ``round``, older than the server's
+    /// record (it restarted from an older save): its next catch-up starts there (a replay
+    /// while the history reaches back, else the full model). Not once this round's catch-up
+    /// went to it; never ahead of the server.
+    fn rewind(&mut self, client: usize, round: u64) -> PyResult<()> {
+        self.server.rewind(client, round).map_err(errors::protocol)
+    }
+
     /// What participant ``client`` needs to hold the round's starting model: nothing, a
     /// replay of the rounds it missed, or the full model.
     fn catch_up<'py>(&mut self, py: Python<'py>, client: usize) -> PyResult<Bound<'py, PyBytes>> {

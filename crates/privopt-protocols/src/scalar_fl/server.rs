@@ -22,6 +22,10 @@ pub struct Server {
     history: VecDeque<RoundRecord>,
     /// For each client, the round whose starting state it holds.
     synced: Vec<u64>,
+    /// Participants of the open round sent a catch-up, with the round they held before it:
+    /// one whose reply never comes may never have received it, so it falls back to that round
+    /// (a client skips replayed records it already holds, so delivery may repeat).
+    sent: Vec<(usize, u64)>,
     staleness_bound: Option<u64>,
     open: Option<RoundPlan>,
     full_downloads: u64,
@@ -44,6 +48,7 @@ impl Server {
         Ok(Self {
             spec,
             synced: vec![initial.round; clients],
+            sent: Vec::new(),
             state: initial,
             history: VecDeque::new(),
             staleness_bound,
@@ -132,8 +137,41 @@ impl Server {
             self.full_downloads += 1;
             CatchUp::Full(self.state.clone())
         };
+        if !self.sent.iter().any(|&(c, _)| c == client) {
+            self.sent.push((client, from));
+        }
         self.synced[client] = now;
         Ok(msg)
+    }
+
+    /// Client `client` says it holds the start of `round`, older than the server thought (it
+    /// restarted and lost state it never saved): its next catch-up starts there, by replay while
+    /// the history reaches back that far, else by the full state. A client cannot be ahead of
+    /// the server, nor rewind during a round it is in.
+    pub fn rewind(&mut self, client: usize, round: u64) -> Result<()> {
+        let n = self.synced.len();
+        if client >= n {
+            return Err(misbehaved(
+                Peer::Party(client as u64),
+                format!("is not among the {n} clients"),
+            ));
+        }
+        if round > self.state.round {
+            return Err(misbehaved(
+                Peer::Party(client as u64),
+                format!(
+                    "says it holds round {round}; the server is at round {}",
+                    self.state.round
+                ),
+            ));
+        }
+        if self.sent.iter().any(|&(c, _)| c == client) {
+            return Err(Error::OutOfOrder(format!(
+                "client {client} cannot rewind during a round it has been sent"
+            )));
+        }
+        self.synced[client] = self.synced[client].min(round);
+        Ok(())
     }
 
     /// Checks one reply against the open round: refused if it is for another round, from a
@@ -209,6 +247,12 @@ impl Server {
             scalars,
         };
         self.state.apply(&record, &self.spec, &mut self.scratch)?;
+        for &(client, from) in &self.sent {
+            if !seen.contains(&client) {
+                self.synced[client] = from;
+            }
+        }
+        self.sent.clear();
         self.open = None;
         self.history.push_back(record.clone());
         self.collect_garbage();

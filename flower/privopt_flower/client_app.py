@@ -1,0 +1,62 @@
+"""The Flower ClientApp: one privopt client per SuperNode, its party id the node config's
+``partition-id``. Each message may run in a fresh process, so the role's state lives in the
+Context's state between messages (see docs/flower.md on what that exposes)."""
+
+from __future__ import annotations
+
+from flwr.app import ConfigRecord, Context, Error, Message, RecordDict
+from flwr.clientapp import ClientApp
+
+from . import config, roles
+from .node import Node, State
+from .transport import RECORD
+
+app = ClientApp()
+
+STATE_RECORD = "privopt-state"
+# Flower's code for an error raised by the app itself.
+APP_ERROR = 1
+
+
+class ContextState(State):
+    """Bytes in the Context's state, which the SuperNode keeps between messages."""
+
+    def __init__(self, context: Context, node: Node) -> None:
+        super().__init__(node)
+        if STATE_RECORD not in context.state:
+            context.state[STATE_RECORD] = ConfigRecord()
+        self._record = context.state.config_records[STATE_RECORD]
+
+    def _load(self, key: str) -> bytes | None:
+        value = self._record.get(key)
+        return value if isinstance(value, bytes) else None
+
+    def _store(self, key: str, value: bytes | None) -> None:
+        if value is None:
+            self._record.pop(key, None)
+        else:
+            self._record[key] = value
+
+
+def node_of(context: Context) -> Node:
+    nc = context.node_config
+    try:
+        party, parties = int(nc["partition-id"]), int(nc["num-partitions"])
+    except (KeyError, ValueError) as e:
+        raise config.ConfigError(
+            "the SuperNode needs --node-config 'partition-id=I num-partitions=N'"
+        ) from e
+    state_dir = nc.get("state-dir")
+    return Node(party, parties, str(state_dir) if state_dir else None)
+
+
+@app.query()
+def query(msg: Message, context: Context) -> Message:
+    try:
+        node = node_of(context)
+        s = config.parse(context.run_config)
+        reply = roles.client_handle(dict(msg.content[RECORD]), ContextState(context, node), node, s)
+        return Message(RecordDict({RECORD: ConfigRecord(reply)}), reply_to=msg)
+    except Exception as e:  # the server gets one line naming the party and the cause
+        where = context.node_config.get("partition-id", "?")
+        return Message(Error(APP_ERROR, f"party {where}: {type(e).__name__}: {e}"), reply_to=msg)

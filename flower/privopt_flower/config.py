@@ -1,0 +1,116 @@
+"""The run configuration: Flower's flat run config (``data.dataset = …``) read into typed
+settings, with every value checked before anything starts (one line per error)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+METHODS = ("scalar_fl", "dome")
+
+
+class ConfigError(ValueError):
+    """A run-config value is missing, of the wrong type or out of range."""
+
+
+def unflatten(flat: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"data.dataset": "x"}`` → ``{"data": {"dataset": "x"}}`` (Flower flattens tables)."""
+    nested: dict[str, Any] = {}
+    for key, value in flat.items():
+        parts = key.split(".")
+        node = nested
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"{key}: {p} is both a value and a table")
+        node[parts[-1]] = value
+    return nested
+
+
+def _get(table: Mapping[str, Any], key: str, kind: type, default: Any, where: str) -> Any:
+    value = table.get(key, default)
+    if value is None:
+        raise ConfigError(f"{where}{key} is required")
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ConfigError(f"{where}{key} must be {kind.__name__}, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What every method shares."""
+
+    method: str
+    seed: int
+    rounds: int
+    clients: int
+    stage_timeout: float
+    join_timeout: float
+    eval_every: int
+    out_dir: str
+    data_dir: str
+    data: dict[str, Any]
+    model: dict[str, Any]
+    # The method's own table (``scalar_fl.*`` or ``dome.*``), checked by the method.
+    params: dict[str, Any] = field(default_factory=dict)
+    # Test-only switches (``debug.*``); see docs/flower.md.
+    debug: dict[str, Any] = field(default_factory=dict)
+
+    def problem_tables(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The ``[data]`` (with one partition per client) and ``[model]`` tables."""
+        data = dict(self.data)
+        data["clients"] = self.clients
+        return data, dict(self.model)
+
+
+def parse(run_config: Mapping[str, Any]) -> Settings:
+    """Reads and checks Flower's run config."""
+    cfg = unflatten(run_config)
+    method = _get(cfg, "method", str, None, "")
+    if method not in METHODS:
+        raise ConfigError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    s = Settings(
+        method=method,
+        seed=_get(cfg, "seed", int, 0, ""),
+        rounds=_get(cfg, "rounds", int, None, ""),
+        clients=_get(cfg, "clients", int, None, ""),
+        stage_timeout=_get(cfg, "stage-timeout", float, 60.0, ""),
+        join_timeout=_get(cfg, "join-timeout", float, 120.0, ""),
+        eval_every=_get(cfg, "eval-every", int, 1, ""),
+        out_dir=_get(cfg, "out-dir", str, "", ""),
+        data_dir=_get(cfg, "data-dir", str, "data", ""),
+        data=dict(cfg.get("data", {})),
+        model=dict(cfg.get("model", {})),
+        params=dict(cfg.get(method, {})),
+        debug=dict(cfg.get("debug", {})),
+    )
+    if not 1 <= s.rounds <= 1_000_000:
+        raise ConfigError(f"rounds must be in 1..=1000000, got {s.rounds}")
+    if not 1 <= s.clients <= 10_000:
+        raise ConfigError(f"clients must be in 1..=10000, got {s.clients}")
+    if not 0 < s.stage_timeout <= 86_400 or not 0 < s.join_timeout <= 86_400:
+        raise ConfigError("stage-timeout and join-timeout must be in (0, 86400] seconds")
+    if s.eval_every < 1:
+        raise ConfigError(f"eval-every must be >= 1, got {s.eval_every}")
+    if "dataset" not in s.data or "kind" not in s.model:
+        raise ConfigError("data.dataset and model.kind are required")
+    if s.seed < 0:
+        raise ConfigError(f"seed must be >= 0, got {s.seed}")
+    return s
+
+
+def param(s: Settings, key: str, kind: type, default: Any = None) -> Any:
+    """The method's setting ``key`` (from ``<method>.<key>``)."""
+    return _get(s.params, key, kind, default, f"{s.method}.")
+
+
+def check_known(s: Settings, known: set[str]) -> None:
+    """Refuses settings the method does not read (a typo must not be silently ignored)."""
+    unknown = sorted(set(s.params) - known)
+    if unknown:
+        raise ConfigError(
+            f"{s.method}: unknown setting(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})"
+        )

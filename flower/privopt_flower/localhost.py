@@ -1,0 +1,211 @@
+"""A Flower federation on this machine: one SuperLink and N SuperNodes as separate processes
+(deployment mode), or a SuperLink running the simulation runtime, with the run started by
+``flwr run``. Used by the tests and by ``python -m privopt_flower.localhost``; the commands it
+runs are the ones docs/flower.md gives.
+
+Each SuperNode runs in its own process group, so :meth:`Localhost.kill` is a ``kill -9`` of
+the node and every ClientApp process it started."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+SUMMARY = "[privopt] summary "
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    return json.dumps(str(v))  # a TOML basic string
+
+
+def flower_env(home: Path) -> dict[str, str]:
+    """The environment of a Flower process: its FLWR_HOME, and this interpreter's scripts
+    first on PATH (the SuperLink and SuperNode start ``flower-superexec`` and
+    ``flwr-clientapp`` by name)."""
+    bin_dir = str(Path(sys.executable).parent)
+    return {
+        **os.environ,
+        "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
+        "FLWR_HOME": str(home),
+        "FLWR_DISABLE_UPDATE_CHECK": "1",
+    }
+
+
+def tool(name: str) -> str:
+    """A Flower command from this interpreter's environment (or PATH)."""
+    here = Path(sys.executable).parent / name
+    return str(here) if here.exists() else (shutil.which(name) or name)
+
+
+class Localhost:
+    """SuperLink + SuperNodes under ``workdir`` (logs, FLWR_HOMEs, node state)."""
+
+    def __init__(self, workdir: str | os.PathLike[str], nodes: int, simulation: bool = False):
+        self.workdir = Path(workdir)
+        self.nodes = nodes
+        self.simulation = simulation
+        self.port = free_port()
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.home = self.workdir / "flwr-home"
+
+    # -- processes ---------------------------------------------------------------------
+    def _spawn(self, name: str, cmd: list[str], home: Path) -> None:
+        home.mkdir(parents=True, exist_ok=True)
+        env = flower_env(home)
+        log = open(self.workdir / f"{name}.log", "ab")  # noqa: SIM115 (closed with the process)
+        self.procs[name] = subprocess.Popen(
+            cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+        log.close()
+
+    def start(self, timeout: float = 60.0) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        cmd = [tool("flower-superlink"), "--insecure", "--port", str(self.port)]
+        cmd += ["--disable-runtime-dependency-installation"]
+        if self.simulation:
+            cmd += ["--simulation"]
+        self._spawn("superlink", cmd, self.workdir / "superlink-home")
+        self._wait_health(timeout)
+        if not self.simulation:
+            for i in range(self.nodes):
+                self.start_node(i)
+        (self.home).mkdir(parents=True, exist_ok=True)
+        (self.home / "config.toml").write_text(
+            '[superlink]\ndefault = "privopt"\n\n[superlink.privopt]\n'
+            f'address = "127.0.0.1:{self.port}"\ninsecure = true\n'
+        )
+
+    def _wait_health(self, timeout: float) -> None:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if self.procs["superlink"].poll() is not None:
+                raise RuntimeError(f"the SuperLink exited; see {self.workdir / 'superlink.log'}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=1):
+                    return
+            except OSError:
+                time.sleep(0.2)
+        raise TimeoutError(f"the SuperLink was not healthy within {timeout:g} s")
+
+    def start_node(self, i: int) -> None:
+        """Starts (or restarts) SuperNode ``i``: partition ``i``, state under ``state/``."""
+        cmd = [
+            tool("flower-supernode"), "--insecure",
+            "--superlink", f"127.0.0.1:{self.port}",
+            "--port", str(free_port()),
+            "--node-config",
+            f'partition-id={i} num-partitions={self.nodes} state-dir="{self.workdir / "state"}"',
+        ]  # fmt: skip
+        self._spawn(f"supernode-{i}", cmd, self.workdir / f"supernode-{i}-home")
+
+    def kill(self, i: int) -> None:
+        """``kill -9`` of SuperNode ``i`` and its ClientApp processes."""
+        p = self.procs.get(f"supernode-{i}")
+        if p is not None and p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+
+    def stop(self) -> None:
+        for p in self.procs.values():
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGTERM)
+                    p.wait(timeout=10)
+                except (ProcessLookupError, subprocess.TimeoutExpired):
+                    os.killpg(p.pid, signal.SIGKILL)
+
+    def __enter__(self) -> Localhost:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- runs --------------------------------------------------------------------------
+    def run(
+        self,
+        app: str | os.PathLike[str],
+        run_config: Mapping[str, Any],
+        on_line: Callable[[str], None] | None = None,
+        timeout: float = 600.0,
+    ) -> dict[str, Any]:
+        """``flwr run APP privopt --stream`` with ``run_config`` overrides; returns the run's
+        summary (the ServerApp's ``[privopt] summary`` line). ``on_line`` sees every line of
+        the stream as it arrives (to kill a node at a given stage)."""
+        overrides = " ".join(f"{k}={toml_value(v)}" for k, v in run_config.items())
+        cmd = [tool("flwr"), "run", str(app), "privopt", "--stream", "--run-config", overrides]
+        if self.simulation:
+            cmd += ["--federation-config", f"num-supernodes={self.nodes}"]
+        env = flower_env(self.home)
+        proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True
+        )
+        timer = threading.Timer(timeout, proc.kill)
+        timer.start()
+        summary: dict[str, Any] | None = None
+        lines: list[str] = []
+        try:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                lines.append(line.rstrip())
+                if on_line is not None:
+                    on_line(line)
+                at = line.find(SUMMARY)
+                if at >= 0:
+                    summary = json.loads(line[at + len(SUMMARY) :])
+                    break
+        finally:
+            timer.cancel()
+            proc.kill()
+            proc.wait()
+        (self.workdir / "flwr-run.log").write_text("\n".join(lines) + "\n")
+        if summary is None:
+            tail = "\n".join(lines[-15:])
+            raise RuntimeError(f"the run ended without a summary; last lines:\n{tail}")
+        return summary
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--nodes", type=int, default=5)
+    ap.add_argument("--simulation", action="store_true", help="simulation runtime instead")
+    ap.add_argument("--workdir", default="privopt-flower-localhost")
+    ap.add_argument("--app", default=str(Path(__file__).resolve().parent.parent))
+    ap.add_argument("overrides", nargs="*", help="run-config overrides key=value")
+    args = ap.parse_args()
+    config: dict[str, Any] = {"clients": args.nodes}
+    for kv in args.overrides:
+        k, _, v = kv.partition("=")
+        try:
+            config[k] = json.loads(v)
+        except json.JSONDecodeError:
+            config[k] = v
+    with Localhost(args.workdir, args.nodes, args.simulation) as fed:
+        summary = fed.run(args.app, config, on_line=lambda s: print(s, end=""))
+    print(json.dumps({k: v for k, v in summary.items() if k != "settings"}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

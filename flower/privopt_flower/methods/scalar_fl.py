@@ -1,0 +1,138 @@
+"""DeComFL / HiSo: scalar-only rounds. The server sends each participant the round plan (step
+seeds) and its catch-up (a replay of the rounds it missed, or the full model past the staleness
+bound); the client replays, runs its local zeroth-order steps on its own minibatches and returns
+only scalars. Clients save their replicated state durably, so one killed and restarted resumes
+by replay."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from privopt.errors import PrivoptError
+from privopt.protocols import scalar_fl
+
+from .. import problems
+from ..config import ConfigError, Settings, check_known, param
+from ..node import Node, State
+from ..results import Report
+from ..transport import Federation, Payload
+
+KNOWN = {
+    "rule", "lr", "local_steps", "perturbations", "mu", "difference", "per_round",
+    "staleness_bound", "batch_size", "nu", "eps",
+}  # fmt: skip
+STATE = "scalar_fl"
+
+
+def _spec(s: Settings) -> scalar_fl.Spec:
+    check_known(s, KNOWN)
+    return scalar_fl.Spec(
+        lr=param(s, "lr", float, 1e-3),
+        local_steps=param(s, "local_steps", int, 1),
+        perturbations=param(s, "perturbations", int, 1),
+        rule=param(s, "rule", str, "decomfl"),
+        nu=param(s, "nu", float, 0.01),
+        eps=param(s, "eps", float, 1e-8),
+    )
+
+
+def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
+    spec = _spec(s)
+    p = problems.problem(s)
+    per_round = param(s, "per_round", int, s.clients)
+    if not 1 <= per_round <= s.clients:
+        raise ConfigError(f"scalar_fl.per_round must be in 1..={s.clients}, got {per_round}")
+    bound = param(s, "staleness_bound", int, -1)
+    server = scalar_fl.Server(
+        spec, p.init_params(s.seed), s.clients, None if bound < 0 else bound, seed=s.seed
+    )
+    up = down = 0
+    for r in range(s.rounds):
+        for party, hello in fed.refresh({"method": s.method}, s.stage_timeout).items():
+            held = int(hello.get("round", 0))
+            try:
+                server.rewind(party, held)
+            except PrivoptError as e:
+                report.event(f"round {r}: party {party} rejoined at round {held}: {e}")
+        plan, who = server.begin_round(per_round)
+        requests = {c: {"round": r, "plan": plan, "catch_up": server.catch_up(c)} for c in who}
+        ex = fed.exchange("round", requests, s.stage_timeout)
+        for c in sorted(ex.replies):
+            try:
+                server.receive(ex.replies[c]["reply"])
+            except (PrivoptError, KeyError) as e:
+                ex.missing[c] = f"reply refused: {e}"
+        for c, why in sorted(ex.missing.items()):
+            report.event(f"round {r}: party {c} dropped ({why})")
+        kept = server.finish_round()
+        up += ex.up_bytes
+        down += ex.down_bytes + len(plan) * len(who)
+        row: dict[str, Any] = {
+            "round": r + 1,
+            "participants": len(who),
+            "replies": len(kept),
+            "stage_s": round(ex.seconds, 3),
+            "up_bytes": up,
+            "down_bytes": down,
+        }
+        if (r + 1) % s.eval_every == 0 or r + 1 == s.rounds:
+            loss, acc = p.evaluate(server.x)
+            row.update(test_loss=loss, accuracy=acc)
+        report.round(**row)
+    loss, acc = p.evaluate(server.x)
+    return {
+        "test_loss": loss,
+        "accuracy": acc,
+        "up_bytes": up,
+        "down_bytes": down,
+        "full_downloads": server.full_downloads,
+        "model_sha": _digest(server.x),
+    }
+
+
+def hello(state: State, node: Node, s: Settings) -> Payload:
+    saved = state.get(STATE)
+    if saved is None:
+        return {"round": 0}
+    client = _client(node, s)
+    client.receive(saved)
+    return {"round": client.round}
+
+
+def _client(node: Node, s: Settings) -> scalar_fl.Client:
+    p = problems.problem(s)
+    return scalar_fl.Client(
+        node.party,
+        _spec(s),
+        p.init_params(s.seed),
+        mu=param(s, "mu", float, 1e-3),
+        difference=param(s, "difference", str, "forward"),
+    )
+
+
+def handle(stage: str, req: Payload, state: State, node: Node, s: Settings) -> Payload:
+    if stage != "round":
+        raise ValueError(f"scalar_fl has no stage {stage!r}")
+    p = problems.problem(s)
+    client = _client(node, s)
+    saved = state.get(STATE)
+    if saved is not None:
+        client.receive(saved)
+    client.receive(req["catch_up"])
+    # Saved before the local steps: what the client holds is the round's start.
+    state.put(STATE, client.state, durable=True)
+    size = param(s, "batch_size", int, 32)
+    r = int(req["round"])
+    batches = [
+        problems.batch(p, s, node.party, r, k, size) for k in range(param(s, "local_steps", int, 1))
+    ]
+    reply = client.local_update(req["plan"], lambda k, x: p.loss(x, batches[k]))
+    return {"reply": reply, "round": client.round}
+
+
+def _digest(x: Any) -> str:
+    import hashlib
+
+    import numpy as np
+
+    return hashlib.sha256(np.ascontiguousarray(x, dtype="<f8").tobytes()).hexdigest()[:16]

@@ -1,0 +1,40 @@
+"""The two sides of a run, whatever carries the messages: the server's driver and the
+client's dispatcher."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .config import ConfigError, Settings
+from .methods import MODULES
+from .node import Node, State
+from .results import Report
+from .transport import Federation, Payload
+
+
+def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
+    """Runs the method to the end and returns its summary (also written to the out-dir)."""
+    joined = fed.refresh({"method": s.method}, s.stage_timeout)
+    if not joined:
+        raise RuntimeError(f"no client joined within join-timeout = {s.join_timeout:g} s")
+    if len(joined) < s.clients:
+        report.event(f"{len(joined)} of {s.clients} clients joined: {sorted(joined)}")
+    summary = MODULES[s.method].serve(fed, s, report)
+    return report.finish(**summary)
+
+
+def client_handle(request: Payload, state: State, node: Node, s: Settings) -> Payload:
+    """A client's reply to one server request."""
+    if node.parties != s.clients:
+        raise ConfigError(
+            f"node config num-partitions = {node.parties} but the run has clients = {s.clients}"
+        )
+    if not 0 <= node.party < node.parties:
+        raise ConfigError(f"partition-id {node.party} is not below num-partitions {node.parties}")
+    stage = request.get("stage")
+    module = MODULES[s.method]
+    if stage == "hello":
+        return {"party": node.party, **module.hello(state, node, s)}
+    if request.get("party") != node.party:
+        raise ValueError(f"a request for party {request.get('party')} reached party {node.party}")
+    return module.handle(str(stage), request, state, node, s)

@@ -4,6 +4,9 @@ Context's state between messages (see docs/flower.md on what that exposes)."""
 
 from __future__ import annotations
 
+import os
+import signal
+
 from flwr.app import ConfigRecord, Context, Error, Message, RecordDict
 from flwr.clientapp import ClientApp
 
@@ -50,12 +53,27 @@ def node_of(context: Context) -> Node:
     return Node(party, parties, str(state_dir) if state_dir else None)
 
 
+def die_if_told(s: config.Settings, node: Node, request: dict[str, object]) -> None:
+    """Test-only fault: ``debug.kill = "PARTY:ROUND:STAGE"`` makes that party ``kill -9`` its
+    own SuperNode and ClientApp processes on receiving that stage's request. Honoured only
+    where the SuperNode runs with PRIVOPT_FLOWER_TEST_KILL=1 (the localhost harness)."""
+    target = s.debug.get("kill")
+    if not target or os.environ.get("PRIVOPT_FLOWER_TEST_KILL") != "1":
+        return
+    party, round_, stage = str(target).split(":")
+    here = (node.party, request.get("round"), request.get("stage"))
+    if here == (int(party), int(round_), stage):
+        os.killpg(os.getpgid(0), signal.SIGKILL)
+
+
 @app.query()
 def query(msg: Message, context: Context) -> Message:
     try:
         node = node_of(context)
         s = config.parse(context.run_config)
-        reply = roles.client_handle(dict(msg.content[RECORD]), ContextState(context, node), node, s)
+        request = dict(msg.content[RECORD])
+        die_if_told(s, node, request)
+        reply = roles.client_handle(request, ContextState(context, node), node, s)
         return Message(RecordDict({RECORD: ConfigRecord(reply)}), reply_to=msg)
     except Exception as e:  # the server gets one line naming the party and the cause
         where = context.node_config.get("partition-id", "?")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 METHODS = ("scalar_fl", "dome")
@@ -102,15 +103,29 @@ def parse(run_config: Mapping[str, Any]) -> Settings:
     return s
 
 
-def param(s: Settings, key: str, kind: type, default: Any = None) -> Any:
-    """The method's setting ``key`` (from ``<method>.<key>``)."""
-    return _get(s.params, key, kind, default, f"{s.method}.")
+def param(s: Settings, key: str, kind: type) -> Any:
+    """The method's setting ``key`` (``<method>.<key>``; the app's pyproject.toml gives every
+    key its default)."""
+    return _get(s.params, key, kind, None, f"{s.method}.")
 
 
-def check_known(s: Settings, known: set[str]) -> None:
-    """Refuses settings the method does not read (a typo must not be silently ignored)."""
-    unknown = sorted(set(s.params) - known)
-    if unknown:
-        raise ConfigError(
-            f"{s.method}: unknown setting(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})"
-        )
+def defaults() -> dict[str, Any]:
+    """The run config of the app's pyproject.toml, flat as Flower passes it."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python < 3.11; Flower depends on tomli
+        import tomli as tomllib  # type: ignore[no-redef]
+    path = Path(__file__).resolve().parent.parent / "pyproject.toml"
+    with open(path, "rb") as f:
+        table = tomllib.load(f)["tool"]["flwr"]["app"]["config"]
+    flat: dict[str, Any] = {}
+
+    def walk(t: Mapping[str, Any], prefix: str) -> None:
+        for k, v in t.items():
+            if isinstance(v, Mapping):
+                walk(v, f"{prefix}{k}.")
+            else:
+                flat[prefix + k] = v
+
+    walk(table, "")
+    return flat

@@ -85,7 +85,11 @@ class LoopbackFederation(Federation):
 
 
 def run(run_config: Mapping[str, Any], **faults: Any) -> dict[str, Any]:
-    """Runs the method of ``run_config`` (Flower's flat keys) in this process."""
-    s = config.parse(run_config)
+    """Runs the method of ``run_config`` (Flower's flat keys, over the app's defaults) in this
+    process."""
+    unknown = sorted(set(run_config) - set(config.defaults()))
+    if unknown:  # as `flwr run` refuses them
+        raise config.ConfigError(f"unknown run-config key(s): {', '.join(unknown)}")
+    s = config.parse({**config.defaults(), **run_config})
     fed = LoopbackFederation(s, **faults)
     return roles.serve(fed, s, Report(s, mode="in-process"))

@@ -71,9 +71,11 @@ class Localhost:
         self.home = self.workdir / "flwr-home"
 
     # -- processes ---------------------------------------------------------------------
-    def _spawn(self, name: str, cmd: list[str], home: Path) -> None:
+    def _spawn(self, name: str, cmd: list[str], home: Path, test_kill: bool = False) -> None:
         home.mkdir(parents=True, exist_ok=True)
         env = flower_env(home)
+        if test_kill:  # lets the run config's debug.kill fault fire (see client_app.py)
+            env["PRIVOPT_FLOWER_TEST_KILL"] = "1"
         log = open(self.workdir / f"{name}.log", "ab")  # noqa: SIM115 (closed with the process)
         self.procs[name] = subprocess.Popen(
             cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
@@ -118,7 +120,7 @@ class Localhost:
             "--node-config",
             f'partition-id={i} num-partitions={self.nodes} state-dir="{self.workdir / "state"}"',
         ]  # fmt: skip
-        self._spawn(f"supernode-{i}", cmd, self.workdir / f"supernode-{i}-home")
+        self._spawn(f"supernode-{i}", cmd, self.workdir / f"supernode-{i}-home", test_kill=True)
 
     def kill(self, i: int) -> None:
         """``kill -9`` of SuperNode ``i`` and its ClientApp processes."""

@@ -45,7 +45,8 @@ class Report:
             **summary,
             "settings": asdict(self.settings),
         }
-        print(f"[privopt] summary {json.dumps(_finite(summary))}", flush=True)
+        shown = {k: v for k, v in out.items() if k != "settings"}
+        print(f"[privopt] summary {json.dumps(_finite(shown))}", flush=True)
         if self.settings.out_dir:
             d = Path(self.settings.out_dir)
             d.mkdir(parents=True, exist_ok=True)

@@ -353,3 +353,19 @@ fn secagg_client_restore_refuses_state_no_client_could_hold() {
     assert!(refused(&|s| s.config.threshold = 9));
     assert!(refused(&|s| s.stage = privopt_secagg::Stage::Unmask));
 }
+
+#[test]
+fn an_aborted_round_changes_nothing_and_the_next_one_opens() {
+    let mut rng = SeedTree::new(4).stream("abort", &[]);
+    let sketch = Sketch::new(SketchKind::Learned { energy: 0.9 }, D, K, &mut rng);
+    let mut server = DomeServer::new(settings(), vec![0.1; D], sketch).unwrap();
+    let before = server.model().to_vec();
+    assert!(!server.abort_round());
+    let first = server.open_round(1, B).unwrap();
+    assert!(server.open_round(2, B).is_err());
+    assert!(server.abort_round());
+    assert_eq!(server.model(), before.as_slice());
+    let again = server.open_round(2, B).unwrap();
+    assert_eq!(first.m_hat, again.m_hat);
+    assert!(server.close_round(&vec![0; K], &mut rng).is_ok());
+}

@@ -139,6 +139,12 @@ impl PyServer {
 
     /// Closes the round with the SecAgg+ sum (``uint32``) of the participants' releases; takes
     /// the Adam step and updates the sketch. Returns the decompressed mean gradient.
+    /// Abandons the open round (its secure sum failed): nothing of it is applied and the
+    /// next round may open. Returns whether a round was open.
+    fn abort_round(&mut self) -> bool {
+        self.server.abort_round()
+    }
+
     fn close_round<'py>(
         &mut self,
         py: Python<'py>,

@@ -1,0 +1,223 @@
+"""DOME: each round every connected client sends a clipped, noised, quantized sketch of its
+minibatch gradient, summed by a SecAgg+ round (privopt's, four stages: advertise keys, share
+keys, masked input, unmask); the server runs debiased Adam on the sketch and learns the sketch.
+
+Privacy: client-level (ε, δ)-DP under add/remove of one client's whole data, by the Gaussian
+mechanism on the sum: each round's released sum has noise of standard deviation σ·C split across
+the round's participants (each adds variance σ²C²/B), σ chosen by the accountant for ``rounds``
+full-participation releases. Clients that drop after the key stages but before masking take
+their noise share with them, so the round's σ shrinks to σ·√(survivors/B) (Lemma A.1 of the
+paper): the ε reported each round composes the smallest σ seen so far, an upper bound on what
+was spent. Aborted rounds are counted as releases."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from typing import Any
+
+import numpy as np
+from privopt import dp, secagg
+from privopt.errors import PrivoptError
+from privopt.protocols import dome
+
+from .. import problems
+from ..config import ConfigError, Settings, param
+from ..node import Node, State
+from ..results import Report
+from ..transport import Exchange, Federation, Payload
+
+STATE = "secagg"
+MIN_CLIENTS = 3
+
+
+def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
+    p = problems.problem(s)
+    clip = param(s, "clip", float)
+    epsilon = param(s, "epsilon", float)
+    delta = param(s, "delta", float)
+    if not (clip > 0 and epsilon >= 0 and 0 < delta < 1):
+        raise ConfigError("dome: need clip > 0, epsilon >= 0 (0: no DP noise), 0 < delta < 1")
+    sigma = dp.noise_multiplier(epsilon, s.rounds, delta, sampling="full") if epsilon else 0.0
+    server = dome.Server(
+        p.init_params(s.seed),
+        k=param(s, "k", int),
+        clip=clip,
+        noise_total=(sigma * clip) ** 2,
+        lr=param(s, "lr", float),
+        beta1=param(s, "beta1", float),
+        beta2=param(s, "beta2", float),
+        gamma_prime=param(s, "gamma_prime", float),
+        sketch=param(s, "sketch", str),
+        energy=param(s, "energy", float),
+        seed=s.seed,
+    )
+    if param(s, "graph", str) not in ("complete", "auto"):
+        raise ConfigError("dome.graph must be 'complete' or 'auto'")
+    dropout = param(s, "dropout_rate", float)
+    corrupt = param(s, "corrupt_rate", float)
+    reveal = bool(s.debug.get("reveal-inputs", False))
+    min_sigma = math.inf
+    up = down = 0
+    completed = aborted = 0
+    spent = math.nan
+    for t in range(1, s.rounds + 1):
+        fed.refresh({"method": s.method}, s.stage_timeout)
+        parties = fed.present()
+        if len(parties) < MIN_CLIENTS:
+            report.event(f"round {t}: {len(parties)} clients connected, below {MIN_CLIENTS}: stop")
+            break
+        model = np.ascontiguousarray(server.model, dtype="<f8").tobytes()
+        broadcast, chunks = server.open_round(t, len(parties))
+        row: dict[str, Any] = {"round": t, "participants": len(parties)}
+        try:
+            total, contributors, traffic, times = _secure_sum(
+                fed, s, t, parties, server.dim, (dropout, corrupt), report,
+                {"broadcast": broadcast, "chunks": chunks, "model": model}, reveal,
+            )  # fmt: skip
+        except PrivoptError as e:
+            server.abort_round()
+            aborted += 1
+            report.event(f"round {t}: aborted cleanly ({type(e).__name__}: {e})")
+            total = None
+            traffic, times = (0, 0), []
+        up, down = up + traffic[0], down + traffic[1]
+        if total is not None:
+            server.close_round(total)
+            completed += 1
+            row.update(survivors=len(contributors), stages_s=[round(x, 3) for x in times])
+            if sigma:
+                min_sigma = min(min_sigma, sigma * math.sqrt(len(contributors) / len(parties)))
+        if sigma:
+            spent = dp.epsilon(min_sigma if min_sigma < math.inf else sigma, t, delta,
+                               sampling="full")  # fmt: skip
+            row["epsilon"] = spent
+        row.update(up_bytes=up, down_bytes=down)
+        if t % s.eval_every == 0 or t == s.rounds:
+            loss, acc = p.evaluate(server.model)
+            row.update(test_loss=loss, accuracy=acc)
+        report.round(**row)
+    loss, acc = p.evaluate(server.model)
+    return {
+        "test_loss": loss,
+        "accuracy": acc,
+        "epsilon_target": epsilon,
+        "epsilon_spent": spent,
+        "delta": delta,
+        "sigma": sigma,
+        "completed_rounds": completed,
+        "aborted_rounds": aborted,
+        "up_bytes": up,
+        "down_bytes": down,
+    }
+
+
+def _secure_sum(
+    fed: Federation,
+    s: Settings,
+    t: int,
+    parties: list[int],
+    dim: int,
+    rates: tuple[float, float],
+    report: Report,
+    release: Payload,
+    reveal: bool,
+) -> tuple[np.ndarray, list[int], tuple[int, int], list[float]]:
+    """One SecAgg+ round over ``parties`` (SecAgg ids 0..B-1 in party order)."""
+    b = len(parties)
+    seed = hashlib.sha256(f"privopt-dome-graph/{s.seed}/{t}".encode()).digest()
+    if param(s, "graph", str) == "complete":
+        # Every pair masks; a majority threshold keeps the server from ever holding both the
+        # self-mask and the masking-key shares of one client (the original SecAgg's bound).
+        graph, threshold = secagg.Graph.complete(b), (b - 1) // 2 + 1
+    else:  # SecAgg+'s sparse graph, sized for the dropout and corruption rates
+        gp = secagg.parameters(b, dropout_rate=rates[0], corrupt_rate=rates[1])
+        threshold = gp.threshold
+        graph = (
+            secagg.Graph.complete(b)
+            if gp.degree >= b - 1
+            else secagg.Graph.harary(b, gp.degree, seed)
+        )
+    session = hashlib.sha256(f"privopt-dome-session/{s.seed}/{t}".encode() + seed).digest()[:16]
+    server = secagg.Server(session, t, graph, threshold, dim)
+    party_of = dict(enumerate(parties))
+    sid_of = {p: i for i, p in party_of.items()}
+    up = down = 0
+    times: list[float] = []
+    inputs: dict[int, np.ndarray] = {}
+
+    def stage(name: str, requests: dict[int, Payload]) -> Exchange:
+        nonlocal up, down
+        ex = fed.exchange(name, requests, s.stage_timeout)
+        up, down, times[len(times) :] = up + ex.up_bytes, down + ex.down_bytes, [ex.seconds]
+        for p, why in sorted(ex.missing.items()):
+            report.event(f"round {t}: party {p} dropped at {name} ({why})")
+        for p in sorted(ex.replies):
+            try:
+                server.receive(ex.replies[p]["msg"])
+            except (PrivoptError, KeyError) as e:
+                report.event(f"round {t}: party {p}'s {name} reply refused ({e})")
+            if reveal and "input" in ex.replies[p]:
+                inputs[sid_of[p]] = np.frombuffer(ex.replies[p]["input"], dtype="<u4")
+        return ex
+
+    stage(
+        "advertise",
+        {
+            p: {"round": t, "session": session, "id": i, "neighbours": graph.neighbours(i),
+                "threshold": threshold, "vector_len": dim}
+            for i, p in party_of.items()
+        },
+    )  # fmt: skip
+    for name in ("share", "mask", "unmask"):
+        outbox = server.close_stage()
+        extra = release if name == "mask" else {}
+        stage(name, {party_of[i]: {"round": t, "msg": m, **extra} for i, m in outbox.items()})
+    total, contributors = server.finish()
+    if reveal:  # test-only: the clients also sent their inputs in the clear
+        want = np.zeros(dim, dtype=np.uint64)
+        for c in contributors:
+            want += inputs[c]
+        if not np.array_equal(total, (want % 2**32).astype(np.uint32)):
+            raise AssertionError(f"round {t}: SecAgg+ sum differs from the survivors' inputs")
+        report.event(f"round {t}: SecAgg+ sum equals the sum of {len(contributors)} inputs")
+    return total, [party_of[c] for c in contributors], (up, down), times
+
+
+def hello(state: State, node: Node, s: Settings) -> Payload:
+    state.drop(STATE)  # a SecAgg+ client never outlives its round
+    return {}
+
+
+def handle(stage: str, req: Payload, state: State, node: Node, s: Settings) -> Payload:
+    if stage == "advertise":
+        client = secagg.Client(
+            req["session"], int(req["round"]), int(req["id"]), list(req["neighbours"]),
+            int(req["threshold"]), int(req["vector_len"]),
+        )  # fmt: skip
+        state.put(STATE, client.snapshot())
+        return {"msg": client.advertisement}
+    saved = state.get(STATE)
+    if saved is None:
+        raise RuntimeError(f"stage {stage!r} of round {req.get('round')} with no SecAgg+ round")
+    client = secagg.Client.restore(saved)
+    reply: Payload = {}
+    if stage == "share":
+        reply["msg"] = client.share_keys(req["msg"])
+    elif stage == "mask":
+        p = problems.problem(s)
+        w = np.frombuffer(req["model"], dtype="<f8")
+        batch = problems.batch(p, s, node.party, int(req["round"]), 0, param(s, "batch_size", int))
+        loss, grad = p.loss_grad(w, batch)
+        q = dome.release(req["broadcast"], list(req["chunks"]), grad)
+        reply.update(msg=client.mask_input(req["msg"], q), train_loss=loss)
+        if s.debug.get("reveal-inputs", False):
+            reply["input"] = np.ascontiguousarray(q, dtype="<u4").tobytes()
+    elif stage == "unmask":
+        reply["msg"] = client.unmask(req["msg"])
+        state.drop(STATE)
+        return reply
+    else:
+        raise ValueError(f"dome has no stage {stage!r}")
+    state.put(STATE, client.snapshot())
+    return reply

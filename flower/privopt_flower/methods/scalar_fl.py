@@ -12,37 +12,32 @@ from privopt.errors import PrivoptError
 from privopt.protocols import scalar_fl
 
 from .. import problems
-from ..config import ConfigError, Settings, check_known, param
+from ..config import ConfigError, Settings, param
 from ..node import Node, State
 from ..results import Report
 from ..transport import Federation, Payload
 
-KNOWN = {
-    "rule", "lr", "local_steps", "perturbations", "mu", "difference", "per_round",
-    "staleness_bound", "batch_size", "nu", "eps",
-}  # fmt: skip
 STATE = "scalar_fl"
 
 
 def _spec(s: Settings) -> scalar_fl.Spec:
-    check_known(s, KNOWN)
     return scalar_fl.Spec(
-        lr=param(s, "lr", float, 1e-3),
-        local_steps=param(s, "local_steps", int, 1),
-        perturbations=param(s, "perturbations", int, 1),
-        rule=param(s, "rule", str, "decomfl"),
-        nu=param(s, "nu", float, 0.01),
-        eps=param(s, "eps", float, 1e-8),
+        lr=param(s, "lr", float),
+        local_steps=param(s, "local_steps", int),
+        perturbations=param(s, "perturbations", int),
+        rule=param(s, "rule", str),
+        nu=param(s, "nu", float),
+        eps=param(s, "eps", float),
     )
 
 
 def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
     spec = _spec(s)
     p = problems.problem(s)
-    per_round = param(s, "per_round", int, s.clients)
+    per_round = param(s, "per_round", int) or s.clients
     if not 1 <= per_round <= s.clients:
         raise ConfigError(f"scalar_fl.per_round must be in 1..={s.clients}, got {per_round}")
-    bound = param(s, "staleness_bound", int, -1)
+    bound = param(s, "staleness_bound", int)
     server = scalar_fl.Server(
         spec, p.init_params(s.seed), s.clients, None if bound < 0 else bound, seed=s.seed
     )
@@ -105,8 +100,8 @@ def _client(node: Node, s: Settings) -> scalar_fl.Client:
         node.party,
         _spec(s),
         p.init_params(s.seed),
-        mu=param(s, "mu", float, 1e-3),
-        difference=param(s, "difference", str, "forward"),
+        mu=param(s, "mu", float),
+        difference=param(s, "difference", str),
     )
 
 
@@ -121,10 +116,10 @@ def handle(stage: str, req: Payload, state: State, node: Node, s: Settings) -> P
     client.receive(req["catch_up"])
     # Saved before the local steps: what the client holds is the round's start.
     state.put(STATE, client.state, durable=True)
-    size = param(s, "batch_size", int, 32)
+    size = param(s, "batch_size", int)
     r = int(req["round"])
     batches = [
-        problems.batch(p, s, node.party, r, k, size) for k in range(param(s, "local_steps", int, 1))
+        problems.batch(p, s, node.party, r, k, size) for k in range(param(s, "local_steps", int))
     ]
     reply = client.local_update(req["plan"], lambda k, x: p.loss(x, batches[k]))
     return {"reply": reply, "round": client.round}

@@ -167,6 +167,12 @@ impl DomeServer {
         })
     }
 
+    /// Abandons the open round (its secure sum failed, e.g. too few clients survived):
+    /// nothing of it is applied, and the next round may open. Returns whether one was open.
+    pub fn abort_round(&mut self) -> bool {
+        self.open.take().is_some()
+    }
+
     /// Closes the round with SecAgg+'s sum of the participants' quantized vectors: returns
     /// `ĝ` after the Adam step and the sketch update (which draws its probes from `rng`).
     pub fn close_round(&mut self, sum: &[u32], rng: &mut impl Rng) -> Result<Vec<f64>> {

@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+BASE: dict[str, Any] = {
+    "seed": 0,
+    "clients": 5,
+    "eval-every": 1,
+    "stage-timeout": 20.0,
+    "join-timeout": 60.0,
+    "data.dataset": "synthetic_logistic",
+    "data.n_train": 1000,
+    "data.n_test": 300,
+    "data.dim": 10,
+    "model.kind": "logistic",
+}
+
+
+@pytest.fixture
+def scalar_config() -> dict[str, Any]:
+    return {
+        **BASE,
+        "method": "scalar_fl",
+        "rounds": 12,
+        "scalar_fl.lr": 0.05,
+        "scalar_fl.local_steps": 2,
+        "scalar_fl.perturbations": 4,
+    }
+
+
+@pytest.fixture
+def dome_config() -> dict[str, Any]:
+    return {**BASE, "method": "dome", "rounds": 6, "dome.lr": 0.05, "debug.reveal-inputs": True}

@@ -1,0 +1,71 @@
+"""The method drivers with every client in this process (the loopback transport): the same
+code a Flower run executes, with faults injected deterministically."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from privopt_flower import config, inprocess
+
+
+def test_scalar_only_fl_learns_and_only_scalars_go_up(scalar_config):
+    out = inprocess.run(scalar_config)
+    assert out["accuracy"] > 0.7
+    # 5 clients × 12 rounds × (2 steps × 4 scalars) float32 plus framing: tiny.
+    assert out["up_bytes"] < 5 * 12 * 80
+    assert out["full_downloads"] == 0 and not out["events"]
+
+
+def test_a_killed_client_restarted_from_its_save_catches_up_by_replay(scalar_config, tmp_path):
+    plain = inprocess.run(scalar_config)
+    out = inprocess.run(
+        scalar_config, state_dir=str(tmp_path), kill={(3, "round"): {2}}, restart={6: {2}}
+    )
+    dropped = [e for e in out["events"] if "party 2 dropped" in e]
+    assert dropped[0].startswith("round 3:") and len(dropped) == 3  # rounds 3, 4, 5
+    assert out["full_downloads"] == 0  # the rejoined client got a replay, not the model
+    assert out["model_sha"] != plain["model_sha"]  # its missing rounds changed the average
+    # Without a save the restarted client starts over, and only the full model can help it.
+    lost = inprocess.run(scalar_config, kill={(3, "round"): {2}}, restart={6: {2}})
+    assert lost["full_downloads"] == 1
+    assert lost["model_sha"] == out["model_sha"]  # both end exactly where the server is
+
+
+def test_secagg_sums_the_survivors_exactly_and_aborts_below_threshold(dome_config):
+    out = inprocess.run(dome_config, kill={(2, "mask"): {1}, (4, "unmask"): {2}, (5, "share"): {0}})
+    ev = out["events"]
+    # Dropped before masking: the sum is of the other four; after masking: its input counts.
+    assert "round 2: SecAgg+ sum equals the sum of 4 inputs" in ev
+    assert "round 4: SecAgg+ sum equals the sum of 4 inputs" in ev
+    # Three left (threshold 2 of 2 neighbours): losing one more aborts the round, cleanly.
+    assert any(e.startswith("round 5: aborted cleanly") and "threshold" in e for e in ev)
+    assert out["aborted_rounds"] == 1 and out["completed_rounds"] == 4
+
+
+def test_dome_epsilon_grows_to_the_target_and_dropouts_only_raise_it(dome_config):
+    full = inprocess.run({**dome_config, "dome.epsilon": 4.0})
+    assert full["epsilon_spent"] == pytest.approx(4.0, rel=1e-3)
+    hit = inprocess.run({**dome_config, "dome.epsilon": 4.0}, kill={(2, "mask"): {1}})
+    # One of five noise shares lost: σ·√(4/5) from round 2 on, so more ε than planned.
+    assert hit["epsilon_spent"] > full["epsilon_spent"]
+
+
+def test_dome_without_noise_learns(dome_config):
+    out = inprocess.run({**dome_config, "dome.epsilon": 0.0, "rounds": 20, "debug.reveal-inputs": False})
+    assert out["accuracy"] > 0.75 and np.isnan(out["epsilon_spent"])
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        ({"method": "fedavg"}, "method must be one of"),
+        ({"rounds": 0}, "rounds must be"),
+        ({"scalar_fl.lr": "fast"}, "scalar_fl.lr must be float"),
+        ({"scalar_fl.learning_rate": 0.1}, "unknown run-config key"),
+        ({"clients": 2.5}, "clients must be int"),
+    ],
+)
+def test_bad_run_configs_are_one_line_errors(scalar_config, edit, message):
+    with pytest.raises(config.ConfigError, match=message):
+        inprocess.run({**scalar_config, **edit})

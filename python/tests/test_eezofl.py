@@ -11,9 +11,14 @@ from privopt.protocols import eezofl
 
 
 @pytest.fixture(scope="module")
-def federation():
+def setup():
     params = ckks.Params(4096, [37, 36, 36])
-    crs = mk.CommonPoly(params, os.urandom(32))
+    return params, mk.CommonPoly(params, os.urandom(32))
+
+
+@pytest.fixture(scope="module")
+def federation(setup):
+    params, crs = setup
     devices = [eezofl.Device(i, params, crs) for i in range(4)]
     server = eezofl.Server(params, crs, [0, 1, 2, 3], [d.key_share for d in devices])
     for d in devices:
@@ -47,3 +52,18 @@ def test_a_missing_device_fails_the_round_which_can_be_retried(federation):
     assert abs(server.fuse(shares) - 4.0) < 1e-4
     with pytest.raises(PeerMisbehaved, match="round"):
         server.sum(uploads)  # last round's uploads replayed
+
+
+def test_devices_saved_and_restored_between_steps_still_sum(federation, setup):
+    server, devices = federation
+    params, crs = setup
+    r = server.round
+    xs = [0.5, 0.25, -0.125, 1.0]
+    uploads = [d.encrypt(r, x) for d, x in zip(devices, xs)]
+    total = server.sum(uploads)
+    # Each device leaves its process after encrypting and comes back from its bytes.
+    restored = [eezofl.Device.restore(params, crs, d.save()) for d in devices]
+    assert [d.id for d in restored] == [0, 1, 2, 3]
+    assert abs(server.fuse([d.decryption_share(total) for d in restored]) - sum(xs)) < 1e-4
+    with pytest.raises(MalformedMessage):
+        eezofl.Device.restore(params, crs, devices[0].save()[:-1])

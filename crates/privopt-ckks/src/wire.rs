@@ -24,7 +24,8 @@ use privopt_math::rns::{Eval, Poly};
 
 use crate::error::CkksError;
 use crate::eval::{EvalContext, GaloisKeys, PublicKey, RelinKey, SecretKey, SwitchingKey};
-use crate::multiparty::{Ciphertext, Round, Share};
+use crate::multiparty::SecretKey as PartySecret;
+use crate::multiparty::{Ciphertext, Party, Round, Share};
 use crate::params::CkksParams;
 
 const MAGIC: &[u8; 4] = b"PVMK";
@@ -35,6 +36,7 @@ const KIND_PUBLIC_KEY: u8 = 5;
 const KIND_RELIN_KEY: u8 = 6;
 const KIND_GALOIS_KEYS: u8 = 7;
 const KIND_SECRET_KEY: u8 = 8;
+const KIND_PARTY: u8 = 9;
 const HEADER: usize = 4 + 1 + 1 + 2 + 32 + 8;
 /// Most members a ciphertext may name.
 pub const MAX_MEMBERS: usize = 1 << 16;
@@ -412,6 +414,47 @@ impl SecretKey {
         Ok(Self {
             ctx: Arc::clone(ctx),
             s: r.residues(moduli, params.n())?,
+        })
+    }
+}
+
+impl Party {
+    /// The party (id, secret `s_i`, key share `b_i`, common-polynomial binding) as bytes, for
+    /// its owner's own storage between sessions or processes. The buffer holds the secret:
+    /// wipe it when done; it never goes on the wire.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let params = &self.params;
+        let mut out = Vec::with_capacity(HEADER + 4 + 32 + 2 * poly_bytes(params));
+        header(&mut out, KIND_PARTY, params, 0);
+        out.extend_from_slice(&self.id.to_le_bytes());
+        out.extend_from_slice(&self.crs_digest);
+        put_poly(&mut out, &self.sk.s);
+        put_poly(&mut out, &self.b);
+        out
+    }
+
+    /// Parses a party saved under `params`.
+    pub fn from_bytes(params: &Arc<CkksParams>, bytes: &[u8]) -> Result<Self, CkksError> {
+        let mut r = Reader {
+            bytes,
+            pos: 0,
+            what: "party",
+        };
+        r.header(
+            KIND_PARTY,
+            params,
+            Some(HEADER + 4 + 32 + 2 * poly_bytes(params)),
+        )?;
+        let id = r.u32()?;
+        let crs_digest = r.digest()?;
+        let s = r.poly(params)?;
+        let b = r.poly(params)?;
+        Ok(Party {
+            id,
+            params: Arc::clone(params),
+            sk: PartySecret { s },
+            b,
+            crs_digest,
         })
     }
 }

@@ -357,3 +357,29 @@ fn wire_round_trips_and_rejects_bad_bytes() {
     absurd[52..56].copy_from_slice(&u32::MAX.to_le_bytes());
     assert!(Ciphertext::from_bytes(&params, &absurd).is_err());
 }
+
+#[test]
+fn a_saved_party_decrypts_and_shares_keys_as_the_original() {
+    let params = CkksParams::paper_n4096().unwrap();
+    let mut s = setup(params.clone(), 12, 5);
+    let saved = s.parties[3].to_bytes();
+    let restored = Party::from_bytes(&params, &saved).unwrap();
+    assert_eq!(restored.id(), 3);
+    assert_eq!(
+        restored.public_key_share(5).to_bytes(&params),
+        s.parties[3].public_key_share(5).to_bytes(&params)
+    );
+    s.parties[3] = restored;
+    let ct = s.key.encrypt_scalar(-0.5, &mut s.rng).unwrap();
+    let shares = shares_for(&mut s, &ct);
+    assert!((fuse(&ct, &shares).unwrap().scalar().unwrap() + 0.5).abs() < 1e-4);
+    // Damaged, cut or foreign bytes are refused.
+    assert!(Party::from_bytes(&params, &saved[..saved.len() - 1]).is_err());
+    let mut big = saved.clone();
+    let at = big.len() - 8;
+    big[at..].copy_from_slice(&u64::MAX.to_le_bytes());
+    assert!(Party::from_bytes(&params, &big).is_err());
+    let other = CkksParams::paper_n8192().unwrap();
+    assert!(Party::from_bytes(&other, &saved).is_err());
+    assert!(Party::from_bytes(&params, &ct.to_bytes()).is_err());
+}

@@ -51,6 +51,15 @@ fn digital(rounds: u64, bytes: bool) -> Vec<f64> {
     for d in &mut devices {
         d.set_key(&crs, &relay).unwrap();
     }
+    // With `bytes`, every device also leaves its process between steps: saved and restored.
+    let resume = |devices: &mut Vec<DigitalDevice>| {
+        if bytes {
+            for d in devices.iter_mut() {
+                *d = DigitalDevice::restore(&params, &crs, &d.save()).unwrap();
+            }
+        }
+    };
+    resume(&mut devices);
     (0..rounds)
         .map(|k| {
             let mut rng = seeds.stream("crypto", &[k]);
@@ -68,6 +77,7 @@ fn digital(rounds: u64, bytes: bool) -> Vec<f64> {
                     }
                 })
                 .collect();
+            resume(&mut devices);
             let mut sum = server.sum(&uploads).unwrap();
             if bytes {
                 sum = SumBroadcast::from_bytes(&params, &sum.to_bytes()).unwrap();
@@ -89,7 +99,7 @@ fn digital(rounds: u64, bytes: bool) -> Vec<f64> {
 }
 
 #[test]
-fn digital_rounds_through_bytes_equal_the_in_process_rounds() {
+fn digital_rounds_through_bytes_and_saved_devices_equal_the_in_process_rounds() {
     let mem = digital(3, false);
     let wire = digital(3, true);
     assert_eq!(

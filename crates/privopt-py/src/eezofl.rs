@@ -48,6 +48,32 @@ impl PyDevice {
         self.device.id()
     }
 
+    /// The device's whole state (its xMK-CKKS secret included) as bytes, so another process
+    /// can :meth:`restore` it: keep them as secret as the device.
+    fn save<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.device.save())
+    }
+
+    /// The device :meth:`save` wrote, its collective key rebuilt under ``crs``.
+    #[staticmethod]
+    fn restore(
+        py: Python<'_>,
+        params: &PyParams,
+        crs: &PyCommonPoly,
+        state: &[u8],
+    ) -> PyResult<Self> {
+        let params = Arc::clone(&params.0);
+        let crs = crs.0.clone();
+        let device = py
+            .detach(|| DigitalDevice::restore(&params, &crs, state))
+            .map_err(errors::protocol)?;
+        Ok(Self {
+            device,
+            params,
+            crs,
+        })
+    }
+
     /// The key share for the server (setup).
     #[getter]
     fn key_share<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {

@@ -56,7 +56,7 @@ impl CommonPoly {
 
 /// A party's secret `s_i` (evaluation form). Wiped on drop; never printed.
 pub struct SecretKey {
-    s: Poly<Eval>,
+    pub(crate) s: Poly<Eval>,
 }
 
 impl Drop for SecretKey {
@@ -103,11 +103,11 @@ pub fn decryption_share(
 /// One device: its secret, its partial public key, and the operations it performs.
 #[derive(Debug)]
 pub struct Party {
-    id: PartyId,
-    params: Arc<CkksParams>,
-    sk: SecretKey,
-    b: Poly<Eval>,
-    crs_digest: [u8; 32],
+    pub(crate) id: PartyId,
+    pub(crate) params: Arc<CkksParams>,
+    pub(crate) sk: SecretKey,
+    pub(crate) b: Poly<Eval>,
+    pub(crate) crs_digest: [u8; 32],
 }
 
 impl Party {

@@ -19,7 +19,9 @@ use privopt_ckks::multiparty::{
 };
 use rand::CryptoRng;
 
-use super::messages::{KeyRelay, ShareUpload, SumBroadcast, Upload};
+use super::messages::{
+    KeyRelay, ShareUpload, SumBroadcast, Upload, device_state_from_bytes, device_state_to_bytes,
+};
 use crate::error::{Error, Peer, Result, misbehaved};
 
 /// The key session every digital EEZOFL key share belongs to.
@@ -43,6 +45,8 @@ pub struct DigitalDevice {
     party: Party,
     params: Arc<CkksParams>,
     key: Option<CollectivePublicKey>,
+    /// The relay the key was aggregated from (kept so a saved device can rebuild it).
+    relay: Option<KeyRelay>,
     /// The round it last encrypted for (the only sum it will help decrypt).
     encrypted: Option<u64>,
 }
@@ -59,8 +63,37 @@ impl DigitalDevice {
             party: Party::generate(id, params, crs, rng),
             params: Arc::clone(params),
             key: None,
+            relay: None,
             encrypted: None,
         }
+    }
+
+    /// The device's state as bytes (its secret included), for its own storage between
+    /// processes; [`DigitalDevice::restore`] brings it back. Keep it as secret as the device.
+    pub fn save(&self) -> Vec<u8> {
+        device_state_to_bytes(
+            &self.party,
+            self.relay.as_ref(),
+            self.encrypted,
+            &self.params,
+        )
+    }
+
+    /// The device [`DigitalDevice::save`] wrote, its collective key rebuilt from the saved
+    /// relay under `crs`.
+    pub fn restore(params: &Arc<CkksParams>, crs: &CommonPoly, bytes: &[u8]) -> Result<Self> {
+        let (party, relay, encrypted) = device_state_from_bytes(params, bytes)?;
+        let mut device = Self {
+            party,
+            params: Arc::clone(params),
+            key: None,
+            relay: None,
+            encrypted,
+        };
+        if let Some(relay) = relay {
+            device.set_key(crs, &relay)?;
+        }
+        Ok(device)
     }
 
     /// The device's id.
@@ -89,6 +122,7 @@ impl DigitalDevice {
             KEY_SESSION,
             &relay.shares,
         )?);
+        self.relay = Some(relay.clone());
         Ok(())
     }
 

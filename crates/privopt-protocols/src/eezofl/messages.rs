@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use privopt_channel::dyadic::{Dyadic, ExactRing};
 use privopt_ckks::CkksParams;
-use privopt_ckks::multiparty::{Ciphertext, DecryptionShare, PartyId, PublicKeyShare};
+use privopt_ckks::multiparty::{Ciphertext, DecryptionShare, Party, PartyId, PublicKeyShare};
 
 use crate::wire::{self, DecodeError, Method, Reader, Writer};
 
@@ -23,6 +23,7 @@ const KIND_UPLOAD: u8 = 3;
 const KIND_SUM: u8 = 4;
 const KIND_SHARE_UPLOAD: u8 = 5;
 const KIND_TRANSMISSION: u8 = 6;
+const KIND_DEVICE_STATE: u8 = 7;
 
 /// Most devices a relay may carry.
 pub const MAX_DEVICES: usize = 1 << 12;
@@ -142,6 +143,49 @@ impl KeyRelay {
             },
         )
     }
+}
+
+/// A digital device's saved state: its party (secret included), the relay its key came from,
+/// and the round it last encrypted for. Never sent: it is for the device's own storage.
+pub(crate) fn device_state_to_bytes(
+    party: &Party,
+    relay: Option<&KeyRelay>,
+    encrypted: Option<u64>,
+    params: &CkksParams,
+) -> Vec<u8> {
+    wire::encode(Method::Eezofl, KIND_DEVICE_STATE, |w| {
+        put_nested(w, &party.to_bytes());
+        w.u8(u8::from(relay.is_some()));
+        if let Some(relay) = relay {
+            put_nested(w, &relay.to_bytes(params));
+        }
+        w.u8(u8::from(encrypted.is_some()));
+        w.u64(encrypted.unwrap_or(0));
+    })
+}
+
+/// Parses what [`device_state_to_bytes`] wrote.
+pub(crate) fn device_state_from_bytes(
+    params: &Arc<CkksParams>,
+    bytes: &[u8],
+) -> Result<(Party, Option<KeyRelay>, Option<u64>), DecodeError> {
+    wire::decode(
+        bytes,
+        "eezofl device state",
+        Method::Eezofl,
+        KIND_DEVICE_STATE,
+        |r| {
+            let inner = r.bytes()?;
+            let party = ckks(r, Party::from_bytes(params, inner))?;
+            let relay = match r.bool()? {
+                true => Some(KeyRelay::from_bytes(params, r.bytes()?)?),
+                false => None,
+            };
+            let has_round = r.bool()?;
+            let round = r.u64()?;
+            Ok((party, relay, has_round.then_some(round)))
+        },
+    )
 }
 
 /// Encodes `(kind, from, round, ciphertext)`.

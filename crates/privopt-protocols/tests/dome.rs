@@ -367,5 +367,5 @@ fn an_aborted_round_changes_nothing_and_the_next_one_opens() {
     assert_eq!(server.model(), before.as_slice());
     let again = server.open_round(2, B).unwrap();
     assert_eq!(first.m_hat, again.m_hat);
-    assert!(server.close_round(&vec![0; K], &mut rng).is_ok());
+    assert!(server.close_round(&[0; K], &mut rng).is_ok());
 }

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-METHODS = ("scalar_fl", "dome")
+METHODS = ("scalar_fl", "dome", "eezofl")
 
 
 class ConfigError(ValueError):

@@ -33,3 +33,8 @@ def scalar_config() -> dict[str, Any]:
 @pytest.fixture
 def dome_config() -> dict[str, Any]:
     return {**BASE, "method": "dome", "rounds": 6, "dome.lr": 0.05, "debug.reveal-inputs": True}
+
+
+@pytest.fixture
+def eezofl_config() -> dict[str, Any]:
+    return {**BASE, "method": "eezofl", "rounds": 10}

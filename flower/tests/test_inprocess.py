@@ -69,3 +69,17 @@ def test_dome_without_noise_learns(dome_config):
 def test_bad_run_configs_are_one_line_errors(scalar_config, edit, message):
     with pytest.raises(config.ConfigError, match=message):
         inprocess.run({**scalar_config, **edit})
+
+
+def test_eezofl_learns_from_one_encrypted_scalar_per_device(eezofl_config):
+    out = inprocess.run({**eezofl_config, "rounds": 30})
+    assert out["accuracy"] > 0.7 and out["failed_rounds"] == 0
+
+
+def test_eezofl_round_with_a_missing_device_fails_naming_it_and_the_rest_rekey(eezofl_config):
+    out = inprocess.run(eezofl_config, kill={(2, "decrypt"): {1}, (4, "encrypt"): {3}}, restart={6: {1}})
+    ev = out["events"]
+    assert ev[0].startswith("round 2: failed") and "party 1" in ev[0]
+    assert ev[1].startswith("round 4: failed") and "device 3" in ev[1]
+    assert out["failed_rounds"] == 2
+    assert out["members"] == [0, 1, 2, 4]  # 1 rejoined with a fresh secret; 3 is gone

@@ -62,3 +62,15 @@ def test_dome_deployment_with_a_client_killed_mid_round(tmp_path, dome_config):
     want = inprocess.run({**cfg, "debug.kill": ""}, kill={(2, "mask"): {4}})
     # The noise is fresh per run; the privacy spent is not.
     same_results(got, want, ["epsilon_spent", "completed_rounds", "sigma"])
+
+
+def test_eezofl_deployment_fails_a_round_naming_a_killed_device_then_rekeys(tmp_path, eezofl_config):
+    cfg = {**eezofl_config, "clients": 4, "rounds": 3, "stage-timeout": 10.0}
+    cfg["debug.kill"] = "3:1:decrypt"
+    with Localhost(tmp_path, 4) as fed:
+        got = fed.run(APP, cfg)
+    assert got["events"][0].startswith("round 1: failed") and "party 3" in got["events"][0]
+    assert got["members"] == [0, 1, 2] and got["failed_rounds"] == 1
+    want = inprocess.run({**cfg, "debug.kill": ""}, kill={(1, "decrypt"): {3}})
+    # Fresh encryption noise each run: the fused sums agree to ~1e-6, the models closely.
+    assert abs(got["test_loss"] - want["test_loss"]) < 1e-4

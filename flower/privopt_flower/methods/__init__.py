@@ -5,6 +5,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import dome, scalar_fl
+from . import dome, eezofl, scalar_fl
 
-MODULES: dict[str, ModuleType] = {"scalar_fl": scalar_fl, "dome": dome}
+MODULES: dict[str, ModuleType] = {"scalar_fl": scalar_fl, "dome": dome, "eezofl": eezofl}

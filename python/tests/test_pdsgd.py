@@ -54,3 +54,17 @@ def test_bad_exchanges_are_refused_and_the_exchange_stays_open(triangle):
     agents[0].finish(stray, 0.01)  # closes the exchange with agent 2
     with pytest.raises(InsecureParameters):
         pdsgd.Agent(9, bits=1024)
+
+
+def test_agents_resume_from_saved_bytes_mid_exchange():
+    a, b = pdsgd.Agent(0, bits=2048), pdsgd.Agent(1, bits=2048)
+    a.add_neighbour(b.announcement, 3)
+    b.add_neighbour(a.announcement, 2)
+    request = a.initiate(1, 0, np.array([-3, 7], dtype=np.int64))
+    a = pdsgd.Agent.restore(a.save())
+    b = pdsgd.Agent.restore(b.save())
+    response = b.respond(request, np.array([5, -12], dtype=np.int64))
+    out = pdsgd.Agent.restore(a.save()).finish(response, 0.1)
+    np.testing.assert_allclose(out, [0.3 * 0.2 * 0.1 * 8, 0.3 * 0.2 * 0.1 * -19], atol=1e-12)
+    with pytest.raises(MalformedMessage):
+        pdsgd.Agent.restore(a.save()[:-1])

@@ -62,6 +62,33 @@ fn the_exchange_through_bytes_returns_the_weighted_difference() {
 }
 
 #[test]
+fn agents_saved_and_restored_between_steps_finish_the_exchange() {
+    let mut a = path(3, 5);
+    let mut r = SeedTree::new(6).stream("test/enc", &[]);
+    let resume = |agent: &Agent<Paillier>| Agent::<Paillier>::restore(&agent.save()).unwrap();
+    let req = a[0].initiate(1, 4, &[-3, 7], &mut r).unwrap();
+    a[0] = resume(&a[0]);
+    a[1] = resume(&a[1]);
+    let resp = a[1].respond(&req, &[5, -12], &mut r).unwrap();
+    a[0] = resume(&a[0]);
+    let out = a[0].finish(&resp, 0.1).unwrap();
+    // k_{0→1} = 3, k_{1→0} = 2 survived the trip, and so did the open exchange.
+    let want = [0.3 * 0.2 * 0.1 * 8.0, 0.3 * 0.2 * 0.1 * -19.0];
+    for (o, w) in out.iter().zip(want) {
+        assert!((o - w).abs() < 1e-12, "{o} vs {w}");
+    }
+    // Damaged state, another kind of message, or a key pair swapped for another agent's.
+    let saved = a[1].save();
+    let decode = |b: &[u8]| vec![Agent::<Paillier>::restore(b).map(drop)];
+    assert_eq!(damage::first_mishandled(&saved, 64, decode), None);
+    assert!(Agent::<Paillier>::restore(&a[1].announcement().to_bytes::<Paillier>()).is_err());
+    let mut other = path(3, 5);
+    let foreign = keys(1, 99).remove(0);
+    other[1] = Agent::new(1, a[1].announcement().key, foreign);
+    assert!(Agent::<Paillier>::restore(&other[1].save()).is_err());
+}
+
+#[test]
 fn an_agent_cannot_read_a_neighbours_ciphertexts() {
     let mut a = path(3, 3);
     let mut r = SeedTree::new(4).stream("test/enc", &[]);

@@ -36,6 +36,18 @@ impl PyAgent {
         self.0.id()
     }
 
+    /// The agent's whole state (key pair, neighbours' keys, private weights, open exchanges)
+    /// as bytes, so another process can :meth:`restore` it: keep them as secret as the agent.
+    fn save<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.0.save())
+    }
+
+    /// The agent :meth:`save` wrote; raises on damaged or inconsistent bytes.
+    #[staticmethod]
+    fn restore(state: &[u8]) -> PyResult<Self> {
+        Ok(Self(Agent::restore(state).map_err(errors::decode)?))
+    }
+
     /// The agent's public key, for its neighbours' :meth:`add_neighbour`.
     #[getter]
     fn announcement<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {

@@ -15,13 +15,14 @@ use std::collections::BTreeMap;
 
 use rand::CryptoRng;
 
+use super::graph::MAX_AGENTS;
 use super::messages::{
-    KIND_REQUEST, KIND_RESPONSE, KeyAnnouncement, Request, Response, decode_exchange,
-    encode_exchange,
+    KIND_AGENT_STATE, KIND_REQUEST, KIND_RESPONSE, KeyAnnouncement, Request, Response,
+    decode_exchange, encode_exchange,
 };
 use super::scheme::Scheme;
 use crate::error::{Error, Peer, Result, check_param, misbehaved};
-use crate::wire::DecodeError;
+use crate::wire::{self, DecodeError, Method, Reader};
 
 /// Largest state dimension an exchange may carry.
 pub const MAX_DIM: usize = 1 << 20;
@@ -68,6 +69,85 @@ impl<S: Scheme> Agent<S> {
     /// The agent's id.
     pub fn id(&self) -> usize {
         self.id
+    }
+
+    /// The agent's whole state (key pair, neighbours' keys, private weights, open exchanges)
+    /// as bytes, so another process can [`Agent::restore`] it. Keep them as secret as the
+    /// agent: they hold its secret key and weights.
+    pub fn save(&self) -> Vec<u8> {
+        wire::encode(Method::Pdsgd, KIND_AGENT_STATE, |w| {
+            w.len(self.id);
+            S::write_public_key(&self.public, w);
+            S::write_secret_key(&self.secret, w);
+            w.len(self.neighbours.len());
+            for (&j, n) in &self.neighbours {
+                w.len(j);
+                S::write_public_key(&n.key, w);
+                w.u64(n.weight as u64);
+            }
+            w.len(self.pending.len());
+            for (&j, &(iteration, dim)) in &self.pending {
+                w.len(j);
+                w.u64(iteration);
+                w.len(dim);
+            }
+        })
+    }
+
+    /// The agent [`Agent::save`] wrote; refuses bytes no agent could have written.
+    pub fn restore(bytes: &[u8]) -> std::result::Result<Self, DecodeError> {
+        wire::decode(
+            bytes,
+            "pdsgd agent state",
+            Method::Pdsgd,
+            KIND_AGENT_STATE,
+            |r| {
+                let agent = |r: &mut Reader<'_>| {
+                    let a = r.index()?;
+                    if a >= MAX_AGENTS {
+                        return Err(r.invalid(format!("agent {a} is not below {MAX_AGENTS}")));
+                    }
+                    Ok(a)
+                };
+                let id = agent(r)?;
+                let public = S::read_public_key(r)?;
+                let secret = S::read_secret_key(&public, r)?;
+                let mut neighbours = BTreeMap::new();
+                for _ in 0..r.count(12)? {
+                    let j = agent(r)?;
+                    let key = S::read_public_key(r)?;
+                    let weight = r.u64()? as i64;
+                    if j == id
+                        || weight < 1
+                        || neighbours.insert(j, Neighbour { key, weight }).is_some()
+                    {
+                        return Err(
+                            r.invalid(format!("neighbour {j}: self, repeated or weight < 1"))
+                        );
+                    }
+                }
+                let mut pending = BTreeMap::new();
+                for _ in 0..r.count(16)? {
+                    let j = agent(r)?;
+                    let (iteration, dim) = (r.u64()?, r.index()?);
+                    if !neighbours.contains_key(&j)
+                        || dim > MAX_DIM
+                        || pending.insert(j, (iteration, dim)).is_some()
+                    {
+                        return Err(r.invalid(format!(
+                            "open exchange with {j}: not a neighbour, too large or repeated"
+                        )));
+                    }
+                }
+                Ok(Self {
+                    id,
+                    public,
+                    secret,
+                    neighbours,
+                    pending,
+                })
+            },
+        )
     }
 
     /// What neighbours need to encrypt to this agent.

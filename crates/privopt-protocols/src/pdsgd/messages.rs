@@ -47,6 +47,7 @@ pub struct KeyAnnouncement<K> {
 pub(super) const KIND_REQUEST: u8 = 1;
 pub(super) const KIND_RESPONSE: u8 = 2;
 const KIND_KEY: u8 = 3;
+pub(super) const KIND_AGENT_STATE: u8 = 4;
 
 /// The fields both exchange messages share: from, to, iteration, ciphertexts.
 pub(super) fn encode_exchange<S: Scheme>(

@@ -39,6 +39,13 @@ pub trait Scheme {
     fn write_public_key(pk: &Self::PublicKey, w: &mut Writer);
     /// Reads and validates a public key.
     fn read_public_key(r: &mut Reader<'_>) -> std::result::Result<Self::PublicKey, DecodeError>;
+    /// Appends a secret key (for its owner's own storage, never the wire).
+    fn write_secret_key(sk: &Self::SecretKey, w: &mut Writer);
+    /// Reads a secret key, refusing one that does not belong to `pk`.
+    fn read_secret_key(
+        pk: &Self::PublicKey,
+        r: &mut Reader<'_>,
+    ) -> std::result::Result<Self::SecretKey, DecodeError>;
 }
 
 /// Paillier with `g = n + 1` (privopt-paillier); decryption is constant-time.
@@ -87,6 +94,21 @@ impl Scheme for Paillier {
         let bytes = r.bytes()?;
         PublicKey::from_bytes(bytes).map_err(|e| r.invalid(e.to_string()))
     }
+    fn write_secret_key(sk: &KeyPair, w: &mut Writer) {
+        let mut bytes = sk.to_bytes();
+        w.bytes(&bytes);
+        zeroize::Zeroize::zeroize(&mut bytes);
+    }
+    fn read_secret_key(
+        pk: &PublicKey,
+        r: &mut Reader<'_>,
+    ) -> std::result::Result<KeyPair, DecodeError> {
+        let pair = KeyPair::from_bytes(r.bytes()?).map_err(|e| r.invalid(e.to_string()))?;
+        if pair.public.to_bytes() != pk.to_bytes() {
+            return Err(r.invalid("the key pair is not the agent's public key's"));
+        }
+        Ok(pair)
+    }
 }
 
 /// The same arithmetic in the clear, with checked overflow (where Paillier would wrap mod n
@@ -134,5 +156,12 @@ impl Scheme for Transparent {
         Ok(TransparentKey {
             ciphertext_bytes: r.index()?,
         })
+    }
+    fn write_secret_key(_: &(), _: &mut Writer) {}
+    fn read_secret_key(
+        _: &TransparentKey,
+        _: &mut Reader<'_>,
+    ) -> std::result::Result<(), DecodeError> {
+        Ok(())
     }
 }

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-METHODS = ("scalar_fl", "dome", "eezofl")
+METHODS = ("scalar_fl", "dome", "eezofl", "pdsgd")
 
 
 class ConfigError(ValueError):

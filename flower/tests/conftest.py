@@ -38,3 +38,8 @@ def dome_config() -> dict[str, Any]:
 @pytest.fixture
 def eezofl_config() -> dict[str, Any]:
     return {**BASE, "method": "eezofl", "rounds": 10}
+
+
+@pytest.fixture
+def pdsgd_config() -> dict[str, Any]:
+    return {**BASE, "method": "pdsgd", "clients": 3, "rounds": 8, "eval-every": 4}

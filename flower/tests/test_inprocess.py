@@ -83,3 +83,18 @@ def test_eezofl_round_with_a_missing_device_fails_naming_it_and_the_rest_rekey(e
     assert ev[1].startswith("round 4: failed") and "device 3" in ev[1]
     assert out["failed_rounds"] == 2
     assert out["members"] == [0, 1, 2, 4]  # 1 rejoined with a fresh secret; 3 is gone
+
+
+def test_pdsgd_agents_learn_through_relayed_ciphertexts_and_survive_a_dead_neighbour(pdsgd_config):
+    out = inprocess.run({**pdsgd_config, "clients": 4, "pdsgd.graph": "0-1 1-2 2-3 3-0 0-2"}, kill={(5, "respond"): {3}})
+    assert out["events"][0].startswith("respond: party 3 missing")
+    assert out["agents"] == [0, 1, 2]  # 3 is gone; the others mix with whoever answered
+    assert out["accuracy"] > 0.7
+    # Per exchange, one ciphertext per coordinate each way: 512 bytes at 2048 bits.
+    assert out["up_bytes"] > 512 * 11 * 2 * 5 * 4
+
+
+@pytest.mark.parametrize("graph", ["0-0", "0-9", "0-1", "1~2"])
+def test_pdsgd_bad_graphs_are_refused(pdsgd_config, graph):
+    with pytest.raises(config.ConfigError, match="pdsgd.graph"):
+        inprocess.run({**pdsgd_config, "pdsgd.graph": graph})

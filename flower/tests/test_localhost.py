@@ -74,3 +74,15 @@ def test_eezofl_deployment_fails_a_round_naming_a_killed_device_then_rekeys(tmp_
     want = inprocess.run({**cfg, "debug.kill": ""}, kill={(1, "decrypt"): {3}})
     # Fresh encryption noise each run: the fused sums agree to ~1e-6, the models closely.
     assert abs(got["test_loss"] - want["test_loss"]) < 1e-4
+
+
+def test_pdsgd_deployment_relays_only_ciphertexts_and_survives_a_killed_agent(tmp_path, pdsgd_config):
+    cfg = {**pdsgd_config, "clients": 4, "rounds": 2, "eval-every": 1, "stage-timeout": 10.0}
+    cfg["pdsgd.graph"] = "complete"
+    cfg["debug.kill"] = "3:2:respond"
+    with Localhost(tmp_path, 4) as fed:
+        got = fed.run(APP, cfg)
+    assert got["events"][0].startswith("respond: party 3 missing")
+    assert got["agents"] == [0, 1, 2]
+    # Private weights and stepsizes: no two runs alike; the model still moved from chance.
+    assert got["accuracy"] > 0.6

@@ -125,7 +125,7 @@ fn an_agent_cannot_read_a_neighbours_ciphertexts() {
 }
 
 #[test]
-fn wrong_iteration_or_length_responses_are_refused_and_the_exchange_stays_open() {
+fn wrong_iteration_or_length_responses_are_refused_and_unanswered_exchanges_are_abandoned() {
     let mut a = path(2, 5);
     let mut r = SeedTree::new(6).stream("test/enc", &[]);
     let req = a[0].initiate(1, 3, &[1, 2, 3], &mut r).unwrap();
@@ -151,6 +151,17 @@ fn wrong_iteration_or_length_responses_are_refused_and_the_exchange_stays_open()
         Err(Error::OutOfOrder(_))
     ));
     assert_eq!(a[0].finish(&good, 0.1).unwrap().len(), 3);
+    // An exchange never answered (the neighbour died) is abandoned by the next iteration's
+    // request, and its late response is then refused.
+    let lost = a[0].initiate(1, 4, &[1, 2, 3], &mut r).unwrap();
+    let late = a[1].respond(&lost, &[4, 5, 6], &mut r).unwrap();
+    let next = a[0].initiate(1, 5, &[1, 2, 3], &mut r).unwrap();
+    assert!(matches!(
+        a[0].finish(&late, 0.1),
+        Err(Error::PeerMisbehaved { .. })
+    ));
+    let answer = a[1].respond(&next, &[4, 5, 6], &mut r).unwrap();
+    assert_eq!(a[0].finish(&answer, 0.1).unwrap().len(), 3);
 }
 
 #[test]

@@ -194,8 +194,9 @@ impl<S: Scheme> Agent<S> {
     }
 
     /// Step 1 towards neighbour `to` in `iteration`: `E_i(−q_i)` for the quantized state
-    /// `q_i` (units of δ). Opens the exchange; a second request to the same neighbour before
-    /// its response is an error.
+    /// `q_i` (units of δ). Opens the exchange; a second request to the same neighbour in the
+    /// same iteration is an error, one in a later iteration abandons the unanswered one (its
+    /// response, should it come, is refused).
     pub fn initiate(
         &mut self,
         to: usize,
@@ -211,9 +212,11 @@ impl<S: Scheme> Agent<S> {
                 q_own.len()
             )
         })?;
-        if self.pending.contains_key(&to) {
+        if let Some(&(open, _)) = self.pending.get(&to)
+            && open >= iteration
+        {
             return Err(Error::OutOfOrder(format!(
-                "agent {} already awaits a response from {to}",
+                "agent {} already awaits a response from {to} in iteration {open}",
                 self.id
             )));
         }

@@ -67,3 +67,13 @@ def test_bad_messages_and_orders_are_refused(ctx):
         dpfhe.Circuit(ctx, 3, 4, 0.1, barrier=(0.1, 1.0, 0.1, 7), clip=(1.0, 16.0))
     with pytest.raises(ParameterError):
         dpfhe.Circuit(ctx, 3, 10_000, 0.1)  # does not fit in the slots
+
+
+def test_a_restored_owner_decrypts_what_the_original_encrypted(ctx):
+    circuit = dpfhe.Circuit(ctx, 3, 4, 0.1, clip=(1.0, 16.0))
+    owner = dpfhe.DataOwner(ctx, circuit)
+    w = owner.encrypt_weights(np.array([0.5, -0.25, 1.0]))
+    back = dpfhe.DataOwner.restore(ctx, circuit, owner.save())
+    np.testing.assert_allclose(back.decrypt_weights(w), [0.5, -0.25, 1.0], atol=1e-6)
+    with pytest.raises(MalformedMessage):
+        dpfhe.DataOwner.restore(ctx, circuit, owner.save()[:-2])

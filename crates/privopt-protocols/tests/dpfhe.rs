@@ -255,3 +255,29 @@ fn dpfhe_decoders_refuse_damaged_and_forged_bytes() {
     let e = galois_key_from_bytes(&ctx, &two).unwrap_err().to_string();
     assert!(e.contains("exactly one key"), "{e}");
 }
+
+#[test]
+fn a_saved_data_owner_decrypts_and_refreshes_as_the_original() {
+    let ctx = ctx();
+    let circuit = circuit(&ctx, false);
+    let mut owner = DataOwner::new(&ctx, circuit.layout, secret_rng(Some(8)));
+    let w = owner.encrypt_replicated(&[0.5, -0.25, 0.125, 1.0]).unwrap();
+    owner
+        .refresh(&Refresh {
+            step: 0,
+            ct: w.clone(),
+        })
+        .unwrap();
+    let saved = owner.save();
+    let mut back = DataOwner::restore(&ctx, circuit.layout, &saved, secret_rng(Some(9))).unwrap();
+    assert_eq!(back.refreshes(), 1);
+    let got = back.decrypt_weights(&w).unwrap();
+    for (g, want) in got.iter().zip([0.5, -0.25, 0.125, 1.0]) {
+        assert!((g - want).abs() < 1e-6, "{g} vs {want}");
+    }
+    let fresh = back.refresh(&Refresh { step: 1, ct: w }).unwrap();
+    assert!((owner.decrypt_weights(&fresh.ct).unwrap()[3] - 1.0).abs() < 1e-6);
+    let decode =
+        |b: &[u8]| vec![DataOwner::restore(&ctx, circuit.layout, b, secret_rng(Some(1))).map(drop)];
+    assert_eq!(damage::first_mishandled(&saved, 64, decode), None);
+}

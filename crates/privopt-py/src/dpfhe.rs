@@ -120,6 +120,28 @@ impl PyDataOwner {
         Self { owner, ctx, layout }
     }
 
+    /// The owner's keys as bytes, so another process can :meth:`restore` it: they hold the
+    /// secret key, keep them as secret as the owner.
+    fn save<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.owner.save())
+    }
+
+    /// The owner :meth:`save` wrote, for ``ctx`` and ``circuit``.
+    #[staticmethod]
+    fn restore(
+        py: Python<'_>,
+        ctx: &PyContext,
+        circuit: &PyCircuit,
+        state: &[u8],
+    ) -> PyResult<Self> {
+        let ctx = Arc::clone(&ctx.0);
+        let layout = circuit.0.layout;
+        let owner = py
+            .detach(|| DataOwner::restore(&ctx, layout, state, secret_rng(None)))
+            .map_err(errors::decode)?;
+        Ok(Self { owner, ctx, layout })
+    }
+
     /// ``(relinearization key, [Galois key messages])`` for the server.
     fn evaluation_keys<'py>(
         &mut self,

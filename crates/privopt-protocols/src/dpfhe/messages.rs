@@ -14,6 +14,7 @@ const KIND_REFRESH: u8 = 2;
 const KIND_WEIGHTS: u8 = 3;
 const KIND_RELIN_KEY: u8 = 4;
 const KIND_GALOIS_KEY: u8 = 5;
+pub(super) const KIND_OWNER_STATE: u8 = 6;
 
 /// The data owner's inputs of one step: features, labels and scaled noise, encrypted.
 #[derive(Clone, Debug)]

@@ -10,8 +10,9 @@ use privopt_ml::data::Dataset;
 use rand_chacha::ChaCha20Rng;
 
 use super::circuit::Layout;
-use super::messages::{EncryptedStep, Refresh};
+use super::messages::{EncryptedStep, KIND_OWNER_STATE, Refresh};
 use crate::error::{Error, Result};
+use crate::wire::{self, DecodeError, Method};
 
 /// The data owner's keys and encryption state.
 pub struct DataOwner {
@@ -116,6 +117,48 @@ impl DataOwner {
     pub fn decrypt_weights(&self, ct: &Ciphertext) -> Result<Vec<f64>> {
         let v = self.sk.decrypt_values(ct)?;
         Ok(v[..self.layout.d.min(v.len())].to_vec())
+    }
+
+    /// The owner's keys and refresh count as bytes, for its own storage between processes
+    /// (a Flower ClientApp handles each message in a fresh one). They hold the secret key:
+    /// keep them as secret as the owner.
+    pub fn save(&self) -> Vec<u8> {
+        wire::encode(Method::Dpfhe, KIND_OWNER_STATE, |w| {
+            w.bytes(&self.sk.to_bytes());
+            w.bytes(&self.pk.to_bytes());
+            w.u64(self.refreshes as u64);
+        })
+    }
+
+    /// The owner [`DataOwner::save`] wrote, for `ctx` and `layout`, drawing its encryption
+    /// randomness from `rng` from now on.
+    pub fn restore(
+        ctx: &Arc<EvalContext>,
+        layout: Layout,
+        bytes: &[u8],
+        rng: ChaCha20Rng,
+    ) -> std::result::Result<Self, DecodeError> {
+        wire::decode(
+            bytes,
+            "dpfhe data owner state",
+            Method::Dpfhe,
+            KIND_OWNER_STATE,
+            |r| {
+                let sk =
+                    SecretKey::from_bytes(ctx, r.bytes()?).map_err(|e| r.invalid(e.to_string()))?;
+                let pk =
+                    PublicKey::from_bytes(ctx, r.bytes()?).map_err(|e| r.invalid(e.to_string()))?;
+                let refreshes = r.u64()? as usize;
+                Ok(Self {
+                    ctx: Arc::clone(ctx),
+                    sk,
+                    pk,
+                    layout,
+                    rng,
+                    refreshes,
+                })
+            },
+        )
     }
 
     /// Refresh round trips answered so far.

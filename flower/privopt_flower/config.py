@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-METHODS = ("scalar_fl", "dome", "eezofl", "pdsgd")
+METHODS = ("scalar_fl", "dome", "eezofl", "pdsgd", "dpfhe")
 
 
 class ConfigError(ValueError):

@@ -98,3 +98,19 @@ def test_pdsgd_agents_learn_through_relayed_ciphertexts_and_survive_a_dead_neigh
 def test_pdsgd_bad_graphs_are_refused(pdsgd_config, graph):
     with pytest.raises(config.ConfigError, match="pdsgd.graph"):
         inprocess.run({**pdsgd_config, "pdsgd.graph": graph})
+
+
+def test_dpfhe_trains_on_ciphertexts_with_refreshes_from_the_owner(dpfhe_config):
+    out = inprocess.run({**dpfhe_config, "rounds": 10, "eval-every": 10, "dpfhe.epsilon": 0.0})
+    assert out["accuracy"] > 0.75 and out["refreshes"] >= 10
+    private = inprocess.run(dpfhe_config)
+    assert private["epsilon_spent"] == pytest.approx(1.0, rel=1e-3) and private["sigma"] > 0
+
+
+def test_dpfhe_refuses_an_insecure_ring_without_the_opt_in_and_more_than_one_owner(dpfhe_config):
+    from privopt.errors import InsecureParameters
+
+    with pytest.raises(InsecureParameters):
+        inprocess.run({**dpfhe_config, "dpfhe.insecure": False})
+    with pytest.raises(config.ConfigError, match="clients = 1"):
+        inprocess.run({**dpfhe_config, "clients": 2})

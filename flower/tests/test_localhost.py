@@ -86,3 +86,13 @@ def test_pdsgd_deployment_relays_only_ciphertexts_and_survives_a_killed_agent(tm
     assert got["agents"] == [0, 1, 2]
     # Private weights and stepsizes: no two runs alike; the model still moved from chance.
     assert got["accuracy"] > 0.6
+
+
+def test_dpfhe_deployment_trains_on_ciphertexts_the_owner_refreshes(tmp_path, dpfhe_config):
+    cfg = {**dpfhe_config, "rounds": 2}
+    with Localhost(tmp_path, 1) as fed:
+        got = fed.run(APP, cfg)
+    want = inprocess.run(cfg)
+    # Batches and noise are the owner's secret draws; the circuit's depth and the privacy are not.
+    same_results(got, want, ["refreshes", "epsilon_spent", "sigma"])
+    assert got["up_bytes"] > 10_000_000  # the evaluation keys crossed Flower

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use numpy::PyArray1;
+use numpy::{PyArray1, PyArray2};
 use privopt_math::SeedTree;
 use privopt_ml::model::ModelSpec;
 use privopt_sim::problem::{DataConfig, Problem};
@@ -121,6 +121,25 @@ impl PyProblem {
             ))
         })?;
         Ok(array(py, idx.iter().map(|&i| i as u64).collect()))
+    }
+
+    /// The training examples ``indices``: features (one row each) and labels.
+    fn rows<'py>(
+        &self,
+        py: Python<'py>,
+        indices: Exact<'_, u64>,
+    ) -> PyResult<(Bound<'py, PyArray2<f64>>, Bound<'py, PyArray1<f64>>)> {
+        let idx = self.check_indices(&exact_vec(&indices))?;
+        let train = &self.0.train;
+        let d = train.n_features();
+        let mut x = Vec::with_capacity(idx.len() * d);
+        for &i in &idx {
+            x.extend_from_slice(train.row(i));
+        }
+        let y = idx.iter().map(|&i| train.label(i)).collect();
+        let x = numpy::ndarray::Array2::from_shape_vec((idx.len(), d), x)
+            .map_err(|e| errors::parameter(e.to_string()))?;
+        Ok((PyArray2::from_owned_array(py, x), array(py, y)))
     }
 
     /// The model's initial parameters, drawn from ``seed``.

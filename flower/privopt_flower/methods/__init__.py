@@ -5,6 +5,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import dome, eezofl, pdsgd, scalar_fl
+from . import dome, dpfhe, eezofl, pdsgd, scalar_fl
 
-MODULES: dict[str, ModuleType] = {"scalar_fl": scalar_fl, "dome": dome, "eezofl": eezofl, "pdsgd": pdsgd}
+MODULES: dict[str, ModuleType] = {"scalar_fl": scalar_fl, "dome": dome, "eezofl": eezofl, "pdsgd": pdsgd, "dpfhe": dpfhe}

@@ -1,0 +1,149 @@
+"""DP training under FHE: one data owner (party 0) encrypts its data step by step under CKKS;
+the server trains logistic regression on the ciphertexts (Algorithm 4: per-example polynomial
+clipping, then the noised mean gradient) and asks the owner to refresh a ciphertext when it runs
+out of levels (until bootstrapping lets the server go alone). The owner decrypts only what it
+is asked to refresh and, at evaluation points, the model, whose scores it reports.
+
+Privacy: DP-SGD accounting of the owner's examples (replace-one adjacency): each step's mean of
+B clipped gradients has sensitivity 2C/B and Gaussian noise of standard deviation σ·2C/B added
+by the owner before encryption, σ from the accountant for ``rounds`` steps sampled without
+replacement at q = B/N. Features are scaled into [−1, 1] per column by the owner (the sigmoid
+and clipping polynomials are fitted for bounded inputs)."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+import numpy as np
+from privopt import ckks, dp
+from privopt.protocols import dpfhe
+
+from .. import problems
+from ..config import ConfigError, Settings, param
+from ..node import Node, State
+from ..results import Report
+from ..transport import Federation, Payload
+
+OWNER = "dpfhe-owner"
+DATA_OWNER = 0
+
+
+def _context(s: Settings) -> ckks.Context:
+    n = param(s, "ring_n", int)
+    insecure = param(s, "insecure", bool)
+    # 16 levels of 2^40 over a 50-bit base, four 44-bit special primes: 128-bit at n = 2^15.
+    return ckks.Context(ckks.Params.leveled(n, 50, 40, 16, [44, 44, 44, 44], insecure=insecure))
+
+
+def _circuit(s: Settings, ctx: ckks.Context, d: int) -> dpfhe.Circuit:
+    return dpfhe.Circuit(
+        ctx, d + 1, param(s, "batch", int), param(s, "lr", float),
+        sigmoid_degree=param(s, "sigmoid_degree", int), sigmoid_bound=param(s, "sigmoid_bound", float),
+        clip=(param(s, "clip", float), param(s, "clip_bound", float)),
+    )  # fmt: skip
+
+
+def _sigma(s: Settings, examples: int) -> float:
+    eps, delta = param(s, "epsilon", float), param(s, "delta", float)
+    if eps == 0:
+        return 0.0
+    q = param(s, "batch", int) / examples
+    return dp.noise_multiplier(eps, s.rounds, delta, q=q, sampling="without_replacement")
+
+
+def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
+    if s.clients != 1:
+        raise ConfigError("dpfhe is a two-party protocol: run it with clients = 1 (the data owner)")
+    p = problems.problem(s)
+    ctx = _context(s)
+    circuit = _circuit(s, ctx, p.n_features)
+    up = down = 0
+    refreshes = 0
+
+    def ask(stage: str, req: Payload) -> Payload:
+        nonlocal up, down
+        ex = fed.exchange(stage, {DATA_OWNER: {"round": req.get("round", 0), **req}}, s.stage_timeout)
+        up, down = up + ex.up_bytes, down + ex.down_bytes
+        if DATA_OWNER not in ex.replies:
+            raise RuntimeError(f"the data owner did not answer {stage!r}: {ex.missing.get(DATA_OWNER)}")
+        return ex.replies[DATA_OWNER]
+
+    keys = ask("setup", {})
+    server = dpfhe.ComputeServer(ctx, circuit, keys["relin"], list(keys["galois"]), threads=param(s, "threads", int))
+    w = keys["weights"]
+    sigma = float(keys["sigma"])
+    row: dict[str, Any] = {}
+    for t in range(s.rounds):
+        server.begin_step(w, ask("step", {"round": t})["step"])
+        while True:
+            kind, payload = server.advance()
+            if kind == "done":
+                w = payload
+                break
+            refreshes += 1
+            server.resume(ask("refresh", {"round": t, "request": payload})["reply"])
+        row = {"round": t + 1, "refreshes": refreshes, "up_bytes": up, "down_bytes": down}
+        if sigma:
+            row["epsilon"] = dp.epsilon(sigma, t + 1, param(s, "delta", float),
+                                        q=param(s, "batch", int) / float(keys["examples"]),
+                                        sampling="without_replacement")  # fmt: skip
+        if (t + 1) % s.eval_every == 0 or t + 1 == s.rounds:
+            scores = ask("evaluate", {"round": t, "weights": w})
+            row.update(test_loss=scores["test_loss"], accuracy=scores["accuracy"])
+        report.round(**row)
+    return {"test_loss": row.get("test_loss"), "accuracy": row.get("accuracy"), "sigma": sigma,
+            "epsilon_spent": row.get("epsilon", float("nan")), "refreshes": refreshes,
+            "up_bytes": up, "down_bytes": down}  # fmt: skip
+
+
+def hello(state: State, node: Node, s: Settings) -> Payload:
+    return {}
+
+
+def _data(s: Settings, party: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The owner's examples scaled into [−1, 1] per column, with the bias column; the scale."""
+    p = problems.problem(s)
+    idx = p.client_indices(party)
+    x, y = p.rows(idx)
+    scale = np.maximum(np.abs(x).max(axis=0), 1e-12)
+    return idx, np.hstack([x / scale, np.ones((len(x), 1))]), y, scale
+
+
+def handle(stage: str, req: Payload, state: State, node: Node, s: Settings) -> Payload:
+    ctx = _context(s)
+    p = problems.problem(s)
+    circuit = _circuit(s, ctx, p.n_features)
+    if stage == "setup":
+        owner = dpfhe.DataOwner(ctx, circuit)
+        relin, galois = owner.evaluation_keys()
+        idx, _, _, _ = _data(s, node.party)
+        reply = {"relin": relin, "galois": galois, "examples": len(idx), "sigma": _sigma(s, len(idx)),
+                 "weights": owner.encrypt_weights(np.zeros(p.n_features + 1))}  # fmt: skip
+        state.put(OWNER, owner.save())
+        return reply
+    saved = state.get(OWNER)
+    if saved is None:
+        raise RuntimeError(f"stage {stage!r} before the data owner was set up")
+    owner = dpfhe.DataOwner.restore(ctx, circuit, saved)
+    reply: Payload = {}
+    if stage == "step":
+        idx, x, y, _ = _data(s, node.party)
+        b = param(s, "batch", int)
+        rng = np.random.default_rng(secrets.randbits(128))  # the owner's secret randomness
+        pick = rng.choice(len(idx), size=b, replace=False)
+        noise_std = _sigma(s, len(idx)) * 2 * param(s, "clip", float) / b
+        noise = param(s, "lr", float) * noise_std * rng.standard_normal(x.shape[1])
+        reply["step"] = owner.encrypt_step(int(req["round"]), x[pick], y[pick], noise)
+    elif stage == "refresh":
+        reply["reply"] = owner.refresh(req["request"])
+    elif stage == "evaluate":
+        _, _, _, scale = _data(s, node.party)
+        w = owner.decrypt_weights(req["weights"])
+        model = np.append(w[:-1] / scale, w[-1])  # back to the unscaled features
+        loss, acc = p.evaluate(model)
+        reply.update(test_loss=loss, accuracy=acc if acc is not None else float("nan"))
+    else:
+        raise ValueError(f"dpfhe has no stage {stage!r}")
+    state.put(OWNER, owner.save())
+    return reply

@@ -14,7 +14,8 @@ from .transport import Federation, Payload
 
 def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
     """Runs the method to the end and returns its summary (also written to the out-dir)."""
-    joined = fed.refresh({"method": s.method}, s.stage_timeout)
+    # First contact installs the app on each SuperNode: allow the join timeout, not a stage's.
+    joined = fed.refresh({"method": s.method}, s.join_timeout)
     if not joined:
         raise RuntimeError(f"no client joined within join-timeout = {s.join_timeout:g} s")
     if len(joined) < s.clients:

@@ -61,15 +61,16 @@ def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
     up = down = 0
     refreshes = 0
 
-    def ask(stage: str, req: Payload) -> Payload:
+    def ask(stage: str, req: Payload, timeout: float = s.stage_timeout) -> Payload:
         nonlocal up, down
-        ex = fed.exchange(stage, {DATA_OWNER: {"round": req.get("round", 0), **req}}, s.stage_timeout)
+        ex = fed.exchange(stage, {DATA_OWNER: {"round": req.get("round", 0), **req}}, timeout)
         up, down = up + ex.up_bytes, down + ex.down_bytes
         if DATA_OWNER not in ex.replies:
             raise RuntimeError(f"the data owner did not answer {stage!r}: {ex.missing.get(DATA_OWNER)}")
         return ex.replies[DATA_OWNER]
 
-    keys = ask("setup", {})
+    # Key generation and the evaluation keys' upload (tens of MB): the join timeout.
+    keys = ask("setup", {}, s.join_timeout)
     server = dpfhe.ComputeServer(ctx, circuit, keys["relin"], list(keys["galois"]), threads=param(s, "threads", int))
     w = keys["weights"]
     sigma = float(keys["sigma"])

@@ -152,10 +152,12 @@ class Localhost:
         run_config: Mapping[str, Any],
         on_line: Callable[[str], None] | None = None,
         timeout: float = 600.0,
+        until: str = SUMMARY,
     ) -> dict[str, Any]:
         """``flwr run APP privopt --stream`` with ``run_config`` overrides; returns the run's
         summary (the ServerApp's ``[privopt] summary`` line). ``on_line`` sees every line of
-        the stream as it arrives (to kill a node at a given stage)."""
+        the stream as it arrives (to kill a node at a given stage). Another app ends its run
+        with the line marker ``until``."""
         overrides = " ".join(f"{k}={toml_value(v)}" for k, v in run_config.items())
         cmd = [tool("flwr"), "run", str(app), "privopt", "--stream", "--run-config", overrides]
         if self.simulation:
@@ -174,9 +176,10 @@ class Localhost:
                 lines.append(line.rstrip())
                 if on_line is not None:
                     on_line(line)
-                at = line.find(SUMMARY)
+                at = line.find(until)
                 if at >= 0:
-                    summary = json.loads(line[at + len(SUMMARY) :])
+                    rest = line[at + len(until) :]
+                    summary = json.loads(rest) if until == SUMMARY else {"line": rest.strip()}
                     break
         finally:
             timer.cancel()

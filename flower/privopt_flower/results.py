@@ -22,6 +22,7 @@ class Report:
         self.rows: list[dict[str, Any]] = []
         self.events: list[str] = []
         self.start = time.monotonic()
+        self._last = self.start
 
     def event(self, text: str) -> None:
         """Something a reader of the run must know (a dropout, an aborted round)."""
@@ -29,6 +30,9 @@ class Report:
         print(f"[privopt] {text}", flush=True)
 
     def round(self, **row: Any) -> None:
+        now = time.monotonic()
+        row["round_s"] = round(now - self._last, 3)  # wall time since the previous row
+        self._last = now
         self.rows.append(row)
         shown = " ".join(f"{k}={_fmt(v)}" for k, v in row.items())
         print(f"[privopt] {shown}", flush=True)
@@ -42,6 +46,7 @@ class Report:
             "seconds": time.monotonic() - self.start,
             "rounds": len(self.rows),
             "events": self.events,
+            "round_seconds": [r["round_s"] for r in self.rows],
             **summary,
             "settings": asdict(self.settings),
         }

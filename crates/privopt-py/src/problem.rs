@@ -30,6 +30,9 @@ fn table<T: serde::de::DeserializeOwned>(
     serde_json::from_str(&json).map_err(|e| errors::parameter(format!("[{name}]: {e}")))
 }
 
+/// Features (one row per example) and labels.
+type Rows<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray1<f64>>);
+
 /// The training and test sets, each client's share of the training set, and the model.
 /// ``data`` and ``model`` are the ``[data]`` and ``[model]`` tables of a privopt config as
 /// dicts (e.g. ``{"dataset": "synthetic_logistic", "clients": 5}`` and ``{"kind":
@@ -124,11 +127,7 @@ impl PyProblem {
     }
 
     /// The training examples ``indices``: features (one row each) and labels.
-    fn rows<'py>(
-        &self,
-        py: Python<'py>,
-        indices: Exact<'_, u64>,
-    ) -> PyResult<(Bound<'py, PyArray2<f64>>, Bound<'py, PyArray1<f64>>)> {
+    fn rows<'py>(&self, py: Python<'py>, indices: Exact<'_, u64>) -> PyResult<Rows<'py>> {
         let idx = self.check_indices(&exact_vec(&indices))?;
         let train = &self.0.train;
         let d = train.n_features();

@@ -30,13 +30,24 @@ def configs(nodes: int, rounds: int, dim: int) -> dict[str, dict[str, Any]]:
     return {
         "scalar_fl": {**base, "method": "scalar_fl"},
         "dome": {**base, "method": "dome"},
-        "dome (identity, d=%d)" % dim: {**base, "method": "dome", "dome.sketch": "identity",
-                                         "data.dim": dim - 1, "dome.epsilon": 0.0},
+        f"dome (identity, d={dim})": {
+            **base,
+            "method": "dome",
+            "dome.sketch": "identity",
+            "data.dim": dim - 1,
+            "dome.epsilon": 0.0,
+        },
         "eezofl": {**base, "method": "eezofl"},
         "pdsgd": {**base, "method": "pdsgd"},
-        "dpfhe (2^12, insecure)": {**base, "method": "dpfhe", "clients": 1, "dpfhe.ring_n": 4096,
-                                   "dpfhe.insecure": True, "dpfhe.batch": 32},
-    }  # fmt: skip
+        "dpfhe (2^12, insecure)": {
+            **base,
+            "method": "dpfhe",
+            "clients": 1,
+            "dpfhe.ring_n": 4096,
+            "dpfhe.insecure": True,
+            "dpfhe.batch": 32,
+        },
+    }
 
 
 def main() -> None:
@@ -51,9 +62,14 @@ def main() -> None:
         local = inprocess.run(cfg)
         with tempfile.TemporaryDirectory() as tmp, Localhost(tmp, cfg["clients"]) as fed:
             flwr = fed.run(APP, cfg, timeout=1800)
-        rows.append({"method": name, "nodes": cfg["clients"],
-                     "in_process_s": statistics.median(local["round_seconds"]),
-                     "flower_s": statistics.median(flwr["round_seconds"])})  # fmt: skip
+        rows.append(
+            {
+                "method": name,
+                "nodes": cfg["clients"],
+                "in_process_s": statistics.median(local["round_seconds"]),
+                "flower_s": statistics.median(flwr["round_seconds"]),
+            }
+        )
         print(rows[-1], flush=True)
     peer: list[float] = []
     with tempfile.TemporaryDirectory() as tmp, Localhost(tmp, args.nodes) as fed:
@@ -65,14 +81,22 @@ def main() -> None:
                 peer.append(float(m[1]))
 
         fed.run(PEER, cfg, on_line=grab, until="[peer] done", timeout=1800)
-    rows.append({"method": f"Flower SecAgg+ (d={args.dim})", "nodes": args.nodes,
-                 "in_process_s": None, "flower_s": statistics.median(peer)})  # fmt: skip
+    rows.append(
+        {
+            "method": f"Flower SecAgg+ (d={args.dim})",
+            "nodes": args.nodes,
+            "in_process_s": None,
+            "flower_s": statistics.median(peer),
+        }
+    )
     print(f"{'method':28} {'nodes':>5} {'in-process s/round':>19} {'Flower s/round':>15}")
     for r in rows:
         ip = "-" if r["in_process_s"] is None else f"{r['in_process_s']:.3f}"
         print(f"{r['method']:28} {r['nodes']:>5} {ip:>19} {r['flower_s']:>15.2f}")
     if args.out:
-        Path(args.out).write_text(json.dumps({"when": time.strftime("%Y-%m-%d %H:%M"), "rows": rows}, indent=2))
+        Path(args.out).write_text(
+            json.dumps({"when": time.strftime("%Y-%m-%d %H:%M"), "rows": rows}, indent=2)
+        )
 
 
 if __name__ == "__main__":

@@ -60,6 +60,10 @@ class Settings:
     # Test-only switches (``debug.*``); see docs/flower.md.
     debug: dict[str, Any] = field(default_factory=dict)
 
+    def evaluates(self, done: int) -> bool:
+        """Whether to score the model after ``done`` rounds (every ``eval-every``, and last)."""
+        return done % self.eval_every == 0 or done == self.rounds
+
     def problem_tables(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """The ``[data]`` (with one partition per client) and ``[model]`` tables."""
         data = dict(self.data)

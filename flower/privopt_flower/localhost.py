@@ -114,12 +114,15 @@ class Localhost:
     def start_node(self, i: int) -> None:
         """Starts (or restarts) SuperNode ``i``: partition ``i``, state under ``state/``."""
         cmd = [
-            tool("flower-supernode"), "--insecure",
-            "--superlink", f"127.0.0.1:{self.port}",
-            "--port", str(free_port()),
+            tool("flower-supernode"),
+            "--insecure",
+            "--superlink",
+            f"127.0.0.1:{self.port}",
+            "--port",
+            str(free_port()),
             "--node-config",
             f'partition-id={i} num-partitions={self.nodes} state-dir="{self.workdir / "state"}"',
-        ]  # fmt: skip
+        ]
         self._spawn(f"supernode-{i}", cmd, self.workdir / f"supernode-{i}-home", test_kill=True)
 
     def kill(self, i: int) -> None:

@@ -40,6 +40,13 @@ class State(ABC):
             value = (self._dir / key).read_bytes()
         return value
 
+    def require(self, key: str, stage: str, role: str) -> bytes:
+        """The saved ``key``, or an error saying ``stage`` came before ``role`` was set up."""
+        value = self.get(key)
+        if value is None:
+            raise RuntimeError(f"stage {stage!r} before {role} was set up")
+        return value
+
     def put(self, key: str, value: bytes, durable: bool = False) -> None:
         self._store(key, value)
         if durable and self._dir is not None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from .config import Settings
 
+
 class Report:
     """Rows of per-round metrics, a run summary, and the files they go to."""
 

@@ -48,5 +48,13 @@ def pdsgd_config() -> dict[str, Any]:
 @pytest.fixture
 def dpfhe_config() -> dict[str, Any]:
     # A 2^12 ring (insecure, opted in) keeps tests fast; the default is the 128-bit 2^15 ring.
-    return {**BASE, "method": "dpfhe", "clients": 1, "rounds": 4, "eval-every": 2,
-            "dpfhe.ring_n": 4096, "dpfhe.insecure": True, "dpfhe.batch": 32}  # fmt: skip
+    return {
+        **BASE,
+        "method": "dpfhe",
+        "clients": 1,
+        "rounds": 4,
+        "eval-every": 2,
+        "dpfhe.ring_n": 4096,
+        "dpfhe.insecure": True,
+        "dpfhe.batch": 32,
+    }

@@ -52,7 +52,9 @@ def test_dome_epsilon_grows_to_the_target_and_dropouts_only_raise_it(dome_config
 
 
 def test_dome_without_noise_learns(dome_config):
-    out = inprocess.run({**dome_config, "dome.epsilon": 0.0, "rounds": 20, "debug.reveal-inputs": False})
+    out = inprocess.run(
+        {**dome_config, "dome.epsilon": 0.0, "rounds": 20, "debug.reveal-inputs": False}
+    )
     assert out["accuracy"] > 0.75 and np.isnan(out["epsilon_spent"])
 
 
@@ -77,7 +79,9 @@ def test_eezofl_learns_from_one_encrypted_scalar_per_device(eezofl_config):
 
 
 def test_eezofl_round_with_a_missing_device_fails_naming_it_and_the_rest_rekey(eezofl_config):
-    out = inprocess.run(eezofl_config, kill={(2, "decrypt"): {1}, (4, "encrypt"): {3}}, restart={6: {1}})
+    out = inprocess.run(
+        eezofl_config, kill={(2, "decrypt"): {1}, (4, "encrypt"): {3}}, restart={6: {1}}
+    )
     ev = out["events"]
     assert ev[0].startswith("round 2: failed") and "party 1" in ev[0]
     assert ev[1].startswith("round 4: failed") and "device 3" in ev[1]
@@ -86,7 +90,10 @@ def test_eezofl_round_with_a_missing_device_fails_naming_it_and_the_rest_rekey(e
 
 
 def test_pdsgd_agents_learn_through_relayed_ciphertexts_and_survive_a_dead_neighbour(pdsgd_config):
-    out = inprocess.run({**pdsgd_config, "clients": 4, "pdsgd.graph": "0-1 1-2 2-3 3-0 0-2"}, kill={(5, "respond"): {3}})
+    out = inprocess.run(
+        {**pdsgd_config, "clients": 4, "pdsgd.graph": "0-1 1-2 2-3 3-0 0-2"},
+        kill={(5, "respond"): {3}},
+    )
     assert out["events"][0].startswith("respond: party 3 missing")
     assert out["agents"] == [0, 1, 2]  # 3 is gone; the others mix with whoever answered
     assert out["accuracy"] > 0.7

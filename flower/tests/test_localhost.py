@@ -64,7 +64,9 @@ def test_dome_deployment_with_a_client_killed_mid_round(tmp_path, dome_config):
     same_results(got, want, ["epsilon_spent", "completed_rounds", "sigma"])
 
 
-def test_eezofl_deployment_fails_a_round_naming_a_killed_device_then_rekeys(tmp_path, eezofl_config):
+def test_eezofl_deployment_fails_a_round_naming_a_killed_device_then_rekeys(
+    tmp_path, eezofl_config
+):
     cfg = {**eezofl_config, "clients": 3, "rounds": 3, "stage-timeout": 15.0}
     cfg["debug.kill"] = "2:1:decrypt"
     with Localhost(tmp_path, 3) as fed:
@@ -76,7 +78,9 @@ def test_eezofl_deployment_fails_a_round_naming_a_killed_device_then_rekeys(tmp_
     assert abs(got["test_loss"] - want["test_loss"]) < 1e-4
 
 
-def test_pdsgd_deployment_relays_only_ciphertexts_and_survives_a_killed_agent(tmp_path, pdsgd_config):
+def test_pdsgd_deployment_relays_only_ciphertexts_and_survives_a_killed_agent(
+    tmp_path, pdsgd_config
+):
     cfg = {**pdsgd_config, "clients": 3, "rounds": 2, "eval-every": 1, "stage-timeout": 15.0}
     cfg["debug.kill"] = "2:2:respond"
     with Localhost(tmp_path, 3) as fed:

@@ -7,4 +7,10 @@ from types import ModuleType
 
 from . import dome, dpfhe, eezofl, pdsgd, scalar_fl
 
-MODULES: dict[str, ModuleType] = {"scalar_fl": scalar_fl, "dome": dome, "eezofl": eezofl, "pdsgd": pdsgd, "dpfhe": dpfhe}
+MODULES: dict[str, ModuleType] = {
+    "scalar_fl": scalar_fl,
+    "dome": dome,
+    "eezofl": eezofl,
+    "pdsgd": pdsgd,
+    "dpfhe": dpfhe,
+}

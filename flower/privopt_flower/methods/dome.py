@@ -72,9 +72,16 @@ def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
         row: dict[str, Any] = {"round": t, "participants": len(parties)}
         try:
             total, contributors, traffic, times = _secure_sum(
-                fed, s, t, parties, server.dim, (dropout, corrupt), report,
-                {"broadcast": broadcast, "chunks": chunks, "model": model}, reveal,
-            )  # fmt: skip
+                fed,
+                s,
+                t,
+                parties,
+                server.dim,
+                (dropout, corrupt),
+                report,
+                {"broadcast": broadcast, "chunks": chunks, "model": model},
+                reveal,
+            )
         except PrivoptError as e:
             server.abort_round()
             aborted += 1
@@ -89,11 +96,12 @@ def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
             if sigma:
                 min_sigma = min(min_sigma, sigma * math.sqrt(len(contributors) / len(parties)))
         if sigma:
-            spent = dp.epsilon(min_sigma if min_sigma < math.inf else sigma, t, delta,
-                               sampling="full")  # fmt: skip
+            spent = dp.epsilon(
+                min_sigma if min_sigma < math.inf else sigma, t, delta, sampling="full"
+            )
             row["epsilon"] = spent
         row.update(up_bytes=up, down_bytes=down)
-        if t % s.eval_every == 0 or t == s.rounds:
+        if s.evaluates(t):
             loss, acc = p.evaluate(server.model)
             row.update(test_loss=loss, accuracy=acc)
         report.round(**row)
@@ -164,11 +172,17 @@ def _secure_sum(
     stage(
         "advertise",
         {
-            p: {"round": t, "session": session, "id": i, "neighbours": graph.neighbours(i),
-                "threshold": threshold, "vector_len": dim}
+            p: {
+                "round": t,
+                "session": session,
+                "id": i,
+                "neighbours": graph.neighbours(i),
+                "threshold": threshold,
+                "vector_len": dim,
+            }
             for i, p in party_of.items()
         },
-    )  # fmt: skip
+    )
     for name in ("share", "mask", "unmask"):
         outbox = server.close_stage()
         extra = release if name == "mask" else {}
@@ -192,15 +206,16 @@ def hello(state: State, node: Node, s: Settings) -> Payload:
 def handle(stage: str, req: Payload, state: State, node: Node, s: Settings) -> Payload:
     if stage == "advertise":
         client = secagg.Client(
-            req["session"], int(req["round"]), int(req["id"]), list(req["neighbours"]),
-            int(req["threshold"]), int(req["vector_len"]),
-        )  # fmt: skip
+            req["session"],
+            int(req["round"]),
+            int(req["id"]),
+            list(req["neighbours"]),
+            int(req["threshold"]),
+            int(req["vector_len"]),
+        )
         state.put(STATE, client.snapshot())
         return {"msg": client.advertisement}
-    saved = state.get(STATE)
-    if saved is None:
-        raise RuntimeError(f"stage {stage!r} of round {req.get('round')} with no SecAgg+ round")
-    client = secagg.Client.restore(saved)
+    client = secagg.Client.restore(state.require(STATE, stage, "this round's SecAgg+ client"))
     reply: Payload = {}
     if stage == "share":
         reply["msg"] = client.share_keys(req["msg"])

@@ -38,10 +38,14 @@ def _context(s: Settings) -> ckks.Context:
 
 def _circuit(s: Settings, ctx: ckks.Context, d: int) -> dpfhe.Circuit:
     return dpfhe.Circuit(
-        ctx, d + 1, param(s, "batch", int), param(s, "lr", float),
-        sigmoid_degree=param(s, "sigmoid_degree", int), sigmoid_bound=param(s, "sigmoid_bound", float),
+        ctx,
+        d + 1,
+        param(s, "batch", int),
+        param(s, "lr", float),
+        sigmoid_degree=param(s, "sigmoid_degree", int),
+        sigmoid_bound=param(s, "sigmoid_bound", float),
         clip=(param(s, "clip", float), param(s, "clip_bound", float)),
-    )  # fmt: skip
+    )
 
 
 def _sigma(s: Settings, examples: int) -> float:
@@ -66,12 +70,16 @@ def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
         ex = fed.exchange(stage, {DATA_OWNER: {"round": req.get("round", 0), **req}}, timeout)
         up, down = up + ex.up_bytes, down + ex.down_bytes
         if DATA_OWNER not in ex.replies:
-            raise RuntimeError(f"the data owner did not answer {stage!r}: {ex.missing.get(DATA_OWNER)}")
+            raise RuntimeError(
+                f"the data owner did not answer {stage!r}: {ex.missing.get(DATA_OWNER)}"
+            )
         return ex.replies[DATA_OWNER]
 
     # Key generation and the evaluation keys' upload (tens of MB): the join timeout.
     keys = ask("setup", {}, s.join_timeout)
-    server = dpfhe.ComputeServer(ctx, circuit, keys["relin"], list(keys["galois"]), threads=param(s, "threads", int))
+    server = dpfhe.ComputeServer(
+        ctx, circuit, keys["relin"], list(keys["galois"]), threads=param(s, "threads", int)
+    )
     w = keys["weights"]
     sigma = float(keys["sigma"])
     row: dict[str, Any] = {}
@@ -86,16 +94,26 @@ def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
             server.resume(ask("refresh", {"round": t, "request": payload})["reply"])
         row = {"round": t + 1, "refreshes": refreshes, "up_bytes": up, "down_bytes": down}
         if sigma:
-            row["epsilon"] = dp.epsilon(sigma, t + 1, param(s, "delta", float),
-                                        q=param(s, "batch", int) / float(keys["examples"]),
-                                        sampling="without_replacement")  # fmt: skip
-        if (t + 1) % s.eval_every == 0 or t + 1 == s.rounds:
+            row["epsilon"] = dp.epsilon(
+                sigma,
+                t + 1,
+                param(s, "delta", float),
+                q=param(s, "batch", int) / float(keys["examples"]),
+                sampling="without_replacement",
+            )
+        if s.evaluates(t + 1):
             scores = ask("evaluate", {"round": t, "weights": w})
             row.update(test_loss=scores["test_loss"], accuracy=scores["accuracy"])
         report.round(**row)
-    return {"test_loss": row.get("test_loss"), "accuracy": row.get("accuracy"), "sigma": sigma,
-            "epsilon_spent": row.get("epsilon", float("nan")), "refreshes": refreshes,
-            "up_bytes": up, "down_bytes": down}  # fmt: skip
+    return {
+        "test_loss": row.get("test_loss"),
+        "accuracy": row.get("accuracy"),
+        "sigma": sigma,
+        "epsilon_spent": row.get("epsilon", float("nan")),
+        "refreshes": refreshes,
+        "up_bytes": up,
+        "down_bytes": down,
+    }
 
 
 def hello(state: State, node: Node, s: Settings) -> Payload:
@@ -119,14 +137,16 @@ def handle(stage: str, req: Payload, state: State, node: Node, s: Settings) -> P
         owner = dpfhe.DataOwner(ctx, circuit)
         relin, galois = owner.evaluation_keys()
         idx, _, _, _ = _data(s, node.party)
-        reply = {"relin": relin, "galois": galois, "examples": len(idx), "sigma": _sigma(s, len(idx)),
-                 "weights": owner.encrypt_weights(np.zeros(p.n_features + 1))}  # fmt: skip
+        reply = {
+            "relin": relin,
+            "galois": galois,
+            "examples": len(idx),
+            "sigma": _sigma(s, len(idx)),
+            "weights": owner.encrypt_weights(np.zeros(p.n_features + 1)),
+        }
         state.put(OWNER, owner.save())
         return reply
-    saved = state.get(OWNER)
-    if saved is None:
-        raise RuntimeError(f"stage {stage!r} before the data owner was set up")
-    owner = dpfhe.DataOwner.restore(ctx, circuit, saved)
+    owner = dpfhe.DataOwner.restore(ctx, circuit, state.require(OWNER, stage, "the data owner"))
     reply: Payload = {}
     if stage == "step":
         idx, x, y, _ = _data(s, node.party)

@@ -37,7 +37,9 @@ def _params() -> ckks.Params:
 
 def _crs(s: Settings, params: ckks.Params) -> multiparty.CommonPoly:
     # Public: every party derives the common polynomial from the run seed.
-    return multiparty.CommonPoly(params, hashlib.sha256(f"privopt-eezofl-crs/{s.seed}".encode()).digest())
+    return multiparty.CommonPoly(
+        params, hashlib.sha256(f"privopt-eezofl-crs/{s.seed}".encode()).digest()
+    )
 
 
 def direction(s: Settings, round_: int, d: int) -> np.ndarray:
@@ -83,20 +85,29 @@ def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
         value = None
         try:
             total = server.sum([ex.replies[c]["upload"] for c in members if c in ex.replies])
-            ex2 = fed.exchange("decrypt", {c: {"round": r, "sum": total} for c in members}, s.stage_timeout)
+            ex2 = fed.exchange(
+                "decrypt", {c: {"round": r, "sum": total} for c in members}, s.stage_timeout
+            )
             up, down = up + ex2.up_bytes, down + ex2.down_bytes
             missing |= set(ex2.missing)
             value = server.fuse([ex2.replies[c]["share"] for c in members if c in ex2.replies])
         except PrivoptError as e:
             failed += 1
-            report.event(f"round {r}: failed ({type(e).__name__}: {e}); excluding {sorted(missing)}")
+            report.event(
+                f"round {r}: failed ({type(e).__name__}: {e}); excluding {sorted(missing)}"
+            )
         if value is not None:
             eta = lr * (1.0 + r) ** (-decay)
             x = x - eta * (value / len(members)) * phi
-        row: dict[str, Any] = {"round": r + 1, "members": len(members), "up_bytes": up, "down_bytes": down}
+        row: dict[str, Any] = {
+            "round": r + 1,
+            "members": len(members),
+            "up_bytes": up,
+            "down_bytes": down,
+        }
         if value is not None:
             row["sum"] = value
-        if (r + 1) % s.eval_every == 0 or r + 1 == s.rounds:
+        if s.evaluates(r + 1):
             loss, acc = p.evaluate(x)
             row.update(test_loss=loss, accuracy=acc)
         report.round(**row)
@@ -106,8 +117,14 @@ def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
             if server is None:
                 break
     loss, acc = p.evaluate(x)
-    return {"test_loss": loss, "accuracy": acc, "failed_rounds": failed, "members": members,
-            "up_bytes": up, "down_bytes": down}  # fmt: skip
+    return {
+        "test_loss": loss,
+        "accuracy": acc,
+        "failed_rounds": failed,
+        "members": members,
+        "up_bytes": up,
+        "down_bytes": down,
+    }
 
 
 def _rekey(
@@ -124,7 +141,9 @@ def _rekey(
     member that does not confirm is left out and the rest key again."""
     while len(members) >= 2:
         server = eezofl.Server(params, crs, members, [shares[c] for c in members])
-        ex = fed.exchange("key", {c: {"round": r, "relay": server.relay} for c in members}, s.stage_timeout)
+        ex = fed.exchange(
+            "key", {c: {"round": r, "relay": server.relay} for c in members}, s.stage_timeout
+        )
         if not ex.missing:
             return server, members
         report.event(f"round {r}: keying failed for {sorted(ex.missing)}; excluding them")
@@ -145,10 +164,7 @@ def handle(stage: str, req: Payload, state: State, node: Node, s: Settings) -> P
         device = eezofl.Device(node.party, params, crs)
         state.put(STATE, device.save())
         return {"key_share": device.key_share}
-    saved = state.get(STATE)
-    if saved is None:
-        raise RuntimeError(f"stage {stage!r} before this device was set up")
-    device = eezofl.Device.restore(params, crs, saved)
+    device = eezofl.Device.restore(params, crs, state.require(STATE, stage, "this device"))
     reply: Payload = {}
     if stage == "key":
         device.set_key(req["relay"])

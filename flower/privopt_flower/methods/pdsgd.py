@@ -82,10 +82,15 @@ def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
     keys = stage("setup", {c: {"round": 0, "max_degree": max_degree} for c in agents})
     stage(
         "neighbours",
-        {c: {"round": 0, "ids": [j for j in adj[c] if j in keys],
-             "announcements": [keys[j]["announcement"] for j in adj[c] if j in keys]}
-         for c in keys},
-    )  # fmt: skip
+        {
+            c: {
+                "round": 0,
+                "ids": [j for j in adj[c] if j in keys],
+                "announcements": [keys[j]["announcement"] for j in adj[c] if j in keys],
+            }
+            for c in keys
+        },
+    )
     alive = sorted(keys)
     for k in range(1, s.rounds + 1):
         sent = stage("initiate", {c: {"round": k} for c in alive})
@@ -95,13 +100,15 @@ def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
                 if j in inbox:
                     inbox[j][0].append(i)
                     inbox[j][1].append(req)
-        answered = stage("respond", {j: {"round": k, "requests": reqs} for j, (_, reqs) in inbox.items()})
+        answered = stage(
+            "respond", {j: {"round": k, "requests": reqs} for j, (_, reqs) in inbox.items()}
+        )
         outbox: dict[int, list[bytes]] = {i: [] for i in sent}
         for j, reply in answered.items():
             for i, resp in zip(inbox[j][0], reply["responses"]):
                 if i in outbox:
                     outbox[i].append(resp)
-        evaluate = k % s.eval_every == 0 or k == s.rounds
+        evaluate = s.evaluates(k)
         stepped = stage(
             "finish",
             {i: {"round": k, "responses": r, "evaluate": evaluate} for i, r in outbox.items()},
@@ -112,14 +119,22 @@ def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
             # Each agent scores its own model on the test set; the server sees only the scores.
             losses = [float(stepped[c]["test_loss"]) for c in alive]
             accs = [float(stepped[c]["accuracy"]) for c in alive]
-            row.update(test_loss=float(np.mean(losses)), accuracy=float(np.mean(accs)),
-                       accuracy_spread=max(accs) - min(accs))  # fmt: skip
+            row.update(
+                test_loss=float(np.mean(losses)),
+                accuracy=float(np.mean(accs)),
+                accuracy_spread=max(accs) - min(accs),
+            )
         report.round(**row)
         if len(alive) < 2:
             report.event(f"iteration {k}: fewer than 2 agents left: stop")
             break
-    return {"test_loss": row.get("test_loss", math.nan), "accuracy": row.get("accuracy"),
-            "agents": alive, "up_bytes": up, "down_bytes": down}  # fmt: skip
+    return {
+        "test_loss": row.get("test_loss", math.nan),
+        "accuracy": row.get("accuracy"),
+        "agents": alive,
+        "up_bytes": up,
+        "down_bytes": down,
+    }
 
 
 def hello(state: State, node: Node, s: Settings) -> Payload:
@@ -143,10 +158,7 @@ def handle(stage: str, req: Payload, state: State, node: Node, s: Settings) -> P
         state.put(MODEL, problems.problem(s).init_params(s.seed).astype("<f8").tobytes())
         state.put("pdsgd-max-degree", str(int(req["max_degree"])).encode())
         return {"announcement": agent.announcement}
-    saved = state.get(AGENT)
-    if saved is None:
-        raise RuntimeError(f"stage {stage!r} before this agent was set up")
-    agent = pdsgd.Agent.restore(saved)
+    agent = pdsgd.Agent.restore(state.require(AGENT, stage, "this agent"))
     x = np.frombuffer(state.get(MODEL) or b"", dtype="<f8").copy()
     reply: Payload = {}
     if stage == "neighbours":
@@ -170,8 +182,12 @@ def handle(stage: str, req: Payload, state: State, node: Node, s: Settings) -> P
         for resp in req["responses"]:
             mix += agent.finish(resp, delta)
         p = problems.problem(s)
-        loss, g = p.loss_grad(x, problems.batch(p, s, node.party, k, 0, param(s, "batch_size", int)))
-        gamma = 1.0 / (1.0 + param(s, "attenuation_a", float) * k ** param(s, "attenuation_b", float))
+        loss, g = p.loss_grad(
+            x, problems.batch(p, s, node.party, k, 0, param(s, "batch_size", int))
+        )
+        gamma = 1.0 / (
+            1.0 + param(s, "attenuation_a", float) * k ** param(s, "attenuation_b", float)
+        )
         lam = param(s, "lambda0", float) / k ** param(s, "lambda_decay", float)
         zeta = np.random.default_rng(secrets.randbits(128)).random(x.shape)
         step = lam * (1.0 + zeta / k ** param(s, "zeta_decay", float))  # private, per coordinate

@@ -70,7 +70,7 @@ def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
             "up_bytes": up,
             "down_bytes": down,
         }
-        if (r + 1) % s.eval_every == 0 or r + 1 == s.rounds:
+        if s.evaluates(r + 1):
             loss, acc = p.evaluate(server.x)
             row.update(test_loss=loss, accuracy=acc)
         report.round(**row)

@@ -9,8 +9,8 @@ import time
 import numpy as np
 from flwr.app import Context
 from flwr.client import NumPyClient
-from flwr.clientapp import ClientApp
 from flwr.client.mod import secaggplus_mod
+from flwr.clientapp import ClientApp
 from flwr.common import ndarrays_to_parameters
 from flwr.server import ServerConfig
 from flwr.server.compat import LegacyContext
@@ -27,8 +27,10 @@ class Timed(FedAvg):
     def aggregate_fit(self, server_round, results, failures):
         out = super().aggregate_fit(server_round, results, failures)
         now = time.monotonic()
-        print(f"[peer] round={server_round} seconds={now - self.last:.3f} "
-              f"results={len(results)}", flush=True)  # fmt: skip
+        print(
+            f"[peer] round={server_round} seconds={now - self.last:.3f} results={len(results)}",
+            flush=True,
+        )
         self.last = now
         return out
 
@@ -42,10 +44,15 @@ def main(grid: Grid, context: Context) -> None:
     while len(list(grid.get_node_ids())) < n:
         time.sleep(0.2)
     strategy = Timed(
-        fraction_fit=1.0, fraction_evaluate=0.0, min_fit_clients=n, min_available_clients=n,
+        fraction_fit=1.0,
+        fraction_evaluate=0.0,
+        min_fit_clients=n,
+        min_available_clients=n,
         initial_parameters=ndarrays_to_parameters([np.zeros(d, dtype=np.float32)]),
-    )  # fmt: skip
-    legacy = LegacyContext(context, ServerConfig(num_rounds=int(context.run_config["rounds"])), strategy)
+    )
+    legacy = LegacyContext(
+        context, ServerConfig(num_rounds=int(context.run_config["rounds"])), strategy
+    )
     # Shares to every other client, majority threshold: the privopt app's default graph.
     workflow = DefaultWorkflow(
         fit_workflow=SecAggPlusWorkflow(num_shares=n, reconstruction_threshold=n // 2 + 1)

@@ -121,3 +121,15 @@ def test_dpfhe_refuses_an_insecure_ring_without_the_opt_in_and_more_than_one_own
         inprocess.run({**dpfhe_config, "dpfhe.insecure": False})
     with pytest.raises(config.ConfigError, match="clients = 1"):
         inprocess.run({**dpfhe_config, "clients": 2})
+
+
+def test_result_files_are_written_to_the_out_dir(scalar_config, tmp_path):
+    import csv
+    import json
+
+    out = inprocess.run({**scalar_config, "rounds": 3, "out-dir": str(tmp_path / "run")})
+    rows = list(csv.DictReader((tmp_path / "run" / "metrics.csv").read_text().splitlines()))
+    assert [int(r["round"]) for r in rows] == [1, 2, 3]
+    assert float(rows[-1]["accuracy"]) == pytest.approx(out["accuracy"])
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["model_sha"] == out["model_sha"] and summary["settings"]["rounds"] == 3

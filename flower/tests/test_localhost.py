@@ -52,7 +52,9 @@ def test_scalar_fl_client_killed_then_restarted_catches_up_by_replay(tmp_path, s
 
 
 def test_dome_deployment_with_a_client_killed_mid_round(tmp_path, dome_config):
-    cfg = {**dome_config, "clients": 4, "rounds": 2, "dome.epsilon": 2.0, "debug.kill": "3:2:mask"}
+    # Without DP noise DOME is deterministic given the SecAgg+ sums: the model must be the
+    # in-process one exactly (the accountant under dropouts is tested in process).
+    cfg = {**dome_config, "clients": 4, "rounds": 2, "dome.epsilon": 0.0, "debug.kill": "3:2:mask"}
     with Localhost(tmp_path, 4) as fed:
         got = fed.run(APP, cfg)
     ev = got["events"]
@@ -60,8 +62,7 @@ def test_dome_deployment_with_a_client_killed_mid_round(tmp_path, dome_config):
     assert any(e.startswith("round 2: party 3 dropped at mask") for e in ev)
     assert "round 2: SecAgg+ sum equals the sum of 3 inputs" in ev
     want = inprocess.run({**cfg, "debug.kill": ""}, kill={(2, "mask"): {3}})
-    # The noise is fresh per run; the privacy spent is not.
-    same_results(got, want, ["epsilon_spent", "completed_rounds", "sigma"])
+    same_results(got, want, ["test_loss", "accuracy", "completed_rounds"])
 
 
 def test_eezofl_deployment_fails_a_round_naming_a_killed_device_then_rekeys(

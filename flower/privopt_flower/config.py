@@ -119,7 +119,13 @@ def defaults() -> dict[str, Any]:
         import tomllib
     except ModuleNotFoundError:  # Python < 3.11; Flower depends on tomli
         import tomli as tomllib  # type: ignore[no-redef]
-    path = Path(__file__).resolve().parent.parent / "pyproject.toml"
+    here = Path(__file__).resolve().parent
+    # An installed wheel carries a copy of the app's pyproject.toml inside the package; in the
+    # source tree it is beside the package.
+    path = next(
+        (p for p in (here / "pyproject.toml", here.parent / "pyproject.toml") if p.is_file()),
+        here.parent / "pyproject.toml",
+    )
     with open(path, "rb") as f:
         table = tomllib.load(f)["tool"]["flwr"]["app"]["config"]
     flat: dict[str, Any] = {}

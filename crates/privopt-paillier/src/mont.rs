@@ -2,14 +2,18 @@
 //! (exponentiation and products mod `p²`, `q²`, `n²`) in pure Rust, with no GMP.
 //!
 //! A [`Modulus`] fixes an odd modulus `m` of `k` limbs and `R = 2^(64k)`. Values live in
-//! Montgomery form `x·R mod m` as `k`-limb slices. Products are FIOS Montgomery multiplication
-//! (one pass that multiplies and reduces); squares form the half product and then reduce
-//! (about 25% fewer limb products). Every product ends in a masked conditional subtraction, so
-//! [`Modulus::pow_secret`] — fixed window, every table entry read on every lookup — takes a
-//! time that depends only on the exponent's public bit length.
+//! Montgomery form `x·R mod m` as `k`-limb slices. A product is the full double-length product
+//! followed by a Montgomery reduction; a square forms only the half product (about 25% fewer
+//! limb products). Both are rows of one kernel, `t += a·b` ([`Kernel`]): `mulx`/`adcx`/`adox`
+//! assembly on x86-64 CPUs that have them, portable Rust elsewhere. Every product ends in a
+//! masked conditional subtraction, so [`Modulus::pow_secret`] — fixed window, every table entry
+//! read on every lookup — takes a time that depends only on the exponent's public bit length.
 
 use num_bigint::BigUint;
 use zeroize::Zeroize;
+
+#[cfg(target_arch = "x86_64")]
+mod adx;
 
 /// Largest modulus handled: 8192 bits (`n²` of a 4096-bit key).
 pub(crate) const MAX_LIMBS: usize = 128;
@@ -30,6 +34,7 @@ pub(crate) struct Modulus {
     /// `R mod m`, the Montgomery form of 1.
     one: Vec<u64>,
     big: BigUint,
+    kernel: Kernel,
 }
 
 impl Drop for Modulus {
@@ -59,6 +64,49 @@ pub(crate) fn from_limbs(x: &[u64]) -> BigUint {
     BigUint::from_bytes_le(&bytes)
 }
 
+/// `t[..a.len()] += a·b` in plain Rust, returning the limb carried out.
+#[inline(always)]
+fn addmul_1_portable(t: &mut [u64], a: &[u64], b: u64) -> u64 {
+    let mut carry = 0u64;
+    for (x, &aj) in t.iter_mut().zip(a) {
+        let (s, c) = mac(*x, aj, b, carry);
+        *x = s;
+        carry = c;
+    }
+    carry
+}
+
+/// The row kernel `t += a·b` under every product and square: `mulx`/`adcx`/`adox` assembly
+/// where the CPU has them, plain Rust elsewhere (same results, both constant time).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Kernel {
+    /// Portable Rust (`u128` products).
+    Portable,
+    /// x86-64 with BMI2 and ADX.
+    #[cfg(target_arch = "x86_64")]
+    Adx(adx::Adx),
+}
+
+impl Kernel {
+    /// The fastest kernel this CPU runs.
+    pub(crate) fn detect() -> Self {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(token) = adx::Adx::detect() {
+            return Self::Adx(token);
+        }
+        Self::Portable
+    }
+
+    #[inline(always)]
+    fn addmul_1(self, t: &mut [u64], a: &[u64], b: u64) -> u64 {
+        match self {
+            Self::Portable => addmul_1_portable(t, a, b),
+            #[cfg(target_arch = "x86_64")]
+            Self::Adx(token) => token.addmul_1(t, a, b),
+        }
+    }
+}
+
 /// `a + b·c + carry` split into (low, high) limbs; never overflows 128 bits.
 #[inline(always)]
 fn mac(a: u64, b: u64, c: u64, carry: u64) -> (u64, u64) {
@@ -85,6 +133,11 @@ fn ct_eq_mask(a: u64, b: u64) -> u64 {
 impl Modulus {
     /// The Montgomery context of an odd `m > 1` of at most [`MAX_LIMBS`] limbs.
     pub(crate) fn new(m: &BigUint) -> Option<Self> {
+        Self::with_kernel(m, Kernel::detect())
+    }
+
+    /// [`Modulus::new`] with a chosen row kernel (tests compare them).
+    pub(crate) fn with_kernel(m: &BigUint, kernel: Kernel) -> Option<Self> {
         let digits = m.to_u64_digits();
         let k = digits.len();
         if k == 0 || k > MAX_LIMBS || digits[0] & 1 == 0 || *m == BigUint::from(1u8) {
@@ -107,6 +160,7 @@ impl Modulus {
             r3: limbs(&r3, k),
             one: limbs(&one, k),
             big: m.clone(),
+            kernel,
         })
     }
 
@@ -144,86 +198,40 @@ impl Modulus {
         }
     }
 
-    /// `out = a·b·R⁻¹ mod m`: the full product, then a Montgomery reduction. Inputs below
-    /// `m`; `out` may not alias them.
+    /// `out = a·b·R⁻¹ mod m`: the full product (one row `t += a·b_i` per limb of `b`), then
+    /// a Montgomery reduction. Inputs below `m`; `out` may not alias them.
     pub(crate) fn mul(&self, a: &[u64], b: &[u64], out: &mut [u64]) {
         let k = self.m.len();
         let (a, b) = (&a[..k], &b[..k]);
         let mut t = [0u64; 2 * MAX_LIMBS];
         let t = &mut t[..2 * k];
-        // Two rows per pass: two independent carry chains, and each limb of t loaded and
-        // stored once for both.
-        let pairs = k / 2;
-        for i in (0..2 * pairs).step_by(2) {
-            let (b0, b1) = (b[i], b[i + 1]);
-            let (x, mut c0) = mac(t[i], a[0], b0, 0);
-            t[i] = x;
-            let mut c1 = 0u64;
-            for ((x, &aj), &aj1) in t[i + 1..i + k].iter_mut().zip(&a[1..]).zip(a) {
-                let (s, cc) = mac(*x, aj, b0, c0);
-                c0 = cc;
-                let (s, cc) = mac(s, aj1, b1, c1);
-                c1 = cc;
-                *x = s;
-            }
-            let (x, c1) = mac(c0, a[k - 1], b1, c1);
-            t[i + k] = x;
-            t[i + k + 1] = c1;
-        }
-        if k % 2 == 1 {
-            let (i, bi) = (k - 1, b[k - 1]);
-            let mut c = 0u64;
-            for (x, &aj) in t[i..i + k].iter_mut().zip(a) {
-                let (s, cc) = mac(*x, aj, bi, c);
-                *x = s;
-                c = cc;
-            }
-            t[i + k] = c;
+        for (i, &bi) in b.iter().enumerate() {
+            // Rows before this one reached at most limb i + k − 1: limb i + k is still zero.
+            t[i + k] = self.kernel.addmul_1(&mut t[i..i + k], a, bi);
         }
         self.reduce(t, out);
     }
 
-    /// `out = t·R⁻¹ mod m` for a double-length `t < m·R` (Montgomery reduction), two rows
-    /// per pass as in [`Modulus::mul`]; `t` is consumed as scratch.
+    /// `out = t·R⁻¹ mod m` for a double-length `t < m·R` (Montgomery reduction); `t` is
+    /// consumed as scratch.
     fn reduce(&self, t: &mut [u64], out: &mut [u64]) {
         let k = self.m.len();
-        let (m, m_inv) = (&self.m[..k], self.m_inv);
-        let mut top = 0u64;
-        let pairs = k / 2;
-        for i in (0..2 * pairs).step_by(2) {
-            let q0 = t[i].wrapping_mul(m_inv);
-            let (_, c0) = mac(t[i], q0, m[0], 0);
-            let (x1, mut c0) = mac(t[i + 1], q0, m[1], c0);
-            let q1 = x1.wrapping_mul(m_inv);
-            let (_, mut c1) = mac(x1, q1, m[0], 0);
-            for ((x, &mj), &mj1) in t[i + 2..i + k].iter_mut().zip(&m[2..]).zip(&m[1..]) {
-                let (s, cc) = mac(*x, q0, mj, c0);
-                c0 = cc;
-                let (s, cc) = mac(s, q1, mj1, c1);
-                c1 = cc;
-                *x = s;
-            }
-            let (x, carry) = adc(t[i + k], c0, top);
-            let (x, c1) = mac(x, q1, m[k - 1], c1);
-            t[i + k] = x;
-            let (x, carry) = adc(t[i + k + 1], c1, carry);
-            t[i + k + 1] = x;
-            top = carry;
+        let m = &self.m[..k];
+        for i in 0..k {
+            // Row i zeroes limb i; its carry belongs at limb i + k. No later row's quotient
+            // reads a limb at or above k, so the carries wait in the zeroed limbs and are
+            // added in one pass at the end.
+            let q = t[i].wrapping_mul(self.m_inv);
+            t[i] = self.kernel.addmul_1(&mut t[i..i + k], m, q);
         }
-        if k % 2 == 1 {
-            let i = k - 1;
-            let q = t[i].wrapping_mul(m_inv);
-            let mut c = 0u64;
-            for (x, &mj) in t[i..i + k].iter_mut().zip(m) {
-                let (s, cc) = mac(*x, q, mj, c);
-                *x = s;
-                c = cc;
-            }
-            let (s, cc) = adc(t[i + k], c, top);
-            t[i + k] = s;
+        let (carries, high) = t.split_at_mut(k);
+        let mut top = 0u64;
+        for (x, &c) in high.iter_mut().zip(carries.iter()) {
+            let (s, cc) = adc(*x, c, top);
+            *x = s;
             top = cc;
         }
-        self.final_subtract(&t[k..2 * k], top, out);
+        self.final_subtract(high, top, out);
     }
 
     /// `out = a²·R⁻¹ mod m`: the half product, doubled, plus the squares, then reduced.
@@ -232,36 +240,11 @@ impl Modulus {
         let a = &a[..k];
         let mut t = [0u64; 2 * MAX_LIMBS];
         let t = &mut t[..2 * k];
-        // Off-diagonal products a_i·a_j (j > i), two rows per pass as in `mul`.
-        let mut i = 0;
-        while i + 3 <= k {
-            let (ai, ai1) = (a[i], a[i + 1]);
-            let (x, c0) = mac(t[2 * i + 1], ai, ai1, 0);
-            t[2 * i + 1] = x;
-            let (x, mut c0) = mac(t[2 * i + 2], ai, a[i + 2], c0);
-            t[2 * i + 2] = x;
-            let mut c1 = 0u64;
-            let rows = a[i + 3..].iter().zip(&a[i + 2..]);
-            for (x, (&aj0, &aj1)) in t[2 * i + 3..i + k].iter_mut().zip(rows) {
-                let (s, c) = mac(*x, ai, aj0, c0);
-                c0 = c;
-                let (s, c) = mac(s, ai1, aj1, c1);
-                c1 = c;
-                *x = s;
-            }
-            let (x, c1) = mac(c0, ai1, a[k - 1], c1);
-            t[i + k] = x;
-            t[i + k + 1] = c1;
-            i += 2;
-        }
-        for i in i..k {
-            let mut c = 0u64;
-            for j in i + 1..k {
-                let (s, cc) = mac(t[i + j], a[i], a[j], c);
-                t[i + j] = s;
-                c = cc;
-            }
-            t[i + k] = c;
+        // Off-diagonal products a_i·a_j (j > i), row i starting at limb 2i + 1.
+        for i in 0..k.saturating_sub(1) {
+            t[i + k] = self
+                .kernel
+                .addmul_1(&mut t[2 * i + 1..i + k], &a[i + 1..], a[i]);
         }
         let mut hi = 0u64;
         for x in t.iter_mut() {
@@ -455,30 +438,47 @@ mod tests {
         fn montgomery_matches_schoolbook(bits in prop::sample::select(vec![61u64, 64, 127, 1024, 2048, 3000, 4096, 8192]),
                                          seed in any::<u64>(), edge in 0u8..4) {
             let m = odd_modulus(bits, seed);
-            let ctx = Modulus::new(&m).unwrap();
-            let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed ^ 0x5eed);
-            let pick = |rng: &mut rand_chacha::ChaCha20Rng, edge: u8| match edge {
-                0 => &m - 1u8,
-                1 => BigUint::from(0u8),
-                _ => random_biguint(bits, rng) % &m,
-            };
-            let a = pick(&mut rng, edge);
-            let b = pick(&mut rng, 2);
-            let (am, bm) = (ctx.to_mont(&a), ctx.to_mont(&b));
-            prop_assert_eq!(ctx.out_of_mont(&ctx.mul_new(&am, &bm)), (&a * &b) % &m);
-            let mut sq = vec![0; ctx.len()];
-            ctx.sqr(&am, &mut sq);
-            prop_assert_eq!(ctx.out_of_mont(&sq), (&a * &a) % &m);
-            let e = random_biguint(130, &mut rng);
-            let want = a.modpow(&e, &m);
-            prop_assert_eq!(ctx.out_of_mont(&ctx.pow_public(&am, &e)), want.clone());
-            prop_assert_eq!(ctx.out_of_mont(&ctx.pow_secret(&am, &limbs(&e, 3), 130)), want);
-            // Double-length reduction (what decryption uses for c mod p²).
-            let wide = random_biguint(2 * 64 * ctx.len() as u64 - 1, &mut rng) % (&m << (64 * ctx.len()));
-            let w = ctx.to_mont_wide(&limbs(&wide, 2 * ctx.len()));
-            prop_assert_eq!(ctx.out_of_mont(&w), &wide % &m);
-            prop_assert_eq!(ctx.out_of_mont(&ctx.to_mont(&wide)), &wide % &m);
+            for kernel in [Kernel::Portable, Kernel::detect()] {
+                check_against_schoolbook(&m, Modulus::with_kernel(&m, kernel).unwrap(), bits, seed, edge)?;
+            }
         }
+    }
+
+    /// One case of `montgomery_matches_schoolbook` on one kernel.
+    fn check_against_schoolbook(
+        m: &BigUint,
+        ctx: Modulus,
+        bits: u64,
+        seed: u64,
+        edge: u8,
+    ) -> Result<(), TestCaseError> {
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed ^ 0x5eed);
+        let pick = |rng: &mut rand_chacha::ChaCha20Rng, edge: u8| match edge {
+            0 => m - 1u8,
+            1 => BigUint::from(0u8),
+            _ => random_biguint(bits, rng) % m,
+        };
+        let a = pick(&mut rng, edge);
+        let b = pick(&mut rng, 2);
+        let (am, bm) = (ctx.to_mont(&a), ctx.to_mont(&b));
+        prop_assert_eq!(ctx.out_of_mont(&ctx.mul_new(&am, &bm)), (&a * &b) % m);
+        let mut sq = vec![0; ctx.len()];
+        ctx.sqr(&am, &mut sq);
+        prop_assert_eq!(ctx.out_of_mont(&sq), (&a * &a) % m);
+        let e = random_biguint(130, &mut rng);
+        let want = a.modpow(&e, m);
+        prop_assert_eq!(ctx.out_of_mont(&ctx.pow_public(&am, &e)), want.clone());
+        prop_assert_eq!(
+            ctx.out_of_mont(&ctx.pow_secret(&am, &limbs(&e, 3), 130)),
+            want
+        );
+        // Double-length reduction (what decryption uses for c mod p²).
+        let k = ctx.len();
+        let wide = random_biguint(2 * 64 * k as u64 - 1, &mut rng) % (m << (64 * k));
+        let w = ctx.to_mont_wide(&limbs(&wide, 2 * k));
+        prop_assert_eq!(ctx.out_of_mont(&w), &wide % m);
+        prop_assert_eq!(ctx.out_of_mont(&ctx.to_mont(&wide)), &wide % m);
+        Ok(())
     }
 
     #[test]

@@ -182,11 +182,11 @@ fn run_peer(suite: &str, python: &Path, runs: usize) -> Result<Vec<Measurement>>
         .args(["-c", &format!("import {module}")])
         .output();
     if !probe.is_ok_and(|o| o.status.success()) {
-        println!(
+        outln!(
             "peer skipped: `{}` cannot import `{module}` (e.g. `python3 -m venv /tmp/peer && \
              /tmp/peer/bin/pip install phe gmpy2`, then --peer-python /tmp/peer/bin/python)",
             python.display()
-        );
+        )?;
         return Ok(Vec::new());
     }
     let out = std::process::Command::new(python)
@@ -223,14 +223,17 @@ fn run_peer(suite: &str, python: &Path, runs: usize) -> Result<Vec<Measurement>>
 /// Prints privopt's figure beside the peer's for every peer case, with the ratio
 /// (peer / privopt: above 1 means privopt is faster). privopt cases whose name starts with the
 /// peer's are compared too (e.g. `decrypt_2threads` against the peer's `decrypt`).
-fn print_comparison(ours: &[Measurement], peer: &[Measurement]) {
+fn print_comparison(ours: &[Measurement], peer: &[Measurement]) -> Result<()> {
     if peer.is_empty() {
-        return;
+        return Ok(());
     }
-    println!(
+    outln!(
         "\n{:<48} {:>12} {:>14} {:>8}",
-        "side by side", "privopt", "peer", "ratio"
-    );
+        "side by side",
+        "privopt",
+        "peer",
+        "ratio"
+    )?;
     for p in peer {
         // `encrypt_online` (a pooled obfuscator) has no counterpart in the peer.
         let matching = ours
@@ -242,14 +245,15 @@ fn print_comparison(ours: &[Measurement], peer: &[Measurement]) {
                 Some(n) => (o.median_ns / n as f64, format!("{} (per op)", o.name)),
                 None => (o.median_ns, o.name.clone()),
             };
-            println!(
+            outln!(
                 "{label:<48} {:>12} {:>14} {:>7.2}×",
                 human_ns(per_op),
                 human_ns(p.median_ns),
                 p.median_ns / per_op
-            );
+            )?;
         }
     }
+    Ok(())
 }
 
 /// `N` of a case named `…batchN…`: how many operations one sample of it times.
@@ -270,7 +274,7 @@ pub fn run(
 ) -> Result<()> {
     if suite == "list" {
         for (name, desc, _) in SUITES {
-            println!("{name:<10} {desc}");
+            outln!("{name:<10} {desc}")?;
         }
         return Ok(());
     }
@@ -285,7 +289,7 @@ pub fn run(
     }
     let mut results = Vec::new();
     if !quiet {
-        println!("{:<48} {:>14} {:>6}", "benchmark", "median", "runs");
+        outln!("{:<48} {:>14} {:>6}", "benchmark", "median", "runs")?;
     }
     for case in make()? {
         let measured = match case.op {
@@ -300,7 +304,7 @@ pub fn run(
         };
         for (name, median_ns, runs) in measured {
             if !quiet {
-                println!("{name:<48} {:>14} {runs:>6}", human_ns(median_ns));
+                outln!("{name:<48} {:>14} {runs:>6}", human_ns(median_ns))?;
             }
             results.push(Measurement {
                 name,
@@ -311,7 +315,7 @@ pub fn run(
     }
     if let Some(python) = peer_python {
         let peer = run_peer(suite, python, runs)?;
-        print_comparison(&results, &peer);
+        print_comparison(&results, &peer)?;
         results.extend(peer.into_iter().map(|m| Measurement {
             name: format!("peer/{}", m.name),
             ..m

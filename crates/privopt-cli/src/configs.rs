@@ -37,13 +37,14 @@ pub fn quickstart() -> Result<Vec<ExperimentConfig>> {
 }
 
 /// Prints `id — description` for every reproduction.
-pub fn print_list() {
+pub fn print_list() -> Result<()> {
     for (stem, text) in REPRODUCTIONS {
         let desc = ExperimentConfig::from_toml(text, stem)
             .map(|c| c.description)
             .unwrap_or_else(|e| format!("(invalid config: {e})"));
-        println!("{stem:<28} {desc}");
+        outln!("{stem:<28} {desc}")?;
     }
+    Ok(())
 }
 
 #[cfg(test)]

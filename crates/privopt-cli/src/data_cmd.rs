@@ -36,11 +36,11 @@ pub fn fetch(data_dir: &Path, names: &[String], force: bool, quiet: bool) -> Res
             FetchOutcome::AlreadyPresent => "already present",
             FetchOutcome::Fetched => "fetched and verified",
         };
-        println!(
+        outln!(
             "{:<14} {what}: {}",
             spec.name,
             dataset_dir(data_dir, spec).display()
-        );
+        )?;
     }
     Ok(())
 }
@@ -53,11 +53,11 @@ pub fn verify(data_dir: &Path, names: &[String]) -> Result<()> {
         }
         let dir = require(data_dir, spec.name)?;
         verify_files(&dir, spec)?;
-        println!(
+        outln!(
             "{:<14} ok ({} files match their SHA-256)",
             spec.name,
             spec.files.len()
-        );
+        )?;
     }
     Ok(())
 }
@@ -70,17 +70,17 @@ pub fn list(data_dir: &Path) -> Result<()> {
         } else {
             "absent "
         };
-        println!("{:<14} {state}  {}", spec.name, spec.description);
+        outln!("{:<14} {state}  {}", spec.name, spec.description)?;
     }
     Ok(())
 }
 
-fn describe(label: &str, ds: &Dataset) {
-    println!(
+fn describe(label: &str, ds: &Dataset) -> Result<()> {
+    outln!(
         "{label:>6}: {} examples, {} features",
         ds.len(),
         ds.n_features()
-    );
+    )?;
     let counts = ds.class_counts();
     if !counts.is_empty() {
         let list: Vec<String> = counts
@@ -88,21 +88,22 @@ fn describe(label: &str, ds: &Dataset) {
             .enumerate()
             .map(|(c, n)| format!("{c}:{n}"))
             .collect();
-        println!("{:>6}  class counts {}", "", list.join(" "));
+        outln!("{:>6}  class counts {}", "", list.join(" "))?;
     }
+    Ok(())
 }
 
 /// Prints a dataset's split sizes and class counts.
 pub fn info(data_dir: &Path, name: &str) -> Result<()> {
     let spec = lookup(name)?;
-    println!("{} — {}", spec.name, spec.description);
+    outln!("{} — {}", spec.name, spec.description)?;
     if name == "minilm" {
         let dir = require(data_dir, name)?;
         for f in spec.files {
             let len = std::fs::metadata(dir.join(f.file))
                 .map(|m| m.len())
                 .unwrap_or(0);
-            println!("{:>24}  {len} bytes", f.file);
+            outln!("{:>24}  {len} bytes", f.file)?;
         }
         return Ok(());
     }
@@ -112,12 +113,13 @@ pub fn info(data_dir: &Path, name: &str) -> Result<()> {
         bail!("{name}: no training examples");
     }
     if matches!(name, "compas" | "credit") {
-        println!(
+        outln!(
             "(no official test set: seeded split, seed {}, test fraction {})",
-            split.seed, split.test_fraction
-        );
+            split.seed,
+            split.test_fraction
+        )?;
     }
-    describe("train", &tt.train);
-    describe("test", &tt.test);
+    describe("train", &tt.train)?;
+    describe("test", &tt.test)?;
     Ok(())
 }

@@ -71,12 +71,16 @@ pub fn epsilon(sigma: f64, run: &RunArgs, quiet: bool) -> Result<()> {
     }
     .epsilon(run.delta, run.accountant())?;
     if !quiet {
-        println!(
+        outln!(
             "σ = {sigma}, q = {}, T = {}, δ = {}, {:?} sampling, {:?} accountant:",
-            run.q, run.steps, run.delta, run.sampling, run.accountant
-        );
+            run.q,
+            run.steps,
+            run.delta,
+            run.sampling,
+            run.accountant
+        )?;
     }
-    println!("{eps}");
+    outln!("{eps}")?;
     Ok(())
 }
 
@@ -90,11 +94,15 @@ pub fn sigma(epsilon: f64, run: &RunArgs, quiet: bool) -> Result<()> {
         run.accountant(),
     )?;
     if !quiet {
-        println!(
+        outln!(
             "ε = {epsilon}, q = {}, T = {}, δ = {}, {:?} sampling, {:?} accountant:",
-            run.q, run.steps, run.delta, run.sampling, run.accountant
-        );
+            run.q,
+            run.steps,
+            run.delta,
+            run.sampling,
+            run.accountant
+        )?;
     }
-    println!("{sigma}");
+    outln!("{sigma}")?;
     Ok(())
 }

@@ -46,11 +46,12 @@ fn run_and_write(
     Ok((outcome, dir))
 }
 
-fn print_summary(outcome: &RunOutcome, dir: &Path) {
+fn print_summary(outcome: &RunOutcome, dir: &Path) -> Result<()> {
     for (k, v) in &outcome.summary {
-        println!("{k:>24} = {v}");
+        outln!("{k:>24} = {v}")?;
     }
-    println!("results written to {}", dir.display());
+    outln!("results written to {}", dir.display())?;
+    Ok(())
 }
 
 fn with_seed(mut cfg: ExperimentConfig, seed: Option<u64>) -> ExperimentConfig {
@@ -75,7 +76,7 @@ pub fn run_file(
         seed,
     );
     let (outcome, dir) = run_and_write(&cfg, data_dir, out, quiet)?;
-    print_summary(&outcome, &dir);
+    print_summary(&outcome, &dir)?;
     Ok(())
 }
 
@@ -92,7 +93,7 @@ pub fn replot(dir: &Path) -> Result<()> {
     let metrics = privopt_sim::metrics::MetricsTable::from_csv(&read("metrics.csv")?)
         .with_context(|| format!("in {}", dir.display()))?;
     for p in privopt_experiments::results::write_plots(dir, &cfg.name, &metrics)? {
-        println!("{}", p.display());
+        outln!("{}", p.display())?;
     }
     Ok(())
 }
@@ -109,7 +110,7 @@ pub fn reproduce(
     let mut cfg = with_seed(configs::reproduction(id)?, seed);
     cfg.apply_overrides(overrides)?;
     let (outcome, dir) = run_and_write(&cfg, data_dir, out, quiet)?;
-    print_summary(&outcome, &dir);
+    print_summary(&outcome, &dir)?;
     Ok(())
 }
 
@@ -187,7 +188,7 @@ pub fn quickstart(data_dir: &Path, out: Option<PathBuf>, quiet: bool) -> Result<
     let line = |name: &str, mech: &str, result: &str, traffic: &str, time: &str| {
         format!("{name:<name_w$}  {mech:<privacy_w$}  {result:<46}  {traffic:>18}  {time:>7}")
     };
-    println!("{}", line("method", "privacy", "result", "traffic", "time"));
+    outln!("{}", line("method", "privacy", "result", "traffic", "time"))?;
     let start = std::time::Instant::now();
     for (cfg, mech) in configs.iter().zip(&privacy) {
         let (outcome, _) = run_and_write(cfg, data_dir, Some(root.join(&cfg.name)), quiet)?;
@@ -197,16 +198,16 @@ pub fn quickstart(data_dir: &Path, out: Option<PathBuf>, quiet: bool) -> Result<
             .get("wall_time_s")
             .copied()
             .unwrap_or(f64::NAN);
-        println!(
+        outln!(
             "{}",
             line(&cfg.name, mech, &result, &traffic, &format!("{secs:.1} s"))
-        );
+        )?;
     }
-    println!(
+    outln!(
         "{} runs in {:.0} s; results written to {}",
         configs.len(),
         start.elapsed().as_secs_f64(),
         root.display()
-    );
+    )?;
     Ok(())
 }

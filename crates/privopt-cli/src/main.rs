@@ -1,6 +1,18 @@
 //! `privopt`: run, reproduce and benchmark private, communication-efficient distributed
 //! optimization.
 
+/// `println!` that returns the write's error instead of panicking (a closed pipe, a full
+/// disk), with context that `main` recognises.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        anyhow::Context::context(
+            writeln!(std::io::stdout().lock(), $($arg)*),
+            crate::STDOUT_CONTEXT,
+        )
+    }};
+}
+
 mod bench;
 mod configs;
 mod data_cmd;
@@ -155,6 +167,17 @@ enum DataCommand {
     },
 }
 
+/// Context of every error from writing to standard output.
+const STDOUT_CONTEXT: &str = "writing to standard output";
+
+/// Whether `e` is standard output closed by its reader (`privopt list | head -1`), which a
+/// Unix tool treats as a normal end, not an error.
+fn is_broken_stdout(e: &anyhow::Error) -> bool {
+    e.chain()
+        .filter_map(|c| c.downcast_ref::<std::io::Error>())
+        .any(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
@@ -194,10 +217,7 @@ fn main() -> ExitCode {
             },
             cli.quiet,
         ),
-        Command::List => {
-            configs::print_list();
-            Ok(())
-        }
+        Command::List => configs::print_list(),
         Command::Data { command } => match command {
             DataCommand::Fetch { names, force } => {
                 data_cmd::fetch(&cli.data_dir, &names, force, cli.quiet)
@@ -225,6 +245,7 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if is_broken_stdout(&e) => ExitCode::SUCCESS,
         Err(e) => {
             // `{:#}` joins the context chain on one line.
             eprintln!("error: {e:#}");

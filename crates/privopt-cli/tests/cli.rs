@@ -509,3 +509,37 @@ fn dp_epsilon_prints_the_accountant_value_on_its_last_line() {
     );
     assert_clean_failure(&o, &["zCDP", "q < 1"]);
 }
+
+/// `privopt list | head -1`: a reader that leaves early is a normal end (exit 0, nothing on
+/// stderr), as for other Unix tools; it was a panic with a backtrace (exit 101).
+#[test]
+fn closed_stdout_is_a_quiet_success() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_privopt"))
+        .arg("list")
+        .env("PRIVOPT_DATA", tmp.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Close the read end before the child writes its first line.
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.is_empty(), "{err}");
+}
+
+/// Any other failure to write standard output (here a full disk) is one error line.
+#[cfg(target_os = "linux")]
+#[test]
+fn full_stdout_is_a_one_line_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_privopt"))
+        .arg("list")
+        .env("PRIVOPT_DATA", tmp.path())
+        .stdout(std::fs::File::create("/dev/full").unwrap())
+        .output()
+        .unwrap();
+    assert_clean_failure(&o, &["writing to standard output"]);
+}

@@ -11,10 +11,20 @@
 macro_rules! limb {
     ($h_in:literal, $h_out:literal, $off:literal) => {
         concat!(
-            "mulx {", $h_out, "}, {lo}, [{a} + ", $off, "]\n",
-            "adcx {lo}, {", $h_in, "}\n",
-            "adox {lo}, [{t} + ", $off, "]\n",
-            "mov [{t} + ", $off, "], {lo}",
+            "mulx {",
+            $h_out,
+            "}, {lo}, [{a} + ",
+            $off,
+            "]\n",
+            "adcx {lo}, {",
+            $h_in,
+            "}\n",
+            "adox {lo}, [{t} + ",
+            $off,
+            "]\n",
+            "mov [{t} + ",
+            $off,
+            "], {lo}",
         )
     };
 }

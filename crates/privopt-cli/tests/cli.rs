@@ -543,3 +543,26 @@ fn full_stdout_is_a_one_line_error() {
         .unwrap();
     assert_clean_failure(&o, &["writing to standard output"]);
 }
+
+/// `reproduce` overrides of zero ran and wrote summaries of nulls (and a config.toml that
+/// `privopt run` then refused); each is now a one-line error naming the flag, before any work.
+#[test]
+fn zero_overrides_are_refused_naming_the_flag() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (flag, value) in [("--runs", "0"), ("--iterations", "0"), ("--threads", "0")] {
+        let out = tmp.path().join(flag.trim_start_matches('-'));
+        let o = privopt(
+            &[
+                "reproduce",
+                "dpfhe-table3",
+                flag,
+                value,
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            tmp.path(),
+        );
+        assert_clean_failure(&o, &[flag, ">= 1"]);
+        assert!(!out.exists(), "{flag}: a results folder was written");
+    }
+}

@@ -117,10 +117,13 @@ impl ExperimentConfig {
             return Ok(());
         }
         let job = self.job_name();
+        o.validate()?;
         match &mut self.suite {
             Some(SuiteConfig::Dpfhe(c)) => {
                 c.apply_overrides(o);
-                Ok(())
+                // An overridden suite must still be one `privopt run` accepts (its
+                // config.toml is written with the results).
+                self.validate()
             }
             _ => Err(Error::Config(format!(
                 "--runs, --datasets, --iterations and --threads apply to the dpfhe suites, not to {job}"

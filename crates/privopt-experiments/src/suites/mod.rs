@@ -87,6 +87,28 @@ impl SuiteOverrides {
     pub fn is_empty(&self) -> bool {
         *self == Self::default()
     }
+
+    /// Refuses counts of zero and an empty dataset list, naming the flag.
+    pub fn validate(&self) -> Result<()> {
+        let zero = [
+            ("--runs", self.runs.map(|n| n as u64)),
+            ("--iterations", self.iterations),
+            ("--threads", self.threads.map(|n| n as u64)),
+        ];
+        for (flag, value) in zero {
+            if value == Some(0) {
+                return Err(privopt_sim::Error::Config(format!(
+                    "{flag} must be >= 1, got 0"
+                )));
+            }
+        }
+        if self.datasets.as_ref().is_some_and(Vec::is_empty) {
+            return Err(privopt_sim::Error::Config(
+                "--datasets must name at least one dataset".into(),
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl SuiteConfig {

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use privopt_experiments::config::ExperimentConfig;
-use privopt_experiments::results::{default_out_dir, write_results};
+use privopt_experiments::results::{StagedDir, default_out_dir, write_results};
 use privopt_experiments::runner::{Outcome, RunOptions, RunOutcome, run};
 
 use crate::configs;
@@ -29,21 +29,42 @@ fn fresh_dir(base: PathBuf) -> PathBuf {
         .unwrap_or(base)
 }
 
-/// Runs `cfg` and writes its results to `out` (or the default folder); returns both.
+/// Where a run's results go.
+#[derive(clap::Args, Debug)]
+pub struct OutArgs {
+    /// Results folder (default: results/<name>-<timestamp>). It must not exist or be empty,
+    /// unless --force.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Write into an existing, non-empty --out folder (files of the same name are replaced).
+    #[arg(long)]
+    force: bool,
+}
+
+/// Runs `cfg` and writes its results to `dir`; returns both. The folder is checked and
+/// made before the run, and the files move into it only once all are written.
 fn run_and_write(
     cfg: &ExperimentConfig,
     data_dir: &Path,
-    out: Option<PathBuf>,
+    dir: &Path,
+    force: bool,
     quiet: bool,
 ) -> Result<(RunOutcome, PathBuf)> {
+    let staged = StagedDir::create(dir, force)?;
     let opts = RunOptions {
         data_dir: data_dir.to_owned(),
     };
     let bar = Bar::new(quiet);
     let outcome = run(cfg, &opts, &bar).with_context(|| format!("running `{}`", cfg.name))?;
-    let dir = out.unwrap_or_else(|| fresh_dir(default_out_dir(&cfg.name, &timestamp())));
-    write_results(&dir, cfg, &outcome)?;
-    Ok((outcome, dir))
+    write_results(staged.path(), cfg, &outcome)?;
+    Ok((outcome, staged.commit()?))
+}
+
+/// `--out`, or the default folder of a run named `name`.
+fn out_dir(out: &OutArgs, name: &str) -> PathBuf {
+    out.out
+        .clone()
+        .unwrap_or_else(|| fresh_dir(default_out_dir(name, &timestamp())))
 }
 
 fn print_summary(outcome: &RunOutcome, dir: &Path) -> Result<()> {
@@ -65,7 +86,7 @@ fn with_seed(mut cfg: ExperimentConfig, seed: Option<u64>) -> ExperimentConfig {
 pub fn run_file(
     path: &Path,
     data_dir: &Path,
-    out: Option<PathBuf>,
+    out: &OutArgs,
     seed: Option<u64>,
     quiet: bool,
 ) -> Result<()> {
@@ -75,7 +96,8 @@ pub fn run_file(
         ExperimentConfig::from_toml(&text, &path.display().to_string())?,
         seed,
     );
-    let (outcome, dir) = run_and_write(&cfg, data_dir, out, quiet)?;
+    let dir = out_dir(out, &cfg.name);
+    let (outcome, dir) = run_and_write(&cfg, data_dir, &dir, out.force, quiet)?;
     print_summary(&outcome, &dir)?;
     Ok(())
 }
@@ -102,14 +124,15 @@ pub fn replot(dir: &Path) -> Result<()> {
 pub fn reproduce(
     id: &str,
     data_dir: &Path,
-    out: Option<PathBuf>,
+    out: &OutArgs,
     seed: Option<u64>,
     overrides: &privopt_experiments::suites::SuiteOverrides,
     quiet: bool,
 ) -> Result<()> {
     let mut cfg = with_seed(configs::reproduction(id)?, seed);
     cfg.apply_overrides(overrides)?;
-    let (outcome, dir) = run_and_write(&cfg, data_dir, out, quiet)?;
+    let dir = out_dir(out, &cfg.name);
+    let (outcome, dir) = run_and_write(&cfg, data_dir, &dir, out.force, quiet)?;
     print_summary(&outcome, &dir)?;
     Ok(())
 }
@@ -171,10 +194,11 @@ fn headline(cfg: &ExperimentConfig, o: &RunOutcome) -> (String, String) {
 }
 
 /// `privopt quickstart`: every quickstart config, one aligned line each.
-pub fn quickstart(data_dir: &Path, out: Option<PathBuf>, quiet: bool) -> Result<()> {
-    let root = out.unwrap_or_else(|| {
-        fresh_dir(PathBuf::from("results").join(format!("quickstart-{}", timestamp())))
-    });
+pub fn quickstart(data_dir: &Path, out: &OutArgs, quiet: bool) -> Result<()> {
+    let root = out_dir(out, "quickstart");
+    // The root is checked (and kept) before the first run; each run's folder inside it
+    // appears when that run's files are complete.
+    StagedDir::create(&root, out.force)?.commit()?;
     let configs = configs::quickstart()?;
     // Names and mechanisms are known before anything runs, so the columns can be sized now
     // and each line printed as its run finishes.
@@ -191,7 +215,7 @@ pub fn quickstart(data_dir: &Path, out: Option<PathBuf>, quiet: bool) -> Result<
     outln!("{}", line("method", "privacy", "result", "traffic", "time"))?;
     let start = std::time::Instant::now();
     for (cfg, mech) in configs.iter().zip(&privacy) {
-        let (outcome, _) = run_and_write(cfg, data_dir, Some(root.join(&cfg.name)), quiet)?;
+        let (outcome, _) = run_and_write(cfg, data_dir, &root.join(&cfg.name), true, quiet)?;
         let (result, traffic) = headline(cfg, &outcome);
         let secs = outcome
             .summary

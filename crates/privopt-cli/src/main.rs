@@ -56,17 +56,15 @@ enum Command {
     /// Run all five methods (and two baselines) with their cryptography on built-in data and
     /// print one aligned line each.
     Quickstart {
-        /// Results folder (default: results/quickstart-<timestamp>).
-        #[arg(long)]
-        out: Option<PathBuf>,
+        #[command(flatten)]
+        out: experiment::OutArgs,
     },
     /// Run the experiment described by a TOML config.
     Run {
         /// The config file.
         config: PathBuf,
-        /// Results folder (default: results/<name>-<timestamp>).
-        #[arg(long)]
-        out: Option<PathBuf>,
+        #[command(flatten)]
+        out: experiment::OutArgs,
         /// Override the config's seed.
         #[arg(long)]
         seed: Option<u64>,
@@ -75,9 +73,8 @@ enum Command {
     Reproduce {
         /// Reproduction id.
         id: String,
-        /// Results folder (default: results/<id>-<timestamp>).
-        #[arg(long)]
-        out: Option<PathBuf>,
+        #[command(flatten)]
+        out: experiment::OutArgs,
         /// Override the config's seed.
         #[arg(long)]
         seed: Option<u64>,
@@ -191,10 +188,10 @@ fn main() -> ExitCode {
     init_logging();
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Quickstart { out } => experiment::quickstart(&cli.data_dir, out, cli.quiet),
+        Command::Quickstart { out } => experiment::quickstart(&cli.data_dir, &out, cli.quiet),
         Command::Plot { dir } => experiment::replot(&dir),
         Command::Run { config, out, seed } => {
-            experiment::run_file(&config, &cli.data_dir, out, seed, cli.quiet)
+            experiment::run_file(&config, &cli.data_dir, &out, seed, cli.quiet)
         }
         Command::Reproduce {
             id,
@@ -207,7 +204,7 @@ fn main() -> ExitCode {
         } => experiment::reproduce(
             &id,
             &cli.data_dir,
-            out,
+            &out,
             seed,
             &privopt_experiments::suites::SuiteOverrides {
                 runs,

@@ -566,3 +566,121 @@ fn zero_overrides_are_refused_naming_the_flag() {
         assert!(!out.exists(), "{flag}: a results folder was written");
     }
 }
+
+/// A small config that runs in a fraction of a second.
+fn quick_config(dir: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/quickstart/sgd.toml"),
+    )
+    .unwrap();
+    let path = dir.join("quick.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Entries of `dir` whose names mark a staging folder.
+fn staging_leftovers(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".partial-"))
+        .collect()
+}
+
+/// An --out that cannot be made fails before the run (it was checked only after it), as
+/// one line naming the path.
+#[test]
+fn unwritable_out_fails_before_the_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = quick_config(tmp.path());
+    let file = tmp.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let out = file.join("results");
+    let o = privopt(
+        &[
+            "run",
+            cfg.to_str().unwrap(),
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        tmp.path(),
+    );
+    assert_clean_failure(&o, &["a-file"]);
+    assert!(
+        !stderr(&o).contains("running"),
+        "the run started: {}",
+        stderr(&o)
+    );
+}
+
+/// A non-empty --out is refused unless --force (it was silently merged into); with --force
+/// the run's files join what was there.
+#[test]
+fn non_empty_out_needs_force() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = quick_config(tmp.path());
+    let out = tmp.path().join("busy");
+    std::fs::create_dir(&out).unwrap();
+    std::fs::write(out.join("notes.txt"), "mine").unwrap();
+    let args = [
+        "run",
+        cfg.to_str().unwrap(),
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    assert_clean_failure(&privopt(&args, tmp.path()), &["not empty", "--force"]);
+    assert!(!out.join("summary.json").exists());
+    let o = privopt(&[&args[..], &["--force"]].concat(), tmp.path());
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(out.join("summary.json").exists());
+    assert_eq!(
+        std::fs::read_to_string(out.join("notes.txt")).unwrap(),
+        "mine"
+    );
+    // An empty folder is fine without --force.
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let o = privopt(
+        &[
+            "run",
+            cfg.to_str().unwrap(),
+            "--quiet",
+            "--out",
+            empty.to_str().unwrap(),
+        ],
+        tmp.path(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(empty.join("metrics.csv").exists());
+    assert!(staging_leftovers(tmp.path()).is_empty());
+}
+
+/// A run that fails leaves neither the results folder nor its staging folder behind.
+#[test]
+fn failed_run_leaves_no_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    fake_mnist_with_truncated_images(tmp.path());
+    let cfg = tmp.path().join("mnist.toml");
+    std::fs::write(
+        &cfg,
+        "name = \"m\"\nseed = 0\n[data]\ndataset = \"mnist\"\n[model]\nkind = \"logistic\"\n\
+         [method]\nname = \"sgd\"\nsteps = 1\nlr = 0.1\nbatch_size = 8\n",
+    )
+    .unwrap();
+    let out = tmp.path().join("never");
+    let o = privopt(
+        &[
+            "run",
+            cfg.to_str().unwrap(),
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        tmp.path(),
+    );
+    assert_clean_failure(&o, &["truncated"]);
+    assert!(!out.exists());
+    assert!(staging_leftovers(tmp.path()).is_empty());
+}

@@ -33,6 +33,104 @@ pub fn default_out_dir(name: &str, timestamp: &str) -> PathBuf {
     Path::new("results").join(format!("{name}-{timestamp}"))
 }
 
+/// A results folder being written. Files go into a hidden sibling folder that is made (so an
+/// unwritable destination fails) before any computation, and move into place only when all
+/// are written: a failed run or write leaves no half-written folder (the staging folder is
+/// removed on drop), and an existing non-empty folder is never merged into unless asked.
+#[derive(Debug)]
+pub struct StagedDir {
+    target: PathBuf,
+    staging: PathBuf,
+    /// Whether the target held files before (written into only with `force`).
+    merge: bool,
+    committed: bool,
+}
+
+impl StagedDir {
+    /// Checks `target` (absent or empty, or anything with `force`) and makes the staging
+    /// folder beside it.
+    pub fn create(target: &Path, force: bool) -> Result<Self> {
+        let io = |path: &Path| {
+            let path = path.to_owned();
+            move |source| Error::Io { path, source }
+        };
+        let merge = match std::fs::read_dir(target) {
+            Ok(mut entries) => entries.next().is_some(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+            Err(e) => return Err(io(target)(e)),
+        };
+        if merge && !force {
+            return Err(Error::Config(format!(
+                "--out {}: the folder exists and is not empty; choose another or pass --force \
+                 to write into it",
+                target.display()
+            )));
+        }
+        let name = target.file_name().ok_or_else(|| {
+            Error::Config(format!("--out {}: not a folder name", target.display()))
+        })?;
+        let parent = match target.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+            _ => PathBuf::from("."),
+        };
+        std::fs::create_dir_all(&parent).map_err(io(&parent))?;
+        let staging = parent.join(format!(
+            ".{}.partial-{}",
+            name.to_string_lossy(),
+            std::process::id()
+        ));
+        // A leftover of a killed run with the same process id is ours to replace.
+        let _ = std::fs::remove_dir_all(&staging);
+        std::fs::create_dir(&staging).map_err(io(&staging))?;
+        Ok(Self {
+            target: target.to_owned(),
+            staging,
+            merge,
+            committed: false,
+        })
+    }
+
+    /// Where the files are written until [`StagedDir::commit`].
+    pub fn path(&self) -> &Path {
+        &self.staging
+    }
+
+    /// Moves the written files into the target folder and returns its path.
+    pub fn commit(mut self) -> Result<PathBuf> {
+        let io = |path: &Path| {
+            let path = path.to_owned();
+            move |source| Error::Io { path, source }
+        };
+        if self.merge {
+            for entry in std::fs::read_dir(&self.staging).map_err(io(&self.staging))? {
+                let from = entry.map_err(io(&self.staging))?.path();
+                let to = self.target.join(from.file_name().unwrap_or_default());
+                if to.is_dir() {
+                    std::fs::remove_dir_all(&to).map_err(io(&to))?;
+                }
+                std::fs::rename(&from, &to).map_err(io(&to))?;
+            }
+        } else {
+            // An empty target (checked at creation) gives way to the finished folder.
+            if self.target.is_dir() {
+                std::fs::remove_dir(&self.target).map_err(io(&self.target))?;
+            }
+            std::fs::rename(&self.staging, &self.target).map_err(io(&self.target))?;
+        }
+        self.committed = true;
+        let _ = std::fs::remove_dir_all(&self.staging);
+        Ok(self.target.clone())
+    }
+}
+
+impl Drop for StagedDir {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = std::fs::remove_dir_all(&self.staging);
+        }
+    }
+}
+
 fn write(path: &Path, contents: &str) -> Result<()> {
     std::fs::write(path, contents).map_err(|source| Error::Io {
         path: path.to_owned(),

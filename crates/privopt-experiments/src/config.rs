@@ -304,6 +304,56 @@ batch_size = 8
         assert!(e.contains("data.n_train applies only"), "{e}");
     }
 
+    /// Sizes and counts that aborted on allocation or ran until killed, and pdsgd values that
+    /// ran to a meaningless summary (λ0 = inf printed a log10 MSE of −300), are refused by
+    /// validation with the key and the bound.
+    #[test]
+    fn sizes_counts_and_non_finite_values_are_bounded() {
+        let pdsgd = |line: &str| {
+            format!(
+                "name = \"p\"\nseed = 0\n[method]\nname = \"pdsgd\"\ntrials = 1\n\
+                 iterations = 10\ndelta = 0.01\nmeasurements = 2\np = 2\nd = 2\n{line}\n"
+            )
+        };
+        let ok = pdsgd("lambda0 = 0.1");
+        ExperimentConfig::from_toml(&ok, "x.toml").unwrap();
+        let cases = [
+            (
+                GOOD.replace("steps = 10", "steps = 1000000000000"),
+                "method.steps must be in 1..=100000000",
+            ),
+            (
+                GOOD.replace("n_train = 100", "n_train = 100000000000"),
+                "data.n_train × data.dim",
+            ),
+            (GOOD.replace("dim = 5", "dim = 100000000000000"), "data.dim"),
+            (
+                GOOD.replace("clients = 4", "clients = 1000000000000"),
+                "data.clients",
+            ),
+            (pdsgd("lambda0 = inf"), "method.lambda0 must be finite"),
+            (pdsgd("lambda0 = nan"), "method.lambda0 must be finite"),
+            (ok.replace("delta = 0.01", "delta = 1e-300"), "method.delta"),
+            (ok.replace("p = 2", "p = 1000000000"), "method.p must be in"),
+            (ok.replace("p = 2", "p = 100000000"), "method.p × d"),
+            (
+                ok.replace("iterations = 10", "iterations = 1000000000000"),
+                "method.iterations",
+            ),
+            (
+                ok.replace("trials = 1", "trials = 100000000000000"),
+                "method.trials",
+            ),
+            (pdsgd("lambda0 = 0.1\nomega = inf"), "method.omega"),
+        ];
+        for (text, want) in cases {
+            let e = ExperimentConfig::from_toml(&text, "x.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "want `{want}`: {e}");
+        }
+    }
+
     #[test]
     fn a_config_runs_exactly_one_method_or_suite_and_carries_no_unused_table() {
         let err = |text: &str| {

@@ -87,6 +87,33 @@ via_protocols!(
 /// Shorthand for results of this crate.
 pub type Result<T> = std::result::Result<T, Error>;
 
+/// Most numbers one array of a run may hold: 2^28 (2 GiB of `f64`), so that the few such
+/// arrays a run keeps fit the 24 GiB machines privopt is sized for; larger asks fail at
+/// validation instead of aborting on allocation.
+pub const MAX_ELEMENTS: u64 = 1 << 28;
+
+/// Most steps, rounds or iterations a run may ask for (past this a run would go on for days;
+/// `1e12` ran until killed).
+pub const MAX_STEPS: u64 = 100_000_000;
+
+/// Refuses a count outside `1..=max`, naming the key and the bound.
+pub fn ensure_count(key: &str, value: u64, max: u64) -> Result<()> {
+    ensure((1..=max).contains(&value), || {
+        format!("{key} must be in 1..={max}, got {value}")
+    })
+}
+
+/// Refuses a product of sizes (the numbers of one array) above [`MAX_ELEMENTS`].
+pub fn ensure_elements(what: &str, sizes: &[u64]) -> Result<()> {
+    let total = sizes
+        .iter()
+        .try_fold(1u64, |acc, &s| acc.checked_mul(s))
+        .unwrap_or(u64::MAX);
+    ensure(total <= MAX_ELEMENTS, || {
+        format!("{what} would hold {total} numbers, above the bound of {MAX_ELEMENTS}")
+    })
+}
+
 /// Returns `Err(Error::Config(..))` unless `cond` holds.
 pub fn ensure(cond: bool, msg: impl FnOnce() -> String) -> Result<()> {
     if cond {

@@ -12,7 +12,10 @@ use privopt_ml::partition::{Partition, partition};
 use rand::seq::index::sample;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Result, ensure};
+use crate::error::{Result, ensure, ensure_count, ensure_elements};
+
+/// Most clients a training set may be split across.
+const MAX_CLIENTS: u64 = 10_000_000;
 
 /// Synthetic problems generated from the seed.
 pub const SYNTHETIC_DATASETS: &[&str] = &["synthetic_logistic", "synthetic_linear"];
@@ -113,10 +116,17 @@ impl DataConfig {
         ] {
             ensure(v != Some(0), || format!("data.{key} must be >= 1"))?;
         }
+        let dim = d.dim.unwrap_or(SYNTHETIC_DIM) as u64;
+        for (key, n) in [("n_train", d.n_train), ("n_test", d.n_test)] {
+            if let Some(n) = n {
+                ensure_elements(&format!("data.{key} × data.dim"), &[n as u64, dim])?;
+            }
+        }
+        ensure_elements("data.dim", &[dim])?;
+        ensure_count("data.clients", d.clients as u64, MAX_CLIENTS)?;
         ensure(d.noise.is_none_or(|n| n >= 0.0 && n.is_finite()), || {
             "data.noise must be >= 0".into()
         })?;
-        ensure(d.clients >= 1, || "data.clients must be >= 1".into())?;
         if let Some(c) = &d.classes {
             ensure(c.len() >= 2, || {
                 "data.classes must list at least 2 classes".into()

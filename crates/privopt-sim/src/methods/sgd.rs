@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{LrSchedule, Method, Trained, check_lr, descend, minibatch};
 use crate::context::RunContext;
-use crate::error::{Result, ensure};
+use crate::error::{MAX_STEPS, Result, ensure, ensure_count};
 
 /// `[method] name = "sgd"`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -26,7 +26,7 @@ pub struct SgdConfig {
 
 impl Method for SgdConfig {
     fn validate(&self) -> Result<()> {
-        ensure(self.steps >= 1, || "method.steps must be >= 1".into())?;
+        ensure_count("method.steps", self.steps, MAX_STEPS)?;
         ensure(self.batch_size >= 1, || {
             "method.batch_size must be >= 1".into()
         })?;

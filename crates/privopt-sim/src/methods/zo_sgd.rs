@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{LrSchedule, Method, Trained, check_lr, descend, minibatch};
 use crate::context::RunContext;
-use crate::error::{Result, ensure};
+use crate::error::{MAX_STEPS, Result, ensure, ensure_count};
 
 /// Bytes of one transmitted scalar (an `f64`).
 const SCALAR_BYTES: u64 = 8;
@@ -50,7 +50,7 @@ fn full() -> f64 {
 
 impl Method for ZoSgdConfig {
     fn validate(&self) -> Result<()> {
-        ensure(self.rounds >= 1, || "method.rounds must be >= 1".into())?;
+        ensure_count("method.rounds", self.rounds, MAX_STEPS)?;
         ensure(
             self.participation > 0.0 && self.participation <= 1.0,
             || {

@@ -23,7 +23,7 @@ use self::aggregate::{
 };
 use super::{Method, Report, Trained, minibatch};
 use crate::context::RunContext;
-use crate::error::{Error, Result, ensure};
+use crate::error::{Error, MAX_STEPS, Result, ensure, ensure_count};
 use crate::problem::Problem;
 
 /// How the scalars are aggregated.
@@ -286,7 +286,7 @@ impl EezoflConfig {
 
 impl Method for EezoflConfig {
     fn validate(&self) -> Result<()> {
-        ensure(self.rounds >= 1, || "method.rounds must be >= 1".into())?;
+        ensure_count("method.rounds", self.rounds, MAX_STEPS)?;
         ensure(self.batch_size >= 1, || {
             "method.batch_size must be >= 1".into()
         })?;

@@ -28,7 +28,13 @@ use serde::{Deserialize, Serialize};
 
 use super::{Method, Report, Trained};
 use crate::context::{RunContext, parallel_map};
-use crate::error::{Error, Result, ensure};
+use crate::error::{Error, MAX_ELEMENTS, MAX_STEPS, Result, ensure, ensure_count, ensure_elements};
+
+/// Most independent trials of one run.
+const MAX_TRIALS: u64 = 100_000;
+
+/// Smallest quantization step δ: 2^-40.
+const MIN_DELTA: f64 = 1.0 / (1u64 << 40) as f64;
 use crate::metrics::mean_variance;
 
 /// The undirected graph of §4: a 5-ring with one chord (connected, degrees 3, 2, 3, 2, 2).
@@ -446,17 +452,40 @@ impl PdsgdConfig {
 
 impl Method for PdsgdConfig {
     fn validate(&self) -> Result<()> {
-        ensure(self.trials >= 1 && self.iterations >= 1, || {
-            "method.trials and method.iterations must be >= 1".into()
+        ensure_count("method.trials", self.trials, MAX_TRIALS)?;
+        ensure_count("method.iterations", self.iterations, MAX_STEPS)?;
+        // Below 2^-40 the quantized states (x/δ as i64) overflow for |x| of a few thousand.
+        ensure((MIN_DELTA..=1.0).contains(&self.delta), || {
+            format!("method.delta must be in [2^-40, 1], got {}", self.delta)
         })?;
-        ensure(self.delta > 0.0 && self.delta <= 1.0, || {
-            format!("method.delta must be in (0, 1], got {}", self.delta)
+        for (key, v) in [
+            ("omega", self.omega),
+            ("lambda_decay", self.lambda_decay),
+            ("zeta_decay", self.zeta_decay),
+            ("attenuation_a", self.attenuation_a),
+            ("attenuation_b", self.attenuation_b),
+        ] {
+            ensure(v >= 0.0 && v.is_finite(), || {
+                format!("method.{key} must be finite and >= 0, got {v}")
+            })?;
+        }
+        for (key, v) in [
+            ("measurements", self.measurements),
+            ("p", self.p),
+            ("d", self.d),
+        ] {
+            ensure_count(&format!("method.{key}"), v as u64, MAX_ELEMENTS)?;
+        }
+        let agents = self.graph()?.len() as u64;
+        let (n, p, d) = (self.measurements as u64, self.p as u64, self.d as u64);
+        ensure_elements("method.p × d over all agents", &[agents, p, d])?;
+        ensure_elements("method.measurements × p over all agents", &[agents, n, p])?;
+        ensure(self.lambda0 > 0.0 && self.lambda0.is_finite(), || {
+            format!(
+                "method.lambda0 must be finite and > 0, got {}",
+                self.lambda0
+            )
         })?;
-        ensure(self.omega >= 0.0, || "method.omega must be >= 0".into())?;
-        ensure(self.measurements >= 1 && self.p >= 1 && self.d >= 1, || {
-            "method.measurements, p and d must be >= 1".into()
-        })?;
-        ensure(self.lambda0 > 0.0, || "method.lambda0 must be > 0".into())?;
         ensure(self.eval_every >= 1, || {
             "method.eval_every must be >= 1".into()
         })?;

@@ -42,7 +42,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Method, Report, Trained, check_lr, minibatch};
 use crate::context::{Progress, RunContext};
-use crate::error::{Result, ensure};
+use crate::error::{MAX_STEPS, Result, ensure, ensure_count};
 use crate::metrics::Quantiles;
 use crate::problem::Problem;
 use privopt_protocols::scalar_fl::{
@@ -201,7 +201,7 @@ impl ScalarFlConfig {
 
 impl Method for ScalarFlConfig {
     fn validate(&self) -> Result<()> {
-        ensure(self.rounds >= 1, || "method.rounds must be >= 1".into())?;
+        ensure_count("method.rounds", self.rounds, MAX_STEPS)?;
         ensure(self.clients_per_round >= 1, || {
             "method.clients_per_round must be >= 1".into()
         })?;

@@ -338,7 +338,7 @@ secagg_message!(
         let (masks, seeds): (Vec<_>, Vec<_>) = s
             .held
             .iter()
-            .map(|&(owner, mask_key, seed)| ((owner, mask_key), (owner, seed)))
+            .map(|(owner, mask_key, seed)| ((*owner, mask_key.clone()), (*owner, seed.clone())))
             .unzip();
         put_shares(w, &masks);
         put_shares(w, &seeds);

@@ -36,14 +36,7 @@ impl ClientConfig {
                 "neighbours must be increasing and exclude self".into(),
             ));
         }
-        if self.threshold < 2 || self.threshold > self.neighbours.len() {
-            return Err(Error::Parameters(format!(
-                "threshold {} with {} neighbours (need 2 ≤ t ≤ neighbours)",
-                self.threshold,
-                self.neighbours.len()
-            )));
-        }
-        Ok(())
+        crate::params::check_round(self.threshold, self.neighbours.len(), self.vector_len)
     }
 }
 
@@ -149,7 +142,7 @@ impl Client {
             held: self
                 .held
                 .iter()
-                .map(|(&c, p)| (c, p.mask_key, p.self_seed))
+                .map(|(&c, p)| (c, p.mask_key.clone(), p.self_seed.clone()))
                 .collect(),
         }
     }
@@ -269,7 +262,8 @@ impl Client {
         self.enough(Stage::AdvertiseKeys, peers.len())?;
         let holders: Vec<ClientId> = peers.keys().copied().collect();
         let t = self.config.threshold;
-        let key_shares = shamir::split(&self.masking.to_bytes(), &holders, t, rng)?;
+        let masking_secret = Zeroizing::new(self.masking.to_bytes());
+        let key_shares = shamir::split(&masking_secret, &holders, t, rng)?;
         let seed_shares = shamir::split(&self.self_seed.0, &holders, t, rng)?;
         let mut shares = Vec::with_capacity(holders.len());
         for (mask_key, self_seed) in key_shares.into_iter().zip(seed_shares) {
@@ -388,9 +382,9 @@ impl Client {
         let mut mask_key_shares: Vec<(ClientId, Share)> = Vec::new();
         for (&owner, pair) in &self.held {
             if survivors.contains(&owner) {
-                self_seed_shares.push((owner, pair.self_seed));
+                self_seed_shares.push((owner, pair.self_seed.clone()));
             } else {
-                mask_key_shares.push((owner, pair.mask_key));
+                mask_key_shares.push((owner, pair.mask_key.clone()));
             }
         }
         self.stage = Stage::Done;

@@ -10,6 +10,7 @@ use hkdf::Hkdf;
 use rand::{CryptoRng, Rng};
 use sha2::Sha256;
 use x25519_dalek::{PublicKey, StaticSecret};
+use zeroize::Zeroizing;
 
 use crate::mask::MaskSeed;
 use crate::messages::{Context, PublicKeys};
@@ -38,26 +39,48 @@ impl SecretKey {
         PublicKey::from(&self.0).to_bytes()
     }
 
-    fn agree(&self, peer: &[u8; 32]) -> Result<[u8; 32], Error> {
+    fn agree(&self, peer: &[u8; 32]) -> Result<Zeroizing<[u8; 32]>, Error> {
         let shared = self.0.diffie_hellman(&PublicKey::from(*peer));
         // A low-order peer key gives an all-zero secret: refuse it rather than mask with it.
         if !shared.was_contributory() {
             return Err(Error::Malformed("a public key of low order".into()));
         }
-        Ok(shared.to_bytes())
+        Ok(Zeroizing::new(shared.to_bytes()))
     }
 }
 
-fn derive(shared: &[u8; 32], ctx: &Context, label: &[u8], a: ClientId, b: ClientId) -> [u8; 44] {
+/// Refuses a public key of low order (on the curve or its twist): agreeing with it gives the
+/// all-zero secret whatever the secret key, so no honest client could use it. Checked by one
+/// agreement with a fixed secret: clamped scalars are multiples of 8 (the cofactor) and below
+/// both large subgroup orders, so the result is zero exactly for low-order keys.
+pub(crate) fn check_public(key: &[u8; 32]) -> Result<(), Error> {
+    let probe = StaticSecret::from([0x5a; 32]);
+    if probe
+        .diffie_hellman(&PublicKey::from(*key))
+        .was_contributory()
+    {
+        Ok(())
+    } else {
+        Err(Error::Malformed("a public key of low order".into()))
+    }
+}
+
+fn derive(
+    shared: &[u8; 32],
+    ctx: &Context,
+    label: &[u8],
+    a: ClientId,
+    b: ClientId,
+) -> Zeroizing<[u8; 44]> {
     let mut salt = Vec::with_capacity(24);
     salt.extend_from_slice(&ctx.session.0);
     salt.extend_from_slice(&ctx.round.to_le_bytes());
     let mut info = label.to_vec();
     info.extend_from_slice(&a.to_le_bytes());
     info.extend_from_slice(&b.to_le_bytes());
-    let mut okm = [0u8; 44];
+    let mut okm = Zeroizing::new([0u8; 44]);
     // HKDF-SHA256 expands up to 8160 bytes, far above 44.
-    let _ = Hkdf::<Sha256>::new(Some(&salt), shared).expand(&info, &mut okm);
+    let _ = Hkdf::<Sha256>::new(Some(&salt), shared).expand(&info, okm.as_mut());
     okm
 }
 

@@ -64,6 +64,30 @@ fn ln_disconnect_bound(n: usize, k: usize, bad: usize) -> f64 {
         - libm::lgamma(bf - kf + 1.0)
 }
 
+/// Longest vector one round sums: 2^28 entries (1 GiB per copy of `u32`s); longer asks are
+/// refused instead of aborting on allocation.
+pub const MAX_VECTOR_LEN: usize = 1 << 28;
+
+/// Checks a round's threshold against its degree and its vector length. The threshold must
+/// exceed half the degree: otherwise a server that tells half of a client's neighbours that
+/// it dropped and the other half that it survived collects `t` shares of both its masking key
+/// and its self-mask seed, and unmasks its input alone.
+pub fn check_round(threshold: usize, degree: usize, vector_len: usize) -> Result<(), Error> {
+    if threshold < 2 || threshold > degree || 2 * threshold <= degree {
+        return Err(Error::Parameters(format!(
+            "threshold {threshold} with degree {degree}: need degree/2 < t ≤ degree and t ≥ 2 \
+             (a threshold of half the degree or less lets a server that lies about dropouts \
+             rebuild both a client's masking key and its self-mask seed)"
+        )));
+    }
+    if vector_len == 0 || vector_len > MAX_VECTOR_LEN {
+        return Err(Error::Parameters(format!(
+            "vector length {vector_len}: must be in 1..={MAX_VECTOR_LEN}"
+        )));
+    }
+    Ok(())
+}
+
 /// The threshold for degree `k`, if one meets both targets.
 fn threshold_for(n: usize, k: usize, threat: ThreatModel) -> Option<usize> {
     let corrupt = (threat.corrupt_rate * n as f64 + 1e-12).floor() as usize;
@@ -101,7 +125,8 @@ fn threshold_for(n: usize, k: usize, threat: ThreatModel) -> Option<usize> {
         below = next;
         t_correct += 1;
     }
-    let t = t_secure.max(2);
+    // Above half the degree in any case (see `check_round`).
+    let t = t_secure.max(2).max(k / 2 + 1);
     (t <= t_correct).then_some(t)
 }
 
@@ -201,7 +226,8 @@ mod tests {
             corrupt_rate: 0.4,
         };
         let dense = find_parameters(7, hostile).unwrap();
-        assert_eq!((dense.degree, dense.threshold), (6, 3), "{dense:?}");
+        // t = 4 > 6/2: a threshold of half the degree would let a lying server unmask.
+        assert_eq!((dense.degree, dense.threshold), (6, 4), "{dense:?}");
         assert!(
             find_parameters(
                 50,

@@ -18,7 +18,7 @@ pub struct ServerConfig {
     pub context: Context,
     /// Who masks with whom.
     pub graph: Graph,
-    /// Shares needed to reconstruct a secret (at least 2, at most the degree).
+    /// Shares needed to reconstruct a secret (above half the degree, at most the degree).
     pub threshold: usize,
     /// Length of every input vector.
     pub vector_len: usize,
@@ -51,13 +51,7 @@ pub struct Server {
 impl Server {
     /// Opens a round in the key-advertising stage.
     pub fn new(config: ServerConfig) -> Result<Self, Error> {
-        if config.threshold < 2 || config.threshold > config.graph.degree() {
-            return Err(Error::Parameters(format!(
-                "threshold {} with degree {} (need 2 ≤ t ≤ degree)",
-                config.threshold,
-                config.graph.degree()
-            )));
-        }
+        crate::params::check_round(config.threshold, config.graph.degree(), config.vector_len)?;
         let sum = vec![0; config.vector_len];
         Ok(Self {
             config,
@@ -181,6 +175,9 @@ impl Server {
             None,
             dup,
         )?;
+        // A low-order key would make every honest neighbour's agreement with it fail.
+        keys::check_public(&message.keys.encryption)?;
+        keys::check_public(&message.keys.masking)?;
         self.keys.insert(message.sender, message.keys);
         Ok(())
     }
@@ -343,8 +340,19 @@ impl Server {
             .self_seed_shares
             .iter()
             .chain(&message.mask_key_shares);
-        if all.into_iter().any(|(_, s)| s.holder != message.sender) {
+        if all.clone().any(|(_, s)| s.holder != message.sender) {
             return Err(Error::Malformed("a share held by someone else".into()));
+        }
+        // A limb outside the field would make the reconstruction fail for everyone: refuse
+        // the reply (its sender is left out of the unmasking) instead.
+        if all
+            .flat_map(|(_, s)| s.limbs.iter())
+            .any(|&l| l >= shamir::PRIME)
+        {
+            return Err(Error::Malformed(format!(
+                "client {} sent a share limb outside the field",
+                message.sender
+            )));
         }
         self.unmask.insert(message.sender, message);
         Ok(())
@@ -372,10 +380,10 @@ impl Server {
         let mut key_shares: BTreeMap<ClientId, Vec<Share>> = BTreeMap::new();
         for reply in self.unmask.values() {
             for (owner, s) in &reply.self_seed_shares {
-                seed_shares.entry(*owner).or_default().push(*s);
+                seed_shares.entry(*owner).or_default().push(s.clone());
             }
             for (owner, s) in &reply.mask_key_shares {
-                key_shares.entry(*owner).or_default().push(*s);
+                key_shares.entry(*owner).or_default().push(s.clone());
             }
         }
         let dropped: Vec<ClientId> = self

@@ -14,13 +14,29 @@ pub const PRIME: u64 = (1 << 61) - 1;
 /// Field elements per shared 32-byte secret.
 pub const LIMBS: usize = 8;
 
-/// One holder's share of a 32-byte secret.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// One holder's share of a 32-byte secret. Not `Copy` (no silent copies of secret material),
+/// wiped on drop, and printed without its limbs.
+#[derive(Clone, PartialEq, Eq)]
 pub struct Share {
     /// The holder whose evaluation point `holder + 1` this share belongs to.
     pub holder: ClientId,
     /// The eight limb polynomials evaluated at `holder + 1`.
     pub limbs: [u64; LIMBS],
+}
+
+impl std::fmt::Debug for Share {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Share")
+            .field("holder", &self.holder)
+            .field("limbs", &"<redacted>")
+            .finish()
+    }
+}
+
+impl Drop for Share {
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.limbs);
+    }
 }
 
 fn reduce(x: u128) -> u64 {

@@ -64,7 +64,7 @@ fn the_sum_is_exact_under_random_dropouts_at_every_stage() {
         let (graph, threshold) = if trial % 2 == 0 {
             (Graph::complete(12).unwrap(), 6)
         } else {
-            (Graph::harary(40, 12, [trial as u8; 32]).unwrap(), 5)
+            (Graph::harary(40, 12, [trial as u8; 32]).unwrap(), 7)
         };
         let n = graph.len();
         let inputs = random_inputs(n, 1000, &mut rng);
@@ -408,4 +408,144 @@ fn parameters_from_the_finder_run_a_thousand_client_round() {
     .unwrap();
     let expected = survivors_through(&dropouts, Stage::MaskedInput);
     assert_eq!(aggregate.sum, expected_sum(&inputs, &expected));
+}
+
+/// Thresholds of half the degree or less let a server that lies about who dropped rebuild a
+/// client's masking key and self-mask seed both (shown at t = 2 on degree 4): the server, the
+/// client and the parameter finder all refuse them, with the reason.
+#[test]
+fn thresholds_at_or_below_half_the_degree_are_refused() {
+    let graph = Graph::complete(50).unwrap();
+    let config = |t: usize, d: usize| ServerConfig {
+        context: context(1),
+        graph: graph.clone(),
+        threshold: t,
+        vector_len: d,
+    };
+    for t in [2, 24] {
+        let err = Server::new(config(t, 8)).err().unwrap();
+        assert!(
+            matches!(&err, Error::Parameters(m) if m.contains("degree/2")),
+            "{err:?}"
+        );
+        let client = ClientConfig {
+            context: context(1),
+            id: 0,
+            neighbours: graph.neighbours(0).to_vec(),
+            threshold: t,
+            vector_len: 8,
+        };
+        let mut rng = ChaCha20Rng::seed_from_u64(1);
+        assert!(matches!(
+            Client::new(client, &mut rng),
+            Err(Error::Parameters(_))
+        ));
+    }
+    Server::new(config(25, 8)).unwrap();
+    // A vector too long to hold is refused, not an allocation abort.
+    assert!(matches!(
+        Server::new(config(25, 1 << 40)),
+        Err(Error::Parameters(_))
+    ));
+    for clients in [5, 10, 30, 100, 300] {
+        for threat in [(0.0, 0.0), (0.1, 0.05), (0.2, 0.1), (0.3, 0.3)] {
+            let threat = ThreatModel {
+                dropout_rate: threat.0,
+                corrupt_rate: threat.1,
+            };
+            if let Ok(p) = find_parameters(clients, threat) {
+                assert!(2 * p.threshold > p.degree, "{p:?} for {threat:?}");
+            }
+        }
+    }
+}
+
+/// X25519 keys of low order (here 0, 1, p − 1, and p and p + 1 which reduce to 0 and 1) are
+/// refused when advertised; they would fail every honest neighbour's agreement later.
+#[test]
+fn low_order_keys_are_refused_when_advertised() {
+    let graph = Graph::complete(4).unwrap();
+    let mut server = Server::new(ServerConfig {
+        context: context(2),
+        graph: graph.clone(),
+        threshold: 2,
+        vector_len: 8,
+    })
+    .unwrap();
+    let p_plus = |k: u8| {
+        let mut b = [0xff; 32];
+        b[0] = 0xed + k;
+        b[31] = 0x7f;
+        b
+    };
+    let mut one = [0u8; 32];
+    one[0] = 1;
+    let mut p_minus_one = p_plus(0);
+    p_minus_one[0] = 0xec;
+    let mut rng = ChaCha20Rng::seed_from_u64(3);
+    let config = ClientConfig {
+        context: context(2),
+        id: 0,
+        neighbours: graph.neighbours(0).to_vec(),
+        threshold: 2,
+        vector_len: 8,
+    };
+    let (_, honest) = Client::new(config, &mut rng).unwrap();
+    for bad in [[0u8; 32], one, p_minus_one, p_plus(0), p_plus(1)] {
+        for which in 0..2 {
+            let mut advert = honest.clone();
+            if which == 0 {
+                advert.keys.encryption = bad;
+            } else {
+                advert.keys.masking = bad;
+            }
+            assert_eq!(
+                server.receive_keys(advert),
+                Err(Error::Malformed("a public key of low order".into()))
+            );
+        }
+    }
+    server.receive_keys(honest).unwrap();
+}
+
+/// An unmasking reply with a share limb outside GF(2^61 − 1) is refused, so its sender is left
+/// out of the unmasking; it used to be accepted and abort the whole round. The round still
+/// completes exactly with the other replies.
+#[test]
+fn an_out_of_field_share_excludes_its_sender_not_the_round() {
+    let (mut server, mut clients, routed) = through_sharing(5, 3, context(6), 2);
+    let mut inputs = Vec::new();
+    for (i, client) in clients.iter_mut().enumerate() {
+        let x = [i as u32 * 7 + 1; 8];
+        server
+            .receive_masked(&client.mask_input(&routed[i], &x).unwrap())
+            .unwrap();
+        inputs.push(x);
+    }
+    let requests = server.finish_masking().unwrap();
+    for (i, (client, req)) in clients.iter_mut().zip(&requests).enumerate() {
+        let mut reply = client.unmask(req).unwrap();
+        if i == 0 {
+            reply.self_seed_shares[0].1.limbs[3] = shamir::PRIME;
+            assert!(matches!(
+                server.receive_unmask(reply),
+                Err(Error::Malformed(m)) if m.contains("outside the field")
+            ));
+        } else {
+            server.receive_unmask(reply).unwrap();
+        }
+    }
+    let aggregate = server.finish().unwrap();
+    let expect: u32 = inputs.iter().map(|x| x[0]).fold(0, u32::wrapping_add);
+    assert_eq!(aggregate.sum, vec![expect; 8]);
+}
+
+/// A share prints without its limbs.
+#[test]
+fn shares_print_redacted() {
+    let mut rng = ChaCha20Rng::seed_from_u64(4);
+    let shares = shamir::split(&[0xab; 32], &[1, 2, 3], 2, &mut rng).unwrap();
+    let text = format!("{:?}", shares[0]);
+    assert!(text.contains("redacted"), "{text}");
+    assert!(!text.contains(&shares[0].limbs[0].to_string()), "{text}");
 }

@@ -18,6 +18,10 @@ pub enum CkksError {
         /// The standard's bound for this n.
         max_log_q: u32,
     },
+    /// A noise parameter below privopt's policy (the key error σ, the decryption-share
+    /// smudging), asked for without `insecure_for_testing`.
+    #[error("insecure parameters: {0} (set insecure_for_testing to use them anyway)")]
+    WeakNoise(String),
     /// Inconsistent or out-of-range parameters.
     #[error("invalid parameters: {0}")]
     InvalidParams(String),

@@ -83,6 +83,13 @@ pub struct CkksParamsBuilder {
     backend: NttBackend,
 }
 
+/// Smallest key error σ without `insecure_for_testing`: the HE standard's 3.19 (≈ 8/√(2π)).
+pub const MIN_ERROR_SIGMA: f64 = 3.19;
+
+/// Smallest decryption-share smudging (log2 σ*) without `insecure_for_testing`: each share's
+/// flooding noise must dominate the ciphertext noise it hides (docs/mkckks.md).
+pub const MIN_SMUDGING_LOG2: f64 = 20.0;
+
 /// Default decryption-share smudging: σ* = 2^20 (see `docs/mkckks.md` for the rationale).
 pub const DEFAULT_SMUDGING_LOG2: f64 = 20.0;
 
@@ -203,6 +210,18 @@ impl CkksParamsBuilder {
                 "smudging 2^{} is outside 2^0..=2^50",
                 self.smudging_log2
             ));
+        }
+        if !self.insecure_for_testing && self.error_sigma < MIN_ERROR_SIGMA {
+            return Err(CkksError::WeakNoise(format!(
+                "error σ = {} is below the HE standard's {MIN_ERROR_SIGMA}",
+                self.error_sigma
+            )));
+        }
+        if !self.insecure_for_testing && self.smudging_log2 < MIN_SMUDGING_LOG2 {
+            return Err(CkksError::WeakNoise(format!(
+                "decryption-share smudging 2^{} is below 2^{MIN_SMUDGING_LOG2} (docs/mkckks.md)",
+                self.smudging_log2
+            )));
         }
         let error = DiscreteGaussian::new(self.error_sigma)?;
         // Distinct primes: take sizes in decreasing order, avoiding those already chosen.
@@ -482,6 +501,19 @@ mod tests {
                 .build()
                 .is_err()
         );
+        // A weak error σ or no smudging needs the same opt-in as a large modulus (both were
+        // accepted silently).
+        for b in [
+            CkksParamsBuilder::new(4096, &[37, 36, 36]).error_sigma(0.5),
+            CkksParamsBuilder::new(4096, &[37, 36, 36]).smudging_log2(0.0),
+            CkksParamsBuilder::new(4096, &[37, 36, 36]).smudging_log2(19.5),
+        ] {
+            assert!(matches!(
+                b.clone().build(),
+                Err(CkksError::WeakNoise(m)) if !m.is_empty()
+            ));
+            assert!(b.insecure_for_testing(true).build().unwrap().is_insecure());
+        }
         assert!(CkksParamsBuilder::new(4000, &[36]).build().is_err());
     }
 }

@@ -190,6 +190,10 @@ impl<'a> Reader<'a> {
                 meta[1]
             )));
         }
+        // Reserved for later versions: a version-1 message carries zeros there.
+        if meta[2..] != [0, 0] {
+            return Err(self.bad("reserved header bytes are not zero"));
+        }
         if self.digest()? != *params.fingerprint() {
             return Err(self.bad("made under other parameters (fingerprint mismatch)"));
         }

@@ -180,6 +180,7 @@ fn noise_variance_matches_the_product_rule() {
     // Small smudging, so the product terms dominate and are what is checked.
     let p = CkksParamsBuilder::new(4096, &[37, 36, 36])
         .smudging_log2(3.0)
+        .insecure_for_testing(true)
         .build()
         .unwrap();
     assert_variance_matches(p, 30);
@@ -347,6 +348,15 @@ fn wire_round_trips_and_rejects_bad_bytes() {
         malformed(DecryptionShare::from_bytes(&params, &magic)),
         "bad magic"
     );
+    // Reserved header bytes (they were never checked).
+    for at in [6, 7] {
+        let mut reserved = share_bytes.clone();
+        reserved[at] = 1;
+        assert_eq!(
+            malformed(DecryptionShare::from_bytes(&params, &reserved)),
+            "reserved header bytes are not zero"
+        );
+    }
 
     // Ciphertexts: truncated, oversized, absurd member count.
     assert!(Ciphertext::from_bytes(&params, &ct_bytes[..ct_bytes.len() - 3]).is_err());

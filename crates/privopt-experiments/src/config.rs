@@ -345,6 +345,11 @@ batch_size = 8
                 "method.trials",
             ),
             (pdsgd("lambda0 = 0.1\nomega = inf"), "method.omega"),
+            // Weak security settings need the explicit opt-in.
+            (
+                pdsgd("lambda0 = 0.1\npaillier_bits = 1024"),
+                "method.insecure = true",
+            ),
         ];
         for (text, want) in cases {
             let e = ExperimentConfig::from_toml(&text, "x.toml")
@@ -352,6 +357,19 @@ batch_size = 8
                 .to_string();
             assert!(e.contains(want), "want `{want}`: {e}");
         }
+        let weak = pdsgd("lambda0 = 0.1\npaillier_bits = 1024\ninsecure = true");
+        ExperimentConfig::from_toml(&weak, "x.toml").unwrap();
+        let eezofl = |extra: &str| {
+            format!(
+                "name = \"e\"\nseed = 0\n[data]\ndataset = \"synthetic_logistic\"\n[model]\n\
+                 kind = \"logistic\"\n[method]\nname = \"eezofl\"\nsmudging_log2 = 0.0\n{extra}"
+            )
+        };
+        let e = ExperimentConfig::from_toml(&eezofl(""), "x.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("method.smudging_log2 = 0 is below 20"), "{e}");
+        ExperimentConfig::from_toml(&eezofl("insecure = true\n"), "x.toml").unwrap();
     }
 
     #[test]

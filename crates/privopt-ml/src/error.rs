@@ -46,7 +46,10 @@ pub enum Error {
         reason: String,
     },
     /// A fetched file does not have its pinned SHA-256 sum.
-    #[error("{path}: SHA-256 mismatch (expected {expected}, got {actual})")]
+    #[error(
+        "{path}: SHA-256 mismatch (expected {expected}, got {actual}): not the published file; \
+         fetch it again with `privopt data fetch --force`"
+    )]
     Checksum {
         /// The offending file.
         path: PathBuf,

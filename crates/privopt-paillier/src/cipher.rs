@@ -336,7 +336,11 @@ mod tests {
 
     #[test]
     fn multiples_of_a_prime_factor_are_not_ciphertexts() {
-        let kp = KeyPair::generate(1024, &mut rand_chacha::ChaCha20Rng::seed_from_u64(9)).unwrap();
+        let kp = KeyPair::generate_insecure_for_testing(
+            1024,
+            &mut rand_chacha::ChaCha20Rng::seed_from_u64(9),
+        )
+        .unwrap();
         let pk = &kp.public;
         let p = from_limbs(&kp.secret.hp.p);
         let q = from_limbs(&kp.secret.hq.p);
@@ -364,6 +368,11 @@ mod tests {
             KeyPair::generate(1000, &mut r).unwrap_err(),
             PaillierError::KeySize(1000)
         );
+        // 1024 bits only with the explicit opt-in (it was accepted by `generate`).
+        assert_eq!(
+            KeyPair::generate(1024, &mut r).unwrap_err(),
+            PaillierError::Insecure(1024)
+        );
         let kp = KeyPair::generate(2048, &mut r).unwrap();
         let (p, q) = (from_limbs(&kp.secret.hp.p), from_limbs(&kp.secret.hq.p));
         assert_eq!(kp.public.n().bits(), 2048);
@@ -375,7 +384,11 @@ mod tests {
     #[test]
     fn owner_obfuscators_are_nth_residues() {
         // x is an n-th residue mod n² iff x^φ(n) = 1 mod n².
-        let kp = KeyPair::generate(1024, &mut rand_chacha::ChaCha20Rng::seed_from_u64(11)).unwrap();
+        let kp = KeyPair::generate_insecure_for_testing(
+            1024,
+            &mut rand_chacha::ChaCha20Rng::seed_from_u64(11),
+        )
+        .unwrap();
         let (p, q) = (from_limbs(&kp.secret.hp.p), from_limbs(&kp.secret.hq.p));
         let phi = (&p - 1u8) * (&q - 1u8);
         let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(12);

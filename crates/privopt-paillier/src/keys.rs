@@ -276,8 +276,20 @@ pub struct KeyPair {
 }
 
 impl KeyPair {
-    /// Generates a key with an `bits`-bit modulus (1024 is accepted for tests only).
+    /// Generates a key with a `bits`-bit modulus: 2048, 3072 or 4096.
     pub fn generate(bits: u32, rng: &mut impl CryptoRng) -> Result<Self, PaillierError> {
+        if bits == 1024 {
+            return Err(PaillierError::Insecure(bits));
+        }
+        Self::generate_insecure_for_testing(bits, rng)
+    }
+
+    /// [`KeyPair::generate`] that also accepts 1024-bit moduli, far below 128-bit security:
+    /// for tests and quick experiments only.
+    pub fn generate_insecure_for_testing(
+        bits: u32,
+        rng: &mut impl CryptoRng,
+    ) -> Result<Self, PaillierError> {
         if !matches!(bits, 1024 | 2048 | 3072 | 4096) {
             return Err(PaillierError::KeySize(bits));
         }

@@ -32,6 +32,12 @@ pub enum PaillierError {
         "modulus size {0} bits is not supported (use 1024, 2048, 3072 or 4096; 1024 for tests only)"
     )]
     KeySize(u32),
+    /// A key size below the 2048-bit minimum, asked for without the explicit opt-in.
+    #[error(
+        "a {0}-bit modulus is below the 2048-bit minimum (about 112-bit security); use 2048 or \
+         more, or generate_insecure_for_testing in tests"
+    )]
+    Insecure(u32),
     /// A value that is not a valid ciphertext for this key.
     #[error("invalid ciphertext: {0}")]
     InvalidCiphertext(String),

@@ -11,7 +11,9 @@ use rand_chacha::ChaCha20Rng;
 
 fn key() -> &'static KeyPair {
     static KEY: OnceLock<KeyPair> = OnceLock::new();
-    KEY.get_or_init(|| KeyPair::generate(1024, &mut ChaCha20Rng::seed_from_u64(1)).unwrap())
+    KEY.get_or_init(|| {
+        KeyPair::generate_insecure_for_testing(1024, &mut ChaCha20Rng::seed_from_u64(1)).unwrap()
+    })
 }
 
 fn rng(seed: u64) -> ChaCha20Rng {

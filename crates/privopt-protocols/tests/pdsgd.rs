@@ -14,7 +14,7 @@ use privopt_protocols::{DecodeError, Error};
 fn keys(n: usize, seed: u64) -> Vec<KeyPair> {
     let mut r = SeedTree::new(seed).stream("test/keys", &[]);
     (0..n)
-        .map(|_| KeyPair::generate(1024, &mut r).unwrap())
+        .map(|_| KeyPair::generate_insecure_for_testing(1024, &mut r).unwrap())
         .collect()
 }
 

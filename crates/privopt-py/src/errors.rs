@@ -26,6 +26,7 @@ pub fn ckks(e: CkksError) -> PyErr {
             "insecure parameters: n = {n} allows log2 q <= {max_log_q} for 128-bit security, \
              got {log_q:.1} (pass insecure=True to use them in tests)"
         )),
+        CkksError::WeakNoise(_) => InsecureParameters::new_err(msg),
         CkksError::InvalidParams(_)
         | CkksError::Math(_)
         | CkksError::Encoding(_)
@@ -48,6 +49,7 @@ pub fn paillier(e: PaillierError) -> PyErr {
     let msg = e.to_string();
     match e {
         PaillierError::KeySize(_) | PaillierError::OutOfRange(_) => ParameterError::new_err(msg),
+        PaillierError::Insecure(_) => InsecureParameters::new_err(msg),
         PaillierError::InvalidCiphertext(_) | PaillierError::Malformed(_) => {
             MalformedMessage::new_err(msg)
         }

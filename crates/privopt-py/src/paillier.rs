@@ -150,7 +150,7 @@ pub fn generate_key_pair(py: Python<'_>, bits: u32, insecure: bool) -> PyResult<
              pass insecure=True in tests)"
         )));
     }
-    py.detach(|| KeyPair::generate(bits, &mut secret_rng(None)))
+    py.detach(|| KeyPair::generate_insecure_for_testing(bits, &mut secret_rng(None)))
         .map_err(errors::paillier)
 }
 

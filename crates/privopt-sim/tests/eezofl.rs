@@ -13,7 +13,8 @@ use privopt_sim::methods::eezofl::paper_params;
 const N: usize = 10;
 
 fn ota(smudging_log2: f64, sigma: f64, seed: u64) -> ExactHeOta {
-    let params = paper_params(4096, smudging_log2).unwrap();
+    // Tests study smudging below the policy too.
+    let params = paper_params(4096, smudging_log2, true).unwrap();
     let laws = vec![Fading::Gaussian { mu: 1.0, sigma }; N];
     ExactHeOta::new(
         params,

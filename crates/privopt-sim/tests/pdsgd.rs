@@ -41,7 +41,7 @@ fn paillier_keys(n: usize, seeds: &SeedTree) -> Vec<(privopt_paillier::PublicKey
     let mut r = seeds.stream("keys", &[]);
     (0..n)
         .map(|_| {
-            let kp = KeyPair::generate(1024, &mut r).unwrap();
+            let kp = KeyPair::generate_insecure_for_testing(1024, &mut r).unwrap();
             (kp.public.clone(), kp)
         })
         .collect()

@@ -142,7 +142,7 @@ impl EezoflSuiteConfig {
     /// Mean per-coefficient decoded noise variance over `noise_audit_rounds` rounds of the
     /// exact protocol with share noise `2^smudging_log2`.
     fn noise_audit(&self, p: &Problem, cfg: &EezoflConfig, smudging_log2: f64) -> Result<f64> {
-        let params = paper_params(cfg.he_n, smudging_log2)?;
+        let params = paper_params(cfg.he_n, smudging_log2, cfg.insecure)?;
         let seeds = SeedTree::new(self.seeds[0]);
         let mut ota = cfg.exact_ota(params, p.clients.len(), seeds, Precoder::None)?;
         let mut theta = vec![0.0; p.model.num_params()];
@@ -300,13 +300,19 @@ impl Suite for EezoflSuiteConfig {
         let mut audits = Vec::new();
         for &n in &self.he_sets {
             let cfg = self.variant(Aggregation::HeOta, n, self.sigmas[0]);
-            let params = paper_params(n, cfg.smudging_log2)?;
+            let params = paper_params(n, cfg.smudging_log2, cfg.insecure)?;
             let laws = laws_for(self.sigmas[0]);
             let d = p.model.num_params() as f64;
             // Decoded noise: privopt's smudging, then the paper's modelling (σ_φ = σ_e).
+            // The paper's model (σ* = σ_e) is below privopt's smudging policy: it is measured
+            // here, never run.
+            let audited = EezoflConfig {
+                insecure: true,
+                ..cfg.clone()
+            };
             let noise = |smudging_log2: f64| -> Result<NoiseAuditRow> {
-                let measured = self.noise_audit(p, &cfg, smudging_log2)?;
-                let predicted = cfg.predicted_noise_variance(p.clients.len(), smudging_log2)?;
+                let measured = self.noise_audit(p, &audited, smudging_log2)?;
+                let predicted = audited.predicted_noise_variance(p.clients.len(), smudging_log2)?;
                 let omega2 = laws[0].second_moment().powi(2);
                 Ok(NoiseAuditRow {
                     measured,

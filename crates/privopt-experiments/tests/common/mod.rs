@@ -81,7 +81,10 @@ pub const SMOKE_PDSGD_FIG3: &[(&str, &str)] = &[
         "paillier_timing_iterations = 5",
         "paillier_timing_iterations = 1",
     ),
-    ("paillier_bits = 2048", "paillier_bits = 1024"),
+    (
+        "paillier_bits = 2048",
+        "paillier_bits = 1024\ninsecure = true",
+    ),
 ];
 
 /// Smoke-size replacements of the shipped `dome-mnist` config (needs MNIST).

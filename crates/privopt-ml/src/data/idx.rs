@@ -11,7 +11,7 @@ use crate::data::Dataset;
 use crate::error::{Error, Result};
 
 /// Upper bound on the decoded size of one IDX file (MNIST train images are 47 MB).
-const MAX_IDX_BYTES: usize = 1 << 30;
+const MAX_IDX_BYTES: usize = 1 << 28;
 
 /// A decoded IDX array of unsigned bytes.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -155,25 +155,40 @@ fn is_missing(cell: &str) -> bool {
     MISSING.contains(&cell)
 }
 
+/// Largest magnitude of a numeric cell: beyond it the scaling's range `max − min` (and the
+/// imputation mean's sum) could overflow to infinity and every feature become NaN, which a
+/// run reported as divergence.
+const MAX_ABS_VALUE: f64 = 1e150;
+
+/// Most distinct values a categorical column may have in training: each becomes a feature.
+const MAX_CATEGORIES: usize = 1000;
+
 fn parse_number(table: &RawTable, row: usize, col: usize) -> Result<Option<f64>> {
     let cell = &table.rows[row][col];
     if is_missing(cell) {
         return Ok(None);
     }
-    cell.parse::<f64>()
+    let bad = |why: &str| {
+        Error::corrupt(
+            &table.source,
+            format!(
+                "row {}, column `{}`: `{cell}` {why}",
+                row + 1,
+                table.header[col]
+            ),
+        )
+    };
+    let v = cell
+        .parse::<f64>()
         .ok()
         .filter(|v| v.is_finite())
-        .map(Some)
-        .ok_or_else(|| {
-            Error::corrupt(
-                &table.source,
-                format!(
-                    "row {}, column `{}`: `{cell}` is not a number",
-                    row + 1,
-                    table.header[col]
-                ),
-            )
-        })
+        .ok_or_else(|| bad("is not a number"))?;
+    if v.abs() > MAX_ABS_VALUE {
+        return Err(bad(&format!(
+            "is outside ±{MAX_ABS_VALUE:e}, too large to scale"
+        )));
+    }
+    Ok(Some(v))
 }
 
 impl TabularEncoder {
@@ -205,6 +220,16 @@ impl TabularEncoder {
                 Column::Categorical(name) => {
                     let c = train.column(name)?;
                     let set: BTreeSet<&str> = train.rows.iter().map(|r| r[c].as_str()).collect();
+                    if set.len() > MAX_CATEGORIES {
+                        return Err(Error::corrupt(
+                            &train.source,
+                            format!(
+                                "column `{name}` has {} distinct values, more than the \
+                                 {MAX_CATEGORIES} a categorical feature may have",
+                                set.len()
+                            ),
+                        ));
+                    }
                     let categories: Vec<String> = set.into_iter().map(str::to_owned).collect();
                     names.extend(categories.iter().map(|k| format!("{name}={k}")));
                     fitted.push(Fitted::Categorical { categories });
@@ -341,6 +366,32 @@ mod tests {
         let test = table(&[&["60", "c", "9", "<=50K"]]);
         let t = enc.transform(&test).unwrap();
         assert_eq!(t.row(0), &[3.0, -1.0, -1.0, -1.0, 0.0]);
+    }
+
+    /// ±1e308 made the feature range infinite and every feature NaN (reported as a diverged
+    /// run); a unique category per row grew memory with the square of the rows. Both are
+    /// errors naming the column.
+    #[test]
+    fn huge_values_and_too_many_categories_are_refused() {
+        for huge in ["1e308", "-1e308", "1e151"] {
+            let train = table(&[&["20", "a", "5", "x"], &[huge, "a", "5", "x"]]);
+            let e = TabularEncoder::fit(&schema(), &train)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("`age`") && e.contains("too large"), "{e}");
+        }
+        let rows: Vec<[String; 4]> = (0..1001)
+            .map(|i| ["1".into(), format!("job{i}"), "5".into(), "x".into()])
+            .collect();
+        let refs: Vec<Vec<&str>> = rows
+            .iter()
+            .map(|r| r.iter().map(String::as_str).collect())
+            .collect();
+        let slices: Vec<&[&str]> = refs.iter().map(Vec::as_slice).collect();
+        let e = TabularEncoder::fit(&schema(), &table(&slices))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`job`") && e.contains("1001 distinct"), "{e}");
     }
 
     #[test]

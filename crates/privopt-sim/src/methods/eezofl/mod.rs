@@ -82,9 +82,13 @@ pub struct EezoflConfig {
     /// HE ring degree: 4096 (log q ≈ 109) or 8192 (log q ≈ 218).
     #[serde(default = "default_he_n")]
     pub he_n: usize,
-    /// log2 σ* of the decryption-share noise.
+    /// log2 σ* of the decryption-share noise (at least 20 unless `insecure`).
     #[serde(default = "default_smudging")]
     pub smudging_log2: f64,
+    /// Explicit opt-in to parameters below privopt's security policy (here decryption-share
+    /// smudging below 2^20); for tests and studies of the paper's weaker setting only.
+    #[serde(default)]
+    pub insecure: bool,
     /// F of the dyadic grid of gains and noise.
     #[serde(default = "default_grid_bits")]
     pub grid_bits: u32,
@@ -139,8 +143,9 @@ fn default_pilot() -> f64 {
     0.1
 }
 
-/// The paper's HE parameter set for ring degree `n`, with smudging `2^smudging_log2`.
-pub fn paper_params(n: usize, smudging_log2: f64) -> Result<Arc<CkksParams>> {
+/// The paper's HE parameter set for ring degree `n`, with smudging `2^smudging_log2`
+/// (below 2^20 only if `insecure`).
+pub fn paper_params(n: usize, smudging_log2: f64, insecure: bool) -> Result<Arc<CkksParams>> {
     let bits: &[u32] = match n {
         4096 => &[37, 36, 36],
         8192 => &[44, 44, 44, 43, 43],
@@ -152,6 +157,7 @@ pub fn paper_params(n: usize, smudging_log2: f64) -> Result<Arc<CkksParams>> {
     };
     CkksParamsBuilder::new(n, bits)
         .smudging_log2(smudging_log2)
+        .insecure_for_testing(insecure)
         .build()
         .map_err(|e| Error::Config(format!("method: {e}")))
 }
@@ -166,7 +172,7 @@ impl EezoflConfig {
         let laws = vec![self.channel; devices];
         let exact = |precoder| {
             self.exact_ota(
-                paper_params(self.he_n, self.smudging_log2)?,
+                paper_params(self.he_n, self.smudging_log2, self.insecure)?,
                 devices,
                 *seeds,
                 precoder,
@@ -182,7 +188,7 @@ impl EezoflConfig {
             Aggregation::HeOtaModular => Box::new(ModularHeOta::new(exact(Precoder::None)?)),
             // Every digital message crosses as its bytes, as between processes.
             Aggregation::Digital => Box::new(DigitalHe::new(
-                paper_params(self.he_n, self.smudging_log2)?,
+                paper_params(self.he_n, self.smudging_log2, self.insecure)?,
                 devices as u32,
                 *seeds,
                 true,
@@ -215,7 +221,7 @@ impl EezoflConfig {
     /// devices on this config's channel, ring degree and noise, with share noise
     /// `2^smudging_log2`.
     pub fn predicted_noise_variance(&self, devices: usize, smudging_log2: f64) -> Result<f64> {
-        let params = paper_params(self.he_n, smudging_log2)?;
+        let params = paper_params(self.he_n, smudging_log2, self.insecure)?;
         Ok(audit::decoded_noise_variance(
             params.n(),
             &vec![self.channel; devices],
@@ -317,6 +323,16 @@ impl Method for EezoflConfig {
         ensure((0.0..=50.0).contains(&self.smudging_log2), || {
             "method.smudging_log2 must be in [0, 50]".into()
         })?;
+        ensure(
+            self.smudging_log2 >= privopt_ckks::params::MIN_SMUDGING_LOG2 || self.insecure,
+            || {
+                format!(
+                    "method.smudging_log2 = {} is below 20 (shares would not hide the \
+                     ciphertext noise); set method.insecure = true to use it anyway",
+                    self.smudging_log2
+                )
+            },
+        )?;
         ensure((40..=56).contains(&self.grid_bits), || {
             format!(
                 "method.grid_bits must be in 40..=56, got {}",

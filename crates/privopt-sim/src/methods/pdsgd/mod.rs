@@ -103,6 +103,10 @@ pub struct PdsgdConfig {
     /// Paillier modulus size of the timing run.
     #[serde(default = "d_bits")]
     pub paillier_bits: u32,
+    /// Explicit opt-in to parameters below privopt's security policy (here a 1024-bit
+    /// Paillier modulus); for tests and quick experiments only.
+    #[serde(default)]
+    pub insecure: bool,
     /// Worker threads for the trials.
     #[serde(default = "d_threads")]
     pub threads: usize,
@@ -491,6 +495,13 @@ impl Method for PdsgdConfig {
         })?;
         ensure(matches!(self.paillier_bits, 1024 | 2048 | 3072), || {
             "method.paillier_bits must be 1024, 2048 or 3072".into()
+        })?;
+        ensure(self.paillier_bits >= 2048 || self.insecure, || {
+            format!(
+                "method.paillier_bits = {} is below the 2048-bit minimum; set method.insecure = \
+                 true to use it anyway (tests only)",
+                self.paillier_bits
+            )
         })
     }
 
@@ -583,7 +594,8 @@ impl Method for PdsgdConfig {
             let start = Instant::now();
             let keys = (0..graph.len())
                 .map(|_| {
-                    let kp = KeyPair::generate(self.paillier_bits, &mut krng)
+                    // Validation let 1024 bits through only with `insecure`.
+                    let kp = KeyPair::generate_insecure_for_testing(self.paillier_bits, &mut krng)
                         .map_err(privopt_protocols::Error::from)?;
                     Ok((kp.public.clone(), kp))
                 })

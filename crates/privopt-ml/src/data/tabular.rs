@@ -38,6 +38,11 @@ impl RawTable {
     /// naming the file and line.
     pub fn read_csv(path: &Path, opts: &CsvOptions) -> Result<RawTable> {
         let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        Self::parse_csv(&text, opts, path)
+    }
+
+    /// Parses CSV `text` as [`RawTable::read_csv`] does; `path` only names it in errors.
+    pub fn parse_csv(text: &str, opts: &CsvOptions, path: &Path) -> Result<RawTable> {
         let body: String = text
             .lines()
             .skip(opts.skip_lines)

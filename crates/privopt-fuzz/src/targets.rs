@@ -1,0 +1,282 @@
+//! The targets: every decoder of bytes that can come from outside a party, with valid seeds
+//! made by the real encoders.
+
+use std::path::Path;
+
+use privopt_ckks::eval::{EvalContext, SecretKey, encode};
+use privopt_ckks::multiparty::{
+    Ciphertext as MkCiphertext, CollectivePublicKey, CommonPoly, DecryptionShare, Party,
+    PublicKeyShare,
+};
+use privopt_ckks::params::CkksParamsBuilder;
+use privopt_ckks::{CkksParams, eval};
+use privopt_math::sample::secret_rng;
+use privopt_protocols::Message;
+use privopt_protocols::dome::{BasisChunk, RoundBroadcast};
+use privopt_protocols::scalar_fl::{Reply, RoundPlan};
+use privopt_secagg::{
+    AdvertiseKeys, Client, ClientConfig, ClientSnapshot, Context, Graph, IncomingShares,
+    MaskedInput, NeighbourKeys, Server, ServerConfig, SessionId, ShareKeys, UnmaskRequest,
+    UnmaskShares,
+};
+use rand_chacha::ChaCha20Rng;
+
+use crate::Target;
+
+type Fixture<T> = Result<T, String>;
+
+fn target(name: &'static str, seeds: Vec<Vec<u8>>, run: impl Fn(&[u8]) + 'static) -> Target {
+    Target {
+        name,
+        seeds,
+        framed: false,
+        run: Box::new(run),
+    }
+}
+
+/// A target for a privopt-protocols message (checksummed framing).
+fn message<M: Message + 'static>(name: &'static str, seeds: Vec<Vec<u8>>) -> Target {
+    Target {
+        name,
+        seeds,
+        framed: true,
+        run: Box::new(|b| drop(M::from_bytes(b))),
+    }
+}
+
+/// Every target, with its fixtures made (keys, a SecAgg+ round); an `Err` names a fixture
+/// that could not be made.
+pub fn all_targets() -> Result<Vec<Target>, String> {
+    let mut out = Vec::new();
+    out.extend(ckks_targets()?);
+    out.extend(paillier_targets()?);
+    out.extend(secagg_targets()?);
+    out.extend(protocol_targets());
+    out.extend(file_targets());
+    Ok(out)
+}
+
+fn ckks_targets() -> Fixture<Vec<Target>> {
+    let e = |e: privopt_ckks::CkksError| e.to_string();
+    // xMK-CKKS at the paper's n = 4096 set.
+    let params = CkksParams::paper_n4096().map_err(e)?;
+    let mut rng = secret_rng(Some(1));
+    let crs = CommonPoly::from_seed(&params, [3; 32]);
+    let parties: Vec<Party> = (0..3)
+        .map(|i| Party::generate(i, &params, &crs, &mut rng))
+        .collect();
+    let key_shares: Vec<PublicKeyShare> = parties.iter().map(|p| p.public_key_share(9)).collect();
+    let key =
+        CollectivePublicKey::aggregate(&params, &crs, &[0, 1, 2], 9, &key_shares).map_err(e)?;
+    let ct = key.encrypt_scalar(0.5, &mut rng).map_err(e)?;
+    let share = parties[0].partial_decrypt(&ct, &mut rng).map_err(e)?;
+    let (p1, p2, p3) = (params.clone(), params.clone(), params.clone());
+    // The leveled engine at a small (insecure, decode-only) ring for speed.
+    let leveled = CkksParamsBuilder::leveled(4096, 50, 40, 1, &[47])
+        .insecure_for_testing(true)
+        .build()
+        .map_err(e)?;
+    let ctx = EvalContext::new(&leveled).map_err(e)?;
+    let sk = SecretKey::generate(&ctx, &mut rng);
+    let pk = sk.public_key(&mut rng);
+    let relin = sk.relin_key(&mut rng);
+    let pt = encode(&ctx, &[0.25, -1.0, 3.0], ctx.max_level()).map_err(e)?;
+    let lct = pk.encrypt(&pt, &mut rng);
+    let (l1, l2, c1) = (leveled.clone(), leveled.clone(), ctx.clone());
+    Ok(vec![
+        target("ckks/mk-ciphertext", vec![ct.to_bytes()], move |b| {
+            drop(MkCiphertext::from_bytes(&p1, b))
+        }),
+        target(
+            "ckks/decryption-share",
+            vec![share.to_bytes(&params)],
+            move |b| drop(DecryptionShare::from_bytes(&p2, b)),
+        ),
+        target(
+            "ckks/public-key-share",
+            vec![key_shares[1].to_bytes(&params)],
+            move |b| drop(PublicKeyShare::from_bytes(&p3, b)),
+        ),
+        target("ckks/ciphertext", vec![lct.to_bytes(&leveled)], move |b| {
+            drop(eval::Ciphertext::from_bytes(&l1, b))
+        }),
+        target("ckks/public-key", vec![pk.to_bytes()], move |b| {
+            drop(eval::PublicKey::from_bytes(&c1, b))
+        }),
+        target("ckks/relin-key", vec![relin.to_bytes(&leveled)], move |b| {
+            drop(eval::RelinKey::from_bytes(&l2, b))
+        }),
+    ])
+}
+
+fn paillier_targets() -> Fixture<Vec<Target>> {
+    use privopt_paillier::{BigInt, Ciphertext, KeyPair, PublicKey};
+    let mut rng = secret_rng(Some(2));
+    let kp = KeyPair::generate(2048, &mut rng).map_err(|e| e.to_string())?;
+    let ct = kp
+        .public
+        .encrypt(&BigInt::from(-12345), &mut rng)
+        .map_err(|e| e.to_string())?;
+    let (pk1, pk2) = (kp.public.clone(), kp.public.clone());
+    Ok(vec![
+        target("paillier/ciphertext", vec![ct.to_bytes(&pk1)], move |b| {
+            drop(Ciphertext::from_bytes(&pk2, b))
+        }),
+        target("paillier/public-key", vec![kp.public.to_bytes()], |b| {
+            drop(PublicKey::from_bytes(b))
+        }),
+        target("paillier/key-pair", vec![kp.to_bytes()], |b| {
+            drop(KeyPair::from_bytes(b))
+        }),
+    ])
+}
+
+/// One SecAgg+ round of three clients, its every message recorded.
+fn secagg_targets() -> Fixture<Vec<Target>> {
+    let e = |e: privopt_secagg::Error| e.to_string();
+    let context = Context {
+        session: SessionId([4; 16]),
+        round: 1,
+    };
+    let graph = Graph::complete(3).map_err(e)?;
+    let (t, len) = (2, 16);
+    let mut server = Server::new(ServerConfig {
+        context,
+        graph: graph.clone(),
+        threshold: t,
+        vector_len: len,
+    })
+    .map_err(e)?;
+    let mut rng = <ChaCha20Rng as rand::SeedableRng>::seed_from_u64(5);
+    let mut clients = Vec::new();
+    let mut adverts = Vec::new();
+    for c in 0..3 {
+        let config = ClientConfig {
+            context,
+            id: c,
+            neighbours: graph.neighbours(c).to_vec(),
+            threshold: t,
+            vector_len: len,
+        };
+        let (client, advert) = Client::new(config, &mut rng).map_err(e)?;
+        server.receive_keys(advert.clone()).map_err(e)?;
+        adverts.push(advert.to_bytes());
+        clients.push(client);
+    }
+    let relayed = server.finish_advertising().map_err(e)?;
+    let mut shared = Vec::new();
+    for (client, msg) in clients.iter_mut().zip(&relayed) {
+        let reply = client.share_keys(msg, &mut rng).map_err(e)?;
+        server.receive_shares(reply.clone()).map_err(e)?;
+        shared.push(reply.to_bytes());
+    }
+    let routed = server.finish_sharing().map_err(e)?;
+    let mut masked = Vec::new();
+    for (i, client) in clients.iter_mut().enumerate() {
+        let m = client.mask_input(&routed[i], &[7; 16]).map_err(e)?;
+        server.receive_masked(&m).map_err(e)?;
+        masked.push(m.to_bytes());
+    }
+    let snapshots: Vec<Vec<u8>> = clients.iter().map(|c| c.snapshot().to_bytes()).collect();
+    let requests = server.finish_masking().map_err(e)?;
+    let mut unmask = Vec::new();
+    for (client, req) in clients.iter_mut().zip(&requests) {
+        unmask.push(client.unmask(req).map_err(e)?.to_bytes());
+    }
+    Ok(vec![
+        message::<AdvertiseKeys>("secagg/advertise-keys", adverts),
+        message::<NeighbourKeys>("secagg/neighbour-keys", bytes(&relayed)),
+        message::<ShareKeys>("secagg/share-keys", shared),
+        message::<IncomingShares>("secagg/incoming-shares", bytes(&routed)),
+        message::<MaskedInput>("secagg/masked-input", masked),
+        message::<UnmaskRequest>("secagg/unmask-request", bytes(&requests)),
+        message::<UnmaskShares>("secagg/unmask-shares", unmask),
+        message::<ClientSnapshot>("secagg/client-snapshot", snapshots),
+    ])
+}
+
+fn bytes<M: Message>(messages: &[M]) -> Vec<Vec<u8>> {
+    messages.iter().map(Message::to_bytes).collect()
+}
+
+fn protocol_targets() -> Vec<Target> {
+    let plan = RoundPlan {
+        round: 3,
+        seeds: vec![1, 2, 3, u64::MAX],
+        clients: vec![0, 4, 9],
+    };
+    let reply = Reply {
+        client: 4,
+        round: 3,
+        scalars: vec![0.5, -1.25, f32::MIN_POSITIVE],
+    };
+    let broadcast = RoundBroadcast {
+        round: 2,
+        participants: 50,
+        noise_std: 0.3,
+        clip: 1.0,
+        quantizer_bound: 8.0,
+        m_hat: vec![0.1, -0.2, 0.3, 0.0],
+    };
+    let chunk = BasisChunk {
+        round: 2,
+        d: 6,
+        k: 2,
+        first: 0,
+        values: (0..12).map(f64::from).collect(),
+    };
+    vec![
+        message::<RoundPlan>("scalar_fl/round-plan", vec![plan.to_bytes()]),
+        message::<Reply>("scalar_fl/reply", vec![reply.to_bytes()]),
+        message::<RoundBroadcast>("dome/round-broadcast", vec![broadcast.to_bytes()]),
+        message::<BasisChunk>("dome/basis-chunk", vec![chunk.to_bytes()]),
+    ]
+}
+
+/// Data files and configs: IDX, CSV (parse, then fit the encoder), the experiment TOML.
+fn file_targets() -> Vec<Target> {
+    use privopt_ml::data::idx::parse_idx;
+    use privopt_ml::data::tabular::{Column, CsvOptions, RawTable, TabularEncoder, TabularSchema};
+    let mut idx = vec![0u8, 0, 8, 3];
+    for d in [3u32, 4, 4] {
+        idx.extend_from_slice(&d.to_be_bytes());
+    }
+    idx.extend((0..48).map(|i| i as u8));
+    let csv = "age,job,hours,income\n39,clerk,40,<=50K\n50,manager,13,>50K\n38,?,40,<=50K\n";
+    let schema = TabularSchema {
+        features: vec![
+            Column::Numeric("age".into()),
+            Column::Categorical("job".into()),
+            Column::Numeric("hours".into()),
+        ],
+        label: "income".into(),
+        positive: vec![">50K".into()],
+    };
+    let configs = [
+        include_str!("../../../configs/quickstart/sgd.toml"),
+        include_str!("../../../configs/quickstart/pdsgd.toml"),
+        include_str!("../../../configs/quickstart/dome.toml"),
+        include_str!("../../../configs/quickstart/eezofl.toml"),
+    ];
+    vec![
+        target("ml/idx", vec![idx], |b| {
+            drop(parse_idx(b, Path::new("fuzz")))
+        }),
+        target("ml/csv", vec![csv.as_bytes().to_vec()], move |b| {
+            let text = String::from_utf8_lossy(b);
+            if let Ok(t) = RawTable::parse_csv(&text, &CsvOptions::default(), Path::new("fuzz")) {
+                drop(TabularEncoder::fit(&schema, &t).and_then(|enc| enc.transform(&t)));
+            }
+        }),
+        target(
+            "config/toml",
+            configs.iter().map(|c| c.as_bytes().to_vec()).collect(),
+            |b| {
+                let text = String::from_utf8_lossy(b);
+                drop(privopt_experiments::config::ExperimentConfig::from_toml(
+                    &text, "fuzz",
+                ));
+            },
+        ),
+    ]
+}

@@ -210,8 +210,8 @@ impl EvalFixture {
         .with_threads(threads)?;
         let values: Vec<f64> = (0..ctx.slots()).map(|j| (j as f64 * 0.001).sin()).collect();
         let pt = encode(&ctx, &values, ctx.max_level())?;
-        let a = pk.encrypt(&pt, &mut rng);
-        let b = pk.encrypt(&pt, &mut rng);
+        let a = pk.encrypt(&pt, &mut rng)?;
+        let b = pk.encrypt(&pt, &mut rng)?;
         Ok(Self {
             name: name.to_string(),
             ctx,
@@ -238,7 +238,7 @@ impl EvalFixture {
     }
 
     /// Public-key encryption of an encoded full vector.
-    pub fn encrypt(&mut self) -> crate::eval::Ciphertext {
+    pub fn encrypt(&mut self) -> Result<crate::eval::Ciphertext, CkksError> {
         let (pk, pt, rng) = (&self.pk, &self.pt, &mut self.rng);
         self.ev.install(|| pk.encrypt(pt, rng))
     }

@@ -46,9 +46,13 @@ fn poly_bytes(params: &CkksParams) -> usize {
 }
 
 fn header(out: &mut Vec<u8>, kind: u8, params: &CkksParams, session: u64) {
+    tagged_header(out, kind, params.fingerprint(), session);
+}
+
+fn tagged_header(out: &mut Vec<u8>, kind: u8, fingerprint: &[u8; 32], session: u64) {
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&[VERSION, kind, 0, 0]);
-    out.extend_from_slice(params.fingerprint());
+    out.extend_from_slice(fingerprint);
     out.extend_from_slice(&session.to_le_bytes());
 }
 
@@ -311,10 +315,11 @@ impl crate::eval::Ciphertext {
         HEADER + 4 + 8 + 2 * 8 * params.n() * (level + 1)
     }
 
-    /// The ciphertext as bytes.
+    /// The ciphertext as bytes, tagged with the parameters it was made under (`params` only
+    /// sizes the buffer).
     pub fn to_bytes(&self, params: &CkksParams) -> Vec<u8> {
         let mut out = Vec::with_capacity(Self::encoded_len(params, self.level));
-        header(&mut out, KIND_EVAL_CIPHERTEXT, params, 0);
+        tagged_header(&mut out, KIND_EVAL_CIPHERTEXT, &self.params, 0);
         out.extend_from_slice(&(self.level as u32).to_le_bytes());
         out.extend_from_slice(&self.scale.to_le_bytes());
         put_residues(&mut out, &self.c0);
@@ -352,6 +357,7 @@ impl crate::eval::Ciphertext {
             c1,
             level,
             scale,
+            params: *params.fingerprint(),
         })
     }
 }

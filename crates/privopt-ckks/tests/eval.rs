@@ -44,7 +44,7 @@ impl Fixture {
     fn encrypt(&mut self, v: &[f64]) -> Ciphertext {
         let pt = encode(&self.ctx, v, self.ctx.max_level()).unwrap();
         let pk = self.sk.public_key(&mut self.rng);
-        pk.encrypt(&pt, &mut self.rng)
+        pk.encrypt(&pt, &mut self.rng).unwrap()
     }
 
     fn max_err(&self, ct: &Ciphertext, want: &[f64]) -> f64 {
@@ -86,7 +86,7 @@ fn encryption_round_trips_at_every_level() {
     assert!(f.max_err(&ct, &v) < 1e-6, "{}", f.max_err(&ct, &v));
     // Symmetric encryption too.
     let pt = encode(&f.ctx, &v, 1).unwrap();
-    let ct = f.sk.encrypt(&pt, &mut f.rng);
+    let ct = f.sk.encrypt(&pt, &mut f.rng).unwrap();
     assert_eq!(ct.level(), 1);
     assert!(f.max_err(&ct, &v) < 1e-6);
     for l in (0..f.ctx.max_level()).rev() {
@@ -137,14 +137,14 @@ fn constants_plaintexts_and_sums() {
     let s = f.ev.sub(&f.ev.add(&ca, &cb).unwrap(), &cb).unwrap();
     assert!(f.max_err(&s, &a) < 1e-6);
     let neg: Vec<f64> = a.iter().map(|x| -x).collect();
-    assert!(f.max_err(&f.ev.negate(&ca), &neg) < 1e-6);
+    assert!(f.max_err(&f.ev.negate(&ca).unwrap(), &neg) < 1e-6);
     let c =
         f.ev.add_const(&f.ev.mul_const(&ca, -0.37).unwrap(), 1.5)
             .unwrap();
     let want: Vec<f64> = a.iter().map(|x| -0.37 * x + 1.5).collect();
     assert!(f.max_err(&c, &want) < 1e-6);
     let tripled: Vec<f64> = a.iter().map(|x| 3.0 * x).collect();
-    assert!(f.max_err(&f.ev.mul_int(&ca, 3), &tripled) < 1e-6);
+    assert!(f.max_err(&f.ev.mul_int(&ca, 3).unwrap(), &tripled) < 1e-6);
     let pt = f.ev.encode_for_product(&b, ca.level()).unwrap();
     let prod = f.ev.mul_plain(&ca, &pt).unwrap();
     let want: Vec<f64> = a.iter().zip(&b).map(|(x, y)| x * y).collect();
@@ -214,7 +214,9 @@ fn key_switching_with_several_digits_and_special_primes() {
     .unwrap();
     let a = vector(ctx.slots(), 0.5);
     let pk = sk.public_key(&mut rng);
-    let mut ct = pk.encrypt(&encode(&ctx, &a, ctx.max_level()).unwrap(), &mut rng);
+    let mut ct = pk
+        .encrypt(&encode(&ctx, &a, ctx.max_level()).unwrap(), &mut rng)
+        .unwrap();
     let mut want = a.clone();
     // Square repeatedly with a rotation in between: every level, including partial digits.
     for _ in 0..5 {
@@ -342,7 +344,9 @@ fn baby_step_giant_step_linear_transform_matches_the_matrix_product() {
     let lt = LinearTransform::new(&ev, &diagonals, top).unwrap();
     let v = vector(slots, 2.0);
     let pk = sk.public_key(&mut rng);
-    let ct = pk.encrypt(&encode(&ctx, &v, top).unwrap(), &mut rng);
+    let ct = pk
+        .encrypt(&encode(&ctx, &v, top).unwrap(), &mut rng)
+        .unwrap();
     let out = lt.apply(&ev, &ct).unwrap();
     assert_eq!(out.level(), top - 1);
     let got = sk.decrypt_values(&out).unwrap();
@@ -455,7 +459,9 @@ fn evaluation_keys_round_trip_through_bytes_and_bad_bytes_are_refused() {
     // the loaded evaluation keys, decrypt with the secret.
     let ev = Evaluator::new(&ctx, Some(relin), galois);
     let v = vector(ctx.slots(), 1.0);
-    let ct = pk.encrypt(&encode(&ctx, &v, ctx.max_level()).unwrap(), &mut rng);
+    let ct = pk
+        .encrypt(&encode(&ctx, &v, ctx.max_level()).unwrap(), &mut rng)
+        .unwrap();
     let out = ev.rotate(&ev.square(&ct).unwrap(), -2).unwrap();
     let got = sk.decrypt_values(&out).unwrap();
     let s = v.len();
@@ -530,4 +536,51 @@ fn key_switching_with_wide_digits_of_60_bit_primes_stays_exact() {
         .map(|((x, y), g)| (x * y - g).abs())
         .fold(0.0, f64::max);
     assert!(worst < 1e-6, "relinearization: {worst}");
+}
+
+/// Ciphertexts and plaintexts carry their parameters' fingerprint: using one with an
+/// evaluator or key of another parameter set is an error (it panicked on a different ring,
+/// and `add` returned garbage on the same ring with other primes).
+#[test]
+fn operands_of_other_parameters_are_refused() {
+    let mut f = fixture(&[1]);
+    let a = f.encrypt(&vector(8, 0.0));
+    for other_params in [
+        // Another ring degree.
+        CkksParamsBuilder::leveled(4096, 50, 40, 1, &[47])
+            .insecure_for_testing(true)
+            .build()
+            .unwrap(),
+        // The same ring and shape, other primes.
+        CkksParamsBuilder::leveled(8192, 49, 40, 3, &[47])
+            .build()
+            .unwrap(),
+    ] {
+        let ctx = EvalContext::new(&other_params).unwrap();
+        let mut rng = secret_rng(Some(3));
+        let sk = SecretKey::generate(&ctx, &mut rng);
+        let galois = sk.galois_keys(&[1], false, &mut rng);
+        let ev = Evaluator::new(&ctx, Some(sk.relin_key(&mut rng)), galois);
+        let pt = encode(&ctx, &vector(8, 1.0), ctx.max_level()).unwrap();
+        let b = sk.public_key(&mut rng).encrypt(&pt, &mut rng).unwrap();
+        let mismatch = |r: Result<Ciphertext, CkksError>| {
+            assert!(matches!(r, Err(CkksError::Mismatch(_))), "{r:?}")
+        };
+        mismatch(ev.add(&a, &b));
+        mismatch(ev.add(&b, &a));
+        mismatch(f.ev.add(&a, &b));
+        mismatch(ev.multiply(&a, &a));
+        mismatch(ev.rotate(&a, 1));
+        mismatch(ev.negate(&a));
+        mismatch(ev.mul_int(&a, 2));
+        mismatch(ev.add_const(&a, 1.0));
+        mismatch(ev.rescale(&a));
+        mismatch(f.ev.add_plain(&a, &pt));
+        mismatch(f.sk.encrypt(&pt, &mut f.rng));
+        assert!(matches!(sk.decrypt(&a), Err(CkksError::Mismatch(_))));
+        assert!(matches!(
+            f.sk.decrypt_values(&b),
+            Err(CkksError::Mismatch(_))
+        ));
+    }
 }

@@ -81,7 +81,7 @@ fn ckks_targets() -> Fixture<Vec<Target>> {
     let pk = sk.public_key(&mut rng);
     let relin = sk.relin_key(&mut rng);
     let pt = encode(&ctx, &[0.25, -1.0, 3.0], ctx.max_level()).map_err(e)?;
-    let lct = pk.encrypt(&pt, &mut rng);
+    let lct = pk.encrypt(&pt, &mut rng).map_err(e)?;
     let (l1, l2, c1) = (leveled.clone(), leveled.clone(), ctx.clone());
     Ok(vec![
         target("ckks/mk-ciphertext", vec![ct.to_bytes()], move |b| {

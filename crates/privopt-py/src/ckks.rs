@@ -7,7 +7,7 @@ use privopt_ckks::eval::{
     self, Ciphertext as EvalCiphertext, EvalContext, Evaluator as Engine, GaloisKeys as Galois,
     PolyBasis, PublicKey as Public, RelinKey as Relin, SecretKey as Secret,
 };
-use privopt_ckks::{CkksParams, CkksParamsBuilder};
+use privopt_ckks::{CkksError, CkksParams, CkksParamsBuilder};
 use privopt_math::sample::secret_rng;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -199,12 +199,17 @@ fn encrypt_values(
     ctx: &Arc<EvalContext>,
     values: &Reals<'_>,
     level: Option<usize>,
-    encrypt: impl Fn(&eval::Plaintext, &mut rand_chacha::ChaCha20Rng) -> EvalCiphertext + Sync,
+    encrypt: impl Fn(
+        &eval::Plaintext,
+        &mut rand_chacha::ChaCha20Rng,
+    ) -> Result<EvalCiphertext, CkksError>
+    + Sync,
 ) -> PyResult<PyCiphertext> {
     let values = to_vec(values);
     py.detach(|| {
         let pt = encode(ctx, &values, level)?;
-        Ok(PyCiphertext::new(encrypt(&pt, &mut secret_rng(None)), ctx))
+        let ct = encrypt(&pt, &mut secret_rng(None)).map_err(errors::ckks)?;
+        Ok(PyCiphertext::new(ct, ctx))
     })
 }
 
@@ -468,7 +473,7 @@ impl PyEvaluator {
         &self,
         py: Python<'_>,
         operands: &[&PyCiphertext],
-        f: impl FnOnce(&Engine) -> Result<EvalCiphertext, privopt_ckks::CkksError> + Send,
+        f: impl FnOnce(&Engine) -> Result<EvalCiphertext, CkksError> + Send,
     ) -> PyResult<PyCiphertext> {
         let ctx = self.0.context();
         for op in operands {
@@ -525,7 +530,7 @@ impl PyEvaluator {
 
     /// ``−a``.
     fn negate(&self, py: Python<'_>, a: &PyCiphertext) -> PyResult<PyCiphertext> {
-        self.run(py, &[a], |e| Ok(e.negate(&a.ct)))
+        self.run(py, &[a], |e| e.negate(&a.ct))
     }
 
     /// ``a + values`` slot-wise (no level used).

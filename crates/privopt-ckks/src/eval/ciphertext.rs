@@ -7,6 +7,8 @@ pub struct Plaintext {
     pub(crate) data: Vec<u64>,
     pub(crate) level: usize,
     pub(crate) scale: f64,
+    /// Fingerprint of the parameters it was encoded under (checked by every operation).
+    pub(crate) params: [u8; 32],
 }
 
 impl Plaintext {
@@ -28,6 +30,9 @@ pub struct Ciphertext {
     pub(crate) c1: Vec<u64>,
     pub(crate) level: usize,
     pub(crate) scale: f64,
+    /// Fingerprint of the parameters it was made under: every operation checks it, so a
+    /// ciphertext of another parameter set is an error, not a panic or a wrong result.
+    pub(crate) params: [u8; 32],
 }
 
 impl Ciphertext {
@@ -56,4 +61,20 @@ pub struct Product {
     pub(crate) d2: Vec<u64>,
     pub(crate) level: usize,
     pub(crate) scale: f64,
+    pub(crate) params: [u8; 32],
+}
+
+/// Refuses `tag` unless it is `ctx`'s parameter fingerprint; `what` names the operand.
+pub(crate) fn check_params(
+    ctx: &super::EvalContext,
+    tag: &[u8; 32],
+    what: &str,
+) -> Result<(), crate::CkksError> {
+    if tag == ctx.params().fingerprint() {
+        Ok(())
+    } else {
+        Err(crate::CkksError::Mismatch(format!(
+            "{what} made under other parameters"
+        )))
+    }
 }

@@ -47,13 +47,19 @@ pub fn encode_at(
         }
     }
     ring::forward(ctx, &mut data, &idx);
-    Ok(Plaintext { data, level, scale })
+    Ok(Plaintext {
+        data,
+        level,
+        scale,
+        params: *ctx.params().fingerprint(),
+    })
 }
 
 /// The real slot values of a decrypted plaintext. The coefficients are reconstructed from the
 /// first two primes (exact while `|coefficient| < q_0 q_1 / 2`, i.e. for any message that
 /// could still be rescaled), or from `q_0` alone at level 0.
 pub fn decode(ctx: &EvalContext, pt: &Plaintext) -> Result<Vec<f64>, CkksError> {
+    super::ciphertext::check_params(ctx, &pt.params, "a plaintext")?;
     let n = ctx.n();
     let rows = (pt.level + 1).min(2);
     let idx: Vec<usize> = (0..rows).collect();

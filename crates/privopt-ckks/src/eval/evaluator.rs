@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use rayon::ThreadPool;
 
-use super::ciphertext::{Ciphertext, Plaintext, Product};
+use super::ciphertext::{Ciphertext, Plaintext, Product, check_params};
 use super::context::EvalContext;
 use super::keys::{GaloisKeys, RelinKey};
 use super::{keyswitch, ring};
@@ -117,22 +117,26 @@ impl Evaluator {
             c1: op(&self.ctx, &a.c1, &b.c1, &idx),
             level: a.level,
             scale: a.scale,
+            params: a.params,
         }))
     }
 
     /// `−a`.
-    pub fn negate(&self, a: &Ciphertext) -> Ciphertext {
+    pub fn negate(&self, a: &Ciphertext) -> Result<Ciphertext, CkksError> {
+        self.own(a)?;
         let idx = Self::q_idx(a.level);
         let mut out = a.clone();
         self.install(|| {
             ring::negate(&self.ctx, &mut out.c0, &idx);
             ring::negate(&self.ctx, &mut out.c1, &idx);
         });
-        out
+        Ok(out)
     }
 
     /// `a + p` for a plaintext at the same scale and at least `a`'s level.
     pub fn add_plain(&self, a: &Ciphertext, p: &Plaintext) -> Result<Ciphertext, CkksError> {
+        self.own(a)?;
+        check_params(&self.ctx, &p.params, "a plaintext")?;
         if p.level < a.level {
             return Err(CkksError::LevelExhausted(format!(
                 "plaintext at level {} cannot be added at level {}",
@@ -167,6 +171,7 @@ impl Evaluator {
 
     /// `a + c` in every slot.
     pub fn add_const(&self, a: &Ciphertext, c: f64) -> Result<Ciphertext, CkksError> {
+        self.own(a)?;
         let consts = self.residues_of(scaled_integer(c * a.scale)?, a.level);
         let idx = Self::q_idx(a.level);
         let mut out = a.clone();
@@ -175,10 +180,11 @@ impl Evaluator {
     }
 
     /// `k · a` for an integer `k`, without rescaling (no level used).
-    pub fn mul_int(&self, a: &Ciphertext, k: i64) -> Ciphertext {
+    pub fn mul_int(&self, a: &Ciphertext, k: i64) -> Result<Ciphertext, CkksError> {
+        self.own(a)?;
         let mut out = a.clone();
         self.scale_by_integer(&mut out, i128::from(k));
-        out
+        Ok(out)
     }
 
     /// `c · a` for a real constant, rescaled: one level, landing on `Δ_{l−1}`.
@@ -196,6 +202,7 @@ impl Evaluator {
         c: f64,
         level: usize,
     ) -> Result<Ciphertext, CkksError> {
+        self.own(a)?;
         if level >= a.level {
             return Err(CkksError::LevelExhausted(format!(
                 "a constant product from level {} cannot land on level {level}",
@@ -210,6 +217,7 @@ impl Evaluator {
             c1: a.c1[..(l + 1) * n].to_vec(),
             level: l,
             scale: a.scale,
+            params: a.params,
         };
         let target = self.ctx.level_scale(level);
         let k = scaled_integer(c * target * self.ctx.primes[l] as f64 / t.scale)?;
@@ -236,6 +244,7 @@ impl Evaluator {
     /// `a`'s level or above), rescaled.
     pub fn mul_plain(&self, a: &Ciphertext, p: &Plaintext) -> Result<Ciphertext, CkksError> {
         let l = self.need_level(a, 1, "a plaintext product")?;
+        check_params(&self.ctx, &p.params, "a plaintext")?;
         if p.level < l {
             return Err(CkksError::LevelExhausted(format!(
                 "plaintext at level {} cannot multiply a ciphertext at level {l}",
@@ -250,6 +259,7 @@ impl Evaluator {
             c1: ring::mul(&self.ctx, &a.c1, pd, &idx),
             level: l,
             scale: a.scale * p.scale,
+            params: a.params,
         });
         self.rescale(&out)
     }
@@ -270,6 +280,7 @@ impl Evaluator {
                 d2,
                 level: a.level,
                 scale: a.scale * b.scale,
+                params: a.params,
             }
         }))
     }
@@ -280,6 +291,7 @@ impl Evaluator {
             .relin
             .as_ref()
             .ok_or_else(|| CkksError::MissingKey("relinearization key".into()))?;
+        check_params(&self.ctx, &p.params, "a product")?;
         let idx = Self::q_idx(p.level);
         Ok(self.install(|| {
             let (k0, k1) = keyswitch::switch(&self.ctx, &p.d2, p.level, &key.0);
@@ -291,6 +303,7 @@ impl Evaluator {
                 c1,
                 level: p.level,
                 scale: p.scale,
+                params: p.params,
             }
         }))
     }
@@ -313,6 +326,7 @@ impl Evaluator {
                 c1,
                 level: l - 1,
                 scale: a.scale / ctx.primes[l] as f64,
+                params: a.params,
             }
         }))
     }
@@ -332,6 +346,7 @@ impl Evaluator {
 
     /// `a` brought down to `level` (one rescale by a constant 1; no-op at its own level).
     pub fn drop_to_level(&self, a: &Ciphertext, level: usize) -> Result<Ciphertext, CkksError> {
+        self.own(a)?;
         if level > a.level {
             return Err(CkksError::LevelExhausted(format!(
                 "cannot raise a ciphertext from level {} to {level}",
@@ -346,6 +361,7 @@ impl Evaluator {
 
     /// Rotates the slots left by `k` (negative: right).
     pub fn rotate(&self, a: &Ciphertext, k: i64) -> Result<Ciphertext, CkksError> {
+        self.own(a)?;
         let g = self.ctx.rotation_element(k);
         if g == 1 {
             return Ok(a.clone());
@@ -364,6 +380,7 @@ impl Evaluator {
             .keys
             .get(&g)
             .ok_or_else(|| CkksError::MissingKey(format!("Galois key for {what}")))?;
+        self.own(a)?;
         let idx = Self::q_idx(a.level);
         Ok(self.install(|| {
             let ctx = &self.ctx;
@@ -376,6 +393,7 @@ impl Evaluator {
                 c1: k1,
                 level: a.level,
                 scale: a.scale,
+                params: a.params,
             }
         }))
     }
@@ -397,6 +415,7 @@ impl Evaluator {
     /// with `−1, −2, …` a broadcast to the following slots; with multiples of a block width,
     /// a sum across blocks.
     pub fn rotate_and_add(&self, a: &Ciphertext, steps: &[i64]) -> Result<Ciphertext, CkksError> {
+        self.own(a)?;
         let mut acc = a.clone();
         for &k in steps {
             let r = self.rotate(&acc, k)?;
@@ -429,6 +448,8 @@ impl Evaluator {
         CkksError,
     > {
         use std::borrow::Cow;
+        self.own(a)?;
+        self.own(b)?;
         Ok(match a.level.cmp(&b.level) {
             std::cmp::Ordering::Equal => (Cow::Borrowed(a), Cow::Borrowed(b)),
             std::cmp::Ordering::Greater => (
@@ -442,7 +463,13 @@ impl Evaluator {
         })
     }
 
+    /// Refuses a ciphertext made under other parameters than the evaluator's.
+    fn own(&self, a: &Ciphertext) -> Result<(), CkksError> {
+        check_params(&self.ctx, &a.params, "a ciphertext")
+    }
+
     fn need_level(&self, a: &Ciphertext, levels: usize, what: &str) -> Result<usize, CkksError> {
+        self.own(a)?;
         if a.level < levels {
             return Err(CkksError::LevelExhausted(format!(
                 "{what} needs {levels} level(s); the ciphertext is at level {}",

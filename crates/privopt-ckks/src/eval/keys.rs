@@ -14,7 +14,7 @@ use privopt_math::sample::{signs, ternary};
 use rand::{CryptoRng, Rng};
 use zeroize::Zeroize;
 
-use super::ciphertext::{Ciphertext, Plaintext};
+use super::ciphertext::{Ciphertext, Plaintext, check_params};
 use super::context::EvalContext;
 use super::ring;
 use crate::error::CkksError;
@@ -224,38 +224,46 @@ impl SecretKey {
     }
 
     /// Symmetric encryption: `(−a·s + e + m, a)`.
-    pub fn encrypt(&self, pt: &Plaintext, rng: &mut impl CryptoRng) -> Ciphertext {
+    pub fn encrypt(
+        &self,
+        pt: &Plaintext,
+        rng: &mut impl CryptoRng,
+    ) -> Result<Ciphertext, CkksError> {
         let ctx = &self.ctx;
+        check_params(ctx, &pt.params, "a plaintext")?;
         let idx: Vec<usize> = (0..=pt.level).collect();
         let a = uniform_rows(ctx, &idx, rng);
         let mut c0 = ring::error(ctx, &idx, rng);
         ring::add_assign(ctx, &mut c0, &pt.data, &idx);
         let as_ = ring::mul(ctx, &a, &self.s[..a.len()], &idx);
         ring::sub_assign(ctx, &mut c0, &as_, &idx);
-        Ciphertext {
+        Ok(Ciphertext {
             c0,
             c1: a,
             level: pt.level,
             scale: pt.scale,
-        }
+            params: pt.params,
+        })
     }
 
     /// `c0 + c1·s` as a plaintext (evaluation form).
-    pub fn decrypt(&self, ct: &Ciphertext) -> Plaintext {
+    pub fn decrypt(&self, ct: &Ciphertext) -> Result<Plaintext, CkksError> {
         let ctx = &self.ctx;
+        check_params(ctx, &ct.params, "a ciphertext")?;
         let idx: Vec<usize> = (0..=ct.level).collect();
         let mut m = ct.c0.clone();
         ring::mul_acc(ctx, &mut m, &ct.c1, &self.s[..ct.c1.len()], &idx);
-        Plaintext {
+        Ok(Plaintext {
             data: m,
             level: ct.level,
             scale: ct.scale,
-        }
+            params: ct.params,
+        })
     }
 
     /// Decrypts and decodes the real slots.
     pub fn decrypt_values(&self, ct: &Ciphertext) -> Result<Vec<f64>, CkksError> {
-        super::encode::decode(&self.ctx, &self.decrypt(ct))
+        super::encode::decode(&self.ctx, &self.decrypt(ct)?)
     }
 }
 
@@ -267,8 +275,13 @@ impl PublicKey {
 
     /// Public-key encryption at the plaintext's level:
     /// `(v·b + e0 + m, v·a + e1)` with ternary `v`.
-    pub fn encrypt(&self, pt: &Plaintext, rng: &mut impl CryptoRng) -> Ciphertext {
+    pub fn encrypt(
+        &self,
+        pt: &Plaintext,
+        rng: &mut impl CryptoRng,
+    ) -> Result<Ciphertext, CkksError> {
         let ctx = &self.ctx;
+        check_params(ctx, &pt.params, "a plaintext")?;
         let n = ctx.n();
         let rows = pt.level + 1;
         let idx: Vec<usize> = (0..rows).collect();
@@ -280,12 +293,13 @@ impl PublicKey {
         let mut c1 = ring::error(ctx, &idx, rng);
         ring::mul_acc(ctx, &mut c1, &v, &self.a[..rows * n], &idx);
         v.zeroize();
-        Ciphertext {
+        Ok(Ciphertext {
             c0,
             c1,
             level: pt.level,
             scale: pt.scale,
-        }
+            params: pt.params,
+        })
     }
 }
 

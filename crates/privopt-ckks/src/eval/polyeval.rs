@@ -116,7 +116,7 @@ impl Steps {
             let (ba, bb) = (step(&baby, a)?, step(&baby, b)?);
             let prod = ev.multiply(ba, bb)?;
             baby[i] = Some(if chebyshev {
-                let doubled = ev.mul_int(&prod, 2);
+                let doubled = ev.mul_int(&prod, 2)?;
                 if a == b {
                     ev.add_const(&doubled, -1.0)?
                 } else {
@@ -131,7 +131,7 @@ impl Steps {
             let last = &giant[giant.len() - 1];
             let sq = ev.square(last)?;
             giant.push(if chebyshev {
-                ev.add_const(&ev.mul_int(&sq, 2), -1.0)?
+                ev.add_const(&ev.mul_int(&sq, 2)?, -1.0)?
             } else {
                 sq
             });

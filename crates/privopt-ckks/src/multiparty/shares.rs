@@ -154,6 +154,13 @@ impl<R: Round> ShareCollector<R> {
         if self.received[slot] {
             return Err(CkksError::DuplicateShare { party });
         }
+        // A share of another ring (made by a party under other parameters) would not add.
+        if share.poly.as_slice().len() != self.sum.as_slice().len() {
+            return Err(CkksError::Mismatch(format!(
+                "party {party}'s {} has another ring size",
+                R::NAME
+            )));
+        }
         self.params.basis().add_assign(&mut self.sum, &share.poly);
         self.received[slot] = true;
         Ok(())

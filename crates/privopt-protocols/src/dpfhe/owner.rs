@@ -61,7 +61,7 @@ impl DataOwner {
 
     fn encrypt(&mut self, values: &[f64]) -> Result<Ciphertext> {
         let pt = encode(&self.ctx, values, self.ctx.max_level())?;
-        Ok(self.pk.encrypt(&pt, &mut self.rng))
+        Ok(self.pk.encrypt(&pt, &mut self.rng)?)
     }
 
     /// A vector replicated in every block (the initial weights).

@@ -212,7 +212,7 @@ impl ComputeServer {
             let norm2 = ev.sum_slots(&sq, c.layout.block)?;
             step.depths.push("barrier/squared norm", top, norm2.level());
             let before = norm2.level();
-            let gap = ev.add_const(&ev.negate(&norm2), barrier.theta)?;
+            let gap = ev.add_const(&ev.negate(&norm2)?, barrier.theta)?;
             let inv = self.poly(&gap, &barrier.reciprocal)?;
             step.depths.push("barrier/inverse", before, inv.level());
             let before = inv.level();

@@ -9,7 +9,7 @@ use zeroize::Zeroize;
 
 use crate::PaillierError;
 use crate::keys::{DJN_EXPONENT_BITS, KeyPair, PublicKey, random_bits, random_unit};
-use crate::mont::{from_limbs, limbs};
+use crate::mont::{Wiped, from_limbs, limbs};
 
 /// A validated ciphertext: an element of `Z*_{n²}` for its key, held in the Montgomery form of
 /// that key's `n²` (so that homomorphic addition is one Montgomery product).
@@ -261,9 +261,11 @@ impl KeyPair {
     /// `m mod n` from `m mod p` and `m mod q`, as the signed representative.
     fn recombine(&self, mp: BigUint, mq: BigUint) -> BigInt {
         let sk = &self.secret;
-        let (p, q) = (from_limbs(&sk.hp.p), from_limbs(&sk.hq.p));
-        self.public
-            .signed(crt(&mq, &q, &mp, &p, &from_limbs(&sk.q_inv_p)))
+        // The primes, the inverse and the halves are secret: wiped after use.
+        let (p, q) = (Wiped(from_limbs(&sk.hp.p)), Wiped(from_limbs(&sk.hq.p)));
+        let (mp, mq) = (Wiped(mp), Wiped(mq));
+        let q_inv_p = Wiped(from_limbs(&sk.q_inv_p));
+        self.public.signed(crt(&mq, &q, &mp, &p, &q_inv_p))
     }
 
     /// Textbook decryption `L(c^λ mod n²)·μ mod n` (for differential tests).

@@ -7,7 +7,7 @@ use rand::CryptoRng;
 use zeroize::Zeroize;
 
 use crate::PaillierError;
-use crate::mont::{Modulus, from_limbs, limbs};
+use crate::mont::{Modulus, Wiped, from_limbs, limbs};
 use crate::primes::random_prime;
 
 /// Bits of the short DJN exponent α (2κ for κ = 128).
@@ -294,14 +294,14 @@ impl KeyPair {
             return Err(PaillierError::KeySize(bits));
         }
         loop {
-            let p = random_prime(bits / 2, rng);
-            let q = random_prime(bits / 2, rng);
-            if p == q {
+            let p = Wiped(random_prime(bits / 2, rng));
+            let q = Wiped(random_prime(bits / 2, rng));
+            if *p == *q {
                 continue;
             }
-            let n = &p * &q;
-            let phi = (&p - 1u8) * (&q - 1u8);
-            if n.bits() != u64::from(bits) || !n.gcd(&phi).is_one() {
+            let n = &*p * &*q;
+            let phi = Wiped((&*p - 1u8) * (&*q - 1u8));
+            if n.bits() != u64::from(bits) || !n.gcd(&*phi).is_one() {
                 continue;
             }
             if let Some(kp) = Self::from_primes(&p, &q, rng) {

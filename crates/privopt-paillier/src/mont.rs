@@ -46,8 +46,30 @@ impl Drop for Modulus {
         self.r2.zeroize();
         self.r3.zeroize();
         self.one.zeroize();
-        let words = self.big.bits().div_ceil(32) as usize;
-        self.big.assign_from_slice(&vec![0u32; words]);
+        wipe(&mut self.big);
+    }
+}
+
+/// Overwrites a big integer's buffer with zeros in place (best effort: `num-bigint` may have
+/// copied it before, e.g. when it grew).
+pub(crate) fn wipe(x: &mut BigUint) {
+    let words = x.bits().div_ceil(32) as usize;
+    x.assign_from_slice(&vec![0u32; words]);
+}
+
+/// A secret big integer (a prime, `φ(n)`, a CRT half) wiped when dropped.
+pub(crate) struct Wiped(pub(crate) BigUint);
+
+impl std::ops::Deref for Wiped {
+    type Target = BigUint;
+    fn deref(&self) -> &BigUint {
+        &self.0
+    }
+}
+
+impl Drop for Wiped {
+    fn drop(&mut self) {
+        wipe(&mut self.0);
     }
 }
 

@@ -15,13 +15,16 @@ def start_round(rng, n=N, round_=0, session=None, complete=False):
     """A round on SecAgg+'s Harary graph (a random ring order), or on the complete graph."""
     session = session or os.urandom(16)
     params = secagg.parameters(n, dropout_rate=0.2, corrupt_rate=0.2)
+    threshold = params.threshold
     if complete or params.degree == n - 1:
         graph = secagg.Graph.complete(n)
+        # The threshold must exceed half the degree: a majority of the n − 1 neighbours.
+        threshold = max(threshold, (n - 1) // 2 + 1)
     else:
         graph = secagg.Graph.harary(n, params.degree, os.urandom(32))
-    server = secagg.Server(session, round_, graph, params.threshold, LEN)
+    server = secagg.Server(session, round_, graph, threshold, LEN)
     clients = {
-        i: secagg.Client(session, round_, i, graph.neighbours(i), params.threshold, LEN)
+        i: secagg.Client(session, round_, i, graph.neighbours(i), threshold, LEN)
         for i in range(n)
     }
     inputs = {i: rng.integers(0, 2**32, LEN, dtype=np.uint32) for i in range(n)}

@@ -515,5 +515,8 @@ mod tests {
             assert!(b.insecure_for_testing(true).build().unwrap().is_insecure());
         }
         assert!(CkksParamsBuilder::new(4000, &[36]).build().is_err());
+        // n = 0 divided by zero and n = 2^63 wrapped `2n` (both panicked).
+        assert!(CkksParamsBuilder::new(0, &[36]).build().is_err());
+        assert!(CkksParamsBuilder::new(1 << 63, &[36]).build().is_err());
     }
 }

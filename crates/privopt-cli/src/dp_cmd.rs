@@ -71,17 +71,20 @@ pub fn epsilon(sigma: f64, run: &RunArgs, quiet: bool) -> Result<()> {
     }
     .epsilon(run.delta, run.accountant())?;
     if !quiet {
-        outln!(
-            "σ = {sigma}, q = {}, T = {}, δ = {}, {:?} sampling, {:?} accountant:",
-            run.q,
-            run.steps,
-            run.delta,
-            run.sampling,
-            run.accountant
-        )?;
+        outln!("σ = {sigma}, {}:", run.describe())?;
     }
     outln!("{eps}")?;
     Ok(())
+}
+
+impl RunArgs {
+    /// `q = …, T = …, δ = …, … sampling, … accountant` (the header line of both commands).
+    fn describe(&self) -> String {
+        format!(
+            "q = {}, T = {}, δ = {}, {:?} sampling, {:?} accountant",
+            self.q, self.steps, self.delta, self.sampling, self.accountant
+        )
+    }
 }
 
 /// Prints the smallest σ that meets `epsilon`; σ alone is on the last line.
@@ -94,14 +97,7 @@ pub fn sigma(epsilon: f64, run: &RunArgs, quiet: bool) -> Result<()> {
         run.accountant(),
     )?;
     if !quiet {
-        outln!(
-            "ε = {epsilon}, q = {}, T = {}, δ = {}, {:?} sampling, {:?} accountant:",
-            run.q,
-            run.steps,
-            run.delta,
-            run.sampling,
-            run.accountant
-        )?;
+        outln!("ε = {epsilon}, {}:", run.describe())?;
     }
     outln!("{sigma}")?;
     Ok(())

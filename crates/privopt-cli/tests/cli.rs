@@ -581,6 +581,20 @@ fn quick_config(dir: &Path) -> PathBuf {
     path
 }
 
+/// `privopt run CFG --quiet --out OUT`.
+fn run_into(cfg: &Path, out: &Path, data_dir: &Path) -> Output {
+    privopt(
+        &[
+            "run",
+            cfg.to_str().unwrap(),
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        data_dir,
+    )
+}
+
 /// Entries of `dir` whose names mark a staging folder.
 fn staging_leftovers(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir)
@@ -599,16 +613,7 @@ fn unwritable_out_fails_before_the_run() {
     let file = tmp.path().join("a-file");
     std::fs::write(&file, "x").unwrap();
     let out = file.join("results");
-    let o = privopt(
-        &[
-            "run",
-            cfg.to_str().unwrap(),
-            "--quiet",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        tmp.path(),
-    );
+    let o = run_into(&cfg, &out, tmp.path());
     assert_clean_failure(&o, &["a-file"]);
     assert!(
         !stderr(&o).contains("running"),
@@ -645,16 +650,7 @@ fn non_empty_out_needs_force() {
     // An empty folder is fine without --force.
     let empty = tmp.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
-    let o = privopt(
-        &[
-            "run",
-            cfg.to_str().unwrap(),
-            "--quiet",
-            "--out",
-            empty.to_str().unwrap(),
-        ],
-        tmp.path(),
-    );
+    let o = run_into(&cfg, &empty, tmp.path());
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(empty.join("metrics.csv").exists());
     assert!(staging_leftovers(tmp.path()).is_empty());
@@ -673,16 +669,7 @@ fn failed_run_leaves_no_folder() {
     )
     .unwrap();
     let out = tmp.path().join("never");
-    let o = privopt(
-        &[
-            "run",
-            cfg.to_str().unwrap(),
-            "--quiet",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        tmp.path(),
-    );
+    let o = run_into(&cfg, &out, tmp.path());
     assert_clean_failure(&o, &["SHA-256"]);
     assert!(!out.exists());
     assert!(staging_leftovers(tmp.path()).is_empty());

@@ -2,6 +2,7 @@
 //! made by the real encoders.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use privopt_ckks::eval::{EvalContext, SecretKey, encode};
 use privopt_ckks::multiparty::{
@@ -13,7 +14,7 @@ use privopt_ckks::{CkksParams, eval};
 use privopt_math::sample::secret_rng;
 use privopt_protocols::Message;
 use privopt_protocols::dome::{BasisChunk, RoundBroadcast};
-use privopt_protocols::scalar_fl::{Reply, RoundPlan};
+use privopt_protocols::scalar_fl::{CatchUp, Reply, RoundPlan, RoundRecord};
 use privopt_secagg::{
     AdvertiseKeys, Client, ClientConfig, ClientSnapshot, Context, Graph, IncomingShares,
     MaskedInput, NeighbourKeys, Server, ServerConfig, SessionId, ShareKeys, UnmaskRequest,
@@ -83,30 +84,124 @@ fn ckks_targets() -> Fixture<Vec<Target>> {
     let pt = encode(&ctx, &[0.25, -1.0, 3.0], ctx.max_level()).map_err(e)?;
     let lct = pk.encrypt(&pt, &mut rng).map_err(e)?;
     let (l1, l2, c1) = (leveled.clone(), leveled.clone(), ctx.clone());
-    Ok(vec![
-        target("ckks/mk-ciphertext", vec![ct.to_bytes()], move |b| {
-            drop(MkCiphertext::from_bytes(&p1, b))
+    let eezofl = eezofl_targets(&params, &ct, &share, &key_shares);
+    let dpfhe = dpfhe_targets(&ctx, &lct);
+    Ok([
+        eezofl,
+        dpfhe,
+        vec![
+            target("ckks/mk-ciphertext", vec![ct.to_bytes()], move |b| {
+                drop(MkCiphertext::from_bytes(&p1, b))
+            }),
+            target(
+                "ckks/decryption-share",
+                vec![share.to_bytes(&params)],
+                move |b| drop(DecryptionShare::from_bytes(&p2, b)),
+            ),
+            target(
+                "ckks/public-key-share",
+                vec![key_shares[1].to_bytes(&params)],
+                move |b| drop(PublicKeyShare::from_bytes(&p3, b)),
+            ),
+            target("ckks/ciphertext", vec![lct.to_bytes(&leveled)], move |b| {
+                drop(eval::Ciphertext::from_bytes(&l1, b))
+            }),
+            target("ckks/public-key", vec![pk.to_bytes()], move |b| {
+                drop(eval::PublicKey::from_bytes(&c1, b))
+            }),
+            target("ckks/relin-key", vec![relin.to_bytes(&leveled)], move |b| {
+                drop(eval::RelinKey::from_bytes(&l2, b))
+            }),
+        ],
+    ]
+    .into_iter()
+    .flatten()
+    .collect())
+}
+
+/// A context-dependent message: framed, decoded with `decode`.
+fn framed(name: &'static str, seeds: Vec<Vec<u8>>, run: impl Fn(&[u8]) + 'static) -> Target {
+    Target {
+        framed: true,
+        ..target(name, seeds, run)
+    }
+}
+
+/// EEZOFL's digital messages, made from the xMK-CKKS fixtures.
+fn eezofl_targets(
+    params: &Arc<CkksParams>,
+    ct: &MkCiphertext,
+    share: &DecryptionShare,
+    key_shares: &[PublicKeyShare],
+) -> Vec<Target> {
+    use privopt_protocols::eezofl::{KeyRelay, ShareUpload, SumBroadcast, Upload};
+    let upload = Upload {
+        from: 1,
+        round: 4,
+        ct: ct.clone(),
+    };
+    let sum = SumBroadcast {
+        round: 4,
+        sum: ct.clone(),
+    };
+    let share = ShareUpload {
+        round: 4,
+        share: share.clone(),
+    };
+    let relay = KeyRelay {
+        members: vec![0, 1, 2],
+        shares: key_shares.to_vec(),
+    };
+    let p = |_: ()| Arc::clone(params);
+    let (p1, p2, p3, p4) = (p(()), p(()), p(()), p(()));
+    vec![
+        framed("eezofl/upload", vec![upload.to_bytes()], move |b| {
+            drop(Upload::from_bytes(&p1, b))
         }),
-        target(
-            "ckks/decryption-share",
-            vec![share.to_bytes(&params)],
-            move |b| drop(DecryptionShare::from_bytes(&p2, b)),
+        framed("eezofl/sum-broadcast", vec![sum.to_bytes()], move |b| {
+            drop(SumBroadcast::from_bytes(&p2, b))
+        }),
+        framed(
+            "eezofl/share-upload",
+            vec![share.to_bytes(params)],
+            move |b| drop(ShareUpload::from_bytes(&p3, b)),
         ),
-        target(
-            "ckks/public-key-share",
-            vec![key_shares[1].to_bytes(&params)],
-            move |b| drop(PublicKeyShare::from_bytes(&p3, b)),
-        ),
-        target("ckks/ciphertext", vec![lct.to_bytes(&leveled)], move |b| {
-            drop(eval::Ciphertext::from_bytes(&l1, b))
+        framed("eezofl/key-relay", vec![relay.to_bytes(params)], move |b| {
+            drop(KeyRelay::from_bytes(&p4, b))
         }),
-        target("ckks/public-key", vec![pk.to_bytes()], move |b| {
-            drop(eval::PublicKey::from_bytes(&c1, b))
+    ]
+}
+
+/// DP-under-FHE uploads and refreshes, made from the leveled fixtures.
+fn dpfhe_targets(ctx: &Arc<EvalContext>, ct: &eval::Ciphertext) -> Vec<Target> {
+    use privopt_protocols::dpfhe::{EncryptedStep, Refresh, Weights};
+    let step = EncryptedStep {
+        step: 2,
+        x: ct.clone(),
+        y: ct.clone(),
+        noise: ct.clone(),
+    };
+    let refresh = Refresh {
+        step: 2,
+        ct: ct.clone(),
+    };
+    let weights = Weights {
+        step: 2,
+        w: ct.clone(),
+    };
+    let c = |_: ()| Arc::clone(ctx);
+    let (c1, c2, c3) = (c(()), c(()), c(()));
+    vec![
+        framed("dpfhe/encrypted-step", vec![step.to_bytes(ctx)], move |b| {
+            drop(EncryptedStep::from_bytes(&c1, b))
         }),
-        target("ckks/relin-key", vec![relin.to_bytes(&leveled)], move |b| {
-            drop(eval::RelinKey::from_bytes(&l2, b))
+        framed("dpfhe/refresh", vec![refresh.to_bytes(ctx)], move |b| {
+            drop(Refresh::from_bytes(&c2, b))
         }),
-    ])
+        framed("dpfhe/weights", vec![weights.to_bytes(ctx)], move |b| {
+            drop(Weights::from_bytes(&c3, b))
+        }),
+    ]
 }
 
 fn paillier_targets() -> Fixture<Vec<Target>> {
@@ -118,7 +213,17 @@ fn paillier_targets() -> Fixture<Vec<Target>> {
         .encrypt(&BigInt::from(-12345), &mut rng)
         .map_err(|e| e.to_string())?;
     let (pk1, pk2) = (kp.public.clone(), kp.public.clone());
+    use privopt_protocols::pdsgd::{KeyAnnouncement, Paillier};
+    let announcement = KeyAnnouncement {
+        agent: 3,
+        key: kp.public.clone(),
+    };
     Ok(vec![
+        framed(
+            "pdsgd/key-announcement",
+            vec![announcement.to_bytes::<Paillier>()],
+            |b| drop(KeyAnnouncement::from_bytes::<Paillier>(b)),
+        ),
         target("paillier/ciphertext", vec![ct.to_bytes(&pk1)], move |b| {
             drop(Ciphertext::from_bytes(&pk2, b))
         }),
@@ -225,7 +330,23 @@ fn protocol_targets() -> Vec<Target> {
         first: 0,
         values: (0..12).map(f64::from).collect(),
     };
+    let catch_up = [
+        CatchUp::UpToDate { round: 5 },
+        CatchUp::Replay(vec![
+            RoundRecord {
+                round: 3,
+                seeds: vec![9, 10],
+                scalars: vec![0.25; 4],
+            },
+            RoundRecord {
+                round: 4,
+                seeds: vec![11, 12],
+                scalars: vec![-1.5; 4],
+            },
+        ]),
+    ];
     vec![
+        message::<CatchUp>("scalar_fl/catch-up", bytes(&catch_up)),
         message::<RoundPlan>("scalar_fl/round-plan", vec![plan.to_bytes()]),
         message::<Reply>("scalar_fl/reply", vec![reply.to_bytes()]),
         message::<RoundBroadcast>("dome/round-broadcast", vec![broadcast.to_bytes()]),

@@ -84,8 +84,11 @@ impl ZoEstimator {
         ensure(self.mu > 0.0 && self.mu.is_finite(), || {
             format!("{prefix}.mu must be > 0, got {}", self.mu)
         })?;
-        ensure(self.perturbations >= 1, || {
-            format!("{prefix}.perturbations must be >= 1")
+        ensure((1..=1 << 16).contains(&self.perturbations), || {
+            format!(
+                "{prefix}.perturbations must be in 1..=65536, got {}",
+                self.perturbations
+            )
         })
     }
 

@@ -176,6 +176,9 @@ fn fold_examples(
     }
 }
 
+/// Most parameters a model may have (2^28: 2 GiB of `f64`, before gradients and moments).
+pub const MAX_PARAMS: usize = 1 << 28;
+
 /// Which model to build; the `[model]` table of an experiment config.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
@@ -269,6 +272,15 @@ impl ModelSpec {
                 let classes = num_classes.ok_or_else(|| {
                     crate::Error::Invalid("model.kind = \"mlp\" needs class labels".into())
                 })?;
+                let params = (n_features + 1)
+                    .saturating_mul(hidden)
+                    .saturating_add((hidden + 1).saturating_mul(classes));
+                ensure(params <= MAX_PARAMS, || {
+                    format!(
+                        "model.hidden = {hidden} makes {params} parameters, above the bound of \
+                         {MAX_PARAMS}"
+                    )
+                })?;
                 Box::new(Mlp::new(n_features, hidden, classes, l2))
             }
             ModelSpec::Minilm => {
@@ -282,6 +294,12 @@ impl ModelSpec {
             }
             ModelSpec::Cnn { c1, c2, kernel, l2 } => {
                 check_l2(l2)?;
+                ensure(c1 <= 1024 && c2 <= 1024 && kernel <= 64, || {
+                    format!(
+                        "model.c1 and model.c2 must be at most 1024 and model.kernel at most 64, \
+                         got {c1}, {c2}, {kernel}"
+                    )
+                })?;
                 let side = (n_features as f64).sqrt().round() as usize;
                 ensure(side * side == n_features, || {
                     format!(
@@ -302,6 +320,25 @@ mod tests {
     use super::*;
     use crate::data::synthetic;
     use privopt_math::SeedTree;
+
+    /// Model sizes that would abort on allocation are refused naming the key.
+    #[test]
+    fn oversized_models_are_refused() {
+        let mlp = ModelSpec::Mlp {
+            hidden: 1 << 30,
+            l2: 0.0,
+        };
+        let e = mlp.build(784, Some(10)).err().unwrap().to_string();
+        assert!(e.contains("model.hidden") && e.contains("bound"), "{e}");
+        let cnn = ModelSpec::Cnn {
+            c1: 1 << 20,
+            c2: 16,
+            kernel: 5,
+            l2: 0.0,
+        };
+        let e = cnn.build(784, Some(10)).err().unwrap().to_string();
+        assert!(e.contains("model.c1"), "{e}");
+    }
 
     /// Central finite differences of the full objective, compared with `loss_grad`.
     fn check_gradient(model: &dyn Model, data: &Dataset, seed: u64) {

@@ -40,7 +40,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::context::RunContext;
-use crate::error::{Result, ensure};
+use crate::error::{MAX_STEPS, Result, ensure, ensure_count};
 use crate::methods::{Method, Report, Trained, check_lr};
 use crate::problem::Problem;
 
@@ -168,7 +168,15 @@ impl DomeConfig {
         ensure(self.delta > 0.0 && self.delta < 1.0, || {
             format!("method.delta must be in (0, 1), got {}", self.delta)
         })?;
-        ensure(self.epochs >= 1, || "method.epochs must be >= 1".into())?;
+        ensure_count("method.epochs", self.epochs as u64, MAX_STEPS)?;
+        ensure_count(
+            "method.clients_per_round",
+            self.clients_per_round as u64,
+            1 << 20,
+        )?;
+        ensure(self.k <= 1 << 16, || {
+            format!("method.k must be at most 65536, got {}", self.k)
+        })?;
         ensure(self.clients_per_round >= 3, || {
             format!(
                 "method.clients_per_round must be >= 3 (SecAgg+ needs three clients), got {}",

@@ -205,12 +205,8 @@ impl Method for ScalarFlConfig {
         ensure(self.clients_per_round >= 1, || {
             "method.clients_per_round must be >= 1".into()
         })?;
-        ensure(self.local_steps >= 1, || {
-            "method.local_steps must be >= 1".into()
-        })?;
-        ensure(self.perturbations >= 1, || {
-            "method.perturbations must be >= 1".into()
-        })?;
+        ensure_count("method.local_steps", self.local_steps as u64, 1 << 16)?;
+        ensure_count("method.perturbations", self.perturbations as u64, 1 << 16)?;
         ensure(self.mu > 0.0 && self.mu.is_finite(), || {
             format!("method.mu must be > 0, got {}", self.mu)
         })?;

@@ -51,6 +51,7 @@ pub fn all_targets() -> Result<Vec<Target>, String> {
     let mut out = Vec::new();
     out.extend(ckks_targets()?);
     out.extend(paillier_targets()?);
+    out.extend(pdsgd_targets().map_err(|e| e.to_string())?);
     out.extend(secagg_targets()?);
     out.extend(protocol_targets());
     out.extend(file_targets());
@@ -236,6 +237,45 @@ fn paillier_targets() -> Fixture<Vec<Target>> {
     ])
 }
 
+/// Paillier D-SGD's exchange, decoded and handled: agent 1 answers a fuzzed request with its
+/// state; agent 0 (restored afresh for each input) finishes a fuzzed response.
+fn pdsgd_targets() -> Result<Vec<Target>, privopt_protocols::Error> {
+    use std::cell::RefCell;
+
+    use privopt_paillier::KeyPair;
+    use privopt_protocols::pdsgd::{Agent, Paillier};
+    let mut rng = secret_rng(Some(6));
+    let mut agents = Vec::new();
+    for id in 0..2 {
+        let kp = KeyPair::generate(2048, &mut rng)?;
+        agents.push(Agent::<Paillier>::new(id, kp.public.clone(), kp));
+    }
+    let announcements: Vec<_> = agents.iter().map(Agent::announcement).collect();
+    agents[0].add_neighbour(announcements[1].clone(), 3)?;
+    agents[1].add_neighbour(announcements[0].clone(), 5)?;
+    let request = agents[0].initiate(1, 1, &[4, -7], &mut rng)?;
+    let request_bytes = agents[0].encode_request(&request);
+    let response = agents[1].respond(&request, &[2, 9], &mut rng)?;
+    let response_bytes = agents[1].encode_response(&response)?;
+    let saved = agents[0].save();
+    let responder = agents.swap_remove(1);
+    let rng = RefCell::new(rng);
+    Ok(vec![
+        framed("pdsgd/request-handler", vec![request_bytes], move |b| {
+            if let Ok(req) = responder.decode_request(b) {
+                drop(responder.respond(&req, &[2, 9], &mut *rng.borrow_mut()));
+            }
+        }),
+        framed("pdsgd/response-handler", vec![response_bytes], move |b| {
+            if let Ok(mut initiator) = Agent::<Paillier>::restore(&saved)
+                && let Ok(resp) = initiator.decode_response(b)
+            {
+                drop(initiator.finish(&resp, 0.01));
+            }
+        }),
+    ])
+}
+
 /// One SecAgg+ round of three clients, its every message recorded.
 fn secagg_targets() -> Fixture<Vec<Target>> {
     let e = |e: privopt_secagg::Error| e.to_string();
@@ -255,6 +295,7 @@ fn secagg_targets() -> Fixture<Vec<Target>> {
     let mut rng = <ChaCha20Rng as rand::SeedableRng>::seed_from_u64(5);
     let mut clients = Vec::new();
     let mut adverts = Vec::new();
+    let mut adverts_sent = Vec::new();
     for c in 0..3 {
         let config = ClientConfig {
             context,
@@ -266,28 +307,69 @@ fn secagg_targets() -> Fixture<Vec<Target>> {
         let (client, advert) = Client::new(config, &mut rng).map_err(e)?;
         server.receive_keys(advert.clone()).map_err(e)?;
         adverts.push(advert.to_bytes());
+        adverts_sent.push(advert);
         clients.push(client);
     }
     let relayed = server.finish_advertising().map_err(e)?;
     let mut shared = Vec::new();
+    let mut shares_sent = Vec::new();
     for (client, msg) in clients.iter_mut().zip(&relayed) {
         let reply = client.share_keys(msg, &mut rng).map_err(e)?;
         server.receive_shares(reply.clone()).map_err(e)?;
         shared.push(reply.to_bytes());
+        shares_sent.push(reply);
     }
     let routed = server.finish_sharing().map_err(e)?;
     let mut masked = Vec::new();
+    let mut masked_sent = Vec::new();
     for (i, client) in clients.iter_mut().enumerate() {
         let m = client.mask_input(&routed[i], &[7; 16]).map_err(e)?;
         server.receive_masked(&m).map_err(e)?;
         masked.push(m.to_bytes());
+        masked_sent.push(m);
     }
     let snapshots: Vec<Vec<u8>> = clients.iter().map(|c| c.snapshot().to_bytes()).collect();
     let requests = server.finish_masking().map_err(e)?;
     let mut unmask = Vec::new();
+    let mut unmask_sent = Vec::new();
     for (client, req) in clients.iter_mut().zip(&requests) {
-        unmask.push(client.unmask(req).map_err(e)?.to_bytes());
+        let reply = client.unmask(req).map_err(e)?;
+        unmask.push(reply.to_bytes());
+        unmask_sent.push(reply);
     }
+    // The server's last stage fed one hostile reply among the honest ones, then finished: a
+    // fresh server replays the recorded round up to the unmasking for each input.
+    let config = ServerConfig {
+        context,
+        graph,
+        threshold: t,
+        vector_len: len,
+    };
+    let handler_seeds = unmask.clone();
+    let unmask_handler = move |b: &[u8]| {
+        let replay = || -> Result<Server, privopt_secagg::Error> {
+            let mut s = Server::new(config.clone())?;
+            adverts_sent
+                .iter()
+                .try_for_each(|a| s.receive_keys(a.clone()))?;
+            s.finish_advertising()?;
+            shares_sent
+                .iter()
+                .try_for_each(|r| s.receive_shares(r.clone()))?;
+            s.finish_sharing()?;
+            masked_sent.iter().try_for_each(|m| s.receive_masked(m))?;
+            s.finish_masking()?;
+            Ok(s)
+        };
+        let Ok(mut s) = replay() else { return };
+        if let Ok(hostile) = UnmaskShares::from_bytes(b) {
+            drop(s.receive_unmask(hostile));
+        }
+        for honest in &unmask_sent {
+            drop(s.receive_unmask(honest.clone()));
+        }
+        drop(s.finish());
+    };
     Ok(vec![
         message::<AdvertiseKeys>("secagg/advertise-keys", adverts),
         message::<NeighbourKeys>("secagg/neighbour-keys", bytes(&relayed)),
@@ -297,6 +379,11 @@ fn secagg_targets() -> Fixture<Vec<Target>> {
         message::<UnmaskRequest>("secagg/unmask-request", bytes(&requests)),
         message::<UnmaskShares>("secagg/unmask-shares", unmask),
         message::<ClientSnapshot>("secagg/client-snapshot", snapshots),
+        framed(
+            "secagg/server-unmask-handler",
+            handler_seeds,
+            unmask_handler,
+        ),
     ])
 }
 

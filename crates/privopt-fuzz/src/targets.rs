@@ -26,6 +26,9 @@ use crate::Target;
 
 type Fixture<T> = Result<T, String>;
 
+/// Seed of the xMK-CKKS common polynomial of the fixtures.
+const CRS_SEED: [u8; 32] = [3; 32];
+
 fn target(name: &'static str, seeds: Vec<Vec<u8>>, run: impl Fn(&[u8]) + 'static) -> Target {
     Target {
         name,
@@ -54,6 +57,7 @@ pub fn all_targets() -> Result<Vec<Target>, String> {
     out.extend(pdsgd_targets().map_err(|e| e.to_string())?);
     out.extend(secagg_targets()?);
     out.extend(protocol_targets());
+    out.push(scalar_fl_server_target().map_err(|e| e.to_string())?);
     out.extend(file_targets());
     Ok(out)
 }
@@ -63,13 +67,18 @@ fn ckks_targets() -> Fixture<Vec<Target>> {
     // xMK-CKKS at the paper's n = 4096 set.
     let params = CkksParams::paper_n4096().map_err(e)?;
     let mut rng = secret_rng(Some(1));
-    let crs = CommonPoly::from_seed(&params, [3; 32]);
+    let crs = CommonPoly::from_seed(&params, CRS_SEED);
     let parties: Vec<Party> = (0..3)
         .map(|i| Party::generate(i, &params, &crs, &mut rng))
         .collect();
-    let key_shares: Vec<PublicKeyShare> = parties.iter().map(|p| p.public_key_share(9)).collect();
-    let key =
-        CollectivePublicKey::aggregate(&params, &crs, &[0, 1, 2], 9, &key_shares).map_err(e)?;
+    // The session EEZOFL's key setup uses, so the server handler can aggregate these shares.
+    let session = privopt_protocols::eezofl::KEY_SESSION;
+    let key_shares: Vec<PublicKeyShare> = parties
+        .iter()
+        .map(|p| p.public_key_share(session))
+        .collect();
+    let key = CollectivePublicKey::aggregate(&params, &crs, &[0, 1, 2], session, &key_shares)
+        .map_err(e)?;
     let ct = key.encrypt_scalar(0.5, &mut rng).map_err(e)?;
     let share = parties[0].partial_decrypt(&ct, &mut rng).map_err(e)?;
     let (p1, p2, p3) = (params.clone(), params.clone(), params.clone());
@@ -85,7 +94,10 @@ fn ckks_targets() -> Fixture<Vec<Target>> {
     let pt = encode(&ctx, &[0.25, -1.0, 3.0], ctx.max_level()).map_err(e)?;
     let lct = pk.encrypt(&pt, &mut rng).map_err(e)?;
     let (l1, l2, c1) = (leveled.clone(), leveled.clone(), ctx.clone());
-    let eezofl = eezofl_targets(&params, &ct, &share, &key_shares);
+    let mut eezofl = eezofl_targets(&params, &ct, &share, &key_shares);
+    eezofl.push(
+        eezofl_server_target(&params, &key, &key_shares, &mut rng).map_err(|e| e.to_string())?,
+    );
     let dpfhe = dpfhe_targets(&ctx, &lct);
     Ok([
         eezofl,
@@ -171,6 +183,43 @@ fn eezofl_targets(
             drop(KeyRelay::from_bytes(&p4, b))
         }),
     ]
+}
+
+/// The EEZOFL server summing one hostile upload among the honest ones (a fresh server per
+/// input, set up from the recorded key shares).
+fn eezofl_server_target(
+    params: &Arc<CkksParams>,
+    key: &CollectivePublicKey,
+    key_shares: &[PublicKeyShare],
+    rng: &mut ChaCha20Rng,
+) -> Result<Target, privopt_protocols::Error> {
+    use privopt_protocols::eezofl::{DigitalServer, Upload};
+    let uploads = (0..3)
+        .map(|from| {
+            Ok(Upload {
+                from,
+                round: 0,
+                ct: key.encrypt_scalar(f64::from(from), rng)?,
+            })
+        })
+        .collect::<Result<Vec<_>, privopt_ckks::CkksError>>()?;
+    let seeds = uploads.iter().map(Upload::to_bytes).collect();
+    let (params, shares) = (Arc::clone(params), key_shares.to_vec());
+    let crs = CommonPoly::from_seed(&params, CRS_SEED);
+    Ok(framed("eezofl/server-sum-handler", seeds, move |b| {
+        let Ok(hostile) = Upload::from_bytes(&params, b) else {
+            return;
+        };
+        let Ok((mut server, _)) = DigitalServer::setup(&params, &crs, &[0, 1, 2], shares.clone())
+        else {
+            return;
+        };
+        let from = hostile.from;
+        let mut received: Vec<Upload> =
+            uploads.iter().filter(|u| u.from != from).cloned().collect();
+        received.push(hostile);
+        drop(server.sum(&received));
+    }))
 }
 
 /// DP-under-FHE uploads and refreshes, made from the leveled fixtures.
@@ -389,6 +438,51 @@ fn secagg_targets() -> Fixture<Vec<Target>> {
 
 fn bytes<M: Message>(messages: &[M]) -> Vec<Vec<u8>> {
     messages.iter().map(Message::to_bytes).collect()
+}
+
+/// The scalar-only FL server finishing a round with one hostile reply among the honest ones
+/// (a fresh server per input, opened with the same seeded plan).
+fn scalar_fl_server_target() -> Result<Target, privopt_protocols::Error> {
+    use privopt_protocols::scalar_fl::{ModelState, ReplaySpec, Rule, Server};
+    let server = || -> Result<(Server, RoundPlan), privopt_protocols::Error> {
+        let spec = ReplaySpec {
+            lr: 0.1,
+            local_steps: 2,
+            perturbations: 2,
+            rule: Rule::Decomfl,
+        };
+        let initial = ModelState {
+            x: vec![0.5; 6],
+            h: None,
+            round: 0,
+        };
+        let mut s = Server::new(spec, initial, 3, None)?;
+        let plan = s.begin_round(3, &mut <ChaCha20Rng as rand::SeedableRng>::seed_from_u64(8))?;
+        Ok((s, plan))
+    };
+    let (_, plan) = server()?;
+    let replies: Vec<Reply> = plan
+        .clients
+        .iter()
+        .map(|&client| Reply {
+            client,
+            round: plan.round,
+            scalars: vec![0.25, -0.5, 1.0, 0.0],
+        })
+        .collect();
+    let seeds = bytes(&replies);
+    Ok(framed("scalar_fl/server-reply-handler", seeds, move |b| {
+        let (Ok(hostile), Ok((mut s, _))) = (Reply::from_bytes(b), server()) else {
+            return;
+        };
+        let mut received: Vec<Reply> = replies
+            .iter()
+            .filter(|r| r.client != hostile.client)
+            .cloned()
+            .collect();
+        received.push(hostile);
+        drop(s.finish_round(&received));
+    }))
 }
 
 fn protocol_targets() -> Vec<Target> {

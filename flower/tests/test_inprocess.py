@@ -109,7 +109,9 @@ def test_pdsgd_bad_graphs_are_refused(pdsgd_config, graph):
 
 def test_dpfhe_trains_on_ciphertexts_with_refreshes_from_the_owner(dpfhe_config):
     out = inprocess.run({**dpfhe_config, "rounds": 10, "eval-every": 10, "dpfhe.epsilon": 0.0})
-    assert out["accuracy"] > 0.75 and out["refreshes"] >= 10
+    # The batches are the owner's secret draws (OS randomness), so ten steps land anywhere in
+    # 0.66-0.83 (seven runs); above 0.6 is learned on this roughly balanced task (0.75 flaked).
+    assert out["accuracy"] > 0.6 and out["refreshes"] >= 10
     private = inprocess.run(dpfhe_config)
     assert private["epsilon_spent"] == pytest.approx(1.0, rel=1e-3) and private["sigma"] > 0
 

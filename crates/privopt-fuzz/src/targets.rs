@@ -165,8 +165,12 @@ fn eezofl_targets(
         members: vec![0, 1, 2],
         shares: key_shares.to_vec(),
     };
-    let p = |_: ()| Arc::clone(params);
-    let (p1, p2, p3, p4) = (p(()), p(()), p(()), p(()));
+    let (p1, p2, p3, p4) = (
+        params.clone(),
+        params.clone(),
+        params.clone(),
+        params.clone(),
+    );
     vec![
         framed("eezofl/upload", vec![upload.to_bytes()], move |b| {
             drop(Upload::from_bytes(&p1, b))
@@ -239,8 +243,7 @@ fn dpfhe_targets(ctx: &Arc<EvalContext>, ct: &eval::Ciphertext) -> Vec<Target> {
         step: 2,
         w: ct.clone(),
     };
-    let c = |_: ()| Arc::clone(ctx);
-    let (c1, c2, c3) = (c(()), c(()), c(()));
+    let (c1, c2, c3) = (ctx.clone(), ctx.clone(), ctx.clone());
     vec![
         framed("dpfhe/encrypted-step", vec![step.to_bytes(ctx)], move |b| {
             drop(EncryptedStep::from_bytes(&c1, b))

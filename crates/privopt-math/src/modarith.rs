@@ -2,17 +2,27 @@
 
 use crate::MathError;
 
-/// `a + b mod q` for `a, b < q`.
+/// `x mod q` for `x < 2q` (and `q < 2^63`), without a branch: `x − q` wraps to a value above
+/// `x` exactly when `x < q`. Branch-free matters twice here: residues of secret and random
+/// polynomials are unpredictable (a branch would mispredict half the time and leak timing),
+/// and `min` on `u64` lanes vectorizes.
 #[inline]
-pub fn add_mod(a: u64, b: u64, q: u64) -> u64 {
-    let s = a + b;
-    if s >= q { s - q } else { s }
+pub fn reduce_once(x: u64, q: u64) -> u64 {
+    x.min(x.wrapping_sub(q))
 }
 
-/// `a − b mod q` for `a, b < q`.
+/// `a + b mod q` for `a, b < q < 2^63`.
+#[inline]
+pub fn add_mod(a: u64, b: u64, q: u64) -> u64 {
+    reduce_once(a + b, q)
+}
+
+/// `a − b mod q` for `a, b < q < 2^63`.
 #[inline]
 pub fn sub_mod(a: u64, b: u64, q: u64) -> u64 {
-    if a >= b { a - b } else { a + q - b }
+    // `a − b` wraps when `a < b`; adding `q` then wraps back into `[0, q)`.
+    let d = a.wrapping_sub(b);
+    d.min(d.wrapping_add(q))
 }
 
 /// `a · b mod q` through a 128-bit product (used off the hot paths).
@@ -66,6 +76,8 @@ pub struct Modulus {
     k: u32,
     /// `floor(2^{2k} / q)`, below `2^{k+1}`.
     mu: u64,
+    /// `floor(2^64 / q)`: one-multiplication Barrett reduction of a `u64`.
+    mu64: u64,
 }
 
 impl Modulus {
@@ -78,7 +90,8 @@ impl Modulus {
         }
         let k = 64 - q.leading_zeros();
         let mu = ((1u128 << (2 * k)) / q as u128) as u64;
-        Ok(Self { q, k, mu })
+        let mu64 = ((1u128 << 64) / q as u128) as u64;
+        Ok(Self { q, k, mu, mu64 })
     }
 
     /// The modulus.
@@ -93,14 +106,8 @@ impl Modulus {
         // Barrett: the quotient estimate is at most 2 below the true one.
         let q1 = (x >> (self.k - 1)) as u64;
         let q3 = ((q1 as u128 * self.mu as u128) >> (self.k + 1)) as u64;
-        let mut r = (x as u64).wrapping_sub(q3.wrapping_mul(self.q));
-        if r >= self.q {
-            r -= self.q;
-        }
-        if r >= self.q {
-            r -= self.q;
-        }
-        r
+        let r = (x as u64).wrapping_sub(q3.wrapping_mul(self.q));
+        reduce_once(reduce_once(r, 2 * self.q), self.q)
     }
 
     /// `a · b mod q` for `a, b < q`.
@@ -112,12 +119,10 @@ impl Modulus {
     /// `x mod q` for any `u64`.
     #[inline]
     pub fn reduce(&self, x: u64) -> u64 {
-        if self.k >= 32 {
-            // Every u64 is below 2^{2k}: Barrett applies.
-            self.reduce_u128(x as u128)
-        } else {
-            x % self.q
-        }
+        // The quotient estimate `⌊x·mu64 / 2^64⌋` is at most one below the true quotient, so
+        // one correction suffices (`2q < 2^63`: no overflow).
+        let estimate = ((x as u128 * self.mu64 as u128) >> 64) as u64;
+        reduce_once(x.wrapping_sub(estimate.wrapping_mul(self.q)), self.q)
     }
 
     /// `x mod q` for a signed 128-bit `x`.
@@ -140,8 +145,10 @@ impl Modulus {
     #[inline]
     pub fn mul_shoup(&self, a: u64, w: ShoupConst) -> u64 {
         let hi = ((a as u128 * w.w_shoup as u128) >> 64) as u64;
-        let r = a.wrapping_mul(w.w).wrapping_sub(hi.wrapping_mul(self.q));
-        if r >= self.q { r - self.q } else { r }
+        reduce_once(
+            a.wrapping_mul(w.w).wrapping_sub(hi.wrapping_mul(self.q)),
+            self.q,
+        )
     }
 }
 
@@ -312,7 +319,8 @@ mod tests {
             x
         };
         for q in [
-            3u64,
+            2u64,
+            3,
             65537,
             (1 << 40) - 87,
             ntt_primes(1024, 50, 1, &[]).unwrap()[0],
@@ -335,6 +343,9 @@ mod tests {
             }
             // Edge values.
             assert_eq!(m.mul(q - 1, q - 1), 1 % q);
+            for x in [0, q - 1, q, 2 * q - 1, u64::MAX - 1, u64::MAX] {
+                assert_eq!(m.reduce(x), x % q, "q={q} x={x}");
+            }
         }
         assert!(Modulus::new(1 << 62).is_err());
     }

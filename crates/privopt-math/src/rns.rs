@@ -301,7 +301,7 @@ impl RnsBasis {
         }
     }
 
-    fn zip_rows<F>(&self, a: &mut Poly<F>, b: &Poly<F>, op: fn(u64, u64, u64) -> u64) {
+    fn zip_rows<F>(&self, a: &mut Poly<F>, b: &Poly<F>, op: impl Fn(u64, u64, u64) -> u64) {
         for (i, &q) in self.moduli.iter().enumerate() {
             let r = i * self.n..(i + 1) * self.n;
             for (x, &y) in a.data[r.clone()].iter_mut().zip(&b.data[r]) {

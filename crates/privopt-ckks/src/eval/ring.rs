@@ -99,7 +99,7 @@ fn zip_new(
     a: &[u64],
     b: &[u64],
     indices: &[usize],
-    op: fn(u64, u64, u64) -> u64,
+    op: impl Fn(u64, u64, u64) -> u64,
 ) -> Vec<u64> {
     // One pass that writes each output word once (no clone-then-update, no zeroing).
     let n = ctx.n();
@@ -126,7 +126,7 @@ fn zip_rows(
     a: &mut [u64],
     b: &[u64],
     indices: &[usize],
-    op: fn(u64, u64, u64) -> u64,
+    op: impl Fn(u64, u64, u64) -> u64 + Sync,
 ) {
     let n = ctx.n();
     each_row(a, n, indices, |x, r, i| {
@@ -218,6 +218,23 @@ pub(crate) fn convert(
     targets: &[usize],
 ) -> Vec<u64> {
     let n = ctx.n();
+    let mut out = vec![0u64; n * targets.len()];
+    if let [source] = conv.sources[..] {
+        // One source prime b (hybrid key switching with one-prime digits, rescaling): the
+        // conversion is the centred residue, `x − b` for `x > b/2`, reduced mod each target.
+        let (b, half) = (ctx.primes[source], ctx.primes[source] / 2);
+        each_row(&mut out, n, targets, |dst, _, t| {
+            let m: &Modulus = &ctx.moduli[t];
+            let b_mod = m.reduce(b);
+            let fits = b <= m.value();
+            for (d, &x) in dst.iter_mut().zip(src) {
+                let r = if fits { x } else { m.reduce(x) };
+                // Branch-free: the sign of a secret-dependent residue is unpredictable.
+                *d = sub_mod(r, b_mod & u64::from(x > half).wrapping_neg(), m.value());
+            }
+        });
+        return out;
+    }
     // y_k = x_k · (B/b_k)^{-1} mod b_k.
     let mut y = src.to_vec();
     each_row(&mut y, n, &conv.sources, |row, r, s| {
@@ -236,7 +253,6 @@ pub(crate) fn convert(
             *w += u8::from(v > half);
         }
     }
-    let mut out = vec![0u64; n * targets.len()];
     each_row(&mut out, n, targets, |dst, _, t| {
         let m: &Modulus = &ctx.moduli[t];
         let q = m.value();
@@ -245,21 +261,27 @@ pub(crate) fn convert(
         let corrections: Vec<u64> = (0..=conv.sources.len() as u64)
             .map(|c| m.mul(c % q, conv.product_mod[t]))
             .collect();
-        // Lazy sum: each term is below 2q, so `u64::MAX / 2q − 1` terms and a carried
-        // remainder fit in a u64 (7 for 60-bit primes, 2^13 for 50-bit ones); longer sums are
-        // reduced once per batch.
+        // Lazy sums, source by source over blocks of coefficients (contiguous reads): each
+        // term is below 2q, so `u64::MAX / 2q − 1` terms and a carried remainder fit in a u64
+        // (7 for 60-bit primes, 2^13 for 50-bit ones); longer sums are reduced once per batch.
         let batch = usize::try_from(u64::MAX / (2 * q) - 1).unwrap_or(usize::MAX);
-        for (j, d) in dst.iter_mut().enumerate() {
-            let mut r = 0u64;
+        const BLOCK: usize = 256;
+        for (start, block) in (0..n).step_by(BLOCK).zip(dst.chunks_mut(BLOCK)) {
             for (part, chunk) in consts.chunks(batch).enumerate() {
-                let mut acc = r;
                 for (k, &w) in chunk.iter().enumerate() {
-                    acc += m.mul_shoup_lazy(y[(part * batch + k) * n + j], w);
+                    let row = (part * batch + k) * n + start;
+                    let terms = &y[row..row + block.len()];
+                    for (acc, &v) in block.iter_mut().zip(terms) {
+                        *acc += m.mul_shoup_lazy(v, w);
+                    }
                 }
-                r = m.reduce(acc);
+                for acc in block.iter_mut() {
+                    *acc = m.reduce(*acc);
+                }
             }
-            let sub = corrections[usize::from(wraps[j])];
-            *d = if r >= sub { r - sub } else { r + q - sub };
+            for (d, &wrap) in block.iter_mut().zip(&wraps[start..]) {
+                *d = sub_mod(*d, corrections[usize::from(wrap)], q);
+            }
         }
     });
     out

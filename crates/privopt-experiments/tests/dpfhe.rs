@@ -350,7 +350,7 @@ fn encrypted_algorithm_5_matches_the_plaintext_run() {
         return;
     };
     let seeds = privopt_math::SeedTree::new(5);
-    let tt = load_task("credit", &dir, &seeds).unwrap();
+    let tt = load_task("credit", &dir, &seeds, &Default::default()).unwrap();
     let sig = approximate(
         sigmoid,
         Interval::symmetric(10.0).unwrap(),
@@ -459,4 +459,42 @@ fn dpfhe_encrypted_smoke_writes_depths_timings_and_agreement() {
     assert!((s["acc_encrypted"] - s["acc_plain"]).abs() <= 0.001);
     // Algorithm 4 needs more levels than the 16-level chain has: it went back to the client.
     assert!(s["alg4_client_refreshes"] >= 1.0);
+}
+
+/// The preprocessing choices of issue 21: the authors' label encoding gives the paper's
+/// feature counts, quantile scaling keeps features in [−1, 1] and widens MNIST's bulk (the
+/// max-abs scale is set by a few extreme examples), and the default is max-abs.
+#[test]
+fn preprocessing_choices_change_what_they_should() {
+    use privopt_ml::data::load::CategoricalEncoding;
+    use privopt_ml::data::scale::FeatureScaling;
+    use privopt_sim::methods::dpfhe::data::{Preprocessing, load_task};
+
+    let Some(dir) = common::real_data_dir(&["mnist", "adult", "credit"]) else {
+        return;
+    };
+    let seeds = privopt_math::SeedTree::new(0);
+    let load = |name: &str, scaling, encoding| {
+        load_task(name, &dir, &seeds, &Preprocessing { scaling, encoding }).unwrap()
+    };
+    // Features with the bias: one-hot 109 and 33, label-encoded 15 and 24.
+    for (name, one_hot, label) in [("adult", 109, 15), ("credit", 33, 24)] {
+        let d = |e| load(name, None, e).train.n_features();
+        assert_eq!(d(CategoricalEncoding::OneHot), one_hot, "{name}");
+        assert_eq!(d(CategoricalEncoding::Label), label, "{name}");
+    }
+    let one_hot = CategoricalEncoding::OneHot;
+    let default = load("mnist", None, one_hot);
+    let max_abs = load("mnist", Some(FeatureScaling::MaxAbs), one_hot);
+    assert_eq!(default.train.features(), max_abs.train.features());
+    let q95 = load("mnist", Some(FeatureScaling::Quantile(0.95)), one_hot);
+    for tt in [&max_abs, &q95] {
+        assert!(tt.train.features().iter().all(|x| (-1.0..=1.0).contains(x)));
+        assert!(tt.test.features().iter().all(|x| (-1.0..=1.0).contains(x)));
+    }
+    let (a, b) = (max_abs.train.mean_row_norm(), q95.train.mean_row_norm());
+    assert!(
+        b > 1.5 * a,
+        "quantile scaling should widen MNIST: {a} -> {b}"
+    );
 }

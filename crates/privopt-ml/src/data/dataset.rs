@@ -98,6 +98,17 @@ impl Dataset {
         &self.x
     }
 
+    /// Mean Euclidean norm of the feature rows (0 for an empty dataset).
+    pub fn mean_row_norm(&self) -> f64 {
+        if self.is_empty() {
+            return 0.0;
+        }
+        let total: f64 = (0..self.len())
+            .map(|i| self.row(i).iter().map(|x| x * x).sum::<f64>().sqrt())
+            .sum();
+        total / self.len() as f64
+    }
+
     /// Count of examples per class (empty for regression data).
     pub fn class_counts(&self) -> Vec<usize> {
         let mut counts = vec![0; self.num_classes.unwrap_or(0)];

@@ -28,19 +28,41 @@ impl Default for SplitOptions {
     }
 }
 
+/// How the categorical columns of a tabular dataset become features.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CategoricalEncoding {
+    /// One feature per category (Adult: 108 features, credit: 32).
+    #[default]
+    OneHot,
+    /// One feature per column holding the category's index (pandas' `LabelEncoder`; the FHE
+    /// paper's authors' encoding: Adult 14 features, credit 23).
+    Label,
+}
+
 /// Loads catalog dataset `name` from `data_dir`.
 ///
 /// MNIST and Fashion-MNIST keep their official 60000/10000 split, pixels in `[0, 1]`, 10
 /// classes. Adult keeps its official split. COMPAS and credit are split by `split`. Tabular
 /// data is one-hot encoded and min-max scaled to `[-1, 1]` with statistics of the training part.
 pub fn load(name: &str, data_dir: &Path, split: SplitOptions) -> Result<TrainTest> {
+    load_with(name, data_dir, split, CategoricalEncoding::OneHot)
+}
+
+/// [`load`] with a choice of categorical encoding (ignored by datasets without categories).
+pub fn load_with(
+    name: &str,
+    data_dir: &Path,
+    split: SplitOptions,
+    encoding: CategoricalEncoding,
+) -> Result<TrainTest> {
     let dir = require(data_dir, name)?;
     match name {
         "mnist" => load_idx_dir(&dir, ""),
         "fashion-mnist" => load_idx_dir(&dir, ".gz"),
-        "adult" => load_adult(&dir),
-        "compas" => load_compas(&dir, split),
-        "credit" => load_credit(&dir, split),
+        "adult" => load_adult(&dir, encoding),
+        "compas" => load_compas(&dir, split, encoding),
+        "credit" => load_credit(&dir, split, encoding),
         "movie-snippets" => load_movie_snippets(&dir, &require(data_dir, "minilm")?, split),
         other => Err(Error::Invalid(format!(
             "`{other}` is not a tabular or image dataset and has no loader"
@@ -135,14 +157,17 @@ fn numeric(names: &[&str]) -> Vec<Column> {
     names.iter().map(|n| Column::Numeric((*n).into())).collect()
 }
 
-fn categorical(names: &[&str]) -> Vec<Column> {
+fn categorical(names: &[&str], encoding: CategoricalEncoding) -> Vec<Column> {
     names
         .iter()
-        .map(|n| Column::Categorical((*n).into()))
+        .map(|n| match encoding {
+            CategoricalEncoding::OneHot => Column::Categorical((*n).into()),
+            CategoricalEncoding::Label => Column::Coded((*n).into()),
+        })
         .collect()
 }
 
-fn load_adult(dir: &Path) -> Result<TrainTest> {
+fn load_adult(dir: &Path, encoding: CategoricalEncoding) -> Result<TrainTest> {
     let names = Some(ADULT_COLUMNS.iter().map(|s| (*s).to_owned()).collect());
     let train = RawTable::read_csv(
         &dir.join("adult.data"),
@@ -167,16 +192,19 @@ fn load_adult(dir: &Path) -> Result<TrainTest> {
         "capital-loss",
         "hours-per-week",
     ]);
-    features.extend(categorical(&[
-        "workclass",
-        "education",
-        "marital-status",
-        "occupation",
-        "relationship",
-        "race",
-        "sex",
-        "native-country",
-    ]));
+    features.extend(categorical(
+        &[
+            "workclass",
+            "education",
+            "marital-status",
+            "occupation",
+            "relationship",
+            "race",
+            "sex",
+            "native-country",
+        ],
+        encoding,
+    ));
     let schema = TabularSchema {
         features,
         label: "income".into(),
@@ -207,7 +235,11 @@ fn split_and_encode(
 
 /// ProPublica's analysis filter: screening within 30 days of arrest, a known recidivism
 /// outcome, an ordinary charge degree, and a score present (7214 rows -> 6172).
-fn load_compas(dir: &Path, split: SplitOptions) -> Result<TrainTest> {
+fn load_compas(
+    dir: &Path,
+    split: SplitOptions,
+    encoding: CategoricalEncoding,
+) -> Result<TrainTest> {
     let raw = RawTable::read_csv(
         &dir.join("compas-scores-two-years.csv"),
         &CsvOptions::default(),
@@ -231,7 +263,7 @@ fn load_compas(dir: &Path, split: SplitOptions) -> Result<TrainTest> {
         "juv_other_count",
         "priors_count",
     ]);
-    features.extend(categorical(&["sex", "race", "c_charge_degree"]));
+    features.extend(categorical(&["sex", "race", "c_charge_degree"], encoding));
     let schema = TabularSchema {
         features,
         label: "two_year_recid".into(),
@@ -241,9 +273,19 @@ fn load_compas(dir: &Path, split: SplitOptions) -> Result<TrainTest> {
 }
 
 /// Default of credit card clients: every column but `ID` and the label is a feature (the
-/// packaged CSV already one-hot encodes EDUCATION and MARRIAGE).
-fn load_credit(dir: &Path, split: SplitOptions) -> Result<TrainTest> {
-    let table = RawTable::read_csv(&dir.join("UCI_Credit_Card.csv"), &CsvOptions::default())?;
+/// packaged CSV already one-hot encodes EDUCATION and MARRIAGE; the label encoding folds them
+/// back into the original UCI code columns).
+fn load_credit(
+    dir: &Path,
+    split: SplitOptions,
+    encoding: CategoricalEncoding,
+) -> Result<TrainTest> {
+    let mut table = RawTable::read_csv(&dir.join("UCI_Credit_Card.csv"), &CsvOptions::default())?;
+    if encoding == CategoricalEncoding::Label {
+        for column in ["EDUCATION", "MARRIAGE"] {
+            table = fold_one_hot(&table, column)?;
+        }
+    }
     let label = "default-payment-next-month";
     table.column(label)?;
     let features = table
@@ -260,9 +302,73 @@ fn load_credit(dir: &Path, split: SplitOptions) -> Result<TrainTest> {
     split_and_encode(&table, &schema, split)
 }
 
+/// Replaces the one-hot columns `{name}_{code}` by one column `name` holding the code of the
+/// column that is 1 in each row (an error names a row where not exactly one is).
+fn fold_one_hot(table: &RawTable, name: &str) -> Result<RawTable> {
+    let prefix = format!("{name}_");
+    let parts: Vec<(usize, &str)> = table
+        .header
+        .iter()
+        .enumerate()
+        .filter_map(|(i, h)| h.strip_prefix(&prefix).map(|code| (i, code)))
+        .collect();
+    if parts.is_empty() {
+        return Err(Error::corrupt(
+            &table.source,
+            format!("no `{prefix}*` columns to fold into `{name}`"),
+        ));
+    }
+    let keep: Vec<usize> = (0..table.header.len())
+        .filter(|i| !parts.iter().any(|(p, _)| p == i))
+        .collect();
+    let mut header: Vec<String> = keep.iter().map(|&i| table.header[i].clone()).collect();
+    header.push(name.to_owned());
+    let rows = table
+        .rows
+        .iter()
+        .enumerate()
+        .map(|(r, row)| {
+            let mut hot = parts.iter().filter(|(i, _)| row[*i] == "1");
+            match (hot.next(), hot.next()) {
+                (Some((_, code)), None) => {
+                    let mut out: Vec<String> = keep.iter().map(|&i| row[i].clone()).collect();
+                    out.push((*code).to_owned());
+                    Ok(out)
+                }
+                _ => Err(Error::corrupt(
+                    &table.source,
+                    format!("row {}: not exactly one `{prefix}*` column is 1", r + 1),
+                )),
+            }
+        })
+        .collect::<Result<_>>()?;
+    Ok(RawTable {
+        header,
+        rows,
+        source: table.source.clone(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_hot_columns_fold_into_their_code() {
+        let raw = |rows: &[[&str; 4]]| RawTable {
+            header: ["ID", "E_1", "E_2", "y"].map(String::from).to_vec(),
+            rows: rows.iter().map(|r| r.map(String::from).to_vec()).collect(),
+            source: "mem.csv".into(),
+        };
+        let folded =
+            fold_one_hot(&raw(&[["7", "0", "1", "1"], ["8", "1", "0", "0"]]), "E").unwrap();
+        assert_eq!(folded.header, ["ID", "y", "E"]);
+        assert_eq!(folded.rows, [["7", "1", "2"], ["8", "0", "1"]]);
+        let bad = fold_one_hot(&raw(&[["7", "1", "1", "1"]]), "E").unwrap_err();
+        assert!(bad.to_string().contains("row 1"), "{bad}");
+        let none = fold_one_hot(&raw(&[["7", "0", "1", "1"]]), "X").unwrap_err();
+        assert!(none.to_string().contains("X_"), "{none}");
+    }
 
     fn snippets(dir: &Path, text: &str) -> Result<TrainTest> {
         std::fs::write(dir.join("movieReviewSnippets_GroundTruth.txt"), text).unwrap();

@@ -7,6 +7,7 @@ pub mod fetch;
 pub mod idx;
 pub mod load;
 pub mod pca;
+pub mod scale;
 pub mod split;
 pub mod synthetic;
 pub mod tabular;

@@ -126,6 +126,10 @@ pub enum Column {
     /// A category, one-hot encoded over the categories seen in training (missing is its own
     /// category); a category unseen in training encodes as all zeros before scaling.
     Categorical(String),
+    /// A category replaced by its index among the training categories in sorted order (one
+    /// feature instead of one per category: pandas' `LabelEncoder`, what the FHE paper's
+    /// authors used). An unseen category takes the middle code, which scales to 0.
+    Coded(String),
 }
 
 /// Which columns are features and which is the binary label.
@@ -154,6 +158,7 @@ pub struct TabularEncoder {
 enum Fitted {
     Numeric { mean: f64 },
     Categorical { categories: Vec<String> },
+    Coded { categories: Vec<String> },
 }
 
 fn is_missing(cell: &str) -> bool {
@@ -196,6 +201,23 @@ fn parse_number(table: &RawTable, row: usize, col: usize) -> Result<Option<f64>>
     Ok(Some(v))
 }
 
+/// The sorted distinct values of column `name` (at most [`MAX_CATEGORIES`]).
+fn categories_of(train: &RawTable, name: &str) -> Result<Vec<String>> {
+    let c = train.column(name)?;
+    let set: BTreeSet<&str> = train.rows.iter().map(|r| r[c].as_str()).collect();
+    if set.len() > MAX_CATEGORIES {
+        return Err(Error::corrupt(
+            &train.source,
+            format!(
+                "column `{name}` has {} distinct values, more than the \
+                 {MAX_CATEGORIES} a categorical feature may have",
+                set.len()
+            ),
+        ));
+    }
+    Ok(set.into_iter().map(str::to_owned).collect())
+}
+
 impl TabularEncoder {
     /// Learns categories, imputation means and feature ranges from `train`.
     pub fn fit(schema: &TabularSchema, train: &RawTable) -> Result<Self> {
@@ -222,22 +244,15 @@ impl TabularEncoder {
                     fitted.push(Fitted::Numeric { mean });
                     names.push(name.clone());
                 }
-                Column::Categorical(name) => {
-                    let c = train.column(name)?;
-                    let set: BTreeSet<&str> = train.rows.iter().map(|r| r[c].as_str()).collect();
-                    if set.len() > MAX_CATEGORIES {
-                        return Err(Error::corrupt(
-                            &train.source,
-                            format!(
-                                "column `{name}` has {} distinct values, more than the \
-                                 {MAX_CATEGORIES} a categorical feature may have",
-                                set.len()
-                            ),
-                        ));
+                Column::Categorical(name) | Column::Coded(name) => {
+                    let categories = categories_of(train, name)?;
+                    if matches!(col, Column::Coded(_)) {
+                        names.push(name.clone());
+                        fitted.push(Fitted::Coded { categories });
+                    } else {
+                        names.extend(categories.iter().map(|k| format!("{name}={k}")));
+                        fitted.push(Fitted::Categorical { categories });
                     }
-                    let categories: Vec<String> = set.into_iter().map(str::to_owned).collect();
-                    names.extend(categories.iter().map(|k| format!("{name}={k}")));
-                    fitted.push(Fitted::Categorical { categories });
                 }
             }
         }
@@ -300,7 +315,7 @@ impl TabularEncoder {
             .features
             .iter()
             .map(|c| match c {
-                Column::Numeric(n) | Column::Categorical(n) => table.column(n),
+                Column::Numeric(n) | Column::Categorical(n) | Column::Coded(n) => table.column(n),
             })
             .collect::<Result<_>>()?;
         let mut x = Vec::with_capacity(table.rows.len() * d);
@@ -311,6 +326,12 @@ impl TabularEncoder {
                     Fitted::Categorical { categories } => {
                         let cell = table.rows[r][c].as_str();
                         x.extend(categories.iter().map(|k| f64::from(u8::from(k == cell))));
+                    }
+                    Fitted::Coded { categories } => {
+                        let cell = table.rows[r][c].as_str();
+                        let code = categories.binary_search_by(|k| k.as_str().cmp(cell));
+                        let middle = (categories.len() as f64 - 1.0) / 2.0;
+                        x.push(code.map_or(middle, |i| i as f64));
                     }
                 }
             }
@@ -371,6 +392,28 @@ mod tests {
         let test = table(&[&["60", "c", "9", "<=50K"]]);
         let t = enc.transform(&test).unwrap();
         assert_eq!(t.row(0), &[3.0, -1.0, -1.0, -1.0, 0.0]);
+    }
+
+    #[test]
+    fn label_encoding_is_one_sorted_code_per_column() {
+        let mut schema = schema();
+        schema.features[1] = Column::Coded("job".into());
+        let train = table(&[
+            &["20", "b", "5", ">50K"],
+            &["40", "a", "5", "<=50K"],
+            &["30", "c", "5", ">50K"],
+        ]);
+        let enc = TabularEncoder::fit(&schema, &train).unwrap();
+        assert_eq!(enc.feature_names(), &["age", "job", "flat"]);
+        let ds = enc.transform(&train).unwrap();
+        // Codes a = 0, b = 1, c = 2, scaled to −1, 0, 1.
+        let job: Vec<f64> = (0..3).map(|i| ds.row(i)[1]).collect();
+        assert_eq!(job, [0.0, -1.0, 1.0]);
+        // An unseen category takes the middle code.
+        let t = enc
+            .transform(&table(&[&["30", "z", "5", "<=50K"]]))
+            .unwrap();
+        assert_eq!(t.row(0)[1], 0.0);
     }
 
     /// ±1e308 made the feature range infinite and every feature NaN (reported as a diverged

@@ -18,12 +18,14 @@ use privopt_ml::data::{Dataset, TrainTest};
 use serde::{Deserialize, Serialize};
 
 use super::{Suite, SuiteReport};
+use privopt_ml::data::load::CategoricalEncoding;
+use privopt_ml::data::scale::FeatureScaling;
 use privopt_sim::context::{RunContext, parallel_map};
 use privopt_sim::error::{Result, ensure};
 use privopt_sim::methods::dpfhe::algorithms::{
     Barrier, GdSpec, output_perturbation, output_sensitivity, train,
 };
-use privopt_sim::methods::dpfhe::data::{PAPER_DATASETS, load_task};
+use privopt_sim::methods::dpfhe::data::{PAPER_DATASETS, Preprocessing, load_task};
 use privopt_sim::methods::dpfhe::logreg::{Link, accuracy, auc, gradient_sum};
 use privopt_sim::methods::dpfhe::theorem::{
     BarrierParams, BarrierShape, PHI_MAX, RunShape, SelectionTargets, check, select,
@@ -141,6 +143,14 @@ pub struct DpfheSuiteConfig {
     /// Gap experiment: learning rates of the grid.
     #[serde(default = "default_gap_lrs")]
     pub gap_lrs: Vec<f64>,
+    /// How features are mapped into [−1, 1] for every method alike (`"max_abs"`, `"min_max"`
+    /// or `{ quantile = q }`); absent: max-abs for MNIST, the loader's min-max for tabular
+    /// data (see `privopt_sim::methods::dpfhe::data::Preprocessing`).
+    #[serde(default)]
+    pub scaling: Option<FeatureScaling>,
+    /// Tabular categories: `"one_hot"` (default) or `"label"` (the authors' encoding).
+    #[serde(default)]
+    pub encoding: CategoricalEncoding,
     /// Cap on training examples per dataset (smoke runs); all by default.
     #[serde(default)]
     pub max_train: Option<usize>,
@@ -296,7 +306,11 @@ impl DpfheSuiteConfig {
     }
 
     pub(super) fn load(&self, ctx: &RunContext<'_>, dataset: &str) -> Result<TrainTest> {
-        let mut tt = load_task(dataset, &ctx.data_dir, &ctx.seeds)?;
+        let prep = Preprocessing {
+            scaling: self.scaling,
+            encoding: self.encoding,
+        };
+        let mut tt = load_task(dataset, &ctx.data_dir, &ctx.seeds, &prep)?;
         if let Some(max) = self.max_train.filter(|&m| m < tt.train.len()) {
             // Evenly spaced rows: deterministic and class-balanced enough for smoke runs.
             let idx: Vec<usize> = (0..max).map(|i| i * tt.train.len() / max).collect();
@@ -350,6 +364,11 @@ impl Suite for DpfheSuiteConfig {
                 self.e_f_target
             )
         })?;
+        if let Some(scaling) = &self.scaling {
+            scaling
+                .validate()
+                .map_err(|e| privopt_sim::error::Error::Config(format!("suite.scaling: {e}")))?;
+        }
         ensure(self.divergence_interval > 0.0, || {
             "suite.divergence_interval must be > 0".into()
         })?;
@@ -575,6 +594,8 @@ impl DpfheSuiteConfig {
         let sens = output_sensitivity(passes, (m as f64).sqrt(), lr_out, batch);
         let std_out = sens / gaussian_mu_for_epsilon(self.epsilon, self.delta)?;
         let numbers = PlanNumbers {
+            features: m,
+            mean_norm: tt.train.mean_row_norm(),
             noclip_d: d,
             noclip_certified: certified,
             sigma_dpgd,

@@ -83,6 +83,10 @@ pub struct Table3Cell {
 /// output perturbation.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct PlanNumbers {
+    /// Features m (with the bias).
+    pub features: usize,
+    /// Mean ‖x‖ over the training rows (against the √m that Theorem 3's sensitivity assumes).
+    pub mean_norm: f64,
     /// The bound on d = ‖∇f(0)‖/√m used by the certificate (released with DP or ½).
     pub noclip_d: f64,
     /// Whether Theorem 3 certifies the no-clip parameters.

@@ -5,8 +5,9 @@
 use std::path::Path;
 
 use privopt_math::SeedTree;
-use privopt_ml::data::load::{SplitOptions, load};
+use privopt_ml::data::load::{CategoricalEncoding, SplitOptions, load_with};
 use privopt_ml::data::pca::Pca;
+use privopt_ml::data::scale::FeatureScaling;
 use privopt_ml::data::{Dataset, TrainTest};
 
 use crate::error::{Error, Result};
@@ -42,61 +43,58 @@ fn unknown_dataset(name: &str) -> Error {
 const MNIST_CLASSES: [usize; 2] = [3, 8];
 const MNIST_PCA: usize = 49;
 
+/// The preprocessing choices the paper leaves open (it only asks for features in [−1, 1]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Preprocessing {
+    /// How features are mapped into [−1, 1]. `None` keeps each dataset's default: max-abs per
+    /// PCA component for MNIST (and the synthetic task), the tabular loader's min-max for
+    /// Adult, COMPAS and credit. A map given here is fitted on the training part *after* the
+    /// loader's (so on tabular data `max_abs` and `min_max` change nothing).
+    pub scaling: Option<FeatureScaling>,
+    /// How tabular categories become features (one-hot by default; `Label` is the authors').
+    pub encoding: CategoricalEncoding,
+}
+
 /// Loads `name` with the paper's preprocessing. COMPAS and credit (no official test split) are
 /// split 80/20 with a seed derived from `seeds`.
-pub fn load_task(name: &str, data_dir: &Path, seeds: &SeedTree) -> Result<TrainTest> {
+pub fn load_task(
+    name: &str,
+    data_dir: &Path,
+    seeds: &SeedTree,
+    prep: &Preprocessing,
+) -> Result<TrainTest> {
     let split = SplitOptions {
         seed: seeds.child_seed("data/split", &[]),
         test_fraction: 0.2,
     };
+    let unit_box = |tt: &TrainTest| prep.scaling.unwrap_or(FeatureScaling::MaxAbs).apply(tt);
     let tt = match name {
         "mnist" => {
-            let tt = load("mnist", data_dir, split)?;
+            let tt = load_with("mnist", data_dir, split, prep.encoding)?;
             let train = tt.train.class_subset(&MNIST_CLASSES)?;
             let test = tt.test.class_subset(&MNIST_CLASSES)?;
             let pca = Pca::fit(&train, MNIST_PCA)?;
             let (train, test) = (pca.transform(&train)?, pca.transform(&test)?);
-            scale_to_unit_box(train, test)?
+            unit_box(&TrainTest { train, test })?
         }
-        "adult" | "compas" | "credit" => load(name, data_dir, split)?,
+        "adult" | "compas" | "credit" => {
+            let tt = load_with(name, data_dir, split, prep.encoding)?;
+            match prep.scaling {
+                Some(scaling) => scaling.apply(&tt)?,
+                None => tt,
+            }
+        }
         SYNTHETIC_DATASET => {
             let mut rng = seeds.stream("data/synthetic", &[]);
             let tt =
                 privopt_ml::data::synthetic::logistic(4000, 1000, SYNTHETIC_FEATURES, &mut rng)?;
-            scale_to_unit_box(tt.train, tt.test)?
+            unit_box(&tt)?
         }
         other => return Err(unknown_dataset(other)),
     };
     Ok(TrainTest {
         train: with_bias(&tt.train)?,
         test: with_bias(&tt.test)?,
-    })
-}
-
-/// Scales each feature by its largest absolute training value so training features lie in
-/// [−1, 1]; test features are clamped to the same box (the bound the DP analysis uses).
-fn scale_to_unit_box(train: Dataset, test: Dataset) -> Result<TrainTest> {
-    let d = train.n_features();
-    let mut scale = vec![0.0_f64; d];
-    for i in 0..train.len() {
-        for (s, x) in scale.iter_mut().zip(train.row(i)) {
-            *s = s.max(x.abs());
-        }
-    }
-    let apply = |ds: &Dataset| {
-        ds.map_rows(d, |row, out| {
-            for ((o, x), s) in out.iter_mut().zip(row).zip(&scale) {
-                *o = if *s > 0.0 {
-                    (x / s).clamp(-1.0, 1.0)
-                } else {
-                    0.0
-                };
-            }
-        })
-    };
-    Ok(TrainTest {
-        train: apply(&train)?,
-        test: apply(&test)?,
     })
 }
 

@@ -498,3 +498,36 @@ fn preprocessing_choices_change_what_they_should() {
         "quantile scaling should widen MNIST: {a} -> {b}"
     );
 }
+
+/// A bad scaling is a one-line config error naming the key, before any data is loaded.
+#[test]
+fn bad_scaling_settings_are_named() {
+    use privopt_experiments::config::ExperimentConfig;
+    use privopt_experiments::runner::{RunOptions, run};
+    use privopt_sim::context::NoProgress;
+
+    let path = format!(
+        "{}/../../configs/dpfhe-table4-quantile.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    for (bad, expect) in [
+        ("scaling = { quantile = 1.5 }", "quantile"),
+        ("scaling = { quantile = 0.0 }", "quantile"),
+        ("scaling = \"median\"", "median"),
+        ("encoding = \"ordinal\"", "ordinal"),
+    ] {
+        let text = text.replace("scaling = { quantile = 0.95 }", bad);
+        let err = match ExperimentConfig::from_toml(&text, "bad") {
+            Err(e) => e.to_string(),
+            Ok(cfg) => {
+                let opts = RunOptions {
+                    data_dir: "none".into(),
+                };
+                run(&cfg, &opts, &NoProgress).unwrap_err().to_string()
+            }
+        };
+        assert!(err.contains(expect), "{bad}: {err}");
+        assert!(!err.contains('\n'), "{bad}: one line, got {err}");
+    }
+}

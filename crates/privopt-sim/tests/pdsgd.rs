@@ -56,7 +56,7 @@ fn paillier_through_bytes_and_transparent_runs_are_bit_identical() {
     let mut paillier = c
         .agents::<Paillier>(&g, &trial, paillier_keys(g.len(), &seeds))
         .unwrap();
-    let (e1, x1) = c
+    let run1 = c
         .run_trial(
             &g,
             &trial,
@@ -67,14 +67,17 @@ fn paillier_through_bytes_and_transparent_runs_are_bit_identical() {
             0,
         )
         .unwrap();
+    let (e1, x1) = (run1.errors, run1.x);
     let mut plain = transparent_agents(&c, &g, &trial);
-    let (e2, x2) = c
+    let run2 = c
         .run_trial(&g, &trial, Variant::Proposed, &mut plain, false, &seeds, 0)
         .unwrap();
+    let (e2, x2) = (run2.errors, run2.x);
     let mut plain = transparent_agents(&c, &g, &trial);
-    let (e3, _) = c
+    let e3 = c
         .run_trial(&g, &trial, Variant::Proposed, &mut plain, true, &seeds, 0)
-        .unwrap();
+        .unwrap()
+        .errors;
     let bits = |e: &[f64]| e.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
     assert_eq!(bits(&e1), bits(&e2));
     assert_eq!(bits(&e3), bits(&e2));
@@ -103,9 +106,10 @@ fn any_connected_graph_from_the_config_converges() {
     let seeds = SeedTree::new(8);
     let trial = c.trial(&g, &seeds, 0).unwrap();
     let mut agents = transparent_agents(&c, &g, &trial);
-    let (e, x) = c
+    let run = c
         .run_trial(&g, &trial, Variant::Proposed, &mut agents, false, &seeds, 0)
         .unwrap();
+    let (e, x) = (run.errors, run.x);
     assert_eq!(x.len(), 7);
     assert!(e[1] < 0.2 * e[0], "error {} → {}", e[0], e[1]);
     // A disconnected graph is a config error naming the key.
@@ -152,4 +156,37 @@ fn stepsize_scaling_hides_the_gradient() {
         consistent >= 4,
         "only {consistent} alternative gradients are admissible"
     );
+}
+
+/// The paper's quantization bound E‖ξ_i^k‖² ≤ ½(n − 1)²dδ² holds on a real run, ξ is really
+/// measured (nonzero for Algorithm 1, zero for the exact conventional run), and Lemma 1's
+/// identity ‖W̄^k‖ = 1 − μγ^k holds on the trial's own W.
+#[test]
+fn quantization_error_and_lemma_1_on_a_run() {
+    use privopt_sim::methods::pdsgd::theorem;
+    let c = cfg(200);
+    let g = c.graph().unwrap();
+    let seeds = SeedTree::new(2);
+    let trial = c.trial(&g, &seeds, 0).unwrap();
+    let run = |v| {
+        let mut agents = transparent_agents(&c, &g, &trial);
+        c.run_trial(&g, &trial, v, &mut agents, false, &seeds, 0)
+            .unwrap()
+    };
+    let proposed = run(Variant::Proposed);
+    assert_eq!(proposed.xi_terms, 200 * g.len() as u64);
+    let mean = proposed.xi_sq_sum / proposed.xi_terms as f64;
+    let bound = theorem::quantization_bound(&c, g.len());
+    assert!(mean > 0.0 && mean <= bound, "{mean} vs bound {bound}");
+    let conventional = run(Variant::Conventional);
+    assert!(conventional.xi_sq_max < 1e-24, "{}", conventional.xi_sq_max);
+
+    let w = trial.coupling_matrix(&g, c.delta);
+    for i in 0..g.len() {
+        let row: f64 = w[i * g.len()..(i + 1) * g.len()].iter().sum();
+        assert!(row.abs() < 1e-12, "row {i} sums to {row}");
+    }
+    let l = theorem::lemma1(&w, g.len(), &c, 200).unwrap();
+    assert!(l.mu > 0.0 && l.rho_n < 2.0, "{l:?}");
+    assert!(l.max_deviation < 1e-12 && l.max_norm < 1.0, "{l:?}");
 }

@@ -17,6 +17,8 @@
 //! connected graph can be given as `method.edges`. All are per-trial random draws from the
 //! seed.
 
+pub mod theorem;
+
 use std::time::Instant;
 
 use privopt_math::SeedTree;
@@ -191,6 +193,39 @@ pub struct Trial {
     x0: Vec<Vec<f64>>,
 }
 
+impl Trial {
+    /// The coupling matrix `W` of (8), row-major `n × n`: `w_ij = w_{i→j}w_{j→i}` on edges
+    /// (`k_{i→j}k_{j→i}δ²`), `w_ii = −Σ_j w_ij`.
+    pub fn coupling_matrix(&self, graph: &Graph, delta: f64) -> Vec<f64> {
+        let n = graph.len();
+        let mut w = vec![0.0; n * n];
+        for i in 0..n {
+            for &j in graph.neighbours(i) {
+                let wij = (self.k[i][j] * self.k[j][i]) as f64 * delta * delta;
+                w[i * n + j] = wij;
+                w[i * n + i] -= wij;
+            }
+        }
+        w
+    }
+}
+
+/// One trial's run.
+#[derive(Clone, Debug)]
+pub struct TrialRun {
+    /// `Σ_i ‖x_i − x*‖²` at every evaluation point.
+    pub errors: Vec<f64>,
+    /// The final states.
+    pub x: Vec<Vec<f64>>,
+    /// `Σ ‖ξ_i^k‖²` over every agent and iteration, and how many terms: the quantization
+    /// error of the exchanges against the exact coupling (zero for the conventional run).
+    pub xi_sq_sum: f64,
+    /// See `xi_sq_sum`.
+    pub xi_terms: u64,
+    /// The largest single `‖ξ_i^k‖²`.
+    pub xi_sq_max: f64,
+}
+
 /// Solves the small dense system `A x = b` by Gaussian elimination with partial pivoting.
 fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Vec<f64> {
     let n = b.len();
@@ -327,6 +362,39 @@ impl PdsgdConfig {
         Ok(agents)
     }
 
+    /// Theorem 1's conditions (37) on the schedule, Lemma 1 on trial 0's `W`, and the measured
+    /// quantization error of the proposed runs (`runs[t][0]`) against the paper's bound.
+    fn theorem_checks(
+        &self,
+        graph: &Graph,
+        seeds: &SeedTree,
+        runs: &[Vec<TrialRun>],
+    ) -> Result<theorem::TheoremReport> {
+        let conditions: std::collections::BTreeMap<_, _> =
+            theorem::conditions_37(self, self.iterations)
+                .into_iter()
+                .map(|c| (c.name, c))
+                .collect();
+        let w = self
+            .trial(graph, seeds, 0)?
+            .coupling_matrix(graph, self.delta);
+        let lemma1 = theorem::lemma1(&w, graph.len(), self, self.iterations)?;
+        let proposed = runs.iter().filter_map(|r| r.first());
+        let (sum, terms, max) = proposed.fold((0.0, 0u64, 0.0_f64), |(s, n, m), r| {
+            (s + r.xi_sq_sum, n + r.xi_terms, m.max(r.xi_sq_max))
+        });
+        Ok(theorem::TheoremReport {
+            conditions_hold: conditions.values().all(|c| c.holds),
+            conditions,
+            lemma1,
+            quantization: theorem::QuantizationCheck {
+                bound: theorem::quantization_bound(self, graph.len()),
+                mean: if terms > 0 { sum / terms as f64 } else { 0.0 },
+                max,
+            },
+        })
+    }
+
     /// Stochastic gradient of `f_i` at `x` from one uniformly sampled measurement.
     pub fn gradient(&self, trial: &Trial, i: usize, x: &[f64], r: &mut impl Rng) -> Vec<f64> {
         let (p, d) = (self.p, self.d);
@@ -354,9 +422,8 @@ impl PdsgdConfig {
             .collect()
     }
 
-    /// Runs one trial of `variant` with `agents` and returns `Σ_i ‖x_i − x*‖²` at every
-    /// evaluation point and the final states. With `through_bytes`, every request and response
-    /// is encoded by its sender and decoded by its receiver, as across processes.
+    /// Runs one trial of `variant` with `agents`. With `through_bytes`, every request and
+    /// response is encoded by its sender and decoded by its receiver, as across processes.
     #[allow(clippy::too_many_arguments)]
     pub fn run_trial<S: Scheme>(
         &self,
@@ -367,9 +434,11 @@ impl PdsgdConfig {
         through_bytes: bool,
         seeds: &SeedTree,
         t: u64,
-    ) -> Result<(Vec<f64>, Vec<Vec<f64>>)> {
+    ) -> Result<TrialRun> {
         let n = graph.len();
         let d = self.d;
+        let w = trial.coupling_matrix(graph, self.delta);
+        let (mut xi_sq_sum, mut xi_terms, mut xi_sq_max) = (0.0, 0u64, 0.0_f64);
         let mut x = trial.x0.clone();
         let err = |x: &[Vec<f64>]| -> f64 {
             x.iter()
@@ -404,9 +473,8 @@ impl PdsgdConfig {
                 for &j in graph.neighbours(i) {
                     let term: Vec<f64> = match variant {
                         Variant::Conventional => {
-                            let w =
-                                (trial.k[i][j] * trial.k[j][i]) as f64 * self.delta * self.delta;
-                            x[j].iter().zip(&x[i]).map(|(a, b)| w * (a - b)).collect()
+                            let wij = w[i * n + j];
+                            x[j].iter().zip(&x[i]).map(|(a, b)| wij * (a - b)).collect()
                         }
                         _ => {
                             let mut enc = seeds.stream("pdsgd/enc", &[t, it, i as u64, j as u64]);
@@ -433,6 +501,20 @@ impl PdsgdConfig {
                         *c += v;
                     }
                 }
+                // ξ_i^k: the exchanged coupling against the exact one, Σ_j w_ij (x_j − x_i).
+                let xi_sq: f64 = (0..d)
+                    .map(|l| {
+                        let exact: f64 = graph
+                            .neighbours(i)
+                            .iter()
+                            .map(|&j| w[i * n + j] * (x[j][l] - x[i][l]))
+                            .sum();
+                        (coupling[l] - exact).powi(2)
+                    })
+                    .sum();
+                xi_sq_sum += xi_sq;
+                xi_terms += 1;
+                xi_sq_max = xi_sq_max.max(xi_sq);
                 let mut r = seeds.stream("pdsgd/sample", &[t, it, i as u64]);
                 let g = self.gradient(trial, i, &x[i], &mut r);
                 let base = self.lambda0 / k.powf(self.lambda_decay);
@@ -450,7 +532,13 @@ impl PdsgdConfig {
                 errors.push(err(&x));
             }
         }
-        Ok((errors, x))
+        Ok(TrialRun {
+            errors,
+            x,
+            xi_sq_sum,
+            xi_terms,
+            xi_sq_max,
+        })
     }
 }
 
@@ -536,10 +624,15 @@ impl Method for PdsgdConfig {
                 let trial = self.trial(&graph, &seeds, t)?;
                 variants
                     .iter()
-                    .map(|(_, v)| Ok(transparent_run(self, &trial, *v, t)?.0))
-                    .collect::<Result<Vec<Vec<f64>>>>()
+                    .map(|(_, v)| transparent_run(self, &trial, *v, t))
+                    .collect::<Result<Vec<TrialRun>>>()
             },
         )?;
+        let theorem = self.theorem_checks(&graph, &seeds, &results)?;
+        let results: Vec<Vec<Vec<f64>>> = results
+            .into_iter()
+            .map(|runs| runs.into_iter().map(|r| r.errors).collect())
+            .collect();
         let points = results.first().map(|c| c[0].len()).unwrap_or(0);
         let mut means = vec![vec![0.0; points]; variants.len()];
         let mut vars = vec![vec![0.0; points]; variants.len()];
@@ -581,6 +674,7 @@ impl Method for PdsgdConfig {
                 * self.d
                 * key.ciphertext_bytes) as u64,
             paillier: None,
+            theorem,
         };
         // Real Paillier: every agent with its own key, every message through its bytes, one
         // thread, a few iterations; it must match the transparent run bit for bit.
@@ -604,7 +698,7 @@ impl Method for PdsgdConfig {
             let trial = timed.trial(&graph, &seeds, 0)?;
             let mut agents = timed.agents::<Paillier>(&graph, &trial, keys)?;
             let start = Instant::now();
-            let (_, x) = timed.run_trial(
+            let TrialRun { x, .. } = timed.run_trial(
                 &graph,
                 &trial,
                 Variant::Proposed,
@@ -614,7 +708,7 @@ impl Method for PdsgdConfig {
                 0,
             )?;
             let per_iter = start.elapsed().as_secs_f64() / self.paillier_timing_iterations as f64;
-            if x != transparent_run(&timed, &trial, Variant::Proposed, 0)?.1 {
+            if x != transparent_run(&timed, &trial, Variant::Proposed, 0)?.x {
                 return Err(Error::Mismatch(
                     "the real-Paillier run left the transparent run's trajectory",
                 ));
@@ -645,6 +739,8 @@ pub struct PdsgdReport {
     /// The real-Paillier run, when `paillier_timing_iterations > 0`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub paillier: Option<PaillierTiming>,
+    /// Theorem 1's conditions, Lemma 1 and the quantization bound on this run.
+    pub theorem: theorem::TheoremReport,
 }
 
 /// One number for each of Fig. 3's variants.

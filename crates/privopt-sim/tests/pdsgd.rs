@@ -190,3 +190,39 @@ fn quantization_error_and_lemma_1_on_a_run() {
     assert!(l.mu > 0.0 && l.rho_n < 2.0, "{l:?}");
     assert!(l.max_deviation < 1e-12 && l.max_norm < 1.0, "{l:?}");
 }
+
+/// Remark 2 quantified: from the revealed product Λg, the midpoint estimator recovers the
+/// gradient within the closed-form error, which shrinks like k^{−1.2}: 33% at k = 1, 0.2% at
+/// k = 100 (the stepsizes are drawn as `run_trial` draws them).
+#[test]
+fn a_curious_party_recovers_the_gradient_ever_more_precisely() {
+    use privopt_sim::methods::pdsgd::privacy::{estimate_gradient, gradient_recovery};
+    use rand::Rng;
+    let c = cfg(1);
+    let g = [0.7, -1.9];
+    let mut r = SeedTree::new(4).stream("zeta", &[]);
+    for k in [1u64, 10, 100] {
+        let kf = k as f64;
+        let base = c.lambda0 / kf.powf(c.lambda_decay);
+        let (mut sum, mut worst, draws) = (0.0, 0.0_f64, 20_000);
+        for _ in 0..draws {
+            let step: Vec<f64> = g
+                .iter()
+                .map(|gl| base * (1.0 + r.random::<f64>() / kf.powf(c.zeta_decay)) * gl)
+                .collect();
+            for (e, gl) in estimate_gradient(&c, kf, &step).iter().zip(&g) {
+                let rel = (e / gl - 1.0).abs();
+                sum += rel;
+                worst = worst.max(rel);
+            }
+        }
+        let mean = sum / (2 * draws) as f64;
+        let theory = gradient_recovery(&c, k);
+        assert!(
+            (mean / theory.mean_relative_error - 1.0).abs() < 0.03,
+            "k={k}: {mean} vs {theory:?}"
+        );
+        assert!(worst <= theory.worst_relative_error * (1.0 + 1e-12));
+    }
+    assert!(gradient_recovery(&c, 100).worst_relative_error < 0.002);
+}

@@ -6,7 +6,7 @@
 use privopt_math::SeedTree;
 use privopt_paillier::KeyPair;
 use privopt_protocols::pdsgd::{Agent, Graph, Paillier, Transparent, TransparentKey};
-use privopt_sim::methods::pdsgd::{PdsgdConfig, Variant};
+use privopt_sim::methods::pdsgd::{PdsgdConfig, Transport, Variant};
 
 fn cfg(iterations: u64) -> PdsgdConfig {
     let text = std::fs::read_to_string(concat!(
@@ -62,7 +62,7 @@ fn paillier_through_bytes_and_transparent_runs_are_bit_identical() {
             &trial,
             Variant::Proposed,
             &mut paillier,
-            true,
+            &mut Transport::Bytes,
             &seeds,
             0,
         )
@@ -70,12 +70,28 @@ fn paillier_through_bytes_and_transparent_runs_are_bit_identical() {
     let (e1, x1) = (run1.errors, run1.x);
     let mut plain = transparent_agents(&c, &g, &trial);
     let run2 = c
-        .run_trial(&g, &trial, Variant::Proposed, &mut plain, false, &seeds, 0)
+        .run_trial(
+            &g,
+            &trial,
+            Variant::Proposed,
+            &mut plain,
+            &mut Transport::InMemory,
+            &seeds,
+            0,
+        )
         .unwrap();
     let (e2, x2) = (run2.errors, run2.x);
     let mut plain = transparent_agents(&c, &g, &trial);
     let e3 = c
-        .run_trial(&g, &trial, Variant::Proposed, &mut plain, true, &seeds, 0)
+        .run_trial(
+            &g,
+            &trial,
+            Variant::Proposed,
+            &mut plain,
+            &mut Transport::Bytes,
+            &seeds,
+            0,
+        )
         .unwrap()
         .errors;
     let bits = |e: &[f64]| e.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
@@ -107,7 +123,15 @@ fn any_connected_graph_from_the_config_converges() {
     let trial = c.trial(&g, &seeds, 0).unwrap();
     let mut agents = transparent_agents(&c, &g, &trial);
     let run = c
-        .run_trial(&g, &trial, Variant::Proposed, &mut agents, false, &seeds, 0)
+        .run_trial(
+            &g,
+            &trial,
+            Variant::Proposed,
+            &mut agents,
+            &mut Transport::InMemory,
+            &seeds,
+            0,
+        )
         .unwrap();
     let (e, x) = (run.errors, run.x);
     assert_eq!(x.len(), 7);
@@ -170,8 +194,16 @@ fn quantization_error_and_lemma_1_on_a_run() {
     let trial = c.trial(&g, &seeds, 0).unwrap();
     let run = |v| {
         let mut agents = transparent_agents(&c, &g, &trial);
-        c.run_trial(&g, &trial, v, &mut agents, false, &seeds, 0)
-            .unwrap()
+        c.run_trial(
+            &g,
+            &trial,
+            v,
+            &mut agents,
+            &mut Transport::InMemory,
+            &seeds,
+            0,
+        )
+        .unwrap()
     };
     let proposed = run(Variant::Proposed);
     assert_eq!(proposed.xi_terms, 200 * g.len() as u64);
@@ -225,4 +257,96 @@ fn a_curious_party_recovers_the_gradient_ever_more_precisely() {
         assert!(worst <= theory.worst_relative_error * (1.0 + 1e-12));
     }
     assert!(gradient_recovery(&c, 100).worst_relative_error < 0.002);
+}
+
+/// Two-sample Kolmogorov–Smirnov statistic.
+fn ks(mut a: Vec<f64>, mut b: Vec<f64>) -> f64 {
+    a.sort_by(f64::total_cmp);
+    b.sort_by(f64::total_cmp);
+    let (mut i, mut j, mut d) = (0, 0, 0.0_f64);
+    while i < a.len() && j < b.len() {
+        if a[i] <= b[j] {
+            i += 1;
+        } else {
+            j += 1;
+        }
+        d = d.max((i as f64 / a.len() as f64 - j as f64 / b.len() as f64).abs());
+    }
+    d
+}
+
+/// Theorem 2 (eavesdropper): every message on every edge, as bytes, for two runs on different
+/// data with the same keys. Under Paillier the ciphertexts (scaled by n²) of the two runs are
+/// indistinguishable by a two-sample KS test at α = 0.001; the same test on the transparent
+/// scheme's messages (the plaintexts) tells the runs apart, so the test has power.
+#[test]
+fn the_eavesdroppers_view_does_not_depend_on_the_data() {
+    let c = cfg(12);
+    let g = c.graph().unwrap();
+    let seeds = SeedTree::new(11);
+    let ct_len = paillier_keys(1, &seeds)[0].0.ciphertext_bytes();
+    let d = c.d;
+    // What the eavesdropper extracts: each message's d ciphertexts sit just before its 8-byte
+    // checksum; the top 8 bytes of each, over those of the largest n², give a value in [0, 1).
+    let view = |t: u64, paillier: bool| -> Vec<f64> {
+        let trial = c.trial(&g, &seeds, t).unwrap();
+        let mut seen: Vec<Vec<u8>> = Vec::new();
+        let mut tap = |bytes: &[u8]| seen.push(bytes.to_vec());
+        let mut transport = Transport::Tapped(&mut tap);
+        if paillier {
+            // The same keys for both runs (the key generation is seeded).
+            let keys = paillier_keys(g.len(), &seeds);
+            let mut agents = c.agents::<Paillier>(&g, &trial, keys).unwrap();
+            c.run_trial(
+                &g,
+                &trial,
+                Variant::Proposed,
+                &mut agents,
+                &mut transport,
+                &seeds,
+                t,
+            )
+            .unwrap();
+        } else {
+            let mut agents = transparent_agents(&c, &g, &trial);
+            c.run_trial(
+                &g,
+                &trial,
+                Variant::Proposed,
+                &mut agents,
+                &mut transport,
+                &seeds,
+                t,
+            )
+            .unwrap();
+        }
+        assert_eq!(
+            seen.len(),
+            12 * 2 * 12,
+            "every exchange's request and response"
+        );
+        let len = if paillier { ct_len } else { 8 };
+        let top = |b: &[u8]| u64::from_be_bytes(b[..8].try_into().unwrap()) as f64;
+        seen.iter()
+            .flat_map(|m| {
+                let cts = &m[m.len() - 8 - d * len..m.len() - 8];
+                cts.chunks(len).map(|ct| top(ct)).collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    let n = 12.0 * 2.0 * 12.0 * d as f64;
+    let critical = 1.95 * (2.0 / n).sqrt(); // α = 0.001
+    let (a, b) = (view(0, true), view(1, true));
+    let d_paillier = ks(a, b);
+    assert!(
+        d_paillier < critical,
+        "Paillier views differ: D = {d_paillier} ≥ {critical}"
+    );
+    let (a, b) = (view(0, false), view(1, false));
+    let d_plain = ks(a, b);
+    assert!(
+        d_plain > critical,
+        "the test has no power: D = {d_plain} < {critical}"
+    );
+    println!("KS D: Paillier {d_paillier:.4}, plaintext {d_plain:.4}, critical {critical:.4}");
 }

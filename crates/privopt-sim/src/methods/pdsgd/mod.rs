@@ -423,8 +423,7 @@ impl PdsgdConfig {
             .collect()
     }
 
-    /// Runs one trial of `variant` with `agents`. With `through_bytes`, every request and
-    /// response is encoded by its sender and decoded by its receiver, as across processes.
+    /// Runs one trial of `variant` with `agents`, its messages carried by `transport`.
     #[allow(clippy::too_many_arguments)]
     pub fn run_trial<S: Scheme>(
         &self,
@@ -432,7 +431,7 @@ impl PdsgdConfig {
         trial: &Trial,
         variant: Variant,
         agents: &mut [Agent<S>],
-        through_bytes: bool,
+        transport: &mut Transport<'_>,
         seeds: &SeedTree,
         t: u64,
     ) -> Result<TrialRun> {
@@ -493,7 +492,7 @@ impl PdsgdConfig {
                                 it,
                                 (&qi, &qj),
                                 self.delta,
-                                through_bytes,
+                                transport,
                                 &mut enc,
                             )?
                         }
@@ -607,7 +606,15 @@ impl Method for PdsgdConfig {
         let transparent_run = |cfg: &PdsgdConfig, trial: &Trial, variant, t| {
             let keys = vec![(key, ()); graph.len()];
             let mut agents = cfg.agents::<Transparent>(&graph, trial, keys)?;
-            cfg.run_trial(&graph, trial, variant, &mut agents, false, &seeds, t)
+            cfg.run_trial(
+                &graph,
+                trial,
+                variant,
+                &mut agents,
+                &mut Transport::InMemory,
+                &seeds,
+                t,
+            )
         };
         let variants = [
             ("proposed", Variant::Proposed),
@@ -705,7 +712,7 @@ impl Method for PdsgdConfig {
                 &trial,
                 Variant::Proposed,
                 &mut agents,
-                true,
+                &mut Transport::Bytes,
                 &seeds,
                 0,
             )?;
@@ -772,9 +779,32 @@ pub struct PaillierTiming {
     pub keygen_seconds: f64,
 }
 
+/// How a run carries the messages of the pairwise exchange.
+pub enum Transport<'a> {
+    /// Typed messages handed over in memory.
+    InMemory,
+    /// Each message encoded by its sender and decoded by its receiver, as across processes.
+    Bytes,
+    /// As `Bytes`, and every encoded message (every edge, both directions) also handed to an
+    /// eavesdropper's tap: the view of Definition 1's external attacker.
+    Tapped(&'a mut dyn FnMut(&[u8])),
+}
+
+impl Transport<'_> {
+    fn encodes(&self) -> bool {
+        !matches!(self, Transport::InMemory)
+    }
+
+    fn tap(&mut self, bytes: &[u8]) {
+        if let Transport::Tapped(tap) = self {
+            tap(bytes);
+        }
+    }
+}
+
 /// One pairwise exchange on edge (i, j) in `iteration`: i initiates with its quantized state
 /// `q.0`, j responds with `q.1`, i finishes; returns `w̃_{i→j} w̃_{j→i}(x̃_j − x̃_i)`. With
-/// `through_bytes` each message crosses as its encoding.
+/// `transport` carries each message.
 #[allow(clippy::too_many_arguments)]
 fn exchange<S: Scheme>(
     agents: &mut [Agent<S>],
@@ -783,19 +813,21 @@ fn exchange<S: Scheme>(
     iteration: u64,
     q: (&[i64], &[i64]),
     delta: f64,
-    through_bytes: bool,
+    transport: &mut Transport<'_>,
     rng: &mut privopt_math::StreamRng,
 ) -> Result<Vec<f64>> {
     let mut request = agents[i].initiate(j, iteration, q.0, rng)?;
-    if through_bytes {
+    if transport.encodes() {
         let bytes = agents[i].encode_request(&request);
+        transport.tap(&bytes);
         request = agents[j]
             .decode_request(&bytes)
             .map_err(privopt_protocols::Error::from)?;
     }
     let mut response = agents[j].respond(&request, q.1, rng)?;
-    if through_bytes {
+    if transport.encodes() {
         let bytes = agents[j].encode_response(&response)?;
+        transport.tap(&bytes);
         response = agents[i]
             .decode_response(&bytes)
             .map_err(privopt_protocols::Error::from)?;

@@ -330,7 +330,7 @@ fn the_eavesdroppers_view_does_not_depend_on_the_data() {
         seen.iter()
             .flat_map(|m| {
                 let cts = &m[m.len() - 8 - d * len..m.len() - 8];
-                cts.chunks(len).map(|ct| top(ct)).collect::<Vec<_>>()
+                cts.chunks(len).map(&top).collect::<Vec<_>>()
             })
             .collect()
     };

@@ -259,6 +259,31 @@ fn a_curious_party_recovers_the_gradient_ever_more_precisely() {
     assert!(gradient_recovery(&c, 100).worst_relative_error < 0.002);
 }
 
+/// Runs Algorithm 1 with every encoded message tapped; returns the messages in order.
+fn tapped_run<S: privopt_protocols::pdsgd::Scheme>(
+    c: &PdsgdConfig,
+    g: &Graph,
+    trial: &privopt_sim::methods::pdsgd::Trial,
+    mut agents: Vec<Agent<S>>,
+    seeds: &SeedTree,
+    t: u64,
+) -> Vec<Vec<u8>> {
+    let mut seen: Vec<Vec<u8>> = Vec::new();
+    let mut tap = |bytes: &[u8]| seen.push(bytes.to_vec());
+    let mut transport = Transport::Tapped(&mut tap);
+    c.run_trial(
+        g,
+        trial,
+        Variant::Proposed,
+        &mut agents,
+        &mut transport,
+        seeds,
+        t,
+    )
+    .unwrap();
+    seen
+}
+
 /// Two-sample Kolmogorov–Smirnov statistic.
 fn ks(mut a: Vec<f64>, mut b: Vec<f64>) -> f64 {
     a.sort_by(f64::total_cmp);
@@ -290,36 +315,21 @@ fn the_eavesdroppers_view_does_not_depend_on_the_data() {
     // checksum; the top 8 bytes of each, over those of the largest n², give a value in [0, 1).
     let view = |t: u64, paillier: bool| -> Vec<f64> {
         let trial = c.trial(&g, &seeds, t).unwrap();
-        let mut seen: Vec<Vec<u8>> = Vec::new();
-        let mut tap = |bytes: &[u8]| seen.push(bytes.to_vec());
-        let mut transport = Transport::Tapped(&mut tap);
-        if paillier {
+        let seen = if paillier {
             // The same keys for both runs (the key generation is seeded).
             let keys = paillier_keys(g.len(), &seeds);
-            let mut agents = c.agents::<Paillier>(&g, &trial, keys).unwrap();
-            c.run_trial(
-                &g,
-                &trial,
-                Variant::Proposed,
-                &mut agents,
-                &mut transport,
-                &seeds,
-                t,
-            )
-            .unwrap();
+            let agents = c.agents::<Paillier>(&g, &trial, keys).unwrap();
+            tapped_run(&c, &g, &trial, agents, &seeds, t)
         } else {
-            let mut agents = transparent_agents(&c, &g, &trial);
-            c.run_trial(
+            tapped_run(
+                &c,
                 &g,
                 &trial,
-                Variant::Proposed,
-                &mut agents,
-                &mut transport,
+                transparent_agents(&c, &g, &trial),
                 &seeds,
                 t,
             )
-            .unwrap();
-        }
+        };
         assert_eq!(
             seen.len(),
             12 * 2 * 12,

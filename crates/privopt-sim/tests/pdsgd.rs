@@ -235,12 +235,11 @@ fn a_curious_party_recovers_the_gradient_ever_more_precisely() {
     let mut r = SeedTree::new(4).stream("zeta", &[]);
     for k in [1u64, 10, 100] {
         let kf = k as f64;
-        let base = c.lambda0 / kf.powf(c.lambda_decay);
         let (mut sum, mut worst, draws) = (0.0, 0.0_f64, 20_000);
         for _ in 0..draws {
             let step: Vec<f64> = g
                 .iter()
-                .map(|gl| base * (1.0 + r.random::<f64>() / kf.powf(c.zeta_decay)) * gl)
+                .map(|gl| c.stepsize(kf, r.random::<f64>()) * gl)
                 .collect();
             for (e, gl) in estimate_gradient(&c, kf, &step).iter().zip(&g) {
                 let rel = (e / gl - 1.0).abs();

@@ -363,6 +363,17 @@ impl PdsgdConfig {
         Ok(agents)
     }
 
+    /// `γ^k` of Algorithm 1 (iterations count from k = 1).
+    pub fn attenuation(&self, k: f64) -> f64 {
+        1.0 / (1.0 + self.attenuation_a * k.powf(self.attenuation_b))
+    }
+
+    /// One stepsize entry at iteration `k ≥ 1` for the private draw `ζ ∈ [0, 1]`:
+    /// `λ₀k^{−p}(1 + ζ/k^q)`. `ζ = 0` is the conventional algorithm's `α^k`.
+    pub fn stepsize(&self, k: f64, zeta: f64) -> f64 {
+        self.lambda0 / k.powf(self.lambda_decay) * (1.0 + zeta / k.powf(self.zeta_decay))
+    }
+
     /// Theorem 1's conditions (37) on the schedule, Lemma 1 on trial 0's `W`, and the measured
     /// quantization error of the proposed runs (`runs[t][0]`) against the paper's bound.
     fn theorem_checks(
@@ -454,7 +465,7 @@ impl PdsgdConfig {
         for it in 0..self.iterations {
             let k = (it + 1) as f64; // the paper's stepsizes count from k = 1
             let gamma = match variant {
-                Variant::Proposed => 1.0 / (1.0 + self.attenuation_a * k.powf(self.attenuation_b)),
+                Variant::Proposed => self.attenuation(k),
                 Variant::NoAttenuation | Variant::Conventional => 1.0,
             };
             // Once-per-iteration quantization (only used when not quantizing per message).
@@ -517,12 +528,11 @@ impl PdsgdConfig {
                 xi_sq_max = xi_sq_max.max(xi_sq);
                 let mut r = seeds.stream("pdsgd/sample", &[t, it, i as u64]);
                 let g = self.gradient(trial, i, &x[i], &mut r);
-                let base = self.lambda0 / k.powf(self.lambda_decay);
                 for l in 0..d {
                     let step = match variant {
                         // α^k of (6): the stepsizes' deterministic part.
-                        Variant::Conventional => base,
-                        _ => base * (1.0 + r.random::<f64>() / k.powf(self.zeta_decay)),
+                        Variant::Conventional => self.stepsize(k, 0.0),
+                        _ => self.stepsize(k, r.random::<f64>()),
                     };
                     next[i][l] = x[i][l] + gamma * coupling[l] - step * g[l];
                 }

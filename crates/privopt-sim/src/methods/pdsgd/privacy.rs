@@ -27,12 +27,8 @@ pub struct GradientRecovery {
 
 /// The estimator `ĝ = (Λg) / (b_k(1 + ε_k/2))` applied entrywise to an observed step.
 pub fn estimate_gradient(cfg: &PdsgdConfig, k: f64, step: &[f64]) -> Vec<f64> {
-    let midpoint = midpoint_stepsize(cfg, k);
+    let midpoint = cfg.stepsize(k, 0.5);
     step.iter().map(|s| s / midpoint).collect()
-}
-
-fn midpoint_stepsize(cfg: &PdsgdConfig, k: f64) -> f64 {
-    cfg.lambda0 / k.powf(cfg.lambda_decay) * (1.0 + 0.5 / k.powf(cfg.zeta_decay))
 }
 
 /// The estimator's error at iteration `k`, in closed form (`ĝ/g = (1 + ζε)/(1 + ε/2)`).

@@ -47,16 +47,11 @@ fn is_infinite(x: &f64) -> bool {
 }
 
 /// The mean and standard deviation of agent i's stepsize entries at iteration `k ≥ 1`
-/// (`λ_i^k` and `σ_i^k` of Assumption 3): `ζ ~ U[0, 1]` has mean ½ and variance 1/12.
+/// (`λ_i^k` and `σ_i^k` of Assumption 3): `ζ ~ U[0, 1]` has mean ½ and variance 1/12, and the
+/// stepsize is affine in ζ.
 fn stepsize_moments(cfg: &PdsgdConfig, k: f64) -> (f64, f64) {
-    let base = cfg.lambda0 / k.powf(cfg.lambda_decay);
-    let spread = base / k.powf(cfg.zeta_decay);
-    (base + spread / 2.0, spread / 12f64.sqrt())
-}
-
-/// `γ^k` of the proposed algorithm.
-pub fn attenuation(cfg: &PdsgdConfig, k: f64) -> f64 {
-    1.0 / (1.0 + cfg.attenuation_a * k.powf(cfg.attenuation_b))
+    let width = cfg.stepsize(k, 1.0) - cfg.stepsize(k, 0.0);
+    (cfg.stepsize(k, 0.5), width / 12f64.sqrt())
 }
 
 /// Every condition of (37) on `cfg`'s schedule, with partial sums to `horizon` iterations.
@@ -95,27 +90,29 @@ pub fn conditions_37(cfg: &PdsgdConfig, horizon: u64) -> Vec<SeriesCheck> {
             2.0 * (p + q),
             |c, k| stepsize_moments(c, k).1.powi(2),
         ),
-        ("gamma", "Σ γ^k", Need::Diverge, b, attenuation),
+        ("gamma", "Σ γ^k", Need::Diverge, b, |c, k| {
+            c.attenuation(k)
+        }),
         (
             "gamma_sq",
             "Σ (γ^k)²",
             Need::Converge,
             2.0 * b,
-            |c, k| attenuation(c, k).powi(2),
+            |c, k| c.attenuation(k).powi(2),
         ),
         (
             "lambda_sq_over_gamma",
             "Σ (λ_i^k)²/γ^k",
             Need::Converge,
             2.0 * p - b,
-            |c, k| stepsize_moments(c, k).0.powi(2) / attenuation(c, k),
+            |c, k| stepsize_moments(c, k).0.powi(2) / c.attenuation(k),
         ),
         (
             "sigma_sq_over_gamma",
             "Σ (σ_i^k)²/γ^k",
             Need::Converge,
             2.0 * (p + q) - b,
-            |c, k| stepsize_moments(c, k).1.powi(2) / attenuation(c, k),
+            |c, k| stepsize_moments(c, k).1.powi(2) / c.attenuation(k),
         ),
     ];
     rows.into_iter()
@@ -160,11 +157,11 @@ pub fn lemma1(w: &[f64], n: usize, cfg: &PdsgdConfig, horizon: u64) -> Result<Le
     mags.sort_by(f64::total_cmp);
     let (mu, rho_n) = (mags.get(1).copied().unwrap_or(0.0), mags[n - 1]);
     let first_k = (1..=horizon)
-        .find(|&k| attenuation(cfg, k as f64) <= 1.0 / rho_n)
+        .find(|&k| cfg.attenuation(k as f64) <= 1.0 / rho_n)
         .unwrap_or(horizon + 1);
     let (mut max_deviation, mut max_norm) = (0.0_f64, 0.0_f64);
     for k in first_k..=horizon {
-        let gamma = attenuation(cfg, k as f64);
+        let gamma = cfg.attenuation(k as f64);
         // ‖W̄^k‖ = ‖I + γW − 11ᵀ/n‖: its eigenvalues are 0 (on 1) and 1 + γρ_i.
         let wbar = Mat::from_fn(n, n, |i, j| {
             f64::from(u8::from(i == j)) + gamma * w[i * n + j] - 1.0 / n as f64

@@ -37,9 +37,26 @@ def test_without_noise_or_sketch_the_round_returns_the_mean_gradient(rng):
     broadcast, chunks = server.open_round(0, n)
     assert chunks == []
     words = {i: dome.release(broadcast, chunks, g) for i, g in grads.items()}
-    g_hat = server.close_round(secagg_sum(words, d, 0))
+    g_hat = server.close_round(secagg_sum(words, d, 0), n)
     # Quantization only: the quantizer's bound is clip + 10·0 over n summands.
     np.testing.assert_allclose(g_hat, np.mean(list(grads.values()), axis=0), atol=1e-6)
+
+
+def test_the_mean_is_over_contributors_and_the_noise_floor_refuses_thin_rounds(rng):
+    d, n = 12, 6
+    server = dome.Server(
+        np.zeros(d), k=d, clip=100.0, noise_total=0.0, sketch="identity", seed=0, noise_floor=0.5
+    )
+    assert server.required_contributors is None  # no round open
+    broadcast, chunks = server.open_round(0, n)
+    assert server.required_contributors == 3  # ceil(0.5 * 6)
+    grads = {i: rng.normal(size=d) for i in range(4)}  # two of six dropped before masking
+    words = {i: dome.release(broadcast, chunks, g) for i, g in grads.items()}
+    total = secagg_sum(words, d, 0)
+    with pytest.raises(ProtocolError):
+        server.close_round(total, 2)
+    g_hat = server.close_round(total, 4)
+    np.testing.assert_allclose(g_hat, np.mean(list(grads.values()), axis=0), atol=1e-5)
 
 
 def test_dp_training_of_a_numpy_model_through_secagg(rng):
@@ -62,7 +79,7 @@ def test_dp_training_of_a_numpy_model_through_secagg(rng):
         broadcast, chunks = server.open_round(r, n)
         w = server.model
         words = {i: dome.release(broadcast, chunks, grad(w, *data[i])) for i in range(n)}
-        server.close_round(secagg_sum(words, server.dim, r))
+        server.close_round(secagg_sum(words, server.dim, r), n)
     assert loss(server.model) < 0.5 * start
 
 
@@ -78,7 +95,7 @@ def test_bad_inputs_are_refused():
     with pytest.raises(PeerMisbehaved):
         dome.release(broadcast, chunks + chunks, np.zeros(8))  # repeated sketch columns
     with pytest.raises(ParameterError):
-        server.close_round(np.zeros(5, dtype=np.uint32))
+        server.close_round(np.zeros(5, dtype=np.uint32), 4)
     with pytest.raises(ParameterError):
         dome.Server(np.zeros(8), k=9, clip=1.0, noise_total=0.0)
     with pytest.raises(ParameterError):

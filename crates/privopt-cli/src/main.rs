@@ -78,7 +78,7 @@ enum Command {
         /// Override the config's seed.
         #[arg(long)]
         seed: Option<u64>,
-        /// Override the number of repeated runs (suites that repeat runs, e.g. dpfhe-table4).
+        /// Override the number of repeated runs (dpfhe-table4 and kin; the seeds of dome_seeds).
         #[arg(long)]
         runs: Option<usize>,
         /// Override the datasets (comma-separated; dpfhe suites).
@@ -87,7 +87,8 @@ enum Command {
         /// Override the training steps (dpfhe suites; dpfhe-encrypted runs exactly this many).
         #[arg(long)]
         iterations: Option<u64>,
-        /// Override the worker threads (dpfhe-encrypted times exactly this count).
+        /// Override the worker threads (dpfhe and dome_seeds suites; dpfhe-encrypted times exactly
+        /// this count).
         #[arg(long)]
         threads: Option<usize>,
     },

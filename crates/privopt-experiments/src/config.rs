@@ -111,7 +111,8 @@ impl ExperimentConfig {
     }
 
     /// Applies command-line overrides (`privopt reproduce … --runs/--datasets/--iterations/
-    /// --threads`), which only the dpfhe suites have.
+    /// --threads`): all four for the dpfhe suites, `--runs` (seeds) and `--threads` for
+    /// `dome_seeds`.
     pub fn apply_overrides(&mut self, o: &SuiteOverrides) -> Result<()> {
         if o.is_empty() {
             return Ok(());
@@ -125,8 +126,17 @@ impl ExperimentConfig {
                 // config.toml is written with the results).
                 self.validate()
             }
+            Some(SuiteConfig::DomeSeeds(c)) if o.datasets.is_none() && o.iterations.is_none() => {
+                c.seeds = o.runs.map_or(c.seeds, |n| n as u64);
+                c.threads = o.threads.unwrap_or(c.threads);
+                self.validate()
+            }
+            Some(SuiteConfig::DomeSeeds(_)) => Err(Error::Config(format!(
+                "--datasets and --iterations do not apply to {job}; --runs sets its seeds"
+            ))),
             _ => Err(Error::Config(format!(
-                "--runs, --datasets, --iterations and --threads apply to the dpfhe suites, not to {job}"
+                "--runs, --datasets, --iterations and --threads apply to the dpfhe and dome_seeds \
+                 suites, not to {job}"
             ))),
         }
     }

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use crate::config::ExperimentConfig;
 use crate::error::{Error, Result};
 use crate::plot::line_plot;
-use crate::runner::RunOutcome;
+use crate::runner::{Outcome, RunOutcome};
+use privopt_sim::methods::Report;
 
 /// Columns that are not plotted on their own (the x axis, and the byte counters which are
 /// plotted together).
@@ -24,6 +25,10 @@ const AXIS_LABELS: &[(&str, &str)] = &[
     ("digital", "training loss"),
     ("test_accuracy", "test accuracy (fraction)"),
     ("fig3_log10_mse", "log₁₀ mean squared error"),
+    (
+        "gradient_recovery_error",
+        "relative error of the recovered gradient",
+    ),
     ("max_margin", "max |⟨w, x⟩| over examples"),
     ("max_margin_zoom", "max |⟨w, x⟩| over examples"),
 ];
@@ -163,6 +168,35 @@ pub fn write_results(
     put("summary.json", json + "\n")?;
 
     written.extend(write_plots(dir, &cfg.name, &outcome.metrics)?);
+    written.extend(write_report_plots(dir, &cfg.name, outcome)?);
+    Ok(written)
+}
+
+/// Plots of a report's own curves, whose x axis is not the evaluation round: the pdsgd
+/// eavesdropper's KS statistic against the iterations it observed.
+fn write_report_plots(dir: &Path, run_name: &str, outcome: &RunOutcome) -> Result<Vec<PathBuf>> {
+    let mut written = Vec::new();
+    if let Some(Outcome::Method(Report::Pdsgd(r))) = &outcome.report
+        && let Some(e) = &r.eavesdropper
+    {
+        let p = dir.join("eavesdropper_ks.png");
+        let x: Vec<f64> = (1..=e.ks_paillier.len()).map(|k| k as f64).collect();
+        line_plot(
+            &p,
+            &format!("{run_name} — eavesdropper: two runs on different data, same keys"),
+            ("iterations observed", "two-sample KS statistic D"),
+            &x,
+            &[
+                ("Paillier ciphertexts".into(), e.ks_paillier.clone()),
+                (
+                    "plaintext messages (control)".into(),
+                    e.ks_plaintext.clone(),
+                ),
+                ("critical value, α = 0.001".into(), e.critical.clone()),
+            ],
+        )?;
+        written.push(p);
+    }
     Ok(written)
 }
 

@@ -7,7 +7,9 @@ mod common;
 
 use privopt_experiments::config::ExperimentConfig;
 use privopt_math::SeedTree;
-use privopt_sim::methods::dome::{DomeConfig, SecAggSettings, Variant, privacy, train};
+use privopt_sim::methods::dome::{
+    DomeConfig, DropStage, DropoutSettings, SecAggSettings, Variant, privacy, train,
+};
 use privopt_sim::problem::Problem;
 
 fn problem() -> Problem {
@@ -53,9 +55,15 @@ fn config(variant: Variant, k: usize, epsilon: f64) -> DomeConfig {
         gamma_prime: 1e-6,
         energy: 0.9,
         secagg: SecAggSettings::default(),
+        dropouts: DropoutSettings::default(),
+        noise_floor: None,
         eval_every: 0,
         eval_examples: 0,
     }
+}
+
+fn run(c: &DomeConfig, p: &Problem) -> privopt_sim::methods::dome::DomeRun {
+    train(c, p, &SeedTree::new(1), |_, _| Ok(())).unwrap()
 }
 
 #[test]
@@ -165,6 +173,98 @@ fn bad_settings_are_named() {
 }
 
 #[test]
+fn dropouts_before_masking_thin_the_noise_and_the_realised_epsilon_shows_it() {
+    let p = problem();
+    let base = config(Variant::Dome, 4, 2.0);
+    let target = privacy::report(2.0, 1e-5, 10, 2).unwrap();
+    // Without dropouts the realised ε is the accountant's, and every round's ratio is 1.
+    let full = run(&base, &p);
+    let r = privacy::realised(&full, 1e-5).unwrap();
+    assert!(
+        (r.epsilon_zcdp_realised - target.epsilon_zcdp).abs() < 1e-9,
+        "{r:?}"
+    );
+    assert!((r.epsilon_rdp_realised - target.epsilon_rdp).abs() < 1e-6 * target.epsilon_rdp);
+    assert_eq!((r.noise_ratio_min, r.noise_ratio_mean), (1.0, 1.0));
+    assert_eq!((full.contributors_mean, full.aborted_rounds), (30.0, 0));
+
+    // 10% drop before sending their masked vectors: their noise shares are missing.
+    let mut thin = base.clone();
+    thin.dropouts = DropoutSettings {
+        rate: 0.1,
+        stage: DropStage::MaskedInput,
+    };
+    let dropped = run(&thin, &p);
+    let r = privacy::realised(&dropped, 1e-5).unwrap();
+    let completed = dropped.noise_ratio.len() as u64;
+    assert_eq!(completed + dropped.aborted_rounds, dropped.total_rounds);
+    assert!(
+        completed >= dropped.total_rounds / 2,
+        "{completed} rounds completed"
+    );
+    // E[contributors] = 27 of 30; over ≥ 20 rounds the mean is within ±2.
+    assert!(
+        (dropped.contributors_mean - 27.0).abs() < 2.0,
+        "{}",
+        dropped.contributors_mean
+    );
+    assert!(r.noise_ratio_min < 1.0 && r.noise_ratio_mean < 1.0, "{r:?}");
+    assert!(
+        r.epsilon_zcdp_realised > target.epsilon_zcdp,
+        "{r:?} vs {target:?}"
+    );
+    // The noise measured in ĝ still follows Lemma 3.1 at the actual contributor count.
+    let ratio = dropped.noise_mse / dropped.noise_mse_theory;
+    assert!((ratio - 1.0).abs() < 0.25, "measured/theory = {ratio}");
+
+    // Dropping after masking keeps the vector (and its noise) in the sum.
+    let mut late = base.clone();
+    late.dropouts = DropoutSettings {
+        rate: 0.1,
+        stage: DropStage::Unmask,
+    };
+    let late = run(&late, &p);
+    let r = privacy::realised(&late, 1e-5).unwrap();
+    assert_eq!(late.contributors_mean, 30.0);
+    assert_eq!(r.noise_ratio_min, 1.0);
+    // Rounds SecAgg+ could not unmask release nothing, so a client may have spent less.
+    assert!(
+        r.epsilon_zcdp_realised <= target.epsilon_zcdp + 1e-9,
+        "{r:?}"
+    );
+    assert!(r.epsilon_zcdp_realised > 0.5 * target.epsilon_zcdp, "{r:?}");
+
+    // The noise floor: shares for ⌈0.8·30⌉ = 24, so the sum never carries less than assumed.
+    let mut floored = thin.clone();
+    floored.noise_floor = Some(0.8);
+    let floored = run(&floored, &p);
+    let r = privacy::realised(&floored, 1e-5).unwrap();
+    assert!(r.noise_ratio_min >= 1.0, "{r:?}");
+    assert!(
+        r.epsilon_zcdp_realised <= target.epsilon_zcdp + 1e-12,
+        "{r:?}"
+    );
+    assert!(floored.final_acc.is_finite());
+}
+
+#[test]
+fn the_downlink_counts_the_model_and_a_stale_sketch() {
+    let p = problem();
+    let d = p.model.num_params() as f64;
+    let learned = run(&config(Variant::Dome, 4, 4.0), &p);
+    let random = run(&config(Variant::RandomSketch, 4, 4.0), &p);
+    let full = run(&config(Variant::DpFull, 0, 4.0), &p);
+    // Every variant sends the model (8d) and the broadcast (8d for m̂ and a header);
+    // a learned sketch adds 8dk every round, a random one only on a client's first round.
+    let sketch = privopt_protocols::dome::basis_wire_bytes(d as usize, 4) as f64;
+    assert!(full.downlink_bytes > 16.0 * d);
+    assert!((learned.downlink_bytes - full.downlink_bytes - sketch).abs() < 1e-6 * sketch);
+    // 60 clients each get the random sketch once over 40 rounds of 30.
+    let once = sketch * 60.0 / (40.0 * 30.0);
+    assert!((random.downlink_bytes - full.downlink_bytes - once).abs() < 1e-6 * sketch);
+}
+
+#[test]
 fn dome_mnist_smoke_run_writes_the_issue_keys() {
     let Some(data) = common::real_data_dir(&["mnist"]) else {
         return;
@@ -197,4 +297,89 @@ fn dome_mnist_smoke_run_writes_the_issue_keys() {
     // 160 examples, 20 per round, 2 epochs; evaluations every 5 rounds from 0.
     assert_eq!(s["rounds"], 16.0);
     assert_eq!(out.metrics.len(), 5);
+}
+
+/// `dome-mnist-seeds` at smoke size on generated data (the suite's logic, not MNIST's).
+const SMOKE_DOME_SEEDS: &[(&str, &str)] = &[
+    (
+        "dataset = \"mnist\"",
+        "dataset = \"synthetic_logistic\"\nn_train = 800\nn_test = 200\ndim = 12",
+    ),
+    ("clients = 1000", "clients = 40"),
+    ("validation = 5000", "validation = 150"),
+    ("max_train = 10000", "max_train = 400"),
+    ("hidden = 128", "hidden = 4"),
+    ("k = 256", "k = 3"),
+    ("seeds = 5", "seeds = 3"),
+    ("clients_per_round = 500", "clients_per_round = 20"),
+    ("eval_examples = 2000", "eval_examples = 100"),
+];
+
+#[test]
+fn the_seeds_suite_tunes_on_validation_and_reports_intervals() {
+    let out = common::run_shipped_config_with_data(
+        "dome-mnist-seeds",
+        SMOKE_DOME_SEEDS,
+        std::path::Path::new("none"),
+    );
+    let s = &out.summary;
+    let grids: [(&str, &[f64]); 5] = [
+        ("nonprivate", &[0.001, 0.003]),
+        ("dp_full", &[0.001, 0.003, 0.01]),
+        ("dome", &[0.003, 0.01, 0.03]),
+        ("random_sketch", &[0.003, 0.01, 0.03]),
+        ("dome_noprobe", &[0.01, 0.03]),
+    ];
+    for (label, grid) in grids {
+        // The chosen step is the first with the best validation accuracy.
+        let vals: Vec<f64> = grid
+            .iter()
+            .map(|lr| s[&format!("val_acc_{label}_lr{lr}")])
+            .collect();
+        let best = vals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let first_best = grid[vals.iter().position(|&v| v == best).unwrap()];
+        assert_eq!(s[&format!("lr_{label}")], first_best, "{label}: {vals:?}");
+        let accs: Vec<f64> = (0..3).map(|i| s[&format!("acc_{label}_seed{i}")]).collect();
+        let mean = accs.iter().sum::<f64>() / 3.0;
+        assert!((s[&format!("acc_mean_{label}")] - mean).abs() < 1e-12);
+        assert!(s[&format!("acc_ci95_{label}")] >= 0.0);
+        assert!(!s.contains_key(&format!("acc_{label}_seed3")));
+    }
+    // Seeds differ (different initial models and schedules), so the interval is not zero.
+    assert!(s["acc_ci95_dome"] > 0.0 || s["acc_ci95_dp_full"] > 0.0);
+    // Paired differences against the baseline, and none for the baseline itself.
+    let d: Vec<f64> = (0..3)
+        .map(|i| s[&format!("acc_dome_seed{i}")] - s[&format!("acc_dp_full_seed{i}")])
+        .collect();
+    assert!((s["diff_mean_dome_vs_dp_full"] - d.iter().sum::<f64>() / 3.0).abs() < 1e-12);
+    assert!(!s.contains_key("diff_mean_dp_full_vs_dp_full"));
+    // No dropouts: the realised ε is the target, and the non-private run has none.
+    assert!((s["epsilon_rdp_realised_dome"] - s["epsilon_rdp_target"]).abs() < 1e-9);
+    assert!(!s.contains_key("epsilon_rdp_realised_nonprivate"));
+    assert!(s["downlink_bytes_dome"] > s["downlink_bytes_dp_full"]);
+}
+
+#[test]
+fn tuning_without_a_validation_split_is_refused() {
+    let path = format!(
+        "{}/../../configs/dome-mnist-seeds.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let mut text = std::fs::read_to_string(path).unwrap();
+    for (from, to) in SMOKE_DOME_SEEDS {
+        let to = if from.starts_with("validation") {
+            ""
+        } else {
+            to
+        };
+        text = text.replace(from, to);
+    }
+    let cfg = ExperimentConfig::from_toml(&text, "no-validation").unwrap();
+    let options = privopt_experiments::runner::RunOptions {
+        data_dir: "none".into(),
+    };
+    let err = privopt_experiments::runner::run(&cfg, &options, &privopt_sim::context::NoProgress)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("data.validation"), "{err}");
 }

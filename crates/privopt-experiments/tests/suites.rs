@@ -70,4 +70,17 @@ fn the_pdsgd_fig3_run_reports_typed_numbers_and_writes_them_flat() {
             .iter()
             .any(|c| c.starts_with("fig3_log10_mse/"))
     );
+    // Theorem 2's eavesdropper: Paillier views indistinguishable, the plaintext control not.
+    let e = r
+        .eavesdropper
+        .as_ref()
+        .expect("the config taps the messages");
+    assert_eq!(e.ks_paillier.len() as u64, e.iterations);
+    assert!(e.final_ks_paillier < e.final_critical, "{e:?}");
+    assert!(e.final_ks_plaintext > e.final_critical, "{e:?}");
+    assert_eq!(s["eavesdropper_final_ks_paillier"], e.final_ks_paillier);
+    assert_eq!(s["paillier_final_error"], timing.final_error);
+    // Remark 2's recovery error falls with the iteration.
+    let worst = out.metrics.column("gradient_recovery_error/worst").unwrap();
+    assert!(worst.windows(2).all(|w| w[1] <= w[0]) && worst[0] > worst[worst.len() - 1]);
 }

@@ -9,7 +9,7 @@ use privopt_math::SeedTree;
 use privopt_protocols::Message;
 use privopt_protocols::dome::{
     BasisAssembler, BasisChunk, DomeServer, RoundBroadcast, ServerSettings, Sketch, SketchKind,
-    basis_chunks, quantizer, release,
+    basis_chunks, basis_wire_bytes, quantizer, release,
 };
 use privopt_protocols::wire::damage;
 use privopt_secagg::simulation::run_round;
@@ -139,6 +139,7 @@ fn settings() -> ServerSettings {
         gamma_prime: 1e-6,
         clip: 1.0,
         noise_total: 3.0,
+        noise_floor: None,
         learned_sketch: true,
     }
 }
@@ -188,7 +189,7 @@ fn dome(rounds: u64, bytes: bool) -> Vec<f64> {
                 .0
                 .sum
         };
-        server.close_round(&sum, &mut rng).unwrap();
+        server.close_round(&sum, B, &mut rng).unwrap();
     }
     server.model().to_vec()
 }
@@ -367,5 +368,142 @@ fn an_aborted_round_changes_nothing_and_the_next_one_opens() {
     assert_eq!(server.model(), before.as_slice());
     let again = server.open_round(2, B).unwrap();
     assert_eq!(first.m_hat, again.m_hat);
-    assert!(server.close_round(&[0; K], &mut rng).is_ok());
+    assert!(server.close_round(&[0; K], B, &mut rng).is_ok());
+}
+
+#[test]
+fn the_mean_is_over_contributors_and_the_noise_floor_refuses_thin_rounds() {
+    let mut rng = SeedTree::new(5).stream("floor", &[]);
+    let floor = ServerSettings {
+        noise_total: 0.0,
+        noise_floor: Some(0.5),
+        ..settings()
+    };
+    let identity = || {
+        Sketch::new(
+            SketchKind::Identity,
+            D,
+            K,
+            &mut SeedTree::new(6).stream("s", &[]),
+        )
+    };
+    let mut server = DomeServer::new(floor, vec![0.1; D], identity()).unwrap();
+    let broadcast = server.open_round(1, B).unwrap();
+    // ⌈0.5 · 6⌉ = 3 contributors are needed; the driver can ask before unmasking.
+    assert_eq!(server.required_contributors(), Some(3));
+    let q = quantizer(&broadcast).unwrap();
+    let v: Vec<f64> = (0..D).map(|j| (j as f64 - 10.0) / 100.0).collect();
+    let one = q.encode(&v);
+    let sum_of = |n: usize| -> Vec<u32> {
+        (0..D)
+            .map(|j| (0..n).fold(0u32, |acc, _| acc.wrapping_add(one[j])))
+            .collect()
+    };
+    let before = server.model().to_vec();
+    let thin = server.close_round(&sum_of(2), 2, &mut rng);
+    assert!(
+        matches!(thin, Err(privopt_protocols::Error::Incomplete(_))),
+        "{thin:?}"
+    );
+    assert_eq!(
+        server.model(),
+        before.as_slice(),
+        "a refused round changed the model"
+    );
+    assert!(
+        server.close_round(&sum_of(7), 7, &mut rng).is_err(),
+        "more contributors than participants"
+    );
+    // Four of six contributed: ĝ is their mean (v), not their sum over six (4v/6).
+    let g_hat = server.close_round(&sum_of(4), 4, &mut rng).unwrap();
+    for (g, x) in g_hat.iter().zip(&v) {
+        assert!((g - x).abs() < 1e-6, "{g} vs {x}");
+    }
+    // Without a floor the paper's shares hold and any contributor count is taken.
+    let mut plain = DomeServer::new(settings(), vec![0.1; D], identity()).unwrap();
+    let b = plain.open_round(1, B).unwrap();
+    assert_eq!(plain.required_contributors(), Some(1));
+    assert!((b.noise_std - (3.0 / B as f64).sqrt()).abs() < 1e-12);
+    let mut floored = DomeServer::new(
+        ServerSettings {
+            noise_floor: Some(0.5),
+            ..settings()
+        },
+        vec![0.1; D],
+        identity(),
+    )
+    .unwrap();
+    let b = floored.open_round(1, B).unwrap();
+    assert!((b.noise_std - (3.0 / 3.0f64).sqrt()).abs() < 1e-12);
+}
+
+#[test]
+fn the_sketch_traffic_formula_equals_the_encoded_chunks() {
+    for (d, k) in [(1, 1), (24, 4), (1000, 37)] {
+        let s = faer::Mat::<f64>::from_fn(d, k, |i, j| (i * k + j) as f64);
+        let real: usize = basis_chunks(3, s.as_ref())
+            .iter()
+            .map(|c| c.to_bytes().len())
+            .sum();
+        assert_eq!(basis_wire_bytes(d, k), real as u64, "d = {d}, k = {k}");
+    }
+}
+
+#[test]
+fn sums_at_the_quantizer_boundary_decode_without_wrapping() {
+    // Every participant at the quantizer's bound C + 10a (or beyond it, or at −bound): the
+    // largest sums the 32-bit code must carry. Each code is at most (2^31 − 1)/B in magnitude,
+    // so B of them stay within an i32 and the mod-2^32 sum decodes without wrapping.
+    let identity = || {
+        Sketch::new(
+            SketchKind::Identity,
+            D,
+            K,
+            &mut SeedTree::new(6).stream("s", &[]),
+        )
+    };
+    let mut rng = SeedTree::new(7).stream("edge", &[]);
+    for (value, expect) in [
+        (1.0, 1.0),
+        (-1.0, -1.0),
+        (1e12, 1.0),
+        (-1e12, -1.0),
+        (f64::MAX, 1.0),
+        (f64::INFINITY, 1.0),
+    ] {
+        let mut server = DomeServer::new(settings(), vec![0.1; D], identity()).unwrap();
+        let broadcast = server.open_round(1, B).unwrap();
+        let bound = broadcast.quantizer_bound;
+        let q = quantizer(&broadcast).unwrap();
+        let one = q.encode(&[value * bound; D]);
+        let sum: Vec<u32> = one.iter().map(|&w| w.wrapping_mul(B as u32)).collect();
+        // The summed codes are exactly B times one code: no i32 overflow on the way.
+        let code = one[0] as i32;
+        assert!(
+            i64::from(code).abs() * B as i64 <= i64::from(i32::MAX),
+            "{code}"
+        );
+        let g_hat = server.close_round(&sum, B, &mut rng).unwrap();
+        // ĝ is the mean (m̂ = 0 in round 1): the bound itself, up to half a step per summand.
+        for g in &g_hat {
+            assert!(
+                (g - expect * bound).abs() <= q.sum_error_bound(B) / B as f64,
+                "{value}: {g} vs {}",
+                expect * bound
+            );
+        }
+    }
+    // Mixed signs at the bound: B − 1 at +bound and one at −bound.
+    let mut server = DomeServer::new(settings(), vec![0.1; D], identity()).unwrap();
+    let broadcast = server.open_round(1, B).unwrap();
+    let (bound, q) = (broadcast.quantizer_bound, quantizer(&broadcast).unwrap());
+    let (hi, lo) = (q.encode(&[bound; D]), q.encode(&[-bound; D]));
+    let sum: Vec<u32> = hi
+        .iter()
+        .zip(&lo)
+        .map(|(&h, &l)| h.wrapping_mul(B as u32 - 1).wrapping_add(l))
+        .collect();
+    let g_hat = server.close_round(&sum, B, &mut rng).unwrap();
+    let want = bound * (B as f64 - 2.0) / B as f64;
+    assert!((g_hat[0] - want).abs() <= q.sum_error_bound(B) / B as f64);
 }

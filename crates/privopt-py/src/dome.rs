@@ -40,6 +40,9 @@ fn sketch_kind(name: &str, energy: f64) -> PyResult<SketchKind> {
 /// ``noise_total`` is the variance of the Gaussian noise in a round's sum, shared among the
 /// participants; for client-level DP with noise multiplier ``σ`` (see
 /// :func:`privopt.dp.noise_multiplier`) and clip ``C`` it is ``σ²·C²``; 0 turns privacy off.
+/// ``noise_floor`` ``f`` (in (0, 1]) sizes each participant's noise share for ``⌈f·B⌉``
+/// contributors, so up to that many dropouts keep the full noise; rounds with fewer
+/// contributors are refused (:attr:`required_contributors`). ``None`` shares it among all ``B``.
 #[pyclass(module = "privopt.protocols.dome", name = "Server")]
 pub struct PyServer {
     server: DomeServer,
@@ -51,7 +54,7 @@ impl PyServer {
     #[new]
     #[pyo3(signature = (
         w0, k, clip, noise_total, lr = 1e-3, beta1 = 0.9, beta2 = 0.999, gamma_prime = 1e-6,
-        sketch = "learned", energy = 0.9, seed = None
+        sketch = "learned", energy = 0.9, seed = None, noise_floor = None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -66,6 +69,7 @@ impl PyServer {
         sketch: &str,
         energy: f64,
         seed: Option<u64>,
+        noise_floor: Option<f64>,
     ) -> PyResult<Self> {
         let w0 = to_vec(&w0);
         let d = w0.len();
@@ -90,6 +94,7 @@ impl PyServer {
             gamma_prime,
             clip,
             noise_total,
+            noise_floor,
             learned_sketch: matches!(
                 kind,
                 SketchKind::Learned { .. } | SketchKind::LearnedNoProbes
@@ -137,23 +142,32 @@ impl PyServer {
         ))
     }
 
-    /// Closes the round with the SecAgg+ sum (``uint32``) of the participants' releases; takes
-    /// the Adam step and updates the sketch. Returns the decompressed mean gradient.
     /// Abandons the open round (its secure sum failed): nothing of it is applied and the
     /// next round may open. Returns whether a round was open.
     fn abort_round(&mut self) -> bool {
         self.server.abort_round()
     }
 
+    /// The fewest contributors the open round may close with (1 without a noise floor;
+    /// ``None`` when no round is open). Check it before SecAgg+ unmasks the sum.
+    #[getter]
+    fn required_contributors(&self) -> Option<usize> {
+        self.server.required_contributors()
+    }
+
+    /// Closes the round with the SecAgg+ sum (``uint32``) of the releases of its
+    /// ``contributors`` (those whose masked input is in the sum); takes the Adam step and
+    /// updates the sketch. Returns the decompressed mean gradient.
     fn close_round<'py>(
         &mut self,
         py: Python<'py>,
         total: Exact<'_, u32>,
+        contributors: usize,
     ) -> PyResult<Bound<'py, PyArray1<f64>>> {
         let total = exact_vec(&total);
         let (server, rng) = (&mut self.server, &mut self.rng);
         let g = py
-            .detach(|| server.close_round(&total, rng))
+            .detach(|| server.close_round(&total, contributors, rng))
             .map_err(errors::protocol)?;
         Ok(array(py, g))
     }

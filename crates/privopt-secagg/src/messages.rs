@@ -162,6 +162,33 @@ impl MaskedInput {
     }
 }
 
+impl NeighbourKeys {
+    /// Encoded size in bytes.
+    pub fn wire_bytes(&self) -> usize {
+        HEADER_BYTES + 4 + self.keys.len() * (4 + 64)
+    }
+}
+
+impl IncomingShares {
+    /// Encoded size in bytes.
+    pub fn wire_bytes(&self) -> usize {
+        HEADER_BYTES
+            + 4
+            + self
+                .shares
+                .iter()
+                .map(|s| 8 + s.ciphertext.len())
+                .sum::<usize>()
+    }
+}
+
+impl UnmaskRequest {
+    /// Encoded size in bytes.
+    pub fn wire_bytes(&self) -> usize {
+        HEADER_BYTES + 4 + 4 * self.survivors.len()
+    }
+}
+
 impl UnmaskShares {
     /// Encoded size in bytes.
     pub fn wire_bytes(&self) -> usize {

@@ -24,6 +24,9 @@ pub struct RoundTimings {
     pub server: Duration,
     /// Bytes all clients sent to the server ([`crate::messages`] `wire_bytes`).
     pub clients_upload_bytes: u64,
+    /// Bytes the server sent to all clients (the relayed keys, the routed shares and the
+    /// unmask requests).
+    pub clients_download_bytes: u64,
 }
 
 fn stays(dropouts: &Dropouts, c: ClientId, stage: Stage) -> bool {
@@ -140,6 +143,7 @@ pub fn run_round(
         clients.push(client);
     }
     let relayed = timed(&mut timings.server, || server.finish_advertising())?;
+    timings.clients_download_bytes += relayed.iter().map(|m| m.wire_bytes() as u64).sum::<u64>();
 
     // Stage 2.
     clients.retain(|(c, _, _)| stays(dropouts, c.id(), Stage::ShareKeys));
@@ -152,6 +156,7 @@ pub fn run_round(
         timed(&mut timings.server, || server.receive_shares(reply))?;
     }
     let routed = timed(&mut timings.server, || server.finish_sharing())?;
+    timings.clients_download_bytes += routed.iter().map(|m| m.wire_bytes() as u64).sum::<u64>();
 
     // Stage 3: each masked input goes to the server as soon as it is made, so at most one
     // vector per thread is alive at a time.
@@ -178,6 +183,7 @@ pub fn run_round(
     timings.server += receive_time;
     timings.clients_upload_bytes += masked_bytes;
     let requests = timed(&mut timings.server, || server.finish_masking())?;
+    timings.clients_download_bytes += requests.iter().map(|m| m.wire_bytes() as u64).sum::<u64>();
 
     // Stage 4.
     clients.retain(|(c, _, _)| stays(dropouts, c.id(), Stage::Unmask));

@@ -130,6 +130,35 @@ pub fn mean_variance(xs: &[f64]) -> (f64, f64) {
     (mean, var)
 }
 
+/// The two-sided 95% Student-t interval of the mean: `(mean, half-width)`; the half-width is
+/// NaN for fewer than two values.
+pub fn mean_ci95(xs: &[f64]) -> (f64, f64) {
+    let (mean, var) = mean_variance(xs);
+    let n = xs.len();
+    if n < 2 {
+        return (mean, f64::NAN);
+    }
+    (mean, t975(n - 1) * (var / n as f64).sqrt())
+}
+
+/// The 0.975 quantile of Student's t with `df` degrees of freedom (tabulated to 30, then the
+/// large-df expansion `z + (z³ + z)/(4·df)`, within 0.1% there).
+fn t975(df: usize) -> f64 {
+    const TABLE: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
+    ];
+    match df {
+        0 => f64::NAN,
+        1..=30 => TABLE[df - 1],
+        _ => {
+            let z = 1.959_964;
+            z + (z * z * z + z) / (4.0 * df as f64)
+        }
+    }
+}
+
 /// A flat map of named numbers (`summary.json`).
 pub type Summary = BTreeMap<String, f64>;
 
@@ -184,6 +213,18 @@ impl Quantiles {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_t_interval_has_the_textbook_width() {
+        // n = 5, sd = 1: half-width t(4)·1/√5 = 2.776/2.236.
+        let xs = [-1.2649, -0.6325, 0.0, 0.6325, 1.2649];
+        let (m, h) = mean_ci95(&xs);
+        assert!(m.abs() < 1e-12);
+        assert!((h - 2.776 / 5f64.sqrt()).abs() < 1e-3, "{h}");
+        assert!(mean_ci95(&[1.0]).1.is_nan());
+        // The expansion meets the table at 30 and tends to z.
+        assert!((t975(31) - 2.040).abs() < 2e-3 && (t975(10_000) - 1.96).abs() < 1e-3);
+    }
 
     #[test]
     fn rows_must_match_columns_and_csv_is_exact() {

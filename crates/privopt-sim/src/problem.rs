@@ -9,6 +9,7 @@ use privopt_ml::data::pca::Pca;
 use privopt_ml::data::{Dataset, TrainTest, synthetic};
 use privopt_ml::model::{Model, ModelSpec};
 use privopt_ml::partition::{Partition, partition};
+use rand::seq::SliceRandom;
 use rand::seq::index::sample;
 use serde::{Deserialize, Serialize};
 
@@ -35,6 +36,10 @@ pub struct DataConfig {
     /// Use at most this many training examples (a seeded random subset), for smoke runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_train: Option<usize>,
+    /// Hold out this many training examples (a seeded random subset, disjoint from the
+    /// clients' data and from the test set) as a validation split for tuning.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation: Option<usize>,
     /// Held-out fraction for datasets without an official test set.
     #[serde(default = "default_test_fraction")]
     pub test_fraction: f64,
@@ -113,6 +118,7 @@ impl DataConfig {
             ("dim", d.dim),
             ("pca", d.pca),
             ("max_train", d.max_train),
+            ("validation", d.validation),
         ] {
             ensure(v != Some(0), || format!("data.{key} must be >= 1"))?;
         }
@@ -168,6 +174,8 @@ pub struct Problem {
     pub train: Dataset,
     /// Held-out examples, for evaluation only.
     pub test: Dataset,
+    /// Held-out training examples for tuning (`data.validation`), never trained on.
+    pub validation: Option<Dataset>,
     /// For each client, its indices into `train`.
     pub clients: Vec<Vec<usize>>,
     /// The model being trained.
@@ -209,6 +217,23 @@ impl Problem {
                 test: tt.test.class_subset(classes)?,
             };
         }
+        let mut validation = None;
+        if let Some(v) = d.validation {
+            ensure(v >= 1 && v < tt.train.len(), || {
+                format!(
+                    "data.validation = {v} must be in 1..{} (the training examples)",
+                    tt.train.len()
+                )
+            })?;
+            let mut rng = seeds.stream("data/validation", &[]);
+            let mut idx: Vec<usize> = (0..tt.train.len()).collect();
+            idx.shuffle(&mut rng);
+            let (held, kept) = idx.split_at_mut(v);
+            held.sort_unstable();
+            kept.sort_unstable();
+            validation = Some(tt.train.select(held));
+            tt.train = tt.train.select(kept);
+        }
         if let Some(max) = d.max_train.filter(|&m| m < tt.train.len()) {
             let mut rng = seeds.stream("data/subsample", &[]);
             let mut idx = sample(&mut rng, tt.train.len(), max).into_vec();
@@ -223,6 +248,7 @@ impl Problem {
                 )
             })?;
             let pca = Pca::fit(&tt.train, k)?;
+            validation = validation.map(|v| pca.transform(&v)).transpose()?;
             tt = TrainTest {
                 train: pca.transform(&tt.train)?,
                 test: pca.transform(&tt.test)?,
@@ -243,6 +269,7 @@ impl Problem {
         Ok(Problem {
             train: tt.train,
             test: tt.test,
+            validation,
             clients,
             model,
         })

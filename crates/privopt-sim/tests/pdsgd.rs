@@ -6,7 +6,7 @@
 use privopt_math::SeedTree;
 use privopt_paillier::KeyPair;
 use privopt_protocols::pdsgd::{Agent, Graph, Paillier, Transparent, TransparentKey};
-use privopt_sim::methods::pdsgd::{PdsgdConfig, Transport, Variant};
+use privopt_sim::methods::pdsgd::{PdsgdConfig, Transport, Variant, privacy};
 
 fn cfg(iterations: u64) -> PdsgdConfig {
     let text = std::fs::read_to_string(concat!(
@@ -258,104 +258,36 @@ fn a_curious_party_recovers_the_gradient_ever_more_precisely() {
     assert!(gradient_recovery(&c, 100).worst_relative_error < 0.002);
 }
 
-/// Runs Algorithm 1 with every encoded message tapped; returns the messages in order.
-fn tapped_run<S: privopt_protocols::pdsgd::Scheme>(
-    c: &PdsgdConfig,
-    g: &Graph,
-    trial: &privopt_sim::methods::pdsgd::Trial,
-    mut agents: Vec<Agent<S>>,
-    seeds: &SeedTree,
-    t: u64,
-) -> Vec<Vec<u8>> {
-    let mut seen: Vec<Vec<u8>> = Vec::new();
-    let mut tap = |bytes: &[u8]| seen.push(bytes.to_vec());
-    let mut transport = Transport::Tapped(&mut tap);
-    c.run_trial(
-        g,
-        trial,
-        Variant::Proposed,
-        &mut agents,
-        &mut transport,
-        seeds,
-        t,
-    )
-    .unwrap();
-    seen
-}
-
-/// Two-sample Kolmogorov–Smirnov statistic.
-fn ks(mut a: Vec<f64>, mut b: Vec<f64>) -> f64 {
-    a.sort_by(f64::total_cmp);
-    b.sort_by(f64::total_cmp);
-    let (mut i, mut j, mut d) = (0, 0, 0.0_f64);
-    while i < a.len() && j < b.len() {
-        if a[i] <= b[j] {
-            i += 1;
-        } else {
-            j += 1;
-        }
-        d = d.max((i as f64 / a.len() as f64 - j as f64 / b.len() as f64).abs());
-    }
-    d
-}
-
 /// Theorem 2 (eavesdropper): every message on every edge, as bytes, for two runs on different
-/// data with the same keys. Under Paillier the ciphertexts (scaled by n²) of the two runs are
-/// indistinguishable by a two-sample KS test at α = 0.001; the same test on the transparent
-/// scheme's messages (the plaintexts) tells the runs apart, so the test has power.
+/// data with the same keys. Under Paillier the two views are indistinguishable by a
+/// two-sample KS test at α = 0.001; the same test on the transparent scheme's messages (the
+/// plaintexts) tells the runs apart, so the test has power.
 #[test]
 fn the_eavesdroppers_view_does_not_depend_on_the_data() {
     let c = cfg(12);
     let g = c.graph().unwrap();
     let seeds = SeedTree::new(11);
-    let ct_len = paillier_keys(1, &seeds)[0].0.ciphertext_bytes();
-    let d = c.d;
-    // What the eavesdropper extracts: each message's d ciphertexts sit just before its 8-byte
-    // checksum; the top 8 bytes of each, over those of the largest n², give a value in [0, 1).
-    let view = |t: u64, paillier: bool| -> Vec<f64> {
-        let trial = c.trial(&g, &seeds, t).unwrap();
-        let seen = if paillier {
-            // The same keys for both runs (the key generation is seeded).
-            let keys = paillier_keys(g.len(), &seeds);
-            let agents = c.agents::<Paillier>(&g, &trial, keys).unwrap();
-            tapped_run(&c, &g, &trial, agents, &seeds, t)
-        } else {
-            tapped_run(
-                &c,
-                &g,
-                &trial,
-                transparent_agents(&c, &g, &trial),
-                &seeds,
-                t,
-            )
-        };
-        assert_eq!(
-            seen.len(),
-            12 * 2 * 12,
-            "every exchange's request and response"
-        );
-        let len = if paillier { ct_len } else { 8 };
-        let top = |b: &[u8]| u64::from_be_bytes(b[..8].try_into().unwrap()) as f64;
-        seen.iter()
-            .flat_map(|m| {
-                let cts = &m[m.len() - 8 - d * len..m.len() - 8];
-                cts.chunks(len).map(&top).collect::<Vec<_>>()
-            })
-            .collect()
-    };
-    let n = 12.0 * 2.0 * 12.0 * d as f64;
-    let critical = 1.95 * (2.0 / n).sqrt(); // α = 0.001
-    let (a, b) = (view(0, true), view(1, true));
-    let d_paillier = ks(a, b);
+    let keys = || Ok(paillier_keys(g.len(), &seeds));
+    let r = privacy::eavesdropper(&c, &g, &seeds, 12, &keys).unwrap();
+    assert_eq!(r.ks_paillier.len(), 12);
+    // 12 directed edges × (request + response) × d values per iteration in each view.
+    let n = 12.0 * 2.0 * 12.0 * c.d as f64;
+    assert!((r.final_critical - 1.95 * (2.0 / n).sqrt()).abs() < 1e-12);
     assert!(
-        d_paillier < critical,
-        "Paillier views differ: D = {d_paillier} ≥ {critical}"
+        r.final_ks_paillier < r.final_critical,
+        "Paillier views differ: {r:?}"
     );
-    let (a, b) = (view(0, false), view(1, false));
-    let d_plain = ks(a, b);
     assert!(
-        d_plain > critical,
-        "the test has no power: D = {d_plain} < {critical}"
+        r.final_ks_plaintext > r.final_critical,
+        "the test has no power: {r:?}"
     );
-    println!("KS D: Paillier {d_paillier:.4}, plaintext {d_plain:.4}, critical {critical:.4}");
+    // The plaintext views differ from the first iteration on, by more each iteration seen.
+    assert!(r.ks_plaintext.iter().all(|&d| d > 0.1), "{r:?}");
+    // The statistic on identical samples is 0, on disjoint ones 1.
+    assert_eq!(privacy::ks_statistic(&[1.0, 2.0], &[1.0, 2.0]), 0.0);
+    assert_eq!(privacy::ks_statistic(&[1.0, 2.0], &[3.0, 4.0]), 1.0);
+    println!(
+        "KS D: Paillier {:.4}, plaintext {:.4}, critical {:.4}",
+        r.final_ks_paillier, r.final_ks_plaintext, r.final_critical
+    );
 }

@@ -8,7 +8,9 @@ the round's participants (each adds variance σ²C²/B), σ chosen by the accoun
 full-participation releases. Clients that drop after the key stages but before masking take
 their noise share with them, so the round's σ shrinks to σ·√(survivors/B) (Lemma A.1 of the
 paper): the ε reported each round composes the smallest σ seen so far, an upper bound on what
-was spent. Aborted rounds are counted as releases."""
+was spent. Aborted rounds are counted as releases. With ``noise_floor = f`` each participant
+adds noise for ⌈f·B⌉ contributors instead, and a round whose masked inputs number fewer aborts
+before the unmask stage, so every revealed sum carries at least σ·C."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from typing import Any
 
 import numpy as np
 from privopt import dp, secagg
-from privopt.errors import PrivoptError
+from privopt.errors import PrivoptError, ProtocolError
 from privopt.protocols import dome
 
 from .. import problems
@@ -39,6 +41,9 @@ def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
     if not (clip > 0 and epsilon >= 0 and 0 < delta < 1):
         raise ConfigError("dome: need clip > 0, epsilon >= 0 (0: no DP noise), 0 < delta < 1")
     sigma = dp.noise_multiplier(epsilon, s.rounds, delta, sampling="full") if epsilon else 0.0
+    floor = param(s, "noise_floor", float)
+    if not 0 <= floor <= 1:
+        raise ConfigError(f"dome.noise_floor must be in [0, 1] (0: off), got {floor}")
     server = dome.Server(
         p.init_params(s.seed),
         k=param(s, "k", int),
@@ -51,6 +56,7 @@ def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
         sketch=param(s, "sketch", str),
         energy=param(s, "energy", float),
         seed=s.seed,
+        noise_floor=floor or None,
     )
     if param(s, "graph", str) not in ("complete", "auto"):
         raise ConfigError("dome.graph must be 'complete' or 'auto'")
@@ -81,6 +87,7 @@ def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
                 report,
                 {"broadcast": broadcast, "chunks": chunks, "model": model},
                 reveal,
+                server.required_contributors or 1,
             )
         except PrivoptError as e:
             server.abort_round()
@@ -90,11 +97,12 @@ def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
             traffic, times = (0, 0), []
         up, down = up + traffic[0], down + traffic[1]
         if total is not None:
-            server.close_round(total)
+            server.close_round(total, len(contributors))
             completed += 1
             row.update(survivors=len(contributors), stages_s=[round(x, 3) for x in times])
             if sigma:
-                min_sigma = min(min_sigma, sigma * math.sqrt(len(contributors) / len(parties)))
+                shares = len(parties) if not floor else math.ceil(floor * len(parties))
+                min_sigma = min(min_sigma, sigma * math.sqrt(len(contributors) / shares))
         if sigma:
             spent = dp.epsilon(
                 min_sigma if min_sigma < math.inf else sigma, t, delta, sampling="full"
@@ -130,8 +138,10 @@ def _secure_sum(
     report: Report,
     release: Payload,
     reveal: bool,
+    required: int,
 ) -> tuple[np.ndarray, list[int], tuple[int, int], list[float]]:
-    """One SecAgg+ round over ``parties`` (SecAgg ids 0..B-1 in party order)."""
+    """One SecAgg+ round over ``parties`` (SecAgg ids 0..B-1 in party order); it aborts
+    before unmasking when fewer than ``required`` masked inputs arrived."""
     b = len(parties)
     seed = hashlib.sha256(f"privopt-dome-graph/{s.seed}/{t}".encode()).digest()
     if param(s, "graph", str) == "complete":
@@ -185,6 +195,11 @@ def _secure_sum(
     )
     for name in ("share", "mask", "unmask"):
         outbox = server.close_stage()
+        if name == "unmask" and len(outbox) < required:
+            # Each unmask request goes to a client whose masked input arrived.
+            raise ProtocolError(
+                f"{len(outbox)} masked inputs, below the {required} the noise floor needs"
+            )
         extra = release if name == "mask" else {}
         stage(name, {party_of[i]: {"round": t, "msg": m, **extra} for i, m in outbox.items()})
     total, contributors = server.finish()

@@ -4,6 +4,7 @@
 //! selects one by the `name` key of the `[suite]` table.
 
 pub mod dome;
+pub mod dome_seeds;
 pub mod dpfhe;
 pub mod eezofl;
 pub mod hiso;
@@ -40,6 +41,8 @@ pub enum SuiteConfig {
     Hiso(hiso::HisoSuiteConfig),
     /// DOME (paper 004): every method over ε and k.
     Dome(dome::DomeSuiteConfig),
+    /// DOME (paper 004) at one ε: step sizes chosen on validation, seeds, dropouts.
+    DomeSeeds(dome_seeds::DomeSeedsSuiteConfig),
 }
 
 /// What a suite found.
@@ -49,6 +52,8 @@ pub enum SuiteConfig {
 pub enum SuiteReport {
     /// See [`dome::DomeSuiteReport`].
     Dome(dome::DomeSuiteReport),
+    /// See [`dome_seeds::DomeSeedsSuiteReport`].
+    DomeSeeds(dome_seeds::DomeSeedsSuiteReport),
     /// See [`hiso::HisoSuiteReport`].
     Hiso(hiso::HisoSuiteReport),
     /// See [`eezofl::EezoflSuiteReport`].
@@ -62,6 +67,7 @@ impl SuiteReport {
     pub fn write_summary(&self, summary: &mut Summary) {
         match self {
             SuiteReport::Dome(r) => r.write_summary(summary),
+            SuiteReport::DomeSeeds(r) => r.write_summary(summary),
             SuiteReport::Hiso(r) => r.write_summary(summary),
             SuiteReport::Eezofl(r) => r.write_summary(summary),
             SuiteReport::Dpfhe(r) => r.write_summary(summary),
@@ -118,6 +124,7 @@ impl SuiteConfig {
             SuiteConfig::Dpfhe(c) => c,
             SuiteConfig::Hiso(c) => c,
             SuiteConfig::Dome(c) => c,
+            SuiteConfig::DomeSeeds(c) => c,
         }
     }
 
@@ -128,6 +135,7 @@ impl SuiteConfig {
             SuiteConfig::Dpfhe(_) => "dpfhe",
             SuiteConfig::Hiso(_) => "hiso",
             SuiteConfig::Dome(_) => "dome",
+            SuiteConfig::DomeSeeds(_) => "dome_seeds",
         }
     }
 
@@ -141,6 +149,10 @@ impl SuiteConfig {
             SuiteConfig::Eezofl(_) => "xMK-CKKS over the air (suite)".into(),
             SuiteConfig::Hiso(_) => "seeds and scalars only (suite)".into(),
             SuiteConfig::Dome(_) => "SecAgg+ and DP over ε (suite)".into(),
+            SuiteConfig::DomeSeeds(c) => format!(
+                "SecAgg+ and (ε={}, δ={:e})-DP (suite)",
+                c.base.epsilon, c.base.delta
+            ),
         }
     }
 

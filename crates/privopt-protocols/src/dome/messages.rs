@@ -134,6 +134,25 @@ pub fn basis_chunks(round: u64, s: faer::MatRef<'_, f64>) -> Vec<BasisChunk> {
         .collect()
 }
 
+/// Encoded bytes of all of [`basis_chunks`]' messages for a d × k sketch, without building
+/// them (for traffic accounting).
+pub fn basis_wire_bytes(d: usize, k: usize) -> u64 {
+    let per = ((MAX_MESSAGE_BYTES / 2) / (8 * d.max(1))).max(1);
+    let chunks = k.div_ceil(per) as u64;
+    // One column of one row: the framing and fixed fields, plus 8 bytes.
+    let framing = BasisChunk {
+        round: 0,
+        d: 1,
+        k: 1,
+        first: 0,
+        values: vec![0.0],
+    }
+    .to_bytes()
+    .len() as u64
+        - 8;
+    chunks * framing + 8 * (d as u64) * (k as u64)
+}
+
 /// Puts a round's sketch together from its chunks, in any order.
 #[derive(Debug)]
 pub struct BasisAssembler {

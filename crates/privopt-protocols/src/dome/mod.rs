@@ -11,6 +11,6 @@ mod server;
 mod sketch;
 
 pub use client::{Release, quantizer, release};
-pub use messages::{BasisAssembler, BasisChunk, RoundBroadcast, basis_chunks};
+pub use messages::{BasisAssembler, BasisChunk, RoundBroadcast, basis_chunks, basis_wire_bytes};
 pub use server::{DomeServer, ServerSettings};
 pub use sketch::{Basis, Sketch, SketchKind};

@@ -26,11 +26,25 @@ pub struct ServerSettings {
     /// `n·E·σ²·C²`: the total noise variance of a round's sum (0 without privacy); each of
     /// `B` participants adds a share of variance `a² = noise_total / B`.
     pub noise_total: f64,
+    /// `None`: the paper's shares (`a² = noise_total / B`), so every dropout leaves the sum
+    /// with less noise than the accountant assumed. `Some(f)`: each participant adds noise for
+    /// `⌈f·B⌉` contributors (`a² = noise_total / ⌈f·B⌉`), and a round with fewer contributors
+    /// is refused, so the sum always carries at least `noise_total` (distributed-DP practice).
+    pub noise_floor: Option<f64>,
     /// Whether the sketch is learned (its `Diag(S Sᵀ)` changes every round).
     pub learned_sketch: bool,
 }
 
 impl ServerSettings {
+    /// The contributor count each participant's noise share is sized for (≥ 1).
+    pub fn noise_shares(&self, participants: usize) -> usize {
+        match self.noise_floor {
+            // f ≤ 1, so the product is at most `participants`.
+            Some(f) => ((f * participants as f64).ceil() as usize).clamp(1, participants.max(1)),
+            None => participants.max(1),
+        }
+    }
+
     /// Checks every setting's range (finite values only).
     pub fn validate(&self) -> Result<()> {
         for (name, v, ok) in [
@@ -40,6 +54,11 @@ impl ServerSettings {
             ("gamma_prime", self.gamma_prime, self.gamma_prime > 0.0),
             ("clip", self.clip, self.clip > 0.0),
             ("noise_total", self.noise_total, self.noise_total >= 0.0),
+            (
+                "noise_floor",
+                self.noise_floor.unwrap_or(1.0),
+                self.noise_floor.is_none_or(|f| f > 0.0 && f <= 1.0),
+            ),
         ] {
             check_param(ok && v.is_finite(), || {
                 format!("DOME server setting {name} = {v} is out of range")
@@ -64,6 +83,8 @@ struct DebiasedAdam {
 struct Open {
     round: u64,
     participants: usize,
+    /// Contributors the noise shares were sized for (all participants without a floor).
+    shares: usize,
     a2: f64,
 }
 
@@ -149,10 +170,12 @@ impl DomeServer {
             participants >= 1 && participants <= u32::MAX as usize,
             || format!("{participants} participants"),
         )?;
-        let a2 = self.settings.noise_total / participants as f64;
+        let shares = self.settings.noise_shares(participants);
+        let a2 = self.settings.noise_total / shares as f64;
         self.open = Some(Open {
             round,
             participants,
+            shares,
             a2,
         });
         Ok(RoundBroadcast {
@@ -167,18 +190,53 @@ impl DomeServer {
         })
     }
 
+    /// The fewest contributors (clients whose masked input is in the sum) the open round may
+    /// close with: `⌈f·B⌉` under a noise floor, else 1. A driver checks it before asking
+    /// SecAgg+ to unmask, so a sum with too little noise is never revealed.
+    pub fn required_contributors(&self) -> Option<usize> {
+        self.open.map(|o| {
+            if self.settings.noise_floor.is_some() {
+                o.shares
+            } else {
+                1
+            }
+        })
+    }
+
     /// Abandons the open round (its secure sum failed, e.g. too few clients survived):
     /// nothing of it is applied, and the next round may open. Returns whether one was open.
     pub fn abort_round(&mut self) -> bool {
         self.open.take().is_some()
     }
 
-    /// Closes the round with SecAgg+'s sum of the participants' quantized vectors: returns
-    /// `ĝ` after the Adam step and the sketch update (which draws its probes from `rng`).
-    pub fn close_round(&mut self, sum: &[u32], rng: &mut impl Rng) -> Result<Vec<f64>> {
+    /// Closes the round with SecAgg+'s sum of the `contributors` quantized vectors it holds
+    /// (participants that dropped before sending theirs are not in it): returns `ĝ` after the
+    /// Adam step and the sketch update (which draws its probes from `rng`). Fewer
+    /// contributors than [`Self::required_contributors`] is refused and the round stays open
+    /// (abort it).
+    pub fn close_round(
+        &mut self,
+        sum: &[u32],
+        contributors: usize,
+        rng: &mut impl Rng,
+    ) -> Result<Vec<f64>> {
         let open = self
             .open
             .ok_or_else(|| Error::OutOfOrder("no round is open".into()))?;
+        check_param(contributors <= open.participants, || {
+            format!(
+                "{contributors} contributors in a round of {} participants",
+                open.participants
+            )
+        })?;
+        let required = self.required_contributors().unwrap_or(1);
+        if contributors < required {
+            return Err(Error::Incomplete(format!(
+                "round {}: {contributors} of {} participants contributed, below the {required} \
+                 the noise floor needs",
+                open.round, open.participants
+            )));
+        }
         let quantizer = Quantizer::new(
             self.settings.clip + 10.0 * open.a2.sqrt(),
             open.participants,
@@ -190,7 +248,9 @@ impl DomeServer {
                 self.sketch.dim()
             )));
         }
-        let bp = open.participants as f64;
+        // The mean over those whose vectors are in the sum; its noise has variance
+        // `contributors·a²/contributors² = a²/contributors` per sketch coordinate.
+        let bp = contributors as f64;
         let g_prec: Vec<f64> = quantizer.decode_sum(sum).iter().map(|s| s / bp).collect();
         let mut g_hat = self.sketch.decompress(&g_prec);
         g_hat

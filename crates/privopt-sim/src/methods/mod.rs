@@ -152,7 +152,7 @@ pub enum Report {
     /// See [`scalar_fl::ScalarFlReport`].
     ScalarFl(scalar_fl::ScalarFlReport),
     /// See [`dome::DomeReport`].
-    Dome(dome::DomeReport),
+    Dome(Box<dome::DomeReport>),
 }
 
 /// How the learning rate changes with the step `t` (counted from 0).

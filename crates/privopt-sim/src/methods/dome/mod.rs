@@ -31,9 +31,15 @@ use std::collections::btree_map::Entry;
 
 use privopt_math::SeedTree;
 use privopt_ml::data::Dataset;
-use privopt_protocols::dome::{DomeServer, ServerSettings, Sketch, SketchKind, quantizer, release};
-use privopt_secagg::simulation::run_round;
-use privopt_secagg::{Context as SecAggContext, Graph, SessionId, ThreatModel, find_parameters};
+use privopt_protocols::Message;
+use privopt_protocols::dome::{
+    DomeServer, RoundBroadcast, ServerSettings, Sketch, SketchKind, basis_wire_bytes, quantizer,
+    release,
+};
+use privopt_secagg::simulation::{Dropouts, run_round};
+use privopt_secagg::{
+    Context as SecAggContext, Graph, SessionId, Stage, ThreatModel, find_parameters,
+};
 use rand::Rng;
 use rand::seq::SliceRandom;
 use rayon::prelude::*;
@@ -100,6 +106,55 @@ impl Default for SecAggSettings {
     }
 }
 
+/// Where a participant that drops stops answering in its round's SecAgg+ exchange.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DropStage {
+    /// Before advertising its keys: it takes no part at all.
+    AdvertiseKeys,
+    /// Before sharing its keys with its neighbours.
+    ShareKeys,
+    /// Before sending its masked vector: its noise share is not in the sum.
+    #[default]
+    MaskedInput,
+    /// After sending its masked vector, before unmasking: its vector (and noise) is in the
+    /// sum, and its neighbours' shares rebuild its self-mask.
+    Unmask,
+    /// One of the four at random.
+    Any,
+}
+
+impl DropStage {
+    const STAGES: [Stage; 4] = [
+        Stage::AdvertiseKeys,
+        Stage::ShareKeys,
+        Stage::MaskedInput,
+        Stage::Unmask,
+    ];
+
+    fn draw(self, rng: &mut impl Rng) -> Stage {
+        match self {
+            DropStage::AdvertiseKeys => Stage::AdvertiseKeys,
+            DropStage::ShareKeys => Stage::ShareKeys,
+            DropStage::MaskedInput => Stage::MaskedInput,
+            DropStage::Unmask => Stage::Unmask,
+            DropStage::Any => Self::STAGES[rng.random_range(0..Self::STAGES.len())],
+        }
+    }
+}
+
+/// Participants that drop out of training rounds: each independently with probability `rate`
+/// per round, at `stage`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DropoutSettings {
+    /// Probability that a participant drops in a round.
+    pub rate: f64,
+    /// Where it stops answering.
+    #[serde(default)]
+    pub stage: DropStage,
+}
+
 /// `[method] name = "dome"`: one run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -135,6 +190,16 @@ pub struct DomeConfig {
     /// SecAgg+ threat model.
     #[serde(default)]
     pub secagg: SecAggSettings,
+    /// Dropouts during training (none by default).
+    #[serde(default)]
+    pub dropouts: DropoutSettings,
+    /// Unset: the paper's noise shares (`a² = n·E·σ²·C²/B`), so a participant that drops
+    /// before masking takes its share away and the round's sum is less private than the
+    /// accountant assumed (the run reports how much). `f` in (0, 1]: each participant adds
+    /// noise for `⌈f·B⌉` contributors, and a round with fewer aborts before its sum is
+    /// unmasked, so every used sum carries the full noise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise_floor: Option<f64>,
     /// Rounds between accuracy evaluations (0: about 20 per run).
     #[serde(default)]
     pub eval_every: u64,
@@ -199,6 +264,18 @@ impl DomeConfig {
         ensure(!self.variant.sketched() || self.k >= 1, || {
             "method.k must be >= 1".into()
         })?;
+        ensure((0.0..1.0).contains(&self.dropouts.rate), || {
+            format!(
+                "method.dropouts.rate must be in [0, 1), got {}",
+                self.dropouts.rate
+            )
+        })?;
+        ensure(self.noise_floor.is_none_or(|f| f > 0.0 && f <= 1.0), || {
+            format!(
+                "method.noise_floor must be in (0, 1], got {}",
+                self.noise_floor.unwrap_or(f64::NAN)
+            )
+        })?;
         Ok(())
     }
 
@@ -231,12 +308,30 @@ pub struct DomeRun {
     pub noise_mse_theory: f64,
     /// Bytes one client sends per round (SecAgg+ messages; plain f32 vector if non-private).
     pub uplink_bytes: f64,
+    /// Bytes the server sends one participant per round: the model (f64), the round
+    /// broadcast (with `m̂`), the sketch when the participant's copy is stale (a learned
+    /// sketch changes every round; a random one is sent once per client) and SecAgg+'s
+    /// relayed keys, shares and unmask request.
+    pub downlink_bytes: f64,
     /// Of which the vector itself.
     pub uplink_vector_bytes: f64,
     /// Mean number of streaming-PCA components kept (Alg. 2's r; 0 without a learned sketch).
     pub kept_mean: f64,
     /// Rounds run.
     pub total_rounds: u64,
+    /// Rounds abandoned (SecAgg+ below its threshold, or fewer contributors than the noise
+    /// floor needs): nothing of them was applied or revealed.
+    pub aborted_rounds: u64,
+    /// Mean contributors (vectors in the sum) over completed rounds.
+    pub contributors_mean: f64,
+    /// Per completed round `(round, ratio)`: the noise variance actually summed over what the
+    /// accountant assumed (`contributors / noise shares`); below 1 the round leaked more.
+    pub noise_ratio: Vec<(u64, f64)>,
+    /// The largest zCDP `ρ` any client accumulated over the rounds its vector was summed in,
+    /// at the noise actually summed (`1/(2σ²)` without dropouts).
+    pub rho_worst_client: f64,
+    /// Accuracy of the final model on the validation split (NaN without one).
+    pub final_val_acc: f64,
 }
 
 /// The clients of a round: `b` among those with the most unseen examples left (random ties).
@@ -272,39 +367,59 @@ impl SecureSum {
         }
     }
 
-    /// The sum of the quantized `encoded` vectors through one SecAgg+ round, and the bytes
-    /// each client uploaded.
-    fn sum(
-        &mut self,
-        round: u64,
-        encoded: &[Vec<u32>],
-        rng: &mut impl Rng,
-    ) -> Result<(Vec<u32>, f64)> {
-        let n = encoded.len();
-        let (graph, threshold) = match self.graphs.entry(n) {
+    /// The graph and threshold for `n` clients (found once per `n`).
+    fn graph(&mut self, n: usize, rng: &mut impl Rng) -> Result<&(Graph, usize)> {
+        Ok(match self.graphs.entry(n) {
             Entry::Occupied(e) => e.into_mut(),
             Entry::Vacant(e) => {
                 let p = find_parameters(n, self.threat)?;
                 let graph = Graph::harary(n, p.degree, rng.random())?;
                 e.insert((graph, p.threshold))
             }
-        };
-        let inputs: Vec<&[u32]> = encoded.iter().map(Vec::as_slice).collect();
+        })
+    }
+
+    /// One SecAgg+ round over the quantized `encoded` vectors with `dropouts`: the sum (of
+    /// the contributors' vectors only) and its traffic, or `None` when too many dropped for
+    /// SecAgg+ to finish (nothing is revealed then).
+    fn sum(
+        &mut self,
+        round: u64,
+        encoded: &[Vec<u32>],
+        dropouts: &Dropouts,
+        rng: &mut impl Rng,
+    ) -> Result<Option<SecureSumOutcome>> {
+        let n = encoded.len();
         let context = SecAggContext {
             session: self.session,
             round,
         };
-        let (aggregate, report) = run_round(
-            context,
-            graph,
-            *threshold,
-            &inputs,
-            &vec![None; n],
-            rng.random(),
-        )?;
-        let per_client = report.clients_upload_bytes as f64 / n as f64;
-        Ok((aggregate.sum, per_client))
+        let (graph, threshold) = self.graph(n, rng)?;
+        let inputs: Vec<&[u32]> = encoded.iter().map(Vec::as_slice).collect();
+        match run_round(context, graph, *threshold, &inputs, dropouts, rng.random()) {
+            Ok((aggregate, report)) => Ok(Some(SecureSumOutcome {
+                sum: aggregate.sum,
+                contributors: aggregate.contributors,
+                upload_per_client: report.clients_upload_bytes as f64 / n as f64,
+                download_per_client: report.clients_download_bytes as f64 / n as f64,
+            })),
+            Err(privopt_secagg::Error::BelowThreshold { .. })
+                if dropouts.iter().any(Option::is_some) =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(e.into()),
+        }
     }
+}
+
+/// A completed SecAgg+ round.
+struct SecureSumOutcome {
+    sum: Vec<u32>,
+    /// Round-local ids (0..B) of the clients whose vectors are in `sum`.
+    contributors: Vec<u32>,
+    upload_per_client: f64,
+    download_per_client: f64,
 }
 
 /// Trains one DOME (or baseline) model; `on_eval(round, w)` is called at each evaluation.
@@ -363,17 +478,30 @@ pub fn train(
         } else {
             0.0
         },
+        noise_floor: cfg.noise_floor,
         learned_sketch: matches!(cfg.variant, Variant::Dome | Variant::DomeNoprobe),
     };
     let mut server = DomeServer::new(settings, w0, sketch)?;
     let mut secure_sum = SecureSum::new(cfg.secagg, &mut rng);
+    // Dropouts draw from their own stream, so a run without them is unchanged by the option.
+    let mut drop_rng = seeds.stream("dome/dropouts", &[]);
     let mut run = DomeRun {
         total_rounds: total,
         ..DomeRun::default()
     };
+    // zCDP ρ of one release at the full noise: sensitivity C against `noise_total`.
+    let rho_full = if private {
+        cfg.clip * cfg.clip / (2.0 * settings.noise_total)
+    } else {
+        0.0
+    };
+    let mut rho = vec![0.0; n_clients];
+    let traffic = Downlink::new(cfg.variant, d, dim);
+    let mut sketch_seen = vec![false; n_clients];
     let mut grads = vec![0.0; d * b];
     let mut kept_sum = 0.0;
     let mut t = 0u64;
+    let mut completed = 0u64;
     let evaluate = |round: u64, w: &[f64], run: &mut DomeRun| {
         run.rounds.push(round);
         run.test_acc
@@ -397,7 +525,15 @@ pub fn train(
                 .iter()
                 .filter_map(|&c| remaining[c].pop())
                 .collect();
+            let dropouts: Dropouts = participants
+                .iter()
+                .map(|_| {
+                    (cfg.dropouts.rate > 0.0 && drop_rng.random_bool(cfg.dropouts.rate))
+                        .then(|| cfg.dropouts.stage.draw(&mut drop_rng))
+                })
+                .collect();
             let broadcast = server.open_round(t, bp)?;
+            let mut downlink = traffic.per_round(&broadcast);
             // Per-example gradients at the broadcast model, one column each.
             let w = server.model();
             let cols = &mut grads[..d * bp];
@@ -415,27 +551,66 @@ pub fn train(
                 // Each participant privatizes and quantizes its own gradient.
                 let q = quantizer(&broadcast)?;
                 let mut encoded = Vec::with_capacity(bp);
-                let mut noise_mean = vec![0.0; dim];
+                let mut noises = Vec::with_capacity(bp);
                 for g in cols.chunks_mut(d) {
                     let r = release(g, &broadcast, server.basis(), &mut rng)?;
-                    for (m, z) in noise_mean.iter_mut().zip(&r.noise) {
-                        *m += z / bp as f64;
-                    }
                     encoded.push(q.encode(&r.vector));
+                    noises.push(r.noise);
                 }
-                let (sum, upload) = secure_sum.sum(t, &encoded, &mut rng)?;
-                run.uplink_bytes += upload;
+                // A driver knows who sent a masked vector before it asks SecAgg+ to unmask;
+                // below the noise floor it aborts there, and the sum is never revealed.
+                let masked = dropouts
+                    .iter()
+                    .filter(|s| s.is_none_or(|s| s > Stage::MaskedInput))
+                    .count();
+                let required = server.required_contributors().unwrap_or(1);
+                let outcome = if masked < required {
+                    None
+                } else {
+                    secure_sum.sum(t, &encoded, &dropouts, &mut rng)?
+                };
+                let Some(outcome) = outcome else {
+                    server.abort_round();
+                    run.aborted_rounds += 1;
+                    continue;
+                };
+                let contributors = outcome.contributors.len();
+                run.uplink_bytes += outcome.upload_per_client;
+                downlink += outcome.download_per_client;
                 run.uplink_vector_bytes += (4 * dim) as f64;
+                let mut noise_mean = vec![0.0; dim];
+                for &c in &outcome.contributors {
+                    for (m, z) in noise_mean.iter_mut().zip(&noises[c as usize]) {
+                        *m += z / contributors as f64;
+                    }
+                }
                 let noise_part = server.decompress(&noise_mean);
                 run.noise_mse += noise_part.iter().map(|x| x * x).sum::<f64>();
-                let a2 = settings.noise_total / bp as f64;
-                run.noise_mse_theory += dim as f64 * a2 / bp as f64;
-                server.close_round(&sum, &mut rng)?
+                let shares = settings.noise_shares(bp);
+                let a2 = settings.noise_total / shares as f64;
+                run.noise_mse_theory += dim as f64 * a2 / contributors as f64;
+                // The sum carries `contributors · a²` of noise, the accountant assumed
+                // `noise_total = shares · a²`: each contributor's ρ scales by the inverse.
+                let ratio = contributors as f64 / shares as f64;
+                run.noise_ratio.push((t, ratio));
+                for &c in &outcome.contributors {
+                    rho[participants[c as usize]] += rho_full / ratio;
+                }
+                run.contributors_mean += contributors as f64;
+                server.close_round(&outcome.sum, contributors, &mut rng)?
             } else {
                 run.uplink_bytes += (4 * d) as f64;
                 run.uplink_vector_bytes += (4 * d) as f64;
+                run.contributors_mean += bp as f64;
                 server.close_round_plain(&mean, &mut rng)?
             };
+            completed += 1;
+            // The sketch the participants projected with: stale copies are refreshed.
+            let sketches: f64 = participants
+                .iter()
+                .map(|&c| traffic.sketch_for(&mut sketch_seen[c]))
+                .sum();
+            run.downlink_bytes += downlink + sketches / bp as f64;
             run.grad_mse += g_hat
                 .iter()
                 .zip(&mean)
@@ -450,22 +625,66 @@ pub fn train(
             }
         }
     }
-    let rounds = t.max(1) as f64;
+    let rounds = completed.max(1) as f64;
     for v in [
         &mut run.grad_mse,
         &mut run.noise_mse,
         &mut run.noise_mse_theory,
         &mut run.uplink_bytes,
         &mut run.uplink_vector_bytes,
+        &mut run.downlink_bytes,
+        &mut run.contributors_mean,
     ] {
         *v /= rounds;
     }
     run.kept_mean = kept_sum / rounds;
     run.total_rounds = t;
+    run.rho_worst_client = rho.iter().copied().fold(0.0, f64::max);
     run.final_acc = model
         .accuracy(server.model(), &problem.test)
         .unwrap_or(f64::NAN);
+    run.final_val_acc = problem
+        .validation
+        .as_ref()
+        .and_then(|v| model.accuracy(server.model(), v))
+        .unwrap_or(f64::NAN);
     Ok(run)
+}
+
+/// What the server sends participants, by size (`RoundBroadcast` and sketch encodings).
+struct Downlink {
+    /// The model as f64.
+    model: f64,
+    /// The whole sketch as [`basis_chunks`] messages (0 for the identity).
+    sketch: f64,
+    /// Whether the sketch changes every round (learned), so every participant needs it anew.
+    changes: bool,
+}
+
+impl Downlink {
+    fn new(variant: Variant, d: usize, dim: usize) -> Self {
+        Self {
+            model: (8 * d) as f64,
+            sketch: if variant.sketched() {
+                basis_wire_bytes(d, dim) as f64
+            } else {
+                0.0
+            },
+            changes: matches!(variant, Variant::Dome | Variant::DomeNoprobe),
+        }
+    }
+
+    /// The model and the broadcast, to every participant.
+    fn per_round(&self, broadcast: &RoundBroadcast) -> f64 {
+        self.model + broadcast.to_bytes().len() as f64
+    }
+
+    /// The sketch for a participant, if its copy (`seen`) is stale.
+    fn sketch_for(&self, seen: &mut bool) -> f64 {
+        let stale = self.changes || !*seen;
+        *seen = true;
+        if stale { self.sketch } else { 0.0 }
+    }
 }
 
 /// The privacy unit's size: the most examples any client holds.
@@ -494,18 +713,26 @@ impl Method for DomeConfig {
             last = w.to_vec();
             ctx.evaluate(round, w, &[])
         })?;
-        let privacy = match self.variant {
-            Variant::Nonprivate => None,
-            _ => Some(privacy::report(
-                self.epsilon,
-                self.delta,
-                examples_per_client(problem),
-                self.epochs,
-            )?),
+        let (privacy, realised) = match self.variant {
+            Variant::Nonprivate => (None, None),
+            _ => (
+                Some(privacy::report(
+                    self.epsilon,
+                    self.delta,
+                    examples_per_client(problem),
+                    self.epochs,
+                )?),
+                Some(privacy::realised(&outcome, self.delta)?),
+            ),
         };
         let report = DomeReport {
             privacy,
+            realised,
             final_acc_full_test: outcome.final_acc,
+            final_val_acc: outcome.final_val_acc,
+            downlink_bytes_per_client_round: outcome.downlink_bytes,
+            aborted_rounds: outcome.aborted_rounds,
+            contributors_mean: outcome.contributors_mean,
             grad_mse: outcome.grad_mse,
             grad_noise_mse: outcome.noise_mse,
             grad_noise_mse_theory: outcome.noise_mse_theory,
@@ -515,7 +742,7 @@ impl Method for DomeConfig {
         };
         Ok(Trained {
             params: last,
-            report: Report::Dome(report),
+            report: Report::Dome(Box::new(report)),
         })
     }
 }
@@ -526,8 +753,20 @@ pub struct DomeReport {
     /// σ and the accountants' ε (private variants only).
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub privacy: Option<privacy::PrivacyReport>,
+    /// The ε the run actually spent, with dropouts (private variants only).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub realised: Option<privacy::RealisedPrivacy>,
     /// Accuracy of the final model on the whole test set.
     pub final_acc_full_test: f64,
+    /// Accuracy of the final model on the validation split (NaN without one).
+    pub final_val_acc: f64,
+    /// Bytes the server sends one participant per round (model, broadcast, stale sketch,
+    /// SecAgg+ relays).
+    pub downlink_bytes_per_client_round: f64,
+    /// Rounds abandoned for too few survivors.
+    pub aborted_rounds: u64,
+    /// Mean contributors per completed round.
+    pub contributors_mean: f64,
     /// Mean over rounds of ‖ĝ − ḡ‖².
     pub grad_mse: f64,
     /// Mean over rounds of the noise part of ĝ.

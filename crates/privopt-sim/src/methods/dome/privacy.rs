@@ -55,6 +55,47 @@ pub fn report(
     })
 }
 
+/// What a run actually spent once dropouts are counted: each client's zCDP `ρ` summed over
+/// the rounds its vector was in, at the noise those rounds' sums actually carried.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct RealisedPrivacy {
+    /// ε of the worst client's ρ by the exact Bun–Steinke conversion.
+    pub epsilon_zcdp_realised: f64,
+    /// ε of the worst client's ρ by `privopt-dp`'s RDP accountant (a Gaussian composition
+    /// of total ρ has the RDP curve `α·ρ`, so one release of multiplier `1/√(2ρ)`).
+    pub epsilon_rdp_realised: f64,
+    /// The smallest per-round ratio of the noise summed to the noise assumed.
+    pub noise_ratio_min: f64,
+    /// Its mean over completed rounds.
+    pub noise_ratio_mean: f64,
+}
+
+/// The realised privacy of a finished run at `delta`.
+pub fn realised(run: &super::DomeRun, delta: f64) -> Result<RealisedPrivacy> {
+    let rho = run.rho_worst_client;
+    let ratios = run.noise_ratio.iter().map(|&(_, r)| r);
+    let n = run.noise_ratio.len().max(1) as f64;
+    let (epsilon_zcdp_realised, epsilon_rdp_realised) = if rho > 0.0 {
+        let single = GaussianRun {
+            sigma: 1.0 / (2.0 * rho).sqrt(),
+            sampling: Sampling::Full,
+            steps: 1,
+        };
+        (
+            zcdp::epsilon(rho, delta)?,
+            single.epsilon(delta, Accountant::Rdp)?,
+        )
+    } else {
+        (0.0, 0.0)
+    };
+    Ok(RealisedPrivacy {
+        epsilon_zcdp_realised,
+        epsilon_rdp_realised,
+        noise_ratio_min: ratios.clone().fold(f64::INFINITY, f64::min),
+        noise_ratio_mean: ratios.sum::<f64>() / n,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

@@ -106,6 +106,10 @@ pub struct PdsgdConfig {
     /// Paillier modulus size of the timing run.
     #[serde(default = "d_bits")]
     pub paillier_bits: u32,
+    /// Iterations of Theorem 2's eavesdropper experiment (two real-Paillier runs on different
+    /// data, every message tapped; [`privacy::eavesdropper`]); 0: skip.
+    #[serde(default)]
+    pub eavesdropper_iterations: u64,
     /// Explicit opt-in to parameters below privopt's security policy (here a 1024-bit
     /// Paillier modulus); for tests and quick experiments only.
     #[serde(default)]
@@ -594,6 +598,12 @@ impl Method for PdsgdConfig {
         ensure(matches!(self.paillier_bits, 1024 | 2048 | 3072), || {
             "method.paillier_bits must be 1024, 2048 or 3072".into()
         })?;
+        ensure(self.eavesdropper_iterations <= 1000, || {
+            format!(
+                "method.eavesdropper_iterations must be at most 1000, got {}",
+                self.eavesdropper_iterations
+            )
+        })?;
         ensure(self.paillier_bits >= 2048 || self.insecure, || {
             format!(
                 "method.paillier_bits = {} is below the 2048-bit minimum; set method.insecure = \
@@ -671,6 +681,16 @@ impl Method for PdsgdConfig {
                 row.push((format!("mse/{name}"), means[vi][p]));
                 row.push((format!("mse_variance/{name}"), vars[vi][p]));
             }
+            // Remark 2's curious neighbour: the midpoint estimator's error at this iteration.
+            let recovery = privacy::gradient_recovery(self, (it as u64).max(1));
+            row.push((
+                "gradient_recovery_error/worst".into(),
+                recovery.worst_relative_error,
+            ));
+            row.push((
+                "gradient_recovery_error/mean".into(),
+                recovery.mean_relative_error,
+            ));
             let row_ref: Vec<(&str, f64)> = row.iter().map(|(k, v)| (k.as_str(), *v)).collect();
             ctx.record(&row_ref)?;
         }
@@ -692,32 +712,46 @@ impl Method for PdsgdConfig {
                 * self.d
                 * key.ciphertext_bytes) as u64,
             paillier: None,
+            eavesdropper: None,
             theorem: Box::new(theorem),
             gradient_recovery: privacy::recovery_table(self),
         };
-        // Real Paillier: every agent with its own key, every message through its bytes, one
-        // thread, a few iterations; it must match the transparent run bit for bit.
-        if self.paillier_timing_iterations > 0 {
-            let timed = PdsgdConfig {
-                iterations: self.paillier_timing_iterations,
-                eval_every: self.paillier_timing_iterations,
-                ..self.clone()
-            };
+        // Every agent its own key pair, from a seeded stream (the same keys on every call).
+        let make_keys = || -> Result<Vec<(privopt_paillier::PublicKey, KeyPair)>> {
             let mut krng = seeds.stream("pdsgd/keys", &[]);
-            let start = Instant::now();
-            let keys = (0..graph.len())
+            (0..graph.len())
                 .map(|_| {
                     // Validation let 1024 bits through only with `insecure`.
                     let kp = KeyPair::generate_insecure_for_testing(self.paillier_bits, &mut krng)
                         .map_err(privopt_protocols::Error::from)?;
                     Ok((kp.public.clone(), kp))
                 })
-                .collect::<Result<Vec<_>>>()?;
+                .collect()
+        };
+        if self.eavesdropper_iterations > 0 {
+            report.eavesdropper = Some(Box::new(privacy::eavesdropper(
+                self,
+                &graph,
+                &seeds,
+                self.eavesdropper_iterations,
+                &make_keys,
+            )?));
+        }
+        // Real Paillier: every agent with its own key, every message through its bytes, one
+        // thread; it must match the transparent run bit for bit.
+        if self.paillier_timing_iterations > 0 {
+            let timed = PdsgdConfig {
+                iterations: self.paillier_timing_iterations,
+                eval_every: self.paillier_timing_iterations,
+                ..self.clone()
+            };
+            let start = Instant::now();
+            let keys = make_keys()?;
             let keygen = start.elapsed().as_secs_f64();
             let trial = timed.trial(&graph, &seeds, 0)?;
             let mut agents = timed.agents::<Paillier>(&graph, &trial, keys)?;
             let start = Instant::now();
-            let TrialRun { x, .. } = timed.run_trial(
+            let TrialRun { x, errors, .. } = timed.run_trial(
                 &graph,
                 &trial,
                 Variant::Proposed,
@@ -735,8 +769,10 @@ impl Method for PdsgdConfig {
             report.paillier = Some(PaillierTiming {
                 bits: self.paillier_bits,
                 agents: graph.len(),
+                iterations: self.paillier_timing_iterations,
                 seconds_per_iteration: per_iter,
                 keygen_seconds: keygen,
+                final_error: errors.last().copied().unwrap_or(f64::NAN),
             });
         }
         Ok(Trained {
@@ -758,6 +794,9 @@ pub struct PdsgdReport {
     /// The real-Paillier run, when `paillier_timing_iterations > 0`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub paillier: Option<PaillierTiming>,
+    /// Theorem 2's eavesdropper experiment, when `eavesdropper_iterations > 0`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub eavesdropper: Option<Box<privacy::EavesdropperReport>>,
     /// Theorem 1's conditions, Lemma 1 and the quantization bound on this run.
     pub theorem: Box<theorem::TheoremReport>,
     /// Remark 2 quantified: the midpoint estimator's relative error on a gradient entry from
@@ -783,10 +822,14 @@ pub struct PaillierTiming {
     pub bits: u32,
     /// Agents (one key pair each).
     pub agents: usize,
+    /// Iterations run with real Paillier.
+    pub iterations: u64,
     /// Wall seconds per iteration on one thread.
     pub seconds_per_iteration: f64,
     /// Wall seconds to generate every agent's key pair.
     pub keygen_seconds: f64,
+    /// `Σ_i ‖x_i − x*‖²` after the last iteration (equal to the transparent run's: checked).
+    pub final_error: f64,
 }
 
 /// How a run carries the messages of the pairwise exchange.

@@ -34,6 +34,22 @@ fn the_eezofl_suite_writes_every_key() {
     assert_eq!(s["uplink_bits_per_device_n4096"], 4.0 * 4096.0 * 109.0);
     assert!(out.metrics.columns().iter().any(|c| c.starts_with("fig2/")));
     assert!(out.metrics.columns().iter().any(|c| c.starts_with("fig3/")));
+    // The paper's υ₁ = 0.5, υ₂ = 0.25 meet Assumption 3.3 but not Theorem 1's Σ η² < ∞.
+    assert_eq!(s["theorem_assumption_3_3_holds"], 1.0);
+    assert_eq!(s["theorem_theorem1_holds"], 0.0);
+    // Theorem 2's bound holds at the run's K (it is loose, not wrong) and K grows as ε shrinks.
+    let r = s["theorem2_r"];
+    assert!(r.is_finite() && r > 0.0);
+    assert!(s["theorem2_bound_at_rounds"] >= s["grad_norm_sq_he4096_sigma1"]);
+    assert!(s["theorem2_iterations_eps0.1"] > s["theorem2_iterations_eps1"]);
+    assert!((0.0..=1.0).contains(&s["collapsed_fraction_noenc_sigma10"]));
+    // Prop. 1 holds at the real q and is loose: no audited round's noise wraps at the modulus
+    // where the bound allows 1% failures, nor even where it allows 100%.
+    assert!(s["prop1_bound_at_q_n4096"] < 1e-20);
+    assert_eq!(s["prop1_failures_at_bound_1pct_n4096"], 0.0);
+    assert_eq!(s["prop1_failures_at_bound_1_n4096"], 0.0);
+    assert!(s["prop1_log2_q_no_failure_n4096"] < s["prop1_log2_q_bound_1pct_n4096"]);
+    assert!(s["prop1_log2_q_message_n4096"].is_finite());
 }
 
 #[test]

@@ -5,7 +5,7 @@
 use privopt_channel::fading::Fading;
 use privopt_math::SeedTree;
 use privopt_sim::methods::eezofl::aggregate::{
-    ExactHeOta, ModularHeOta, Precoder, ScalarAggregation,
+    Csi, ExactHeOta, ModularHeOta, Precoder, ScalarAggregation,
 };
 use privopt_sim::methods::eezofl::audit::{decoded_noise_variance, recover_secret};
 use privopt_sim::methods::eezofl::paper_params;
@@ -23,7 +23,10 @@ fn ota(smudging_log2: f64, sigma: f64, seed: u64) -> ExactHeOta {
         40,
         SeedTree::new(seed),
         Precoder::None,
-        0.1,
+        Csi {
+            pilot_sigma: 0.1,
+            weight_cap: 100.0,
+        },
     )
     .unwrap()
 }

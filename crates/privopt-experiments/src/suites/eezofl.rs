@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use privopt_sim::context::{RunContext, parallel_map};
 use privopt_sim::error::{Result, ensure};
 use privopt_sim::methods::eezofl::aggregate::{ModularHeOta, Precoder, ScalarAggregation};
-use privopt_sim::methods::eezofl::{Aggregation, EezoflConfig, audit, paper_params};
+use privopt_sim::methods::eezofl::{Aggregation, EezoflConfig, audit, paper_params, theorem};
 
 use super::{Suite, SuiteReport, validate_base};
 use privopt_sim::metrics::Summary;
@@ -33,6 +33,11 @@ pub struct EezoflSuiteConfig {
     /// Ring degree of the CSI baselines (Fig. 3: q ≈ 2^109).
     #[serde(default = "default_csi_n")]
     pub csi_he_n: usize,
+    /// Precoder weight caps of the CSI baselines (`inf`: none, as in the paper); the base's
+    /// cap keeps the plain labels (`zf_sigma1`), others are labelled (`zf_nocap_sigma1`,
+    /// `zf_cap10_sigma1`).
+    #[serde(default = "default_caps")]
+    pub csi_weight_caps: Vec<f64>,
     /// Rounds of the decoded-noise audit per HE set.
     #[serde(default = "default_noise_rounds")]
     pub noise_audit_rounds: u64,
@@ -45,6 +50,17 @@ pub struct EezoflSuiteConfig {
     /// Worker threads (runs are independent; results do not depend on this).
     #[serde(default = "default_threads")]
     pub threads: usize,
+    /// A run whose test accuracy ends below this has collapsed (counted per label).
+    #[serde(default = "default_collapse")]
+    pub collapse_below: f64,
+}
+
+fn default_collapse() -> f64 {
+    0.6
+}
+
+fn default_caps() -> Vec<f64> {
+    vec![privopt_sim::methods::eezofl::aggregate::DEFAULT_PRECODER_WEIGHT_CAP]
 }
 
 fn default_csi_n() -> usize {
@@ -76,6 +92,8 @@ struct Job {
 struct Trace {
     losses: Vec<f64>,
     accuracy: f64,
+    /// `‖∇F(θ_K)‖²` of `F = Σ_i F_i` at the final model (Theorem 2's quantity).
+    grad_norm_sq: f64,
 }
 
 fn run_job(problem: &Problem, job: &Job, eval_every: u64) -> Result<Trace> {
@@ -94,7 +112,26 @@ fn run_job(problem: &Problem, job: &Job, eval_every: u64) -> Result<Trace> {
         .model
         .accuracy(&theta, &problem.test)
         .unwrap_or(f64::NAN);
-    Ok(Trace { losses, accuracy })
+    // F = Σ_i F_i over equal shares of the training set: N times the mean loss.
+    let mut grad = vec![0.0; theta.len()];
+    problem
+        .model
+        .loss_grad(&theta, &problem.train, None, &mut grad);
+    let n = problem.clients.len() as f64;
+    let grad_norm_sq = n * n * grad.iter().map(|g| g * g).sum::<f64>();
+    Ok(Trace {
+        losses,
+        accuracy,
+        grad_norm_sq,
+    })
+}
+
+/// The largest `‖x̃‖` over the examples (x̃ = (x, 1)): the Lipschitz constant of the logistic
+/// loss of any batch of them.
+fn max_row_norm(data: &Dataset) -> f64 {
+    (0..data.len())
+        .map(|i| (1.0 + data.row(i).iter().map(|x| x * x).sum::<f64>()).sqrt())
+        .fold(0.0, f64::max)
 }
 
 /// Sample mean and standard deviation.
@@ -139,21 +176,93 @@ impl EezoflSuiteConfig {
 }
 
 impl EezoflSuiteConfig {
-    /// Mean per-coefficient decoded noise variance over `noise_audit_rounds` rounds of the
-    /// exact protocol with share noise `2^smudging_log2`.
-    fn noise_audit(&self, p: &Problem, cfg: &EezoflConfig, smudging_log2: f64) -> Result<f64> {
+    /// Theorems 1–2 with the constants estimated from the data: `L` the smoothness above,
+    /// `b = λ/4` (each device's data is a random share of the same set), the Lipschitz
+    /// constant `max ‖x̃‖`, `Δ̂ ≤ F(0) = N ln 2` (the logistic loss is ≥ 0), `b₁ = 1`,
+    /// `b₂² = d` (Rademacher or sphere Φ; unbounded for Gaussian Φ), σ̄_ε² measured at the
+    /// first HE set, channels at the first σ.
+    fn theorem_report(
+        &self,
+        p: &Problem,
+        smoothness: f64,
+        lambda: f64,
+        audits: &[HeSetAudit],
+    ) -> TheoremReport {
+        let base = &self.base;
+        let n = p.clients.len() as f64;
+        let d = p.model.num_params() as f64;
+        let mu = base.channel.mean();
+        let sigma = self.sigmas.first().copied().unwrap_or(0.0);
+        let omega = mu * mu + sigma * sigma;
+        let b2_sq = match base.perturbation {
+            privopt_ml::zo::Direction::Gaussian => f64::INFINITY,
+            _ => d,
+        };
+        let constants = theorem::Constants {
+            smoothness,
+            lipschitz: max_row_norm(&p.train),
+            hessian_bound: lambda / 4.0,
+            b1: 1.0,
+            b2_sq,
+            devices: n,
+            sum_omega_over_mu2: n * omega / (mu * mu),
+            delta_hat: n * std::f64::consts::LN_2,
+            decoded_var: audits.first().map_or(0.0, |a| a.noise_privopt.measured),
+        };
+        TheoremReport {
+            conditions: theorem::step_conditions(base.eta_decay, base.gamma_decay),
+            theorem2: theorem::theorem2(
+                &constants,
+                base.eta0,
+                base.gamma0,
+                base.rounds,
+                &[1.0, 0.1, 0.01],
+                0.5,
+            ),
+            constants,
+        }
+    }
+
+    /// `noise_audit_rounds` rounds of the exact protocol with share noise `2^smudging_log2`:
+    /// the mean per-coefficient decoded noise variance, each round's largest `|ε̂_j/Λ|`, and
+    /// the largest `|M_k|` (the message the modulus must also hold).
+    fn noise_audit(
+        &self,
+        p: &Problem,
+        cfg: &EezoflConfig,
+        smudging_log2: f64,
+    ) -> Result<(f64, Vec<f64>, f64)> {
         let params = paper_params(cfg.he_n, smudging_log2, cfg.insecure)?;
         let seeds = SeedTree::new(self.seeds[0]);
         let mut ota = cfg.exact_ota(params, p.clients.len(), seeds, Precoder::None)?;
         let mut theta = vec![0.0; p.model.num_params()];
-        let mut measured = Vec::new();
+        let (mut measured, mut max_abs, mut message) = (Vec::new(), Vec::new(), 0.0f64);
         for k in 0..self.noise_audit_rounds {
-            measured.extend(
-                cfg.round(p, &seeds, k, &mut theta, &mut ota, true)?
-                    .noise_var,
-            );
+            let out = cfg.round(p, &seeds, k, &mut theta, &mut ota, true)?;
+            measured.extend(out.noise_var);
+            max_abs.extend(out.noise_max_abs);
+            message = message.max(out.ideal.abs());
         }
-        Ok(mean_std(&measured).0)
+        Ok((mean_std(&measured).0, max_abs, message))
+    }
+}
+
+/// Prop. 1's correctness bound `1 − 4B_ε²/q²` against the audited rounds, in message units
+/// (divided by Λ): `n_sigma2 = n·σ̄_ε²` is `B_ε²/Λ²` (eq. (20)), `q_over_scale` the real q/Λ.
+fn prop1_stress(n_sigma2: f64, q_over_scale: f64, max_abs: &[f64], message: f64) -> Prop1Stress {
+    // The modulus at which the bound reads p: 4B²/q² = p.
+    let q_at = |p: f64| 2.0 * (n_sigma2 / p).sqrt();
+    let failures = |q: f64| {
+        max_abs.iter().filter(|&&m| 2.0 * m >= q).count() as f64 / max_abs.len().max(1) as f64
+    };
+    let worst = max_abs.iter().copied().fold(0.0, f64::max);
+    Prop1Stress {
+        bound_at_q: 4.0 * n_sigma2 / (q_over_scale * q_over_scale),
+        log2_q_over_scale_bound_1pct: q_at(0.01).log2(),
+        failures_at_bound_1pct: failures(q_at(0.01)),
+        failures_at_bound_1: failures(q_at(1.0)),
+        log2_q_over_scale_no_failure: (2.0 * worst).log2(),
+        log2_q_over_scale_message: (2.0 * message).log2(),
     }
 }
 
@@ -176,6 +285,13 @@ impl Suite for EezoflSuiteConfig {
         })?;
         ensure(self.eval_every >= 1, || {
             "suite.eval_every must be >= 1".into()
+        })?;
+        ensure(
+            !self.csi_weight_caps.is_empty() && self.csi_weight_caps.iter().all(|&c| c >= 1.0),
+            || "suite.csi_weight_caps must be non-empty and >= 1 (inf: no cap)".into(),
+        )?;
+        ensure((0.0..=1.0).contains(&self.collapse_below), || {
+            "suite.collapse_below must be in [0, 1]".into()
         })?;
         ensure(matches!(self.base.channel, Fading::Gaussian { .. }), || {
             "suite.base.channel must be gaussian (sigma is varied)".into()
@@ -205,11 +321,23 @@ impl Suite for EezoflSuiteConfig {
                 });
             }
             for (name, agg) in [("zf", Aggregation::CsiZf), ("mmse", Aggregation::CsiMmse)] {
-                jobs.push(Job {
-                    label: format!("{name}_{}", sig(sigma)),
-                    cfg: self.variant(agg, self.csi_he_n, sigma),
-                    seed: self.seeds[0],
-                });
+                for &cap in &self.csi_weight_caps {
+                    let tag = if cap == self.base.precoder_weight_cap {
+                        String::new()
+                    } else if cap.is_infinite() {
+                        "nocap_".into()
+                    } else {
+                        format!("cap{cap}_")
+                    };
+                    jobs.push(Job {
+                        label: format!("{name}_{tag}{}", sig(sigma)),
+                        cfg: EezoflConfig {
+                            precoder_weight_cap: cap,
+                            ..self.variant(agg, self.csi_he_n, sigma)
+                        },
+                        seed: self.seeds[0],
+                    });
+                }
             }
         }
         for &seed in &self.seeds {
@@ -249,11 +377,15 @@ impl Suite for EezoflSuiteConfig {
             let curve: Vec<f64> = (0..len)
                 .map(|r| group.iter().map(|t| t.losses[r]).sum::<f64>() / group.len() as f64)
                 .collect();
+            let collapsed = accs.iter().filter(|&&a| a < self.collapse_below).count();
             groups.push(RunGroup {
                 label: label.clone(),
                 accuracy_by_seed: by_seed,
                 accuracy_mean: mean,
                 accuracy_std: std,
+                collapsed_fraction: collapsed as f64 / accs.len() as f64,
+                grad_norm_sq_mean: group.iter().map(|t| t.grad_norm_sq).sum::<f64>()
+                    / group.len() as f64,
                 final_loss: curve.last().copied(),
             });
             let fig = if label.starts_with("zf") || label.starts_with("mmse") {
@@ -310,8 +442,10 @@ impl Suite for EezoflSuiteConfig {
                 insecure: true,
                 ..cfg.clone()
             };
+            let q_over_scale =
+                2f64.powf(params.basis().log_modulus() - f64::from(params.scale_log2()));
             let noise = |smudging_log2: f64| -> Result<NoiseAuditRow> {
-                let measured = self.noise_audit(p, &audited, smudging_log2)?;
+                let (measured, max_abs, message) = self.noise_audit(p, &audited, smudging_log2)?;
                 let predicted = audited.predicted_noise_variance(p.clients.len(), smudging_log2)?;
                 let omega2 = laws[0].second_moment().powi(2);
                 Ok(NoiseAuditRow {
@@ -319,6 +453,7 @@ impl Suite for EezoflSuiteConfig {
                     predicted,
                     predicted_per_omega2: predicted / omega2,
                     rho: audit::noise_floor(smoothness, 1.0, d, measured, cfg.eta0, cfg.gamma0),
+                    prop1: prop1_stress(n as f64 * predicted, q_over_scale, &max_abs, message),
                 })
             };
             let noise_privopt = noise(cfg.smudging_log2)?;
@@ -357,16 +492,17 @@ impl Suite for EezoflSuiteConfig {
                 ciphertext_bytes_wire: (2 * n * params.basis().moduli().len() * 8) as f64,
                 digital_round_ms,
                 modular_model_decrypt_error: mean_std(&errors).0,
-                q_over_scale: 2f64
-                    .powf(params.basis().log_modulus() - f64::from(params.scale_log2())),
+                q_over_scale,
             });
         }
+        let theorem = self.theorem_report(p, smoothness, lambda, &audits);
         Ok(SuiteReport::Eezofl(EezoflSuiteReport {
             sigmas: self.sigmas.clone(),
             training_runs_seconds,
             groups,
             smoothness,
             audits,
+            theorem,
         }))
     }
 }
@@ -382,6 +518,10 @@ pub struct RunGroup {
     pub accuracy_mean: f64,
     /// Their standard deviation.
     pub accuracy_std: f64,
+    /// Fraction of seeds whose accuracy ended below the suite's `collapse_below`.
+    pub collapsed_fraction: f64,
+    /// Mean over seeds of `‖∇F(θ_K)‖²` at the final model.
+    pub grad_norm_sq_mean: f64,
     /// Final training loss of the mean loss curve.
     pub final_loss: Option<f64>,
 }
@@ -397,6 +537,26 @@ pub struct NoiseAuditRow {
     pub predicted_per_omega2: f64,
     /// Theorem 1's noise floor ρ from the measured variance.
     pub rho: f64,
+    /// Prop. 1's decryption-correctness bound against the audited rounds.
+    pub prop1: Prop1Stress,
+}
+
+/// Prop. 1 (`Pr[correct] ≥ 1 − 4B_ε²/q²`) at this HE set, and what the audited rounds show
+/// at smaller moduli (all in message units, q/Λ).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Prop1Stress {
+    /// The bound's failure probability `4B_ε²/q²` at the set's real q.
+    pub bound_at_q: f64,
+    /// log2(q/Λ) at which the bound allows 1% failures.
+    pub log2_q_over_scale_bound_1pct: f64,
+    /// Fraction of audited rounds whose noise would wrap at that q.
+    pub failures_at_bound_1pct: f64,
+    /// The same where the bound allows 100% (`q = 2B_ε`).
+    pub failures_at_bound_1: f64,
+    /// log2(q/Λ) of the smallest modulus no audited round's noise wraps at: `2·max|ε̂_j/Λ|`.
+    pub log2_q_over_scale_no_failure: f64,
+    /// log2(q/Λ) the message itself needs, `2·max|M_k|`, which Prop. 1 leaves out.
+    pub log2_q_over_scale_message: f64,
 }
 
 /// Audits and Table II at one HE ring degree (at the first σ).
@@ -435,6 +595,19 @@ pub struct EezoflSuiteReport {
     pub smoothness: f64,
     /// Audits and Table II per HE set.
     pub audits: Vec<HeSetAudit>,
+    /// Theorems 1 and 2 on this configuration.
+    pub theorem: TheoremReport,
+}
+
+/// Theorems 1 and 2 of the paper, checked on the suite's configuration.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TheoremReport {
+    /// Assumption 3.3 and Theorem 1's `Σ η² < ∞` for the base's decay exponents.
+    pub conditions: theorem::StepConditions,
+    /// The constants, estimated from the data (see `theorem_report`).
+    pub constants: theorem::Constants,
+    /// Theorem 2 at the base's η₀, γ₀ and rounds, at the first σ and HE set.
+    pub theorem2: theorem::Theorem2,
 }
 
 impl EezoflSuiteReport {
@@ -455,6 +628,8 @@ impl EezoflSuiteReport {
             }
             note(format!("acc_{label}"), g.accuracy_mean);
             note(format!("acc_std_{label}"), g.accuracy_std);
+            note(format!("collapsed_fraction_{label}"), g.collapsed_fraction);
+            note(format!("grad_norm_sq_{label}"), g.grad_norm_sq_mean);
             if let Some(l) = g.final_loss {
                 note(format!("final_loss_{label}"), l);
             }
@@ -500,6 +675,17 @@ impl EezoflSuiteReport {
                     row.predicted_per_omega2,
                 );
                 note(format!("rho_{tag}n{n}"), row.rho);
+                let pr = &row.prop1;
+                for (k, v) in [
+                    ("bound_at_q", pr.bound_at_q),
+                    ("log2_q_bound_1pct", pr.log2_q_over_scale_bound_1pct),
+                    ("failures_at_bound_1pct", pr.failures_at_bound_1pct),
+                    ("failures_at_bound_1", pr.failures_at_bound_1),
+                    ("log2_q_no_failure", pr.log2_q_over_scale_no_failure),
+                    ("log2_q_message", pr.log2_q_over_scale_message),
+                ] {
+                    note(format!("prop1_{k}_{tag}n{n}"), v);
+                }
             }
             note(
                 format!("uplink_bits_per_device_n{n}"),
@@ -519,6 +705,34 @@ impl EezoflSuiteReport {
                 a.modular_model_decrypt_error,
             );
             note(format!("q_over_scale_n{n}"), a.q_over_scale);
+        }
+        let t = &self.theorem;
+        let c = &t.conditions;
+        for (k, v) in [
+            ("sum_eta_gamma_diverges", c.sum_eta_gamma_diverges),
+            ("sum_eta_gamma3_converges", c.sum_eta_gamma3_converges),
+            ("sum_eta2_gamma2_converges", c.sum_eta2_gamma2_converges),
+            ("sum_eta2_converges", c.sum_eta2_converges),
+            ("assumption_3_3_holds", c.assumption_3_3_holds),
+            ("theorem1_holds", c.theorem_1_holds),
+        ] {
+            note(format!("theorem_{k}"), f64::from(u8::from(v)));
+        }
+        let t2 = &t.theorem2;
+        for (k, v) in [
+            ("c1", t2.c1),
+            ("c3", t2.c3),
+            ("c_gamma", t2.c_gamma),
+            ("r", t2.r),
+            ("rho", t2.rho),
+            ("bound_at_rounds", t2.bound_at_rounds),
+            ("lipschitz", t.constants.lipschitz),
+            ("hessian_bound", t.constants.hessian_bound),
+        ] {
+            note(format!("theorem2_{k}"), v);
+        }
+        for &(eps, k) in &t2.iterations_for {
+            note(format!("theorem2_iterations_eps{eps}"), k);
         }
         let first = self.audits.iter().min_by_key(|a| a.n);
         note(

@@ -28,6 +28,9 @@ pub struct RoundOutput {
     pub ideal: f64,
     /// Per-coefficient variance of the decoded HE noise `ε̂/Λ`, when audited.
     pub noise_var: Option<f64>,
+    /// The largest `|ε̂_j/Λ|` over the n coefficients, when audited (a modulus q with
+    /// `q/(2Λ)` above it decrypts this round's noise without wrapping).
+    pub noise_max_abs: Option<f64>,
 }
 
 /// One aggregation mode.
@@ -67,6 +70,7 @@ impl ScalarAggregation for PlainOta {
             value: ideal + self.noise_sigma * z,
             ideal,
             noise_var: None,
+            noise_max_abs: None,
         })
     }
     fn uplink_bits(&self) -> u64 {
@@ -90,6 +94,25 @@ pub enum Precoder {
     Mmse,
 }
 
+/// The CSI baselines' channel estimate and transmit limit.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Csi {
+    /// σ of the pilot estimate `ĥ = h + σ·z`.
+    pub pilot_sigma: f64,
+    /// Precoder weights are clamped to `±weight_cap` (a transmitter's power limit; the paper
+    /// sets none, `f64::INFINITY`).
+    pub weight_cap: f64,
+}
+
+impl Csi {
+    /// The largest |w| the exact model must carry: the cap, or `2^30` without one (a pilot
+    /// estimate within `2^−30·|h|` of zero, probability ≈ 1e-8 per device-round, is refused
+    /// with an error rather than wrapped).
+    fn weight_bound(&self) -> f64 {
+        self.weight_cap.min(2f64.powi(30))
+    }
+}
+
 /// The four-phase protocol over the exact model, or a CSI baseline with keys aggregated once.
 pub struct ExactHeOta {
     setup: ExactSetup,
@@ -98,16 +121,15 @@ pub struct ExactHeOta {
     noise_sigma: f64,
     seeds: SeedTree,
     precoder: Precoder,
-    pilot_sigma: f64,
+    csi: Csi,
     /// Largest |effective gain| the numerator bound allows.
     max_gain: f64,
     /// The key aggregated once at setup (CSI baselines only).
     setup_key: Option<Dyadic>,
 }
 
-/// Precoder weights are capped at this magnitude (a transmitter's power limit); only the
-/// CSI baselines use them.
-pub const MAX_PRECODER_WEIGHT: f64 = 100.0;
+/// privopt's default precoder weight cap (the paper sets none).
+pub const DEFAULT_PRECODER_WEIGHT_CAP: f64 = 100.0;
 
 impl ExactHeOta {
     /// Devices `0..laws.len()` with fresh keys; `max_gain` bounds every effective gain.
@@ -118,7 +140,7 @@ impl ExactHeOta {
         f_bits: u32,
         seeds: SeedTree,
         precoder: Precoder,
-        pilot_sigma: f64,
+        csi: Csi,
     ) -> Result<Self> {
         let max_h = laws
             .iter()
@@ -130,7 +152,7 @@ impl ExactHeOta {
         let max_gain = if precoder == Precoder::None {
             max_h
         } else {
-            max_h * MAX_PRECODER_WEIGHT
+            max_h * csi.weight_bound()
         };
         let setup = ExactSetup::new(
             params,
@@ -150,7 +172,7 @@ impl ExactHeOta {
             noise_sigma,
             seeds,
             precoder,
-            pilot_sigma,
+            csi,
             max_gain,
             setup_key: None,
         };
@@ -189,13 +211,13 @@ impl ExactHeOta {
             .iter()
             .map(|&h| {
                 let z: f64 = StandardNormal.sample(&mut pilot);
-                let est = h + self.pilot_sigma * z;
+                let est = h + self.csi.pilot_sigma * z;
                 let w = match self.precoder {
                     Precoder::None => 1.0,
                     Precoder::ZeroForcing => 1.0 / est,
                     Precoder::Mmse => est / (est * est + self.noise_sigma * self.noise_sigma),
                 };
-                h * w.clamp(-MAX_PRECODER_WEIGHT, MAX_PRECODER_WEIGHT)
+                h * w.clamp(-self.csi.weight_cap, self.csi.weight_cap)
             })
             .collect();
         if let Some(bad) = g.iter().find(|x| x.abs() > self.max_gain) {
@@ -269,24 +291,27 @@ impl ExactHeOta {
             .sum();
         let scale = self.setup.params.scale();
         let ideal = ExactRing::to_f64(&ideal_num, grid.bits()) / scale;
-        let noise_var = if audit {
+        let (noise_var, noise_max_abs) = if audit {
             let mut nums = ring.numerators(&rec.m_hat)?;
             // M̂ has exponent 2F; the message sits in coefficient 0 at exponent F.
             nums[0] -= ideal_num << (rec.m_hat.exp - grid.bits());
             let n = nums.len() as f64;
-            Some(
-                nums.iter()
-                    .map(|v| (ExactRing::to_f64(v, rec.m_hat.exp) / scale).powi(2))
-                    .sum::<f64>()
-                    / n,
+            let decoded: Vec<f64> = nums
+                .iter()
+                .map(|v| ExactRing::to_f64(v, rec.m_hat.exp) / scale)
+                .collect();
+            (
+                Some(decoded.iter().map(|x| x * x).sum::<f64>() / n),
+                Some(decoded.iter().fold(0.0, |m: f64, x| m.max(x.abs()))),
             )
         } else {
-            None
+            (None, None)
         };
         Ok(RoundOutput {
             value: rec.value,
             ideal,
             noise_var,
+            noise_max_abs,
         })
     }
 
@@ -379,6 +404,7 @@ impl ScalarAggregation for ModularHeOta {
             value: ExactRing::to_f64(&num, 0) / params.scale(),
             ideal,
             noise_var: None,
+            noise_max_abs: None,
         })
     }
     fn uplink_bits(&self) -> u64 {
@@ -478,6 +504,7 @@ impl ScalarAggregation for DigitalHe {
             value,
             ideal: messages.iter().map(|&m| m as f64).sum::<f64>() / params.scale(),
             noise_var: None,
+            noise_max_abs: None,
         })
     }
     fn uplink_bits(&self) -> u64 {

@@ -9,6 +9,7 @@
 
 pub mod aggregate;
 pub mod audit;
+pub mod theorem;
 
 use std::sync::Arc;
 
@@ -19,7 +20,7 @@ use privopt_ml::zo::{Direction, ZoAddress, ZoEstimator};
 use serde::{Deserialize, Serialize};
 
 use self::aggregate::{
-    DigitalHe, ExactHeOta, ModularHeOta, PlainOta, Precoder, RoundOutput, ScalarAggregation,
+    Csi, DigitalHe, ExactHeOta, ModularHeOta, PlainOta, Precoder, RoundOutput, ScalarAggregation,
 };
 use super::{Method, Report, Trained, minibatch};
 use crate::context::RunContext;
@@ -95,6 +96,10 @@ pub struct EezoflConfig {
     /// σ_pilot of the CSI baselines' channel estimate.
     #[serde(default = "default_pilot")]
     pub pilot_sigma: f64,
+    /// The CSI baselines' precoder weight cap (a transmit power limit; the paper has none:
+    /// `inf`).
+    #[serde(default = "default_weight_cap")]
+    pub precoder_weight_cap: f64,
     /// Evaluate every this many rounds (0: about 50 evaluations).
     #[serde(default)]
     pub eval_every: u64,
@@ -138,6 +143,9 @@ fn default_smudging() -> f64 {
 }
 fn default_grid_bits() -> u32 {
     40
+}
+fn default_weight_cap() -> f64 {
+    aggregate::DEFAULT_PRECODER_WEIGHT_CAP
 }
 fn default_pilot() -> f64 {
     0.1
@@ -213,7 +221,10 @@ impl EezoflConfig {
             self.grid_bits,
             seeds,
             precoder,
-            self.pilot_sigma,
+            Csi {
+                pilot_sigma: self.pilot_sigma,
+                weight_cap: self.precoder_weight_cap,
+            },
         )
     }
 
@@ -317,6 +328,12 @@ impl Method for EezoflConfig {
             self.pilot_sigma >= 0.0 && self.pilot_sigma.is_finite(),
             || "method.pilot_sigma must be >= 0".into(),
         )?;
+        ensure(self.precoder_weight_cap >= 1.0, || {
+            format!(
+                "method.precoder_weight_cap must be >= 1 (inf: none), got {}",
+                self.precoder_weight_cap
+            )
+        })?;
         ensure(matches!(self.he_n, 4096 | 8192), || {
             format!("method.he_n must be 4096 or 8192, got {}", self.he_n)
         })?;

@@ -50,6 +50,12 @@ fn the_eezofl_suite_writes_every_key() {
     assert_eq!(s["prop1_failures_at_bound_1_n4096"], 0.0);
     assert!(s["prop1_log2_q_no_failure_n4096"] < s["prop1_log2_q_bound_1pct_n4096"]);
     assert!(s["prop1_log2_q_message_n4096"].is_finite());
+    // §IV-F: digitally, colluders get the last device's Δf up to the HE noise; over a fading
+    // channel not. Phase 1's superpositions span exactly the keys' space.
+    assert!(s["collusion_rmse_messages_only_digital"] < 1e-2);
+    assert!(s["collusion_rmse_messages_only_sigma10"] > s["collusion_rmse_messages_only_digital"]);
+    assert!(s["channel_layer_linear_relative_error"] > 0.5);
+    assert!(s["channel_layer_rank_gap"] > 1e8);
 }
 
 #[test]

@@ -5,9 +5,11 @@
 use privopt_channel::fading::Fading;
 use privopt_math::SeedTree;
 use privopt_sim::methods::eezofl::aggregate::{
-    Csi, ExactHeOta, ModularHeOta, Precoder, ScalarAggregation,
+    Csi, DigitalHe, ExactHeOta, ModularHeOta, Precoder, Recorded, ScalarAggregation,
 };
-use privopt_sim::methods::eezofl::audit::{decoded_noise_variance, recover_secret};
+use privopt_sim::methods::eezofl::audit::{
+    CollusionReport, channel_layer, collusion, decoded_noise_variance, recover_secret,
+};
 use privopt_sim::methods::eezofl::paper_params;
 
 const N: usize = 10;
@@ -139,4 +141,68 @@ fn the_modular_model_breaks_decryption() {
     let err = (out.value - out.ideal).abs();
     // q/Λ ≈ 2^69 ≈ 6e20; anything above 1e6 is garbage for a gradient scalar.
     assert!(err > 1e6, "modular model error {err:e}");
+}
+
+/// Δf_i of one round: a part shared by all devices (same model, same Φ, IID data) and a
+/// device's own part.
+fn round_deltas(k: u64) -> Vec<f64> {
+    let mut r = SeedTree::new(9).stream("deltas", &[k]);
+    let shared: f64 = rand_distr::Distribution::sample(&rand_distr::StandardNormal, &mut r);
+    (0..N)
+        .map(|_| {
+            let own: f64 = rand_distr::Distribution::sample(&rand_distr::StandardNormal, &mut r);
+            0.01 * shared + 0.003 * own
+        })
+        .collect()
+}
+
+fn colluders(agg: &mut dyn ScalarAggregation, laws: &[Fading], seed: u64) -> CollusionReport {
+    let mut rec = Recorded {
+        inner: agg,
+        rounds: Vec::new(),
+    };
+    for k in 0..40 {
+        rec.round(k, &round_deltas(k), false).unwrap();
+    }
+    collusion(&rec.rounds, laws, &SeedTree::new(seed))
+}
+
+/// §IV-F: "colluding clients learn nothing". Devices 0..N−1 and the server estimate device
+/// N's Δf from M_k. Digitally they get it exactly; over the air the unknown gains blur it,
+/// and the blur is exactly the fading's spread: with a nearly deterministic channel the
+/// estimate is as good as the digital one.
+#[test]
+fn colluders_recover_the_last_device_as_well_as_the_fading_allows() {
+    let laws = |sigma: f64| vec![Fading::Gaussian { mu: 1.0, sigma }; N];
+    let params = paper_params(4096, 20.0, false).unwrap();
+    let mut digital = DigitalHe::new(params, N as u32, SeedTree::new(4), false).unwrap();
+    let d = colluders(&mut digital, &laws(0.0), 4);
+    // Exact up to the HE noise (sd ≈ 4e-6 with 2^20 share smudging).
+    assert!(d.relative_rmse_messages_only < 1e-3, "{d:?}");
+    let mut faded = ota(20.0, 1.0, 5);
+    let f = colluders(&mut faded, &laws(1.0), 5);
+    // Others' gains (σ = 1) swamp device N's own share of the sum.
+    assert!(f.relative_rmse_messages_only > 1.0, "{f:?}");
+    // Knowing their own gains leaves (h_N − 1)Δf_N: relative error ≈ σ/μ = 1.
+    assert!((0.6..1.5).contains(&f.relative_rmse_with_gains), "{f:?}");
+    let mut steady = ota(20.0, 0.01, 6);
+    let s = colluders(&mut steady, &laws(0.01), 6);
+    assert!(s.relative_rmse_with_gains < 0.05, "{s:?}");
+    assert_eq!(s.sign_agreement_with_gains, 1.0, "{s:?}");
+    println!("digital {d:?}\nsigma 1 {f:?}\nsigma 0.01 {s:?}");
+}
+
+/// §IV-F's channel layer: the best linear estimate of one device's key from the K phase-1
+/// superpositions is no better than knowing the keys' sum, but the K observations span
+/// exactly the N-dimensional space of the keys (a rank gap of many orders of magnitude).
+#[test]
+fn the_channel_hides_each_key_from_linear_estimates_but_not_the_keys_span() {
+    let o = ota(20.0, 1.0, 7);
+    let r = channel_layer(&o, 2 * N as u64, 1.0, 3.2).unwrap();
+    assert_eq!(r.observations, 2 * N);
+    // √(1 − 1/N) ≈ 0.95 for uncorrelated keys; the RLWE error is 20+ orders smaller.
+    assert!(r.linear_relative_error > 0.8, "{r:?}");
+    assert!(r.rlwe_relative_noise < 1e-20, "{r:?}");
+    assert!(r.rank_gap > 1e8, "{r:?}");
+    println!("{r:?}");
 }

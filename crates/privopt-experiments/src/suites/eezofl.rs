@@ -10,7 +10,9 @@ use serde::{Deserialize, Serialize};
 
 use privopt_sim::context::{RunContext, parallel_map};
 use privopt_sim::error::{Result, ensure};
-use privopt_sim::methods::eezofl::aggregate::{ModularHeOta, Precoder, ScalarAggregation};
+use privopt_sim::methods::eezofl::aggregate::{
+    ModularHeOta, Precoder, Recorded, ScalarAggregation,
+};
 use privopt_sim::methods::eezofl::{Aggregation, EezoflConfig, audit, paper_params, theorem};
 
 use super::{Suite, SuiteReport, validate_base};
@@ -221,6 +223,42 @@ impl EezoflSuiteConfig {
             ),
             constants,
         }
+    }
+
+    /// §IV-F: colluders over the first seed's training rounds (HE-OTA at the first HE set, each
+    /// σ; digital), and the channel layer at the first σ.
+    fn privacy_audit(&self, p: &Problem) -> Result<PrivacyAudit> {
+        let n = self.he_sets[0];
+        let seeds = SeedTree::new(self.seeds[0]);
+        let record = |cfg: &EezoflConfig| -> Result<audit::CollusionReport> {
+            let mut agg = cfg.aggregation(p.clients.len(), &seeds)?;
+            let mut rec = Recorded {
+                inner: agg.as_mut(),
+                rounds: Vec::new(),
+            };
+            let mut theta = vec![0.0; p.model.num_params()];
+            for k in 0..COLLUSION_ROUNDS.min(cfg.rounds) {
+                cfg.round(p, &seeds, k, &mut theta, &mut rec, false)?;
+            }
+            let laws = vec![cfg.channel; p.clients.len()];
+            Ok(audit::collusion(&rec.rounds, &laws, &seeds))
+        };
+        let collusion = self
+            .sigmas
+            .iter()
+            .map(|&sigma| Ok((sigma, record(&self.variant(Aggregation::HeOta, n, sigma))?)))
+            .collect::<Result<Vec<_>>>()?;
+        let collusion_digital = record(&self.variant(Aggregation::Digital, n, 0.0))?;
+        let cfg = self.variant(Aggregation::HeOta, n, self.sigmas[0]);
+        let params = paper_params(n, cfg.smudging_log2, cfg.insecure)?;
+        let ota = cfg.exact_ota(params, p.clients.len(), seeds, Precoder::None)?;
+        let channel_layer =
+            audit::channel_layer(&ota, 2 * p.clients.len() as u64, cfg.channel.mean(), 3.2)?;
+        Ok(PrivacyAudit {
+            collusion,
+            collusion_digital,
+            channel_layer,
+        })
     }
 
     /// `noise_audit_rounds` rounds of the exact protocol with share noise `2^smudging_log2`:
@@ -496,7 +534,9 @@ impl Suite for EezoflSuiteConfig {
             });
         }
         let theorem = self.theorem_report(p, smoothness, lambda, &audits);
+        let privacy = self.privacy_audit(p)?;
         Ok(SuiteReport::Eezofl(EezoflSuiteReport {
+            privacy,
             sigmas: self.sigmas.clone(),
             training_runs_seconds,
             groups,
@@ -597,7 +637,24 @@ pub struct EezoflSuiteReport {
     pub audits: Vec<HeSetAudit>,
     /// Theorems 1 and 2 on this configuration.
     pub theorem: TheoremReport,
+    /// §IV-F's claims, measured.
+    pub privacy: PrivacyAudit,
 }
+
+/// §IV-F measured: colluders against the last device, per σ and digitally, and what phase 1's
+/// superpositions reveal about one device's key.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PrivacyAudit {
+    /// `(σ, report)` over HE-OTA training rounds of the first seed.
+    pub collusion: Vec<(f64, audit::CollusionReport)>,
+    /// The same over digital xMK-CKKS rounds.
+    pub collusion_digital: audit::CollusionReport,
+    /// Phase 1 at the first σ, 2N observations.
+    pub channel_layer: audit::ChannelLayerReport,
+}
+
+/// Training rounds recorded for the collusion audit.
+const COLLUSION_ROUNDS: u64 = 40;
 
 /// Theorems 1 and 2 of the paper, checked on the suite's configuration.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -734,6 +791,36 @@ impl EezoflSuiteReport {
         for &(eps, k) in &t2.iterations_for {
             note(format!("theorem2_iterations_eps{eps}"), k);
         }
+        let collusion = self.privacy.collusion.iter().map(|(s, r)| (sig(*s), r));
+        for (tag, r) in collusion.chain([("digital".to_string(), &self.privacy.collusion_digital)])
+        {
+            note(
+                format!("collusion_rmse_messages_only_{tag}"),
+                r.relative_rmse_messages_only,
+            );
+            note(
+                format!("collusion_correlation_messages_only_{tag}"),
+                r.correlation_messages_only,
+            );
+            note(
+                format!("collusion_rmse_with_gains_{tag}"),
+                r.relative_rmse_with_gains,
+            );
+            note(
+                format!("collusion_sign_agreement_with_gains_{tag}"),
+                r.sign_agreement_with_gains,
+            );
+        }
+        let cl = &self.privacy.channel_layer;
+        note(
+            "channel_layer_linear_relative_error".into(),
+            cl.linear_relative_error,
+        );
+        note(
+            "channel_layer_rlwe_relative_noise".into(),
+            cl.rlwe_relative_noise,
+        );
+        note("channel_layer_rank_gap".into(), cl.rank_gap);
         let first = self.audits.iter().min_by_key(|a| a.n);
         note(
             "modular_model_decrypt_error".into(),

@@ -42,8 +42,28 @@ pub trait ScalarAggregation {
 }
 
 /// Gains of all devices in round `k` (a fresh fading block per round).
-fn gains(laws: &[Fading], seeds: &SeedTree, k: u64) -> Vec<f64> {
+pub fn gains(laws: &[Fading], seeds: &SeedTree, k: u64) -> Vec<f64> {
     round_gains(laws, &mut seeds.stream("eezofl/channel", &[k]))
+}
+
+/// Records every round's messages and output around another aggregation (for audits of
+/// what colluding parties learn).
+pub struct Recorded<'a> {
+    /// The aggregation that runs.
+    pub inner: &'a mut dyn ScalarAggregation,
+    /// `(round, the devices' Δf_i, the output)` per round.
+    pub rounds: Vec<(u64, Vec<f64>, RoundOutput)>,
+}
+
+impl ScalarAggregation for Recorded<'_> {
+    fn round(&mut self, k: u64, deltas: &[f64], audit: bool) -> Result<RoundOutput> {
+        let out = self.inner.round(k, deltas, audit)?;
+        self.rounds.push((k, deltas.to_vec(), out.clone()));
+        Ok(out)
+    }
+    fn uplink_bits(&self) -> u64 {
+        self.inner.uplink_bits()
+    }
 }
 
 /// (a) Non-encrypted over-the-air ZO, eq. (4): `Y = Σ Δf_i h_i / μ_i + n_k`.
@@ -237,6 +257,19 @@ impl ExactHeOta {
         self.setup.grid.quantize_all(&w).map_err(Error::from)
     }
 
+    /// Phase 1's superposition `b̃_k = Σ g_i b_i + w` as the server receives it, for the
+    /// effective gains `g` (grid integers) of round `k`.
+    fn received_key(&self, k: u64, g: &[i64]) -> Result<Dyadic> {
+        let keys: Vec<&Dyadic> = self.devices.iter().map(|d| d.key()).collect();
+        let (ring, grid) = (&self.setup.ring, self.setup.grid);
+        Ok(superpose_exact(ring, grid, g, &keys, &self.noise(k, 1)?)?)
+    }
+
+    /// What the server receives in phase 1 of round `k` (for the channel-layer audit).
+    pub fn phase1_observation(&self, k: u64) -> Result<Dyadic> {
+        self.received_key(k, &self.effective_gains(k)?)
+    }
+
     /// Runs one round; `skip_share` drops one device's decryption share (for tests).
     pub fn run_round(
         &self,
@@ -252,9 +285,9 @@ impl ExactHeOta {
         let server = match &self.setup_key {
             Some(b0) => ServerRound::with_setup_key(&ids, b0.clone()),
             None => {
-                let keys: Vec<&Dyadic> = self.devices.iter().map(|d| d.key()).collect();
-                let b_tilde = superpose_exact(ring, grid, &g, &keys, &self.noise(k, 1)?)?;
-                ServerRound::new(&ids).receive_keys(b_tilde, &ids)?.0
+                ServerRound::new(&ids)
+                    .receive_keys(self.received_key(k, &g)?, &ids)?
+                    .0
             }
         };
         let b_tilde = server.key().clone();

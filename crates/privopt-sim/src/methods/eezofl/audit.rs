@@ -162,3 +162,144 @@ pub fn recover_secret(ring: &ExactRing, a: &Dyadic, b: &Dyadic) -> Option<Vec<i6
             .collect(),
     )
 }
+
+/// §IV-F's collusion question, measured: the server and devices `0..N−1` pool what they know
+/// to estimate the last device's `Δf_N` from the decoded `M_k`.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct CollusionReport {
+    /// RMS error of `M_k − Σ_{i<N} Δf_i` over the RMS of `Δf_N` (colluders know their own
+    /// messages, not their gains).
+    pub relative_rmse_messages_only: f64,
+    /// Its correlation with `Δf_N`.
+    pub correlation_messages_only: f64,
+    /// RMS error of `M_k − Σ_{i<N} h_i Δf_i/μ_i` over the RMS of `Δf_N` (colluders also know
+    /// their own gains, e.g. from pilots); what remains is `(h_N/μ_N − 1)Δf_N` and the noise.
+    pub relative_rmse_with_gains: f64,
+    /// Fraction of rounds in which that estimate has the sign of `Δf_N`.
+    pub sign_agreement_with_gains: f64,
+}
+
+/// Pearson correlation of two equally long samples.
+fn correlation(a: &[f64], b: &[f64]) -> f64 {
+    let n = a.len().max(1) as f64;
+    let (ma, mb) = (a.iter().sum::<f64>() / n, b.iter().sum::<f64>() / n);
+    let cov: f64 = a.iter().zip(b).map(|(x, y)| (x - ma) * (y - mb)).sum();
+    let va: f64 = a.iter().map(|x| (x - ma).powi(2)).sum();
+    let vb: f64 = b.iter().map(|y| (y - mb).powi(2)).sum();
+    cov / (va * vb).sqrt()
+}
+
+/// The colluders' estimates over `rounds` recorded by [`super::aggregate::Recorded`], with the
+/// channel `laws` and the run's `seeds` (which drew the gains).
+pub fn collusion(
+    rounds: &[(u64, Vec<f64>, super::aggregate::RoundOutput)],
+    laws: &[Fading],
+    seeds: &privopt_math::SeedTree,
+) -> CollusionReport {
+    let (mut target, mut blind, mut informed) = (Vec::new(), Vec::new(), Vec::new());
+    for (k, deltas, out) in rounds {
+        let Some((&last, others)) = deltas.split_last() else {
+            continue;
+        };
+        let h = super::aggregate::gains(laws, seeds, *k);
+        target.push(last);
+        blind.push(out.value - others.iter().sum::<f64>());
+        let known: f64 = others
+            .iter()
+            .zip(&h)
+            .zip(laws)
+            .map(|((d, h), f)| d * h / f.mean())
+            .sum();
+        informed.push(out.value - known);
+    }
+    let rms = |v: &[f64]| (v.iter().map(|x| x * x).sum::<f64>() / v.len().max(1) as f64).sqrt();
+    let err = |est: &[f64]| {
+        let e: Vec<f64> = est.iter().zip(&target).map(|(a, b)| a - b).collect();
+        rms(&e) / rms(&target)
+    };
+    let agree = informed
+        .iter()
+        .zip(&target)
+        .filter(|(e, t)| e.signum() == t.signum())
+        .count() as f64
+        / target.len().max(1) as f64;
+    CollusionReport {
+        relative_rmse_messages_only: err(&blind),
+        correlation_messages_only: correlation(&blind, &target),
+        relative_rmse_with_gains: err(&informed),
+        sign_agreement_with_gains: agree,
+    }
+}
+
+/// §IV-F's channel-layer claim, measured on phase 1's superpositions `b̃_k = Σ h_{i,k} b_i + w`.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct ChannelLayerReport {
+    /// Rounds observed.
+    pub observations: usize,
+    /// `‖b̂_1 − b_1‖/‖b_1‖` for `b̂_1 = mean_k b̃_k/(Nμ)`: by the devices' exchangeability the
+    /// best linear estimate is proportional to `Σ_k b̃_k`, so it learns the sum of the keys,
+    /// not device 1's (≈ √(1 − 1/N) when the keys are uncorrelated).
+    pub linear_relative_error: f64,
+    /// The RLWE error `‖e_1‖/‖b_1‖` a useful estimate would have to reach.
+    pub rlwe_relative_noise: f64,
+    /// Singular values of the K × n matrix of observations over the largest, descending.
+    pub singular_values: Vec<f64>,
+    /// `s_N / s_{N+1}`: a large gap says the observations span exactly the N-dimensional
+    /// space of the keys, whatever the gains.
+    pub rank_gap: f64,
+}
+
+/// Observes `rounds` phase-1 superpositions of `ota` (gain mean `mu`, RLWE error σ `sigma_e`)
+/// and measures what they reveal about device 0's key.
+pub fn channel_layer(
+    ota: &super::aggregate::ExactHeOta,
+    rounds: u64,
+    mu: f64,
+    sigma_e: f64,
+) -> crate::error::Result<ChannelLayerReport> {
+    let ring = &ota.setup().ring;
+    let coeffs = |x: &Dyadic| -> crate::error::Result<Vec<f64>> {
+        Ok(ring
+            .numerators(x)?
+            .iter()
+            .map(|v| ExactRing::to_f64(v, x.exp))
+            .collect())
+    };
+    let devices = ota.devices();
+    let key = coeffs(devices[0].key())?;
+    let obs: Vec<Vec<f64>> = (0..rounds)
+        .map(|k| coeffs(&ota.phase1_observation(k)?))
+        .collect::<crate::error::Result<_>>()?;
+    let n_dev = devices.len() as f64;
+    let estimate: Vec<f64> = (0..key.len())
+        .map(|j| obs.iter().map(|o| o[j]).sum::<f64>() / (obs.len() as f64 * n_dev * mu))
+        .collect();
+    let norm = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    let diff: Vec<f64> = estimate.iter().zip(&key).map(|(a, b)| a - b).collect();
+    // Singular values of the scaled K × n matrix (faer's SVD, sequential).
+    let scale = obs
+        .iter()
+        .flat_map(|o| o.iter())
+        .fold(0.0f64, |m, x| m.max(x.abs()))
+        .max(f64::MIN_POSITIVE);
+    let k = obs.len();
+    let x = faer::Mat::<f64>::from_fn(k, key.len(), |a, j| obs[a][j] / scale);
+    let mut eig: Vec<f64> = x
+        .singular_values()
+        .map_err(|e| crate::Error::Config(format!("channel layer: SVD failed: {e:?}")))?;
+    eig.sort_by(|a, b| b.total_cmp(a));
+    let top = eig.first().copied().unwrap_or(1.0).max(f64::MIN_POSITIVE);
+    let singular_values: Vec<f64> = eig.iter().map(|s| s / top).collect();
+    let nd = devices.len();
+    let rank_gap = match (singular_values.get(nd - 1), singular_values.get(nd)) {
+        (Some(a), Some(b)) => a / b.max(f64::MIN_POSITIVE),
+        _ => f64::NAN,
+    };
+    Ok(ChannelLayerReport {
+        observations: k,
+        linear_relative_error: norm(&diff) / norm(&key),
+        rlwe_relative_noise: sigma_e * (key.len() as f64).sqrt() / norm(&key),
+        singular_values,
+        rank_gap,
+    })
+}

@@ -142,16 +142,16 @@ impl AdvertiseKeys {
     }
 }
 
+/// Encoded size of a list of encrypted share pairs: a 4-byte count, then per pair a peer id
+/// and a length prefix (8 bytes) and the ciphertext.
+fn shares_bytes(shares: &[EncryptedShares]) -> usize {
+    4 + shares.iter().map(|s| 8 + s.ciphertext.len()).sum::<usize>()
+}
+
 impl ShareKeys {
     /// Encoded size in bytes.
     pub fn wire_bytes(&self) -> usize {
-        HEADER_BYTES
-            + 4
-            + self
-                .shares
-                .iter()
-                .map(|s| 8 + s.ciphertext.len())
-                .sum::<usize>()
+        HEADER_BYTES + shares_bytes(&self.shares)
     }
 }
 
@@ -172,13 +172,7 @@ impl NeighbourKeys {
 impl IncomingShares {
     /// Encoded size in bytes.
     pub fn wire_bytes(&self) -> usize {
-        HEADER_BYTES
-            + 4
-            + self
-                .shares
-                .iter()
-                .map(|s| 8 + s.ciphertext.len())
-                .sum::<usize>()
+        HEADER_BYTES + shares_bytes(&self.shares)
     }
 }
 

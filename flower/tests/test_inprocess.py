@@ -51,6 +51,20 @@ def test_dome_epsilon_grows_to_the_target_and_dropouts_only_raise_it(dome_config
     assert hit["epsilon_spent"] > full["epsilon_spent"]
 
 
+def test_dome_noise_floor_keeps_epsilon_and_refuses_thin_rounds(dome_config):
+    cfg = {**dome_config, "dome.epsilon": 4.0}
+    # Shares sized for ceil(0.8 * 5) = 4: one dropout before masking still leaves full noise.
+    floored = inprocess.run({**cfg, "dome.noise_floor": 0.8}, kill={(2, "mask"): {1}})
+    assert floored["completed_rounds"] == 6
+    assert floored["epsilon_spent"] <= 4.0 * (1 + 1e-3)
+    # Sized for all five: the same dropout aborts round 2 before its sum is unmasked.
+    strict = inprocess.run({**cfg, "dome.noise_floor": 1.0}, kill={(2, "mask"): {1}})
+    assert any(e.startswith("round 2: aborted cleanly") and "noise floor" in e for e in strict["events"])
+    assert strict["aborted_rounds"] == 1
+    with pytest.raises(config.ConfigError, match="noise_floor"):
+        inprocess.run({**cfg, "dome.noise_floor": 1.5})
+
+
 def test_dome_without_noise_learns(dome_config):
     out = inprocess.run(
         {**dome_config, "dome.epsilon": 0.0, "rounds": 20, "debug.reveal-inputs": False}

@@ -409,6 +409,8 @@ fn every_algorithm_learns_the_quickstart_problem_and_counts_its_traffic() {
         ("fedzo", "0.05", 4.0 * 21.0, ""),
         ("fedavg", "0.5", 4.0 * 21.0, ""),
         ("fedadam", "0.5", 4.0 * 21.0, ""),
+        ("fedyogi", "0.5", 4.0 * 21.0, ""),
+        ("fedadagrad", "0.5", 4.0 * 21.0, ""),
     ] {
         // The [method] table is the file's last, so `extra` keys land in it.
         let text = base

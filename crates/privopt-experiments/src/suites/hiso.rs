@@ -23,7 +23,7 @@ use privopt_sim::problem::Problem;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BaselineRun {
-    /// `fedavg`, `fedadam` or `fedzo`.
+    /// `fedavg`, `fedadam`, `fedyogi`, `fedadagrad` or `fedzo`.
     pub algorithm: Algorithm,
     /// Client learning rate.
     pub lr: f64,

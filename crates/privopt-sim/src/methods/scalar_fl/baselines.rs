@@ -1,5 +1,6 @@
-//! Full-dimension baselines: FedAvg (local SGD), FedAdam (FedAvg clients, Adam on the server,
-//! Reddi et al. 2021) and FedZO (local zeroth-order SGD). Each round the sampled clients
+//! Full-dimension baselines: FedAvg (local SGD), FedAdam, FedYogi and FedAdagrad (FedAvg
+//! clients, an adaptive server optimizer on the averaged change, Reddi et al. 2021) and FedZO
+//! (local zeroth-order SGD). Each round the sampled clients
 //! download the model and upload their model change; both are `d` floats.
 
 use privopt_math::SeedTree;
@@ -13,7 +14,7 @@ use crate::problem::Problem;
 
 /// Bytes of one parameter of a full-model exchange (`f32`).
 pub const PARAM_BYTES: u64 = 4;
-/// FedAdam's moment decay rates and adaptivity floor (Reddi et al.'s defaults).
+/// The adaptive servers' moment decay rates and adaptivity floor (Reddi et al.'s defaults).
 const ADAM_BETA1: f64 = 0.9;
 const ADAM_BETA2: f64 = 0.99;
 const ADAM_TAU: f64 = 1e-3;
@@ -64,10 +65,11 @@ pub fn simulate(
             }
         }
         match cfg.algorithm {
-            Algorithm::Fedadam => {
+            Algorithm::Fedadam | Algorithm::Fedyogi | Algorithm::Fedadagrad => {
                 for j in 0..d {
+                    let sq = avg[j] * avg[j];
                     m[j] = ADAM_BETA1 * m[j] + (1.0 - ADAM_BETA1) * avg[j];
-                    v[j] = ADAM_BETA2 * v[j] + (1.0 - ADAM_BETA2) * avg[j] * avg[j];
+                    v[j] = second_moment(cfg.algorithm, v[j], sq);
                     x[j] += cfg.server_lr * m[j] / (v[j].sqrt() + ADAM_TAU);
                 }
             }
@@ -81,6 +83,17 @@ pub fn simulate(
     progress.finish();
     t.params = x;
     Ok(t)
+}
+
+/// The adaptive servers differ only in the second moment `v` of the averaged change
+/// (Reddi et al. 2021, Alg. 2): Adagrad sums `Δ²`, Adam averages it, Yogi moves `v` towards
+/// `Δ²` by an additive `(1 − β₂)Δ²`.
+fn second_moment(algorithm: Algorithm, v: f64, sq: f64) -> f64 {
+    match algorithm {
+        Algorithm::Fedadagrad => v + sq,
+        Algorithm::Fedyogi => v - (1.0 - ADAM_BETA2) * sq * (v - sq).signum(),
+        _ => ADAM_BETA2 * v + (1.0 - ADAM_BETA2) * sq,
+    }
 }
 
 /// One client's model change after `τ` local steps from `x`.
@@ -124,4 +137,20 @@ fn local_delta(
         }
     }
     xi.iter().zip(x).map(|(a, b)| a - b).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_three_servers_second_moments_follow_reddi_et_al() {
+        // From v = 1 with Δ² = 4: Adagrad 5, Adam 0.99 + 0.04, Yogi 1 + 0.01·4 (up, v < Δ²).
+        assert_eq!(second_moment(Algorithm::Fedadagrad, 1.0, 4.0), 5.0);
+        assert!((second_moment(Algorithm::Fedadam, 1.0, 4.0) - 1.03).abs() < 1e-12);
+        assert!((second_moment(Algorithm::Fedyogi, 1.0, 4.0) - 1.04).abs() < 1e-12);
+        // Yogi moves down by the same additive step when v > Δ²; Adam shrinks v by β₂.
+        assert!((second_moment(Algorithm::Fedyogi, 9.0, 4.0) - 8.96).abs() < 1e-12);
+        assert!((second_moment(Algorithm::Fedadam, 9.0, 4.0) - 8.95).abs() < 1e-12);
+    }
 }

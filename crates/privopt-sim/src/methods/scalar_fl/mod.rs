@@ -61,6 +61,10 @@ pub enum Algorithm {
     Fedavg,
     /// FedAvg's clients with an Adam server optimizer (Reddi et al. 2021).
     Fedadam,
+    /// FedAvg's clients with a Yogi server optimizer (Reddi et al. 2021).
+    Fedyogi,
+    /// FedAvg's clients with an Adagrad server optimizer (Reddi et al. 2021).
+    Fedadagrad,
     /// Zeroth-order local SGD, full-model exchange (Fang et al. 2022).
     Fedzo,
 }
@@ -73,6 +77,8 @@ impl Algorithm {
             Algorithm::Hiso => "hiso",
             Algorithm::Fedavg => "fedavg",
             Algorithm::Fedadam => "fedadam",
+            Algorithm::Fedyogi => "fedyogi",
+            Algorithm::Fedadagrad => "fedadagrad",
             Algorithm::Fedzo => "fedzo",
         }
     }

@@ -448,6 +448,7 @@ fn zo_suite() -> Result<Vec<Case>> {
                 lr: 1e-3,
                 local_steps: 1,
                 perturbations: 1,
+                weight_decay: 0.0,
                 rule,
             };
             let mut state = ModelState::initial(vec![0.0; d], rule);

@@ -38,6 +38,7 @@ fn hiso_spec() -> ReplaySpec {
         lr: 0.01,
         local_steps: 2,
         perturbations: 3,
+        weight_decay: 1e-3,
         rule: Rule::Hiso { nu: 0.1, eps: 1e-6 },
     }
 }
@@ -260,11 +261,13 @@ fn wrong_round_duplicate_foreign_and_malformed_replies_are_rejected_and_change_n
 
 #[test]
 fn replay_applies_the_documented_hiso_update() {
-    // One round, τ = 2, P = 2, checked against the formulas written out independently.
+    // One round, τ = 2, P = 2, weight decay 0.02, checked against the formulas written out
+    // independently.
     let spec = ReplaySpec {
         lr: 0.05,
         local_steps: 2,
         perturbations: 2,
+        weight_decay: 0.02,
         rule: Rule::Hiso { nu: 0.3, eps: 1e-3 },
     };
     let d = 9;
@@ -288,7 +291,7 @@ fn replay_applies_the_documented_hiso_update() {
             }
         }
         for j in 0..d {
-            expect_x[j] -= 0.05 * delta[j];
+            expect_x[j] = (1.0 - 0.05 * 0.02) * expect_x[j] - 0.05 * delta[j];
             expect_h[j] = 0.7 * expect_h[j] + 0.3 * (delta[j] * delta[j] + 1e-3);
         }
     }
@@ -308,11 +311,15 @@ fn replay_applies_the_documented_hiso_update() {
     plain.apply(&rec, &dspec, &mut Scratch::default()).unwrap();
     let mut expect = vec![0.5; d];
     for k in 0..2 {
+        let mut delta = vec![0.0; d];
         for p in 0..2 {
             gaussian_fill(&direction_key(rec.seeds[k], 0, k as u64, p as u64), &mut u);
             for j in 0..d {
-                expect[j] -= 0.05 * f64::from(rec.scalars[2 * k + p]) / 2.0 * u[j];
+                delta[j] += f64::from(rec.scalars[2 * k + p]) / 2.0 * u[j];
             }
+        }
+        for j in 0..d {
+            expect[j] = (1.0 - 0.05 * 0.02) * expect[j] - 0.05 * delta[j];
         }
     }
     for j in 0..d {
@@ -353,6 +360,63 @@ fn hiso_mnist_smoke_run_writes_the_issue_keys() {
     assert_eq!(s["bytes_per_round_up_fedavg"], 4.0 * 5994.0);
     assert!(s["best_acc_hiso"] > 0.0 && s["best_acc_hiso"] <= 1.0);
     assert_eq!(out.metrics.len(), 3, "rounds 0, 4 and 8");
+}
+
+#[test]
+fn hiso_mnist_public_smoke_run_reports_the_oracle_step_and_the_h_diagnostic() {
+    let Some(data) = common::real_data_dir(&["mnist"]) else {
+        return;
+    };
+    let out = common::run_shipped_config_with_data(
+        "hiso-mnist-public",
+        &[
+            (
+                "lr_grid_decomfl = [0.00025, 0.00035, 0.0005, 0.0007, 0.001]",
+                "lr_grid_decomfl = [0.0005, 0.001]",
+            ),
+            (
+                "lr_grid_hiso = [0.00035, 0.0005, 0.0007, 0.001, 0.0014]",
+                "lr_grid_hiso = [0.001]",
+            ),
+            ("seeds = 5", "seeds = 3\nscore_full_test = false"),
+            (
+                "hessian_diagnostic_batches = 200",
+                "hessian_diagnostic_batches = 4",
+            ),
+            ("short_rounds = 500", "short_rounds = 2"),
+            ("rounds = 2000", "rounds = 6"),
+            ("eval_every = 50", "eval_every = 3"),
+            ("eval_examples = 2000", "eval_examples = 100"),
+        ],
+        &data,
+    );
+    let s = &out.summary;
+    // The public CNN_MNIST (28 938 parameters) in f32 for the full-model baselines.
+    for b in ["fedavg", "fedadam", "fedyogi", "fedadagrad"] {
+        assert_eq!(s[&format!("bytes_per_round_up_{b}")], 4.0 * 28_938.0, "{b}");
+        assert!(s[&format!("best_acc_{b}")] > 0.0);
+    }
+    // The oracle step of seed 0 is HiSo's best rate over the median of seed 0's final H
+    // (Fig. 5's H is seed 0's).
+    let expect = s["best_lr_hiso"] / s["fig5_hessian_p50"];
+    assert!((s["oracle_lr_seed0"] - expect).abs() < 1e-12 * expect);
+    for k in [
+        "oracle_lr_seed2",
+        "oracle_best_acc_decomfl",
+        "oracle_best_acc_diff",
+        "best_acc_diff_ci95",
+        "hiso_speedup_common_mean",
+        "hiso_speedup_common_ci95",
+        "oracle_hiso_speedup_common_mean",
+    ] {
+        assert!(s.get(k).is_some_and(|v| v.is_finite()), "{k}: {s:?}");
+    }
+    for k in ["hessian_rank_between_seeds", "hessian_rank_with_grad_sq"] {
+        assert!(s[k].abs() <= 1.0, "{k} = {}", s[k]);
+    }
+    // A single-rate HiSo grid has no edge to sit on.
+    assert_eq!(s["best_lr_hiso_on_grid_edge"], 0.0);
+    assert_eq!(s["best_lr_decomfl_on_grid_edge"], 1.0);
 }
 
 #[test]

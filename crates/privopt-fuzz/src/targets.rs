@@ -452,6 +452,7 @@ fn scalar_fl_server_target() -> Result<Target, privopt_protocols::Error> {
             lr: 0.1,
             local_steps: 2,
             perturbations: 2,
+            weight_decay: 0.0,
             rule: Rule::Decomfl,
         };
         let initial = ModelState {

@@ -20,6 +20,7 @@ fn spec() -> ReplaySpec {
         lr: 0.05,
         local_steps: 2,
         perturbations: 3,
+        weight_decay: 0.0,
         rule: Rule::Hiso { nu: 0.1, eps: 1e-6 },
     }
 }

@@ -19,7 +19,7 @@ use crate::errors;
 use crate::numpy_io::{Reals, array, to_vec};
 
 /// What server and clients must agree on to replay a round: learning rate, local steps,
-/// perturbations per step, and the rule (``"decomfl"``: ``u ~ N(0, I)``; ``"hiso"``:
+/// perturbations per step, weight decay (``x ← x − lr·(Δx + weight_decay·x)``), and the rule (``"decomfl"``: ``u ~ N(0, I)``; ``"hiso"``:
 /// directions shaped by a learned diagonal Hessian with EMA weight ``nu`` and floor ``eps``).
 #[pyclass(module = "privopt.protocols.scalar_fl", name = "Spec", frozen)]
 #[derive(Clone)]
@@ -28,7 +28,7 @@ pub struct PySpec(ReplaySpec);
 #[pymethods]
 impl PySpec {
     #[new]
-    #[pyo3(signature = (lr, local_steps = 1, perturbations = 1, rule = "decomfl", nu = 0.01, eps = 1e-8))]
+    #[pyo3(signature = (lr, local_steps = 1, perturbations = 1, rule = "decomfl", nu = 0.01, eps = 1e-8, weight_decay = 0.0))]
     fn new(
         lr: f64,
         local_steps: usize,
@@ -36,6 +36,7 @@ impl PySpec {
         rule: &str,
         nu: f64,
         eps: f64,
+        weight_decay: f64,
     ) -> PyResult<Self> {
         let rule = match rule {
             "decomfl" => Rule::Decomfl,
@@ -50,6 +51,7 @@ impl PySpec {
             lr,
             local_steps,
             perturbations,
+            weight_decay,
             rule,
         };
         spec.validate().map_err(errors::protocol)?;

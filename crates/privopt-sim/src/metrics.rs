@@ -141,6 +141,43 @@ pub fn mean_ci95(xs: &[f64]) -> (f64, f64) {
     (mean, t975(n - 1) * (var / n as f64).sqrt())
 }
 
+/// Spearman's rank correlation of `a` and `b` (ties get their average rank; NaN when the
+/// lengths differ, there are fewer than two pairs, or one side is constant).
+pub fn spearman(a: &[f64], b: &[f64]) -> f64 {
+    if a.len() != b.len() || a.len() < 2 {
+        return f64::NAN;
+    }
+    let (ra, rb) = (ranks(a), ranks(b));
+    let (ma, mb) = (mean_variance(&ra).0, mean_variance(&rb).0);
+    let (mut sab, mut saa, mut sbb) = (0.0, 0.0, 0.0);
+    for (x, y) in ra.iter().zip(&rb) {
+        sab += (x - ma) * (y - mb);
+        saa += (x - ma) * (x - ma);
+        sbb += (y - mb) * (y - mb);
+    }
+    sab / (saa * sbb).sqrt()
+}
+
+/// Ranks 1..=n of `v` (total order on f64; tied values share their average rank).
+fn ranks(v: &[f64]) -> Vec<f64> {
+    let mut order: Vec<usize> = (0..v.len()).collect();
+    order.sort_by(|&i, &j| v[i].total_cmp(&v[j]));
+    let mut r = vec![0.0; v.len()];
+    let mut start = 0;
+    while start < order.len() {
+        let mut end = start + 1;
+        while end < order.len() && v[order[end]] == v[order[start]] {
+            end += 1;
+        }
+        let average = (start + end + 1) as f64 / 2.0;
+        for &i in &order[start..end] {
+            r[i] = average;
+        }
+        start = end;
+    }
+    r
+}
+
 /// The 0.975 quantile of Student's t with `df` degrees of freedom (tabulated to 30, then the
 /// Cornish–Fisher expansion to second order, `z + (z³ + z)/(4·df) + (5z⁵ + 16z³ + 3z)/(96·df²)`,
 /// within 1e-4 of the exact quantile from df = 31 on).
@@ -215,6 +252,20 @@ impl Quantiles {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spearman_ranks_ties_by_their_average() {
+        // Monotone but non-linear: 1; reversed: −1.
+        let a = [1.0, 2.0, 3.0, 4.0, 5.0];
+        assert!((spearman(&a, &[1.0, 8.0, 27.0, 64.0, 125.0]) - 1.0).abs() < 1e-12);
+        assert!((spearman(&a, &[5.0, 4.0, 3.0, 2.0, 1.0]) + 1.0).abs() < 1e-12);
+        // Ties: ranks of [1, 2, 2, 3] are [1, 2.5, 2.5, 4]; against [1, 2, 3, 4] the Pearson
+        // correlation of the ranks is 4.5/√(4.5·5) = 0.9487.
+        let r = spearman(&[1.0, 2.0, 2.0, 3.0], &[1.0, 2.0, 3.0, 4.0]);
+        assert!((r - 4.5 / (4.5f64 * 5.0).sqrt()).abs() < 1e-12, "{r}");
+        assert!(spearman(&a, &[1.0; 5]).is_nan());
+        assert!(spearman(&a, &a[..4]).is_nan());
+    }
 
     #[test]
     fn the_t_interval_has_the_textbook_width() {

@@ -28,6 +28,7 @@ def _spec(s: Settings) -> scalar_fl.Spec:
         rule=param(s, "rule", str),
         nu=param(s, "nu", float),
         eps=param(s, "eps", float),
+        weight_decay=param(s, "weight_decay", float),
     )
 
 

@@ -535,7 +535,7 @@ impl Suite for EezoflSuiteConfig {
         }
         let theorem = self.theorem_report(p, smoothness, lambda, &audits);
         let privacy = self.privacy_audit(p)?;
-        Ok(SuiteReport::Eezofl(EezoflSuiteReport {
+        Ok(SuiteReport::Eezofl(Box::new(EezoflSuiteReport {
             privacy,
             sigmas: self.sigmas.clone(),
             training_runs_seconds,
@@ -543,7 +543,7 @@ impl Suite for EezoflSuiteConfig {
             smoothness,
             audits,
             theorem,
-        }))
+        })))
     }
 }
 

@@ -1,22 +1,26 @@
 //! The §6 MNIST reproduction (`privopt reproduce hiso-mnist`): HiSo against DeComFL at the
 //! same communication per round, each at its best learning rate from a sweep, over several
 //! seeds; Fig. 5 (ν ablation, distribution of the learned `H`); Fig. 8 (local steps τ); and
-//! the full-dimension baselines' accuracy and traffic.
+//! the full-dimension baselines' accuracy and traffic. Optionally, two checks of what HiSo's
+//! `H` learns: an "oracle-step" DeComFL run per seed at HiSo's global step `η_HiSo / median(H)`
+//! (same step size, no per-coordinate shape), and the rank correlation of the final `H` between
+//! seeds and with the diagonal of `E[∇f²]` (minibatch gradients by backprop).
 //!
 //! Seeds vary everything random in a run (initial model, client sampling, minibatches,
 //! directions); the data split is the experiment's and stays fixed.
 
 use privopt_math::SeedTree;
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use privopt_sim::context::{NoProgress, RunContext};
 use privopt_sim::error::{Error, Result, ensure};
-use privopt_sim::methods::check_lr;
 use privopt_sim::methods::scalar_fl::{Algorithm, ScalarFlConfig, Trajectory, simulate};
+use privopt_sim::methods::{check_lr, minibatch};
 
 use super::{Suite, SuiteReport, validate_base};
 use privopt_sim::metrics::Summary;
-use privopt_sim::metrics::{Quantiles, mean_variance};
+use privopt_sim::metrics::{Quantiles, mean_ci95, mean_variance, spearman};
 use privopt_sim::problem::Problem;
 
 /// A full-dimension baseline run of the suite.
@@ -59,6 +63,15 @@ pub struct HisoSuiteConfig {
     /// Also score the final models on the whole test set (`final_acc_full_test_*`).
     #[serde(default = "yes")]
     pub score_full_test: bool,
+    /// Per seed, also run DeComFL at `η_HiSo / median(H_final)` of that seed's HiSo run
+    /// (`oracle_*` keys).
+    #[serde(default)]
+    pub oracle_step: bool,
+    /// Minibatch gradients (backprop, `base.batch_size` examples of a uniformly drawn client)
+    /// averaged into each seed's diagonal of `E[∇f²]` at its final HiSo model (0: no `H`
+    /// diagnostic; `hessian_rank_*` keys).
+    #[serde(default)]
+    pub hessian_diagnostic_batches: usize,
 }
 
 fn yes() -> bool {
@@ -188,6 +201,7 @@ impl Suite for HisoSuiteConfig {
         };
         let total = (self.lr_grid_decomfl.len() + self.lr_grid_hiso.len()) as u64
             + 2 * (self.seeds - 1)
+            + if self.oracle_step { self.seeds } else { 0 }
             + self.nu_grid.len() as u64
             + 2 * self.tau_grid.len() as u64
             + self.baselines.len() as u64;
@@ -219,6 +233,44 @@ impl Suite for HisoSuiteConfig {
             curves.add(format!("accuracy/hiso_seed{s}"), h);
         }
         let comparison = self.compare(ctx.problem()?, &dec, &his);
+
+        // The oracle-step DeComFL runs and the H diagnostic.
+        let mut oracle = Vec::new();
+        if self.oracle_step {
+            for (s, h) in his.iter().enumerate() {
+                let median = h
+                    .hessian
+                    .as_deref()
+                    .map_or(f64::NAN, |v| Quantiles::of(v).p50);
+                let lr = lr_h / median;
+                check_lr(lr)?;
+                let t = self.run_one(
+                    ctx.problem()?,
+                    &ctx.seeds,
+                    Algorithm::Decomfl,
+                    lr,
+                    s as u64,
+                    |_| {},
+                )?;
+                curves.add(format!("oracle_step/decomfl_seed{s}"), &t);
+                oracle.push((lr, t));
+                ctx.progress.advance(1);
+            }
+        }
+        let oracle_step = if oracle.is_empty() {
+            None
+        } else {
+            let (lrs, runs): (Vec<f64>, Vec<Trajectory>) = oracle.into_iter().unzip();
+            Some(OracleStep {
+                lrs,
+                against_hiso: self.compare(ctx.problem()?, &runs, &his),
+            })
+        };
+        let hessian_ranks = if self.hessian_diagnostic_batches > 0 {
+            Some(self.hessian_ranks(ctx.problem()?, &ctx.seeds, &his))
+        } else {
+            None
+        };
 
         // Fig. 5: ν ablation and the learned H of the seed-0 HiSo run.
         let mut fig5_nu = Vec::new();
@@ -277,21 +329,91 @@ impl Suite for HisoSuiteConfig {
             row.extend(curves.columns.iter().map(|(n, v)| (n.as_str(), v[i])));
             ctx.record(&row)?;
         }
-        Ok(SuiteReport::Hiso(HisoSuiteReport {
+        Ok(SuiteReport::Hiso(Box::new(HisoSuiteReport {
             sweep,
             best_lr_decomfl: lr_d,
             best_lr_hiso: lr_h,
             comparison,
+            oracle_step,
+            hessian_ranks,
             fig5_nu,
             fig5_hessian,
             fig8_tau,
             traffic,
             baselines,
-        }))
+        })))
     }
 }
 
 impl HisoSuiteConfig {
+    /// Rank correlations of the seeds' final `H` with each other and with the diagonal of
+    /// `E[∇f²]` at each seed's final HiSo model.
+    fn hessian_ranks(
+        &self,
+        problem: &Problem,
+        seeds: &SeedTree,
+        his: &[Trajectory],
+    ) -> HessianRanks {
+        let hs: Vec<&[f64]> = his.iter().filter_map(|t| t.hessian.as_deref()).collect();
+        let mut between = Vec::new();
+        for (i, a) in hs.iter().enumerate() {
+            for b in &hs[i + 1..] {
+                between.push(spearman(a, b));
+            }
+        }
+        let with_grad_sq: Vec<f64> = his
+            .iter()
+            .enumerate()
+            .filter_map(|(s, t)| {
+                let h = t.hessian.as_deref()?;
+                let g2 = self.gradient_second_moment(problem, seeds, s as u64, &t.params);
+                Some(spearman(h, &g2))
+            })
+            .collect();
+        HessianRanks {
+            between_seeds: mean_ci95(&between),
+            between_seeds_pairs: between.len(),
+            with_grad_sq: mean_ci95(&with_grad_sq),
+            with_grad_sq_per_seed: with_grad_sq,
+        }
+    }
+
+    /// `E[a_j²]` of the minibatch gradient `a` at `x`: the mean over
+    /// `hessian_diagnostic_batches` minibatches of `base.batch_size` examples from uniformly
+    /// drawn clients (the gradient HiSo's scalars sample).
+    fn gradient_second_moment(
+        &self,
+        problem: &Problem,
+        seeds: &SeedTree,
+        seed: u64,
+        x: &[f64],
+    ) -> Vec<f64> {
+        let mut rng = seeds.stream("hiso_suite/grad_sq", &[seed]);
+        let batches: Vec<Vec<usize>> = (0..self.hessian_diagnostic_batches)
+            .map(|_| {
+                let c = rand::Rng::random_range(&mut rng, 0..problem.clients.len());
+                minibatch(&problem.clients[c], self.base.batch_size, &mut rng)
+            })
+            .collect();
+        let squares: Vec<Vec<f64>> = batches
+            .par_iter()
+            .map(|b| {
+                let mut g = vec![0.0; x.len()];
+                problem.model.loss_grad(x, &problem.train, Some(b), &mut g);
+                g.iter_mut().for_each(|v| *v *= *v);
+                g
+            })
+            .collect();
+        // Summed in batch order, so the result does not depend on the thread count.
+        let mut sum = vec![0.0; x.len()];
+        for sq in &squares {
+            sum.iter_mut().zip(sq).for_each(|(s, v)| *s += v);
+        }
+        let n = batches.len() as f64;
+        sum.iter_mut().for_each(|s| *s /= n);
+        sum
+    }
+
     /// Best accuracies and the rounds each method needs to reach DeComFL's best, per seed.
     fn compare(&self, problem: &Problem, dec: &[Trajectory], his: &[Trajectory]) -> Comparison {
         let best = |ts: &[Trajectory]| {
@@ -316,6 +438,7 @@ impl HisoSuiteConfig {
         let mut r_dec = Vec::new();
         let mut r_his = Vec::new();
         let mut speedups = Vec::new();
+        let mut common = Vec::new();
         for (d, h) in dec.iter().zip(his) {
             let target = d.best_acc();
             let rd = d.first_round_reaching(target).unwrap_or(self.base.rounds) as f64;
@@ -324,15 +447,18 @@ impl HisoSuiteConfig {
                 r_his.push(rh as f64);
                 speedups.push(rd / (rh as f64).max(1.0));
             }
+            // The lower of the two bests: both runs reach it, so every seed has a ratio.
+            let target = d.best_acc().min(h.best_acc());
+            let rounds =
+                |t: &Trajectory| t.first_round_reaching(target).unwrap_or(self.base.rounds);
+            // Round 0 counts as one, so two runs that start at the target tie at 1.
+            common.push((rounds(d) as f64).max(1.0) / (rounds(h) as f64).max(1.0));
         }
-        let speedup = (!speedups.is_empty()).then(|| {
-            let (mean, var) = mean_variance(&speedups);
-            Speedup {
-                mean,
-                std: var.sqrt(),
-                min: speedups.iter().copied().fold(f64::INFINITY, f64::min),
-            }
-        });
+        let accuracy_diff: Vec<f64> = dec
+            .iter()
+            .zip(his)
+            .map(|(d, h)| h.best_acc() - d.best_acc())
+            .collect();
         Comparison {
             best_acc_decomfl: best(dec),
             best_acc_hiso: best(his),
@@ -346,7 +472,9 @@ impl HisoSuiteConfig {
                 mean_variance(&r_his).0
             },
             hiso_seeds_reaching_decomfl_best: r_his.len(),
-            speedup,
+            speedup: Speedup::of(&speedups),
+            speedup_common_target: Speedup::of(&common),
+            best_acc_diff: mean_ci95(&accuracy_diff),
         }
     }
 }
@@ -386,8 +514,55 @@ pub struct Comparison {
     pub rounds_to_decomfl_best_hiso: f64,
     /// Seeds on which HiSo reaches DeComFL's best.
     pub hiso_seeds_reaching_decomfl_best: usize,
-    /// DeComFL's rounds over HiSo's, over the seeds that reach.
+    /// DeComFL's rounds over HiSo's to DeComFL's best, over the seeds on which HiSo reaches
+    /// it (biased upwards when some seeds do not).
     pub speedup: Option<Speedup>,
+    /// DeComFL's rounds over HiSo's to the lower of the two bests, every seed.
+    pub speedup_common_target: Option<Speedup>,
+    /// HiSo's best accuracy minus DeComFL's, paired by seed: mean and 95% half-width.
+    pub best_acc_diff: (f64, f64),
+}
+
+impl Comparison {
+    /// The comparison's `summary.json` keys, each prefixed by `prefix`.
+    fn write_summary(&self, prefix: &str, note: &mut impl FnMut(String, f64)) {
+        for (name, b) in [
+            ("decomfl", self.best_acc_decomfl),
+            ("hiso", self.best_acc_hiso),
+        ] {
+            note(format!("{prefix}best_acc_{name}"), b.mean);
+            note(format!("{prefix}best_acc_{name}_std"), b.std);
+        }
+        note(format!("{prefix}best_acc_diff"), self.best_acc_diff.0);
+        note(format!("{prefix}best_acc_diff_ci95"), self.best_acc_diff.1);
+        if let Some((d, h)) = self.final_acc_full_test {
+            note(format!("{prefix}final_acc_full_test_decomfl"), d);
+            note(format!("{prefix}final_acc_full_test_hiso"), h);
+        }
+        note(
+            format!("{prefix}rounds_to_decomfl_best_decomfl"),
+            self.rounds_to_decomfl_best_decomfl,
+        );
+        note(
+            format!("{prefix}hiso_seeds_reaching_decomfl_best"),
+            self.hiso_seeds_reaching_decomfl_best as f64,
+        );
+        note(
+            format!("{prefix}rounds_to_decomfl_best_hiso"),
+            self.rounds_to_decomfl_best_hiso,
+        );
+        for (name, sp) in [
+            ("hiso_speedup", self.speedup),
+            ("hiso_speedup_common", self.speedup_common_target),
+        ] {
+            if let Some(sp) = sp {
+                note(format!("{prefix}{name}_mean"), sp.mean);
+                note(format!("{prefix}{name}_std"), sp.std);
+                note(format!("{prefix}{name}_min"), sp.min);
+                note(format!("{prefix}{name}_ci95"), sp.ci95);
+            }
+        }
+    }
 }
 
 /// Speed-up over seeds.
@@ -397,8 +572,51 @@ pub struct Speedup {
     pub mean: f64,
     /// Standard deviation.
     pub std: f64,
+    /// Half-width of the 95% t interval of the mean (NaN for one seed).
+    pub ci95: f64,
     /// Smallest.
     pub min: f64,
+    /// Seeds it is over.
+    pub seeds: usize,
+}
+
+impl Speedup {
+    /// The statistics of per-seed ratios (none when there are none).
+    fn of(ratios: &[f64]) -> Option<Self> {
+        if ratios.is_empty() {
+            return None;
+        }
+        let (mean, var) = mean_variance(ratios);
+        Some(Self {
+            mean,
+            std: var.sqrt(),
+            ci95: mean_ci95(ratios).1,
+            min: ratios.iter().copied().fold(f64::INFINITY, f64::min),
+            seeds: ratios.len(),
+        })
+    }
+}
+
+/// DeComFL at HiSo's global step, against HiSo.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OracleStep {
+    /// Per seed, `η_HiSo / median(H_final)`.
+    pub lrs: Vec<f64>,
+    /// HiSo against these runs (in the fields named for DeComFL).
+    pub against_hiso: Comparison,
+}
+
+/// What the learned `H` tracks, by rank correlation (mean and 95% half-width).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct HessianRanks {
+    /// Spearman correlation of the final `H` between two seeds, over all pairs.
+    pub between_seeds: (f64, f64),
+    /// Pairs of seeds.
+    pub between_seeds_pairs: usize,
+    /// Spearman correlation of a seed's final `H` with the diagonal of `E[∇f²]` at its model.
+    pub with_grad_sq: (f64, f64),
+    /// The same, per seed.
+    pub with_grad_sq_per_seed: Vec<f64>,
 }
 
 /// A method's communication.
@@ -437,6 +655,10 @@ pub struct HisoSuiteReport {
     pub best_lr_hiso: f64,
     /// HiSo against DeComFL over the seeds.
     pub comparison: Comparison,
+    /// HiSo against DeComFL at HiSo's global step, if run.
+    pub oracle_step: Option<OracleStep>,
+    /// Rank correlations of the learned `H`, if computed.
+    pub hessian_ranks: Option<HessianRanks>,
     /// Fig. 5: HiSo's best accuracy at each ν.
     pub fig5_nu: Vec<(f64, f64)>,
     /// Fig. 5: quantiles and the log₂ histogram (12 bins around the median) of the learned H.
@@ -461,31 +683,38 @@ impl HisoSuiteReport {
         }
         note("best_lr_decomfl".into(), self.best_lr_decomfl);
         note("best_lr_hiso".into(), self.best_lr_hiso);
-        let c = &self.comparison;
-        for (name, b) in [("decomfl", c.best_acc_decomfl), ("hiso", c.best_acc_hiso)] {
-            note(format!("best_acc_{name}"), b.mean);
-            note(format!("best_acc_{name}_std"), b.std);
+        // 1 when the best rate is the smallest or largest tried (the grid does not bracket it).
+        for (alg, best) in [
+            (Algorithm::Decomfl, self.best_lr_decomfl),
+            (Algorithm::Hiso, self.best_lr_hiso),
+        ] {
+            let lrs: Vec<f64> = self
+                .sweep
+                .iter()
+                .filter(|p| p.algorithm == alg)
+                .map(|p| p.lr)
+                .collect();
+            let lo = lrs.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = lrs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let edge = lrs.len() > 1 && (best == lo || best == hi);
+            note(
+                format!("best_lr_{}_on_grid_edge", alg.name()),
+                f64::from(u8::from(edge)),
+            );
         }
-        if let Some((d, h)) = c.final_acc_full_test {
-            note("final_acc_full_test_decomfl".into(), d);
-            note("final_acc_full_test_hiso".into(), h);
+        self.comparison.write_summary("", &mut note);
+        if let Some(o) = &self.oracle_step {
+            // `oracle_best_acc_decomfl` etc.: "decomfl" is the oracle-step DeComFL run.
+            o.against_hiso.write_summary("oracle_", &mut note);
+            for (s, lr) in o.lrs.iter().enumerate() {
+                note(format!("oracle_lr_seed{s}"), *lr);
+            }
         }
-        note(
-            "rounds_to_decomfl_best_decomfl".into(),
-            c.rounds_to_decomfl_best_decomfl,
-        );
-        note(
-            "hiso_seeds_reaching_decomfl_best".into(),
-            c.hiso_seeds_reaching_decomfl_best as f64,
-        );
-        note(
-            "rounds_to_decomfl_best_hiso".into(),
-            c.rounds_to_decomfl_best_hiso,
-        );
-        if let Some(sp) = c.speedup {
-            note("hiso_speedup_mean".into(), sp.mean);
-            note("hiso_speedup_std".into(), sp.std);
-            note("hiso_speedup_min".into(), sp.min);
+        if let Some(h) = &self.hessian_ranks {
+            note("hessian_rank_between_seeds".into(), h.between_seeds.0);
+            note("hessian_rank_between_seeds_ci95".into(), h.between_seeds.1);
+            note("hessian_rank_with_grad_sq".into(), h.with_grad_sq.0);
+            note("hessian_rank_with_grad_sq_ci95".into(), h.with_grad_sq.1);
         }
         for &(nu, acc) in &self.fig5_nu {
             note(format!("fig5_best_acc_nu{nu}"), acc);

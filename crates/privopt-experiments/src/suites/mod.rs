@@ -55,9 +55,9 @@ pub enum SuiteReport {
     /// See [`dome_seeds::DomeSeedsSuiteReport`].
     DomeSeeds(dome_seeds::DomeSeedsSuiteReport),
     /// See [`hiso::HisoSuiteReport`].
-    Hiso(hiso::HisoSuiteReport),
+    Hiso(Box<hiso::HisoSuiteReport>),
     /// See [`eezofl::EezoflSuiteReport`].
-    Eezofl(eezofl::EezoflSuiteReport),
+    Eezofl(Box<eezofl::EezoflSuiteReport>),
     /// See [`dpfhe::DpfheSuiteReport`].
     Dpfhe(dpfhe::DpfheSuiteReport),
 }

@@ -2,17 +2,21 @@
 //! federated zeroth-order papers, sized for CPU training):
 //!
 //! ```text
-//! image s×s → conv k×k, c1 channels (valid) → ReLU → 2×2 max-pool
-//!           → conv k×k, c2 channels (valid) → ReLU → 2×2 max-pool → linear → softmax
+//! image s×s → conv k×k, c1 channels → ReLU → 2×2 max-pool
+//!           → conv k×k, c2 channels → ReLU → 2×2 max-pool → linear → softmax
 //! ```
 //!
-//! On 28×28 MNIST with `k = 5, c1 = 8, c2 = 16` the maps are 24² → 12² → 8² → 4², and the
-//! model has 5 994 parameters (208 + 3 216 + 2 570) and costs about 3.2·10⁵ multiply-adds per
-//! image. Parameter layout: conv1 weights `[c1][k][k]`, conv1 biases, conv2 weights
+//! Both convolutions pad their input with `p` zeros on every side (`p = 0`: valid; `p = (k−1)/2`:
+//! same). On 28×28 MNIST with `k = 5, c1 = 8, c2 = 16, p = 0` the maps are 24² → 12² → 8² → 4²,
+//! and the model has 5 994 parameters (208 + 3 216 + 2 570) and costs about 3.2·10⁵
+//! multiply-adds per image. With `c1 = 16, c2 = 32, p = 2` (the public DeComFL code's
+//! `CNN_MNIST`) they are 28² → 14² → 14² → 7²: 28 938 parameters, 2.8·10⁶ multiply-adds. Parameter layout: conv1 weights `[c1][k][k]`, conv1 biases, conv2 weights
 //! `[c2][c1][k][k]`, conv2 biases, linear weights `[classes][c2·q2²]`, linear biases.
 //!
 //! Losses and accuracies over many examples are computed in parallel over fixed chunks whose
 //! partial sums are added in chunk order, so the result does not depend on the thread count.
+
+use std::borrow::Cow;
 
 use rand::RngCore;
 use rand_distr::{Distribution, StandardNormal};
@@ -30,6 +34,8 @@ pub struct Cnn {
     kernel: usize,
     c1: usize,
     c2: usize,
+    /// Zeros padded on every side of each convolution's input.
+    pad: usize,
     classes: usize,
     l2: f64,
     /// Side of conv1's output, of pool1's output, of conv2's output and of pool2's output.
@@ -53,7 +59,7 @@ struct Layout {
 struct Forward {
     /// ReLU(conv1), `[c1][o1][o1]`.
     a1: Vec<f64>,
-    /// Max-pool of `a1` and the index in `a1` of each maximum.
+    /// Max-pool of `a1`, zero-padded (conv2's input), and the index in `a1` of each maximum.
     p1: Vec<f64>,
     arg1: Vec<usize>,
     a2: Vec<f64>,
@@ -64,37 +70,49 @@ struct Forward {
 
 impl Cnn {
     /// A CNN for `side`×`side` images with `kernel`×`kernel` convolutions of `c1` and `c2`
-    /// channels and `classes` outputs. Both convolution outputs must have even sides.
-    pub fn new(
-        side: usize,
-        kernel: usize,
-        c1: usize,
-        c2: usize,
-        classes: usize,
-        l2: f64,
-    ) -> Result<Self> {
+    /// channels, `pad` zeros around each convolution's input, and `classes` outputs. Both
+    /// convolution outputs must have even sides.
+    pub fn new(shape: CnnShape, side: usize, classes: usize, l2: f64) -> Result<Self> {
+        let CnnShape {
+            kernel,
+            c1,
+            c2,
+            pad,
+        } = shape;
         ensure(kernel >= 1 && c1 >= 1 && c2 >= 1 && classes >= 2, || {
             "model: the CNN needs kernel, channels >= 1 and >= 2 classes".into()
         })?;
+        ensure(pad < kernel, || {
+            format!("model: padding {pad} must be below the kernel side {kernel}")
+        })?;
+        let padded = side + 2 * pad;
         ensure(
-            side >= kernel && (side - kernel + 1).is_multiple_of(2),
+            padded >= kernel && (padded - kernel + 1).is_multiple_of(2),
             || {
                 format!(
-                    "model: a {kernel}×{kernel} convolution of a {side}-pixel side must leave an even side"
+                    "model: a {kernel}×{kernel} convolution of a {side}-pixel side padded by {pad} \
+                     must leave an even side"
                 )
             },
         )?;
-        let o1 = side - kernel + 1;
+        let o1 = padded - kernel + 1;
         let q1 = o1 / 2;
-        ensure(q1 >= kernel && (q1 - kernel + 1).is_multiple_of(2), || {
-            format!("model: the second convolution of a {q1}-pixel map must leave an even side")
-        })?;
-        let o2 = q1 - kernel + 1;
+        ensure(
+            q1 + 2 * pad >= kernel && (q1 + 2 * pad - kernel + 1).is_multiple_of(2),
+            || {
+                format!(
+                    "model: the second convolution of a {q1}-pixel map padded by {pad} must leave \
+                     an even side"
+                )
+            },
+        )?;
+        let o2 = q1 + 2 * pad - kernel + 1;
         Ok(Self {
             side,
             kernel,
             c1,
             c2,
+            pad,
             classes,
             l2,
             o1,
@@ -106,7 +124,7 @@ impl Cnn {
 
     /// The MNIST network of the module docs (5 994 parameters).
     pub fn mnist(l2: f64) -> Result<Self> {
-        Self::new(28, 5, 8, 16, 10, l2)
+        Self::new(CnnShape::SMALL, 28, 10, l2)
     }
 
     fn features(&self) -> usize {
@@ -133,11 +151,12 @@ impl Cnn {
     fn forward(&self, w: &[f64], x: &[f64]) -> Forward {
         let l = self.layout();
         let k = self.kernel;
+        let (p, s1, s2) = (self.pad, self.side + 2 * self.pad, self.q1 + 2 * self.pad);
         let mut a1 = vec![0.0; self.c1 * self.o1 * self.o1];
         conv_relu(
-            x,
+            &zero_pad(x, 1, self.side, p),
             1,
-            self.side,
+            s1,
             &w[..l.b1],
             &w[l.b1..l.w2],
             k,
@@ -145,11 +164,12 @@ impl Cnn {
             &mut a1,
         );
         let (p1, arg1) = max_pool(&a1, self.c1, self.o1);
+        let p1 = zero_pad(&p1, self.c1, self.q1, p).into_owned();
         let mut a2 = vec![0.0; self.c2 * self.o2 * self.o2];
         conv_relu(
             &p1,
             self.c1,
-            self.q1,
+            s2,
             &w[l.w2..l.b2],
             &w[l.b2..l.w3],
             k,
@@ -186,12 +206,13 @@ impl Cnn {
                 dp2[j] += dc * w[row + j];
             }
         }
+        let (p, s1, s2) = (self.pad, self.side + 2 * self.pad, self.q1 + 2 * self.pad);
         let da2 = unpool_relu(&dp2, &fwd.arg2, &fwd.a2);
         let mut dp1 = vec![0.0; fwd.p1.len()];
         conv_backward(
             &fwd.p1,
             self.c1,
-            self.q1,
+            s2,
             &w[l.w2..l.b2],
             k,
             self.o2,
@@ -199,11 +220,12 @@ impl Cnn {
             &mut g[l.w2..l.w3],
             Some(&mut dp1),
         );
+        let dp1 = crop(&dp1, self.c1, s2, p);
         let da1 = unpool_relu(&dp1, &fwd.arg1, &fwd.a1);
         conv_backward(
-            x,
+            &zero_pad(x, 1, self.side, p),
             1,
-            self.side,
+            s1,
             &w[..l.b1],
             k,
             self.o1,
@@ -212,6 +234,62 @@ impl Cnn {
             None,
         );
     }
+}
+
+/// The shape of a [`Cnn`]'s two convolutions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CnnShape {
+    /// Kernel side.
+    pub kernel: usize,
+    /// Channels of the first convolution.
+    pub c1: usize,
+    /// Channels of the second convolution.
+    pub c2: usize,
+    /// Zeros padded on every side of each convolution's input.
+    pub pad: usize,
+}
+
+impl CnnShape {
+    /// 5×5 kernels, 8 and 16 channels, no padding (5 994 parameters on MNIST).
+    pub const SMALL: Self = Self {
+        kernel: 5,
+        c1: 8,
+        c2: 16,
+        pad: 0,
+    };
+}
+
+/// `channels` maps of side `side` with `p` zeros added on every side.
+fn zero_pad(input: &[f64], channels: usize, side: usize, p: usize) -> Cow<'_, [f64]> {
+    if p == 0 {
+        return Cow::Borrowed(input);
+    }
+    let s = side + 2 * p;
+    let mut out = vec![0.0; channels * s * s];
+    for c in 0..channels {
+        for y in 0..side {
+            let src = &input[(c * side + y) * side..(c * side + y + 1) * side];
+            let at = (c * s + y + p) * s + p;
+            out[at..at + side].copy_from_slice(src);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// The inverse of [`zero_pad`]: the interior `side − 2p` square of each of `channels` maps.
+fn crop(input: &[f64], channels: usize, side: usize, p: usize) -> Cow<'_, [f64]> {
+    if p == 0 {
+        return Cow::Borrowed(input);
+    }
+    let inner = side - 2 * p;
+    let mut out = Vec::with_capacity(channels * inner * inner);
+    for c in 0..channels {
+        for y in 0..inner {
+            let at = (c * side + y + p) * side + p;
+            out.extend_from_slice(&input[at..at + inner]);
+        }
+    }
+    Cow::Owned(out)
 }
 
 fn dot(a: &[f64], b: &[f64]) -> f64 {

@@ -8,7 +8,7 @@ mod cnn;
 mod linear;
 mod mlp;
 
-pub use cnn::Cnn;
+pub use cnn::{Cnn, CnnShape};
 pub use linear::{LeastSquares, Linear, LinearLoss, LogLoss, Logistic, Squared};
 pub use mlp::Mlp;
 
@@ -206,8 +206,8 @@ pub enum ModelSpec {
     /// The MiniLM-L6 encoder of the `minilm` dataset with a linear head on mean-pooled
     /// states; trains biases, LayerNorms and the head (forward passes only). Rows are token ids.
     Minilm,
-    /// Two valid convolutions with ReLU and 2×2 max-pooling, then a softmax layer
-    /// ([`Cnn`]); square one-channel images.
+    /// Two convolutions with ReLU and 2×2 max-pooling, then a softmax layer ([`Cnn`]);
+    /// square one-channel images.
     Cnn {
         /// Channels of the first convolution (>= 1).
         #[serde(default = "cnn_c1")]
@@ -218,6 +218,10 @@ pub enum ModelSpec {
         /// Kernel side (>= 1).
         #[serde(default = "cnn_kernel")]
         kernel: usize,
+        /// Zeros padded around each convolution's input (0: valid, the default; 2 with
+        /// `kernel = 5`: same).
+        #[serde(default)]
+        padding: usize,
         /// L2 regularization strength (>= 0).
         #[serde(default)]
         l2: f64,
@@ -292,7 +296,13 @@ impl ModelSpec {
                     &dir, n_features, classes,
                 )?)
             }
-            ModelSpec::Cnn { c1, c2, kernel, l2 } => {
+            ModelSpec::Cnn {
+                c1,
+                c2,
+                kernel,
+                padding,
+                l2,
+            } => {
                 check_l2(l2)?;
                 ensure(c1 <= 1024 && c2 <= 1024 && kernel <= 64, || {
                     format!(
@@ -309,7 +319,13 @@ impl ModelSpec {
                 let classes = num_classes.ok_or_else(|| {
                     crate::Error::Invalid("model.kind = \"cnn\" needs class labels".into())
                 })?;
-                Box::new(Cnn::new(side, kernel, c1, c2, classes, l2)?)
+                let shape = CnnShape {
+                    kernel,
+                    c1,
+                    c2,
+                    pad: padding,
+                };
+                Box::new(Cnn::new(shape, side, classes, l2)?)
             }
         })
     }
@@ -334,6 +350,7 @@ mod tests {
             c1: 1 << 20,
             c2: 16,
             kernel: 5,
+            padding: 0,
             l2: 0.0,
         };
         let e = cnn.build(784, Some(10)).err().unwrap().to_string();
@@ -397,20 +414,44 @@ mod tests {
             .collect();
         let labels = (0..6).map(|i| (i % 3) as f64).collect();
         let img = Dataset::new(images, labels, 256, Some(3)).unwrap();
-        let cnn = Cnn::new(16, 5, 2, 3, 3, 0.01).unwrap();
+        let shape = CnnShape {
+            kernel: 5,
+            c1: 2,
+            c2: 3,
+            pad: 0,
+        };
+        let cnn = Cnn::new(shape, 16, 3, 0.01).unwrap();
         assert_eq!(cnn.num_params(), 2 * 25 + 2 + 3 * 2 * 25 + 3 + 3 * 3 + 3);
         check_gradient(&cnn, &img, 5);
+        // Same padding: 16² → 16² → 8² → 8² → 4², so the linear layer sees 3·4² features.
+        let padded = Cnn::new(CnnShape { pad: 2, ..shape }, 16, 3, 0.01).unwrap();
+        assert_eq!(
+            padded.num_params(),
+            2 * 25 + 2 + 3 * 2 * 25 + 3 + 3 * 3 * 16 + 3
+        );
+        check_gradient(&padded, &img, 6);
     }
 
     #[test]
     fn cnn_shape_checks_and_mnist_size() {
         assert_eq!(Cnn::mnist(0.0).unwrap().num_params(), 5994);
-        assert!(Cnn::new(27, 5, 8, 16, 10, 0.0).is_err());
+        assert!(Cnn::new(CnnShape::SMALL, 27, 10, 0.0).is_err());
+        // The public DeComFL code's CNN_MNIST: 416 + 12 832 + 15 690.
+        let public = CnnShape {
+            kernel: 5,
+            c1: 16,
+            c2: 32,
+            pad: 2,
+        };
+        assert_eq!(Cnn::new(public, 28, 10, 0.0).unwrap().num_params(), 28_938);
+        let too_wide = CnnShape { pad: 5, ..public };
+        assert!(Cnn::new(too_wide, 28, 10, 0.0).is_err());
         assert!(
             ModelSpec::Cnn {
                 c1: 8,
                 c2: 16,
                 kernel: 5,
+                padding: 0,
                 l2: 0.0
             }
             .build(780, Some(10))

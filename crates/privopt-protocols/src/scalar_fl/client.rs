@@ -203,9 +203,7 @@ impl Client {
                 scalars.push(g);
                 add_scaled_direction(&mut s.delta, f64::from(g) * inv_p, &s.h_inv_sqrt, &s.u);
             }
-            for (xj, dj) in x.iter_mut().zip(&s.delta) {
-                *xj -= spec.lr * dj;
-            }
+            spec.step(&mut x, &s.delta);
         }
         Ok(Reply {
             client: self.id,

@@ -51,6 +51,9 @@ pub struct ReplaySpec {
     pub local_steps: usize,
     /// Perturbations per local step, P.
     pub perturbations: usize,
+    /// Decoupled L2 decay λ of every step, as in SGD with `weight_decay` (0: none):
+    /// `x ← x − η (Δx + λ x)`. Applied exactly rather than estimated, so replay stays exact.
+    pub weight_decay: f64,
     /// DeComFL or HiSo.
     pub rule: Rule,
 }
@@ -64,6 +67,15 @@ impl ReplaySpec {
         check_param(self.lr > 0.0 && self.lr.is_finite(), || {
             format!("lr must be > 0, got {}", self.lr)
         })?;
+        check_param(
+            self.weight_decay >= 0.0 && self.lr * self.weight_decay < 1.0,
+            || {
+                format!(
+                    "weight_decay must be >= 0 with lr · weight_decay < 1, got {}",
+                    self.weight_decay
+                )
+            },
+        )?;
         for (name, v) in [
             ("local_steps", self.local_steps),
             ("perturbations", self.perturbations),
@@ -73,6 +85,14 @@ impl ReplaySpec {
             })?;
         }
         self.rule.validate()
+    }
+
+    /// One step of the model by the update `delta`: `x ← x − η (Δx + λ x)`.
+    pub fn step(&self, x: &mut [f64], delta: &[f64]) {
+        let keep = 1.0 - self.lr * self.weight_decay;
+        for (xj, dj) in x.iter_mut().zip(delta) {
+            *xj = keep * *xj - self.lr * dj;
+        }
     }
 
     /// Scalars per round: τ·P.
@@ -152,7 +172,7 @@ impl ModelState {
 
     /// Advances the state by `rec` (which must be round `self.round`):
     ///
-    /// - every step `k`: `Δx_k = (1/P) Σ_p ḡ_{k,p} H_r^{-1/2} u_{k,p}`, `x ← x − η Δx_k`;
+    /// - every step `k`: `Δx_k = (1/P) Σ_p ḡ_{k,p} H_r^{-1/2} u_{k,p}`, `x ← x − η (Δx_k + λ x)` ([`ReplaySpec::step`]);
     /// - HiSo, after each step: `H ← (1 − ν) H + ν (Δx_k² + ε)`; the directions of the whole
     ///   round use `H_r`, the Hessian at its start (clients sample them before the round's
     ///   updates exist).
@@ -193,9 +213,7 @@ impl ModelState {
                 let c = f64::from(g) * inv_p;
                 add_scaled_direction(&mut scratch.delta, c, &scratch.h_inv_sqrt, &scratch.u);
             }
-            for (xj, dj) in self.x.iter_mut().zip(&scratch.delta) {
-                *xj -= spec.lr * dj;
-            }
+            spec.step(&mut self.x, &scratch.delta);
             if let (Some(h), Rule::Hiso { nu, eps }) = (self.h.as_mut(), spec.rule) {
                 for (hj, dj) in h.iter_mut().zip(&scratch.delta) {
                     *hj = (1.0 - nu) * *hj + nu * (dj * dj + eps);

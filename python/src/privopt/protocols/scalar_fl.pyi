@@ -13,6 +13,7 @@ class Spec:
         rule: Literal["decomfl", "hiso"] = "decomfl",
         nu: float = 0.01,
         eps: float = 1e-8,
+        weight_decay: float = 0.0,
     ) -> None: ...
     @property
     def scalars_per_round(self) -> int: ...

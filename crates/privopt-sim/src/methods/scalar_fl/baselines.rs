@@ -114,6 +114,7 @@ fn local_delta(
     // FedZO probes along plain `u`: the shared probe with a unit preconditioner.
     let ones = vec![1.0; d];
     let probe = cfg.probe();
+    let spec = cfg.replay_spec();
     for k in 0..cfg.local_steps {
         let batch = local_batch(problem, cfg, seeds, round, client, k);
         let f = |w: &[f64]| model.loss(w, &problem.train, Some(&batch));
@@ -132,9 +133,7 @@ fn local_delta(
         } else {
             model.loss_grad(&xi, &problem.train, Some(&batch), &mut g);
         }
-        for (xj, gj) in xi.iter_mut().zip(&g) {
-            *xj -= cfg.lr * gj;
-        }
+        spec.step(&mut xi, &g);
     }
     xi.iter().zip(x).map(|(a, b)| a - b).collect()
 }

@@ -122,6 +122,10 @@ pub struct ScalarFlConfig {
     /// HiSo's floor ε.
     #[serde(default = "default_hessian_eps")]
     pub hessian_eps: f64,
+    /// Weight decay λ of every local and replayed step, `x ← x − η (Δx + λ x)`, as SGD's
+    /// `weight_decay` (0: none; the public DeComFL code uses 1e-5).
+    #[serde(default)]
+    pub weight_decay: f64,
     /// Rounds a client may fall behind and still catch up by replay (none: unbounded).
     #[serde(default)]
     pub staleness_bound: Option<u64>,
@@ -168,6 +172,7 @@ impl ScalarFlConfig {
             lr: self.lr,
             local_steps: self.local_steps,
             perturbations: self.perturbations,
+            weight_decay: self.weight_decay,
             rule: match self.algorithm {
                 Algorithm::Hiso => Rule::Hiso {
                     nu: self.nu,

@@ -135,7 +135,7 @@ pub(crate) fn argmax(logits: &[f64]) -> Option<usize> {
 /// Sum of `f(i)` over `idx` (every example when `None`) in parallel chunks of `chunk`
 /// examples, partial sums added in chunk order: the result does not depend on the thread
 /// count. Returns the sum and the number of examples.
-fn par_sum(
+pub(crate) fn par_sum(
     n: usize,
     idx: Option<&[usize]>,
     chunk: usize,
@@ -204,8 +204,13 @@ pub enum ModelSpec {
         l2: f64,
     },
     /// The MiniLM-L6 encoder of the `minilm` dataset with a linear head on mean-pooled
-    /// states; trains biases, LayerNorms and the head (forward passes only). Rows are token ids.
-    Minilm,
+    /// states (forward passes only). Rows are token ids.
+    Minilm {
+        /// `bitfit` (the default: biases, LayerNorms and the head; 31 490 parameters with two
+        /// classes) or `all` (every tensor; 22.7M parameters).
+        #[serde(default)]
+        trainable: crate::text::Trainable,
+    },
     /// Two convolutions with ReLU and 2×2 max-pooling, then a softmax layer ([`Cnn`]);
     /// square one-channel images.
     Cnn {
@@ -287,13 +292,13 @@ impl ModelSpec {
                 })?;
                 Box::new(Mlp::new(n_features, hidden, classes, l2))
             }
-            ModelSpec::Minilm => {
+            ModelSpec::Minilm { trainable } => {
                 let classes = num_classes.ok_or_else(|| {
                     crate::Error::Invalid("model.kind = \"minilm\" needs class labels".into())
                 })?;
                 let dir = crate::data::fetch::require(data_dir, "minilm")?;
                 Box::new(crate::text::MiniLmClassifier::load(
-                    &dir, n_features, classes,
+                    &dir, n_features, classes, trainable,
                 )?)
             }
             ModelSpec::Cnn {

@@ -3,10 +3,15 @@
 //!
 //! The weights are read from a `model.safetensors` file (all-MiniLM-L6-v2: 6 layers, width 384,
 //! 12 heads, GELU feed-forward of width 1536). The trainable parameters — the flat vector the
-//! zeroth-order methods perturb — are the head and every bias and LayerNorm vector of the
-//! encoder (BitFit); the weight matrices stay frozen at their pretrained values. Forward
-//! passes only: the model has no gradient ([`Model::has_gradient`] is false). With two
-//! classes the head starts as a zero-shot sentiment head built from two prompts.
+//! zeroth-order methods perturb — are the head and either every bias and LayerNorm vector of
+//! the encoder ([`Trainable::Bitfit`], 31 490 parameters; the weight matrices and embedding
+//! tables stay frozen at their pretrained values) or every tensor of it ([`Trainable::All`],
+//! 22.7M parameters). Forward passes only: the model has no gradient
+//! ([`Model::has_gradient`] is false). With two classes the head starts as a zero-shot
+//! sentiment head built from two prompts.
+//!
+//! The forward pass runs in `f32`: a batch loss converts the parameter vector once and every
+//! example reads its tensors from that copy or from the frozen store.
 //!
 //! Inputs are rows of token ids stored as `f64`, `[CLS] … [SEP]` followed by `-1` padding
 //! (see [`crate::data::load`]'s `movie-snippets`); each example runs at its own length, so
@@ -18,8 +23,11 @@ use std::path::Path;
 use rand::RngCore;
 use rand_distr::{Distribution, StandardNormal};
 
+use serde::{Deserialize, Serialize};
+
+use crate::data::Dataset;
 use crate::error::{Error, Result};
-use crate::model::{Model, argmax, softmax_cross_entropy};
+use crate::model::{Model, argmax, par_sum, softmax_cross_entropy};
 
 /// LayerNorm epsilon of BERT.
 const LN_EPS: f32 = 1e-12;
@@ -99,35 +107,49 @@ fn usizes(v: &serde_json::Value) -> Vec<usize> {
         .unwrap_or_default()
 }
 
-/// Frozen weight matrices of one layer (row-major `out × in`).
-struct LayerWeights {
-    q: Vec<f32>,
-    k: Vec<f32>,
-    v: Vec<f32>,
-    o: Vec<f32>,
-    up: Vec<f32>,
-    down: Vec<f32>,
+/// Which of the encoder's tensors the parameter vector holds (the rest stay frozen).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Trainable {
+    /// Every bias and LayerNorm vector (BitFit), plus the head.
+    #[default]
+    Bitfit,
+    /// Every tensor: embedding tables, weight matrices, biases, LayerNorms, plus the head.
+    All,
 }
 
-/// Where a trainable vector sits in the parameter vector.
+/// Where a tensor sits: a range of the parameter vector or of the frozen store.
+#[derive(Clone, Copy, Debug)]
+enum Src {
+    Param(Slot),
+    Frozen(Slot),
+}
+
+/// A range of a flat vector.
 #[derive(Clone, Copy, Debug)]
 struct Slot {
     at: usize,
     len: usize,
 }
 
-/// Trainable vectors of one layer.
-struct LayerSlots {
-    bq: Slot,
-    bk: Slot,
-    bv: Slot,
-    bo: Slot,
-    ln1_g: Slot,
-    ln1_b: Slot,
-    b_up: Slot,
-    b_down: Slot,
-    ln2_g: Slot,
-    ln2_b: Slot,
+/// The tensors of one layer (matrices row-major `out × in`).
+struct LayerTensors {
+    q: Src,
+    k: Src,
+    v: Src,
+    o: Src,
+    up: Src,
+    down: Src,
+    bq: Src,
+    bk: Src,
+    bv: Src,
+    bo: Src,
+    ln1_g: Src,
+    ln1_b: Src,
+    b_up: Src,
+    b_down: Src,
+    ln2_g: Src,
+    ln2_b: Src,
 }
 
 /// MiniLM encoder + linear head for `classes` classes.
@@ -135,24 +157,45 @@ pub struct MiniLmClassifier {
     shape: EncoderShape,
     classes: usize,
     max_len: usize,
-    word: Vec<f32>,
-    position: Vec<f32>,
-    token_type: Vec<f32>,
-    layers: Vec<LayerWeights>,
-    emb_ln_g: Slot,
-    emb_ln_b: Slot,
-    slots: Vec<LayerSlots>,
+    word: Src,
+    position: Src,
+    token_type: Src,
+    emb_ln_g: Src,
+    emb_ln_b: Src,
+    layers: Vec<LayerTensors>,
     head_w: Slot,
     head_b: Slot,
-    /// Pretrained values of the trainable vectors (the head's entries are unused).
+    /// Pretrained values of the trainable tensors (the head's entries: see `load`).
     pretrained: Vec<f64>,
+    /// The frozen tensors.
+    frozen: Vec<f32>,
     vocab: usize,
+}
+
+/// Appends tensors to the parameter vector or the frozen store.
+struct Placer {
+    params: Vec<f64>,
+    frozen: Vec<f32>,
+}
+
+impl Placer {
+    fn place(&mut self, v: Vec<f32>, trainable: bool) -> Src {
+        if trainable {
+            let at = self.params.len();
+            self.params.extend(v.iter().map(|&x| f64::from(x)));
+            Src::Param(Slot { at, len: v.len() })
+        } else {
+            let at = self.frozen.len();
+            self.frozen.extend_from_slice(&v);
+            Src::Frozen(Slot { at, len: v.len() })
+        }
+    }
 }
 
 impl MiniLmClassifier {
     /// Loads `dir/model.safetensors` (a BERT-style encoder) for rows of at most `max_len`
-    /// token ids and `classes` classes.
-    pub fn load(dir: &Path, max_len: usize, classes: usize) -> Result<Self> {
+    /// token ids and `classes` classes, training the `trainable` tensors.
+    pub fn load(dir: &Path, max_len: usize, classes: usize, trainable: Trainable) -> Result<Self> {
         if !(2..=512).contains(&max_len) {
             return Err(Error::Invalid(format!(
                 "MiniLM rows must hold 2..=512 token ids, the data has {max_len}"
@@ -172,7 +215,14 @@ impl MiniLmClassifier {
             }
             Ok(x.data)
         };
+        let all = trainable == Trainable::All;
+        let mut placer = Placer {
+            params: Vec::new(),
+            frozen: Vec::new(),
+        };
         let word = take("embeddings.word_embeddings.weight", &[30522, 384])?;
+        let vocab = word.len() / 384;
+        let word = placer.place(word, all);
         let hidden = 384;
         let ffn = 1536;
         let shape = EncoderShape {
@@ -182,61 +232,72 @@ impl MiniLmClassifier {
             ffn,
         };
         let position = take("embeddings.position_embeddings.weight", &[512, hidden])?;
+        let position = placer.place(position, all);
         let token_type = take("embeddings.token_type_embeddings.weight", &[2, hidden])?;
-        let mut pretrained = Vec::new();
-        let mut slot = |v: Vec<f32>| {
-            let s = Slot {
-                at: pretrained.len(),
-                len: v.len(),
-            };
-            pretrained.extend(v.iter().map(|&x| f64::from(x)));
-            s
-        };
-        let emb_ln_g = slot(take("embeddings.LayerNorm.weight", &[hidden])?);
-        let emb_ln_b = slot(take("embeddings.LayerNorm.bias", &[hidden])?);
+        let token_type = placer.place(token_type, all);
+        // Vectors are trainable in both modes; matrices only in `All`.
+        let mut vector =
+            |name: &str, len: usize| -> Result<Src> { Ok(placer.place(take(name, &[len])?, true)) };
+        let emb_ln_g = vector("embeddings.LayerNorm.weight", hidden)?;
+        let emb_ln_b = vector("embeddings.LayerNorm.bias", hidden)?;
         let mut layers = Vec::new();
-        let mut slots = Vec::new();
         for l in 0..shape.layers {
-            let p = format!("encoder.layer.{l}.");
-            let name = |s: &str| format!("{p}{s}");
-            layers.push(LayerWeights {
-                q: take(&name("attention.self.query.weight"), &[hidden, hidden])?,
-                k: take(&name("attention.self.key.weight"), &[hidden, hidden])?,
-                v: take(&name("attention.self.value.weight"), &[hidden, hidden])?,
-                o: take(&name("attention.output.dense.weight"), &[hidden, hidden])?,
-                up: take(&name("intermediate.dense.weight"), &[ffn, hidden])?,
-                down: take(&name("output.dense.weight"), &[hidden, ffn])?,
-            });
-            slots.push(LayerSlots {
-                bq: slot(take(&name("attention.self.query.bias"), &[hidden])?),
-                bk: slot(take(&name("attention.self.key.bias"), &[hidden])?),
-                bv: slot(take(&name("attention.self.value.bias"), &[hidden])?),
-                bo: slot(take(&name("attention.output.dense.bias"), &[hidden])?),
-                ln1_g: slot(take(&name("attention.output.LayerNorm.weight"), &[hidden])?),
-                ln1_b: slot(take(&name("attention.output.LayerNorm.bias"), &[hidden])?),
-                b_up: slot(take(&name("intermediate.dense.bias"), &[ffn])?),
-                b_down: slot(take(&name("output.dense.bias"), &[hidden])?),
-                ln2_g: slot(take(&name("output.LayerNorm.weight"), &[hidden])?),
-                ln2_b: slot(take(&name("output.LayerNorm.bias"), &[hidden])?),
+            let name = |s: &str| format!("encoder.layer.{l}.{s}");
+            let mut vector = |s: &str, len: usize| -> Result<Src> {
+                Ok(placer.place(take(&name(s), &[len])?, true))
+            };
+            let bq = vector("attention.self.query.bias", hidden)?;
+            let bk = vector("attention.self.key.bias", hidden)?;
+            let bv = vector("attention.self.value.bias", hidden)?;
+            let bo = vector("attention.output.dense.bias", hidden)?;
+            let ln1_g = vector("attention.output.LayerNorm.weight", hidden)?;
+            let ln1_b = vector("attention.output.LayerNorm.bias", hidden)?;
+            let b_up = vector("intermediate.dense.bias", ffn)?;
+            let b_down = vector("output.dense.bias", hidden)?;
+            let ln2_g = vector("output.LayerNorm.weight", hidden)?;
+            let ln2_b = vector("output.LayerNorm.bias", hidden)?;
+            let mut matrix = |s: &str, rows: usize, cols: usize| -> Result<Src> {
+                Ok(placer.place(take(&name(s), &[rows, cols])?, all))
+            };
+            layers.push(LayerTensors {
+                q: matrix("attention.self.query.weight", hidden, hidden)?,
+                k: matrix("attention.self.key.weight", hidden, hidden)?,
+                v: matrix("attention.self.value.weight", hidden, hidden)?,
+                o: matrix("attention.output.dense.weight", hidden, hidden)?,
+                up: matrix("intermediate.dense.weight", ffn, hidden)?,
+                down: matrix("output.dense.weight", hidden, ffn)?,
+                bq,
+                bk,
+                bv,
+                bo,
+                ln1_g,
+                ln1_b,
+                b_up,
+                b_down,
+                ln2_g,
+                ln2_b,
             });
         }
-        let head_w = slot(vec![0.0; classes * hidden]);
-        let head_b = slot(vec![0.0; classes]);
+        let head = |src: Src| match src {
+            Src::Param(s) | Src::Frozen(s) => s,
+        };
+        let head_w = head(placer.place(vec![0.0; classes * hidden], true));
+        let head_b = head(placer.place(vec![0.0; classes], true));
         let mut model = Self {
             shape,
             classes,
             max_len,
-            vocab: word.len() / hidden,
+            vocab,
             word,
             position,
             token_type,
-            layers,
             emb_ln_g,
             emb_ln_b,
-            slots,
+            layers,
             head_w,
             head_b,
-            pretrained,
+            pretrained: placer.params,
+            frozen: placer.frozen,
         };
         if classes == 2 {
             model.set_zero_shot_head(dir)?;
@@ -260,7 +321,7 @@ impl MiniLmClassifier {
                 .into_iter()
                 .map(f64::from)
                 .collect();
-            let e = self.embed(&self.pretrained, &row);
+            let e = self.embed(&to_f32(&self.pretrained), &row);
             let norm2 = dot(&e, &e).max(f32::MIN_POSITIVE);
             for (j, v) in e.iter().enumerate() {
                 self.pretrained[self.head_w.at + c * h + j] = f64::from(10.0 * v / norm2);
@@ -274,11 +335,21 @@ impl MiniLmClassifier {
         self.shape
     }
 
-    /// Mean-pooled final hidden states of one example (token ids, `-1`-padded).
-    fn embed(&self, w: &[f64], x: &[f64]) -> Vec<f32> {
+    /// A tensor's values, from `p` (the parameter vector in `f32`) or the frozen store.
+    fn get<'a>(&'a self, p: &'a [f32], src: Src) -> &'a [f32] {
+        match src {
+            Src::Param(s) => &p[s.at..s.at + s.len],
+            Src::Frozen(s) => &self.frozen[s.at..s.at + s.len],
+        }
+    }
+
+    /// Mean-pooled final hidden states of one example (token ids, `-1`-padded) under the
+    /// parameters `p` (in `f32`).
+    fn embed(&self, p: &[f32], x: &[f64]) -> Vec<f32> {
         let h = self.shape.hidden;
-        let vec =
-            |s: Slot| -> Vec<f32> { w[s.at..s.at + s.len].iter().map(|&v| v as f32).collect() };
+        let vec = |src: Src| self.get(p, src);
+        let (word, position, token_type) =
+            (vec(self.word), vec(self.position), vec(self.token_type));
         let ids: Vec<usize> = x
             .iter()
             .take_while(|&&v| v >= 0.0)
@@ -288,13 +359,13 @@ impl MiniLmClassifier {
         let mut state = vec![0.0f32; len * h];
         for (t, &id) in ids.iter().enumerate() {
             let row = &mut state[t * h..(t + 1) * h];
-            let word = &self.word[id * h..(id + 1) * h];
-            let pos = &self.position[t * h..(t + 1) * h];
-            for (((r, wv), pv), tv) in row.iter_mut().zip(word).zip(pos).zip(&self.token_type) {
+            let word = &word[id * h..(id + 1) * h];
+            let pos = &position[t * h..(t + 1) * h];
+            for (((r, wv), pv), tv) in row.iter_mut().zip(word).zip(pos).zip(token_type) {
                 *r = wv + pv + tv;
             }
         }
-        layer_norm(&mut state, h, &vec(self.emb_ln_g), &vec(self.emb_ln_b));
+        layer_norm(&mut state, h, vec(self.emb_ln_g), vec(self.emb_ln_b));
         let heads = self.shape.heads;
         let dh = h / heads;
         let scale = 1.0 / (dh as f32).sqrt();
@@ -303,10 +374,10 @@ impl MiniLmClassifier {
         let mut att = vec![0.0; len * h];
         let mut up = vec![0.0; len * self.shape.ffn];
         let mut scores = vec![0.0f32; len];
-        for (lw, ls) in self.layers.iter().zip(&self.slots) {
-            linear(&state, h, &lw.q, &vec(ls.bq), &mut q);
-            linear(&state, h, &lw.k, &vec(ls.bk), &mut k);
-            linear(&state, h, &lw.v, &vec(ls.bv), &mut v);
+        for l in &self.layers {
+            linear(&state, h, vec(l.q), vec(l.bq), &mut q);
+            linear(&state, h, vec(l.k), vec(l.bk), &mut k);
+            linear(&state, h, vec(l.v), vec(l.bv), &mut v);
             for hd in 0..heads {
                 let cols = hd * dh..(hd + 1) * dh;
                 for i in 0..len {
@@ -325,14 +396,14 @@ impl MiniLmClassifier {
                     }
                 }
             }
-            linear(&ctx, h, &lw.o, &vec(ls.bo), &mut att);
+            linear(&ctx, h, vec(l.o), vec(l.bo), &mut att);
             state.iter_mut().zip(&att).for_each(|(s, a)| *s += a);
-            layer_norm(&mut state, h, &vec(ls.ln1_g), &vec(ls.ln1_b));
-            linear(&state, h, &lw.up, &vec(ls.b_up), &mut up);
+            layer_norm(&mut state, h, vec(l.ln1_g), vec(l.ln1_b));
+            linear(&state, h, vec(l.up), vec(l.b_up), &mut up);
             up.iter_mut().for_each(|u| *u = gelu(*u));
-            linear(&up, self.shape.ffn, &lw.down, &vec(ls.b_down), &mut att);
+            linear(&up, self.shape.ffn, vec(l.down), vec(l.b_down), &mut att);
             state.iter_mut().zip(&att).for_each(|(s, a)| *s += a);
-            layer_norm(&mut state, h, &vec(ls.ln2_g), &vec(ls.ln2_b));
+            layer_norm(&mut state, h, vec(l.ln2_g), vec(l.ln2_b));
         }
         let mut pooled = vec![0.0f32; h];
         for row in state.chunks(h) {
@@ -346,11 +417,12 @@ impl MiniLmClassifier {
 
     /// The mean-pooled sentence embedding of one row of token ids under parameters `w`.
     pub fn sentence_embedding(&self, w: &[f64], x: &[f64]) -> Vec<f32> {
-        self.embed(w, x)
+        self.embed(&to_f32(w), x)
     }
 
-    fn logits(&self, w: &[f64], x: &[f64]) -> Vec<f64> {
-        let pooled = self.embed(w, x);
+    /// Logits of one example; `p` is `w` in `f32` (the head reads `w` itself).
+    fn logits(&self, w: &[f64], p: &[f32], x: &[f64]) -> Vec<f64> {
+        let pooled = self.embed(p, x);
         let h = self.shape.hidden;
         (0..self.classes)
             .map(|c| {
@@ -363,6 +435,11 @@ impl MiniLmClassifier {
             })
             .collect()
     }
+}
+
+/// The parameter vector as the forward pass reads it.
+fn to_f32(w: &[f64]) -> Vec<f32> {
+    w.iter().map(|&v| v as f32).collect()
 }
 
 fn dot(a: &[f32], b: &[f32]) -> f32 {
@@ -437,8 +514,8 @@ impl Model for MiniLmClassifier {
     fn has_gradient(&self) -> bool {
         false
     }
-    /// Pretrained biases and LayerNorm vectors; the zero-shot head for two classes, else a
-    /// head ~ N(0, 1/hidden); zero head bias.
+    /// The pretrained trainable tensors; the zero-shot head for two classes, else a head
+    /// ~ N(0, 1/hidden); zero head bias.
     fn init_params(&self, rng: &mut dyn RngCore) -> Vec<f64> {
         let mut w = self.pretrained.clone();
         if self.classes == 2 {
@@ -453,13 +530,32 @@ impl Model for MiniLmClassifier {
     }
     /// The loss only: `grad` is left untouched (forward passes only).
     fn example_loss(&self, w: &[f64], x: &[f64], y: f64, _grad: Option<&mut [f64]>) -> f64 {
-        softmax_cross_entropy(&self.logits(w, x), y as usize, false).0
+        softmax_cross_entropy(&self.logits(w, &to_f32(w), x), y as usize, false).0
     }
     fn predict_class(&self, w: &[f64], x: &[f64]) -> Option<usize> {
-        argmax(&self.logits(w, x))
+        argmax(&self.logits(w, &to_f32(w), x))
     }
     fn parallel_chunk(&self) -> Option<usize> {
         Some(CHUNK)
+    }
+    /// The batch loss converts `w` to `f32` once, not per example (22.7M entries with
+    /// [`Trainable::All`]).
+    fn loss(&self, w: &[f64], data: &Dataset, idx: Option<&[usize]>) -> f64 {
+        let p = to_f32(w);
+        let (sum, count) = par_sum(data.len(), idx, CHUNK, |i| {
+            let logits = self.logits(w, &p, data.row(i));
+            softmax_cross_entropy(&logits, data.label(i) as usize, false).0
+        });
+        sum / count.max(1) as f64
+    }
+    fn accuracy(&self, w: &[f64], data: &Dataset) -> Option<f64> {
+        data.num_classes()?;
+        let p = to_f32(w);
+        let (hits, n) = par_sum(data.len(), None, CHUNK, |i| {
+            let hit = argmax(&self.logits(w, &p, data.row(i))) == Some(data.label(i) as usize);
+            f64::from(u8::from(hit))
+        });
+        Some(hits / n.max(1) as f64)
     }
 }
 
@@ -483,7 +579,7 @@ mod tests {
             eprintln!("skipping: minilm not fetched");
             return;
         };
-        let model = MiniLmClassifier::load(&dir, 32, 2).unwrap();
+        let model = MiniLmClassifier::load(&dir, 32, 2, Trainable::Bitfit).unwrap();
         let vocab = WordPiece::from_vocab_file(&dir.join("vocab.txt")).unwrap();
         let w = model.init_params(&mut privopt_math::SeedTree::new(0).stream("t", &[]));
         let embed = |t: &str| {
@@ -514,5 +610,38 @@ mod tests {
             cos(&a, &b),
             cos(&a, &c)
         );
+    }
+
+    #[test]
+    fn training_every_tensor_starts_from_the_same_model_and_reaches_the_matrices() {
+        let Some(dir) = minilm_dir() else {
+            eprintln!("skipping: minilm not fetched");
+            return;
+        };
+        let bitfit = MiniLmClassifier::load(&dir, 32, 2, Trainable::Bitfit).unwrap();
+        let all = MiniLmClassifier::load(&dir, 32, 2, Trainable::All).unwrap();
+        assert_eq!(bitfit.num_params(), 31_490);
+        // Embedding tables 11 917 824 and their LayerNorm 768, six layers of 1 774 464, and
+        // the head's 770: 22.57M (the published 22.7M also counts the unused pooler).
+        assert_eq!(all.num_params(), 11_917_824 + 768 + 6 * 1_774_464 + 770);
+        assert!(all.frozen.is_empty());
+        let vocab = WordPiece::from_vocab_file(&dir.join("vocab.txt")).unwrap();
+        let mut row: Vec<f64> = vocab
+            .encode("a thoughtful, moving film", 32)
+            .into_iter()
+            .map(f64::from)
+            .collect();
+        row.resize(32, -1.0);
+        let rng = &mut privopt_math::SeedTree::new(0).stream("t", &[]);
+        let (wb, mut wa) = (bitfit.init_params(rng), all.init_params(rng));
+        let lb = bitfit.example_loss(&wb, &row, 1.0, None);
+        let la = all.example_loss(&wa, &row, 1.0, None);
+        assert_eq!(lb.to_bits(), la.to_bits(), "{lb} vs {la}");
+        // A query-matrix entry of layer 0 is a parameter now: moving it moves the loss.
+        let Src::Param(q) = all.layers[0].q else {
+            panic!("layer 0's query matrix is frozen");
+        };
+        wa[q.at] += 0.5;
+        assert_ne!(all.example_loss(&wa, &row, 1.0, None), la);
     }
 }

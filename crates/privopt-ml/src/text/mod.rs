@@ -4,5 +4,5 @@
 mod minilm;
 mod wordpiece;
 
-pub use minilm::{EncoderShape, MiniLmClassifier};
+pub use minilm::{EncoderShape, MiniLmClassifier, Trainable};
 pub use wordpiece::WordPiece;

@@ -244,8 +244,8 @@ pub struct ChannelLayerReport {
     pub rlwe_relative_noise: f64,
     /// Singular values of the K × n matrix of observations over the largest, descending.
     pub singular_values: Vec<f64>,
-    /// `s_N / s_{N+1}`: a large gap says the observations span exactly the N-dimensional
-    /// space of the keys, whatever the gains.
+    /// `s_N / max(s_{N+1}, max(K, n)·ε)`: a large gap says the observations span exactly the
+    /// N-dimensional space of the keys, whatever the gains.
     pub rank_gap: f64,
 }
 
@@ -291,8 +291,12 @@ pub fn channel_layer(
     let top = eig.first().copied().unwrap_or(1.0).max(f64::MIN_POSITIVE);
     let singular_values: Vec<f64> = eig.iter().map(|s| s / top).collect();
     let nd = devices.len();
+    // Below max(K, n)·ε of the largest, a singular value is zero to working precision (the
+    // usual numerical-rank threshold); its digits are rounding, which differs between SIMD
+    // paths, so the gap is measured against that floor.
+    let zero = k.max(key.len()) as f64 * f64::EPSILON;
     let rank_gap = match (singular_values.get(nd - 1), singular_values.get(nd)) {
-        (Some(a), Some(b)) => a / b.max(f64::MIN_POSITIVE),
+        (Some(a), Some(b)) => a / b.max(zero),
         _ => f64::NAN,
     };
     Ok(ChannelLayerReport {

@@ -7,6 +7,8 @@ use crate::config::ExperimentConfig;
 use crate::error::{Error, Result};
 use crate::plot::line_plot;
 use crate::runner::{Outcome, RunOutcome};
+use crate::suites::SuiteReport;
+use crate::suites::dpfhe::{DpfheSuiteReport, Table3Cell};
 use privopt_sim::methods::Report;
 
 /// Columns that are not plotted on their own (the x axis, and the byte counters which are
@@ -173,7 +175,8 @@ pub fn write_results(
 }
 
 /// Plots of a report's own curves, whose x axis is not the evaluation round: the pdsgd
-/// eavesdropper's KS statistic against the iterations it observed.
+/// eavesdropper's KS statistic against the iterations it observed, and dpfhe Table 3's
+/// distance to the minimizer against the step (Fig. 3).
 fn write_report_plots(dir: &Path, run_name: &str, outcome: &RunOutcome) -> Result<Vec<PathBuf>> {
     let mut written = Vec::new();
     if let Some(Outcome::Method(Report::Pdsgd(r))) = &outcome.report
@@ -194,6 +197,51 @@ fn write_report_plots(dir: &Path, run_name: &str, outcome: &RunOutcome) -> Resul
                 ),
                 ("critical value, α = 0.001".into(), e.critical.clone()),
             ],
+        )?;
+        written.push(p);
+    }
+    if let Some(Outcome::Suite(report)) = &outcome.report
+        && let SuiteReport::Dpfhe(DpfheSuiteReport::Table3(cells)) = report.as_ref()
+    {
+        written.extend(write_fig3(dir, run_name, cells)?);
+    }
+    Ok(written)
+}
+
+/// The paper's Fig. 3: ‖w_t − w*‖² against the step, one plot per dataset with a curve per
+/// polynomial (each ends at its own T).
+fn write_fig3(dir: &Path, run_name: &str, cells: &[Table3Cell]) -> Result<Vec<PathBuf>> {
+    const POINTS: usize = 200;
+    let mut written = Vec::new();
+    let mut datasets: Vec<&str> = cells.iter().map(|c| c.dataset.as_str()).collect();
+    datasets.dedup();
+    for name in datasets {
+        let mine: Vec<&Table3Cell> = cells
+            .iter()
+            .filter(|c| c.dataset == name && !c.distance.is_empty())
+            .collect();
+        let Some(longest) = mine.iter().map(|c| c.distance.len()).max() else {
+            continue;
+        };
+        let stride = (longest - 1).div_ceil(POINTS).max(1);
+        let x: Vec<f64> = (0..longest).step_by(stride).map(|t| t as f64).collect();
+        let series: Vec<Series> = mine
+            .iter()
+            .map(|c| {
+                let values = (0..longest)
+                    .step_by(stride)
+                    .map(|t| c.distance.get(t).copied().unwrap_or(f64::NAN))
+                    .collect();
+                (c.label.clone(), values)
+            })
+            .collect();
+        let p = dir.join(format!("fig3_{name}.png"));
+        line_plot(
+            &p,
+            &format!("{run_name} — {name}: distance to the exact-loss minimizer"),
+            ("step t", "‖w_t − w*‖²"),
+            &x,
+            &series,
         )?;
         written.push(p);
     }

@@ -6,6 +6,9 @@ mod common;
 
 use privopt_approx::Interval;
 use privopt_approx::functions::{Method as Fit, approximate, sigmoid};
+use privopt_experiments::runner::Outcome;
+use privopt_experiments::suites::SuiteReport;
+use privopt_experiments::suites::dpfhe::DpfheSuiteReport;
 use privopt_ml::data::Dataset;
 use privopt_sim::methods::dpfhe::algorithms::{Barrier, GdSpec, train};
 use privopt_sim::methods::dpfhe::logreg::{Link, accuracy};
@@ -215,6 +218,22 @@ fn table3_smoke_reproduces_the_polynomial_columns() {
         assert!(acc > 0.6 && acc <= 1.0, "{acc}");
         let beta = s[&format!("table3_compas_mm_{h}_smoothness")];
         assert!((s[&format!("table3_compas_mm_{h}_lr")] * beta - 1.0).abs() < 1e-12);
+    }
+    // Fig. 3: every curve starts at ‖w*‖² (w₀ = 0), has T + 1 points, and GD at LR = 1/β
+    // moves towards w* (COMPAS is not separable, so w* exists).
+    let Some(Outcome::Suite(report)) = &out.report else {
+        panic!("no suite report");
+    };
+    let SuiteReport::Dpfhe(DpfheSuiteReport::Table3(cells)) = report.as_ref() else {
+        panic!("not a Table 3 report");
+    };
+    let start = cells[0].distance[0];
+    assert!(start > 0.0 && start.is_finite());
+    for c in cells {
+        assert_eq!(c.distance.len() as u64, c.steps_run + 1, "{}", c.key);
+        assert_eq!(c.distance[0], start, "{}", c.key);
+        assert!(c.distance_final < 0.9 * start, "{}: {}", c.key, c.distance_final);
+        assert_eq!(s[&format!("{}_distance_final", c.key)], c.distance_final);
     }
 }
 

@@ -23,10 +23,10 @@ use privopt_ml::data::scale::FeatureScaling;
 use privopt_sim::context::{RunContext, parallel_map};
 use privopt_sim::error::{Result, ensure};
 use privopt_sim::methods::dpfhe::algorithms::{
-    Barrier, GdSpec, output_perturbation, output_sensitivity, train,
+    Barrier, GdSpec, output_perturbation, output_sensitivity, train, train_observed,
 };
 use privopt_sim::methods::dpfhe::data::{PAPER_DATASETS, Preprocessing, load_task};
-use privopt_sim::methods::dpfhe::logreg::{Link, accuracy, auc, gradient_sum};
+use privopt_sim::methods::dpfhe::logreg::{Link, accuracy, auc, gradient_sum, minimizer};
 use privopt_sim::methods::dpfhe::theorem::{
     BarrierParams, BarrierShape, PHI_MAX, RunShape, SelectionTargets, check, select,
 };
@@ -444,10 +444,13 @@ struct Table3Row {
 impl DpfheSuiteConfig {
     fn table3(&self, ctx: &mut RunContext<'_>) -> Result<Vec<Table3Cell>> {
         let mut data = Vec::new();
+        let mut optima = Vec::new();
         let mut rows = Vec::new();
         let mut cells = Vec::new();
         for (di, name) in self.datasets.iter().enumerate() {
             let tt = self.load(ctx, name)?;
+            // Fig. 3's reference point w*_f (Newton converges in tens of steps when it exists).
+            optima.push(minimizer(&tt.train, 200));
             let m = tt.train.n_features() as f64;
             let (paper_h, paper_rho) = paper_table3(name);
             let hs = self.intervals.get(name).cloned().unwrap_or(paper_h);
@@ -465,6 +468,8 @@ impl DpfheSuiteConfig {
                     let steps = (trho2 / (rho * rho)).floor() as u64;
                     cells.push(Table3Cell {
                         key: format!("table3_{name}_{}_{}", fit.label(), h),
+                        dataset: name.clone(),
+                        label: format!("{}@[−{h}, {h}]", fit.label().to_uppercase()),
                         error_sup: report.sup,
                         error_sup_certified: report.sup_bound,
                         error_l2: report.l2,
@@ -477,6 +482,8 @@ impl DpfheSuiteConfig {
                         acc: f64::NAN,
                         steps_run: self.steps(steps),
                         diverged: false,
+                        distance_final: f64::NAN,
+                        distance: Vec::new(),
                     });
                     rows.push(Table3Row {
                         dataset: di,
@@ -507,14 +514,23 @@ impl DpfheSuiteConfig {
                     barrier: None,
                 };
                 let mut rng = ctx.seeds.stream("dpfhe/table3", &[i as u64]);
-                let traj = train(&data[r.dataset].train, &spec, &mut rng, false);
-                Ok((accuracy(&traj.w, &data[r.dataset].test), traj.diverged_at))
+                let mut distance = Vec::new();
+                let traj = train_observed(&data[r.dataset].train, &spec, &mut rng, false, |w| {
+                    if let Some(opt) = &optima[r.dataset] {
+                        distance.push(w.iter().zip(opt).map(|(a, b)| (a - b) * (a - b)).sum());
+                    }
+                });
+                let acc = accuracy(&traj.w, &data[r.dataset].test);
+                Ok((acc, traj.diverged_at, distance))
             },
         )?;
-        for (row, ((r, (acc, diverged)), cell)) in rows.iter().zip(accs).zip(&mut cells).enumerate()
+        for (row, ((r, (acc, diverged, distance)), cell)) in
+            rows.iter().zip(accs).zip(&mut cells).enumerate()
         {
             cell.acc = acc;
             cell.diverged = diverged.is_some();
+            cell.distance_final = distance.last().copied().unwrap_or(f64::NAN);
+            cell.distance = distance;
             ctx.record(&[
                 ("round", row as f64),
                 ("dataset", r.dataset as f64),

@@ -53,6 +53,12 @@ pub struct Table3Cell {
     /// `table3_{dataset}_{fit}_{h}`.
     #[serde(skip)]
     pub key: String,
+    /// The dataset, and the fit and interval as a curve label (`MM@[−h, h]`).
+    #[serde(skip)]
+    pub dataset: String,
+    /// See `dataset`.
+    #[serde(skip)]
+    pub label: String,
     /// sup |p̃ − σ| on the interval, on a grid.
     pub error_sup: f64,
     /// Its certified upper bound.
@@ -77,6 +83,12 @@ pub struct Table3Cell {
     pub steps_run: u64,
     /// Whether the run diverged.
     pub diverged: bool,
+    /// Fig. 3's final optimization error ‖w_T − w*‖², w* the minimizer of the exact logistic
+    /// loss on the training set (NaN when it has none).
+    pub distance_final: f64,
+    /// Fig. 3's curve: ‖w_t − w*‖² for t = 0, …, T.
+    #[serde(skip)]
+    pub distance: Vec<f64>,
 }
 
 /// Table 4's parameters for one dataset: noise, App. D.3's certified no-clip parameters and

@@ -50,6 +50,18 @@ pub struct Trajectory {
 
 /// Runs `spec` on `data` from w₀ = 0.
 pub fn train(data: &Dataset, spec: &GdSpec, rng: &mut impl Rng, track_margins: bool) -> Trajectory {
+    train_observed(data, spec, rng, track_margins, |_| {})
+}
+
+/// [`train`], calling `observe(w_t)` with every iterate w₀, w₁, …, w_T, in order (up to the
+/// last finite one when the run diverges).
+pub fn train_observed(
+    data: &Dataset,
+    spec: &GdSpec,
+    rng: &mut impl Rng,
+    track_margins: bool,
+    mut observe: impl FnMut(&[f64]),
+) -> Trajectory {
     let d = data.n_features();
     let all: Vec<usize> = (0..data.len()).collect();
     let mut w = vec![0.0; d];
@@ -62,6 +74,7 @@ pub fn train(data: &Dataset, spec: &GdSpec, rng: &mut impl Rng, track_margins: b
         .ok()
         .flatten();
     for t in 0..spec.steps {
+        observe(&w);
         let sampled;
         let batch: &[usize] = match spec.batch {
             Some(b) => {
@@ -96,6 +109,7 @@ pub fn train(data: &Dataset, spec: &GdSpec, rng: &mut impl Rng, track_margins: b
         }
         w = next;
     }
+    observe(&w);
     Trajectory {
         w,
         diverged_at: None,

@@ -60,6 +60,87 @@ pub fn gradient_sum(
     max_margin
 }
 
+/// Mean logistic loss with the exact sigmoid, f(w) (what `gradient_sum` differentiates).
+pub fn logistic_loss(w: &[f64], data: &Dataset) -> f64 {
+    let total: f64 = (0..data.len())
+        .map(|i| {
+            let z = margin(w, data.row(i));
+            // ln(1 + e^z) − y·z, computed without overflow.
+            let softplus = if z > 0.0 {
+                z + (-z).exp().ln_1p()
+            } else {
+                z.exp().ln_1p()
+            };
+            softplus - data.label(i) * z
+        })
+        .sum();
+    total / data.len().max(1) as f64
+}
+
+/// w* = argmin f, the exact logistic loss on `data` (the minimum-norm one when f is flat in
+/// some direction), by damped Newton steps with backtracking (d is at most a few hundred). `None` when f has no minimizer within reach: on
+/// (nearly) separable data the gradient fades as ‖w‖ grows, but the Newton step does not.
+pub fn minimizer(data: &Dataset, max_iter: usize) -> Option<Vec<f64>> {
+    use faer::linalg::solvers::Solve;
+    let d = data.n_features();
+    let n = data.len().max(1) as f64;
+    let all: Vec<usize> = (0..data.len()).collect();
+    let norm = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    let mut w = vec![0.0; d];
+    let mut f = logistic_loss(&w, data);
+    for _ in 0..max_iter {
+        let mut grad = vec![0.0; d];
+        gradient_sum(&Link::Exact, &w, data, &all, None, &mut grad);
+        grad.iter_mut().for_each(|g| *g /= n);
+        // Hessian Σ σ(1 − σ)·x xᵀ / N (lower triangle).
+        let mut hess = faer::Mat::<f64>::zeros(d, d);
+        for i in 0..data.len() {
+            let x = data.row(i);
+            let s = sigmoid(margin(&w, x));
+            let c = s * (1.0 - s) / n;
+            for a in 0..d {
+                for b in 0..=a {
+                    hess[(a, b)] += c * x[a] * x[b];
+                }
+            }
+        }
+        // One-hot groups beside the bias make H singular: f is flat along X's null space and
+        // its minimizers form an affine set. A small damping keeps every step in X's row space,
+        // where GD from w₀ = 0 stays too, so the limit is the minimum-norm minimizer: the point
+        // of that set GD converges to, and the nearest one to every GD iterate.
+        let damping = 1e-8 * (0..d).map(|a| hess[(a, a)]).sum::<f64>() / d.max(1) as f64;
+        for a in 0..d {
+            hess[(a, a)] += damping.max(f64::MIN_POSITIVE);
+        }
+        let llt = hess.llt(faer::Side::Lower).ok()?;
+        let rhs = faer::Mat::<f64>::from_fn(d, 1, |a, _| grad[a]);
+        let solved = llt.solve(&rhs);
+        let step: Vec<f64> = (0..d).map(|a| solved[(a, 0)]).collect();
+        let size = norm(&step);
+        if size <= 1e-10 * (1.0 + norm(&w)) {
+            return Some(w);
+        }
+        // Near w* the full step is safe and its decrease is below f's rounding; farther out,
+        // backtrack until Armijo's condition (c = 1e-4) holds.
+        let slope: f64 = grad.iter().zip(&step).map(|(g, s)| g * s).sum();
+        let mut t = 1.0;
+        loop {
+            let trial: Vec<f64> = w.iter().zip(&step).map(|(wi, s)| wi - t * s).collect();
+            let ft = logistic_loss(&trial, data);
+            if size <= 1e-6 * (1.0 + norm(&w)) || ft <= f - 1e-4 * t * slope {
+                w = trial;
+                f = ft;
+                break;
+            }
+            t *= 0.5;
+            if t < 1e-12 {
+                return None;
+            }
+        }
+    }
+    None
+}
+
 /// Fraction of examples with (⟨w, x⟩ > 0) == (y == 1).
 pub fn accuracy(w: &[f64], data: &Dataset) -> f64 {
     let correct = (0..data.len())
@@ -98,23 +179,6 @@ pub fn auc(w: &[f64], data: &Dataset) -> f64 {
 mod tests {
     use super::*;
 
-    /// Mean logistic loss with the exact sigmoid (what `gradient_sum` differentiates).
-    fn logistic_loss(w: &[f64], data: &Dataset) -> f64 {
-        let total: f64 = (0..data.len())
-            .map(|i| {
-                let z = margin(w, data.row(i));
-                // ln(1 + e^z) − y·z, computed without overflow.
-                let softplus = if z > 0.0 {
-                    z + (-z).exp().ln_1p()
-                } else {
-                    z.exp().ln_1p()
-                };
-                softplus - data.label(i) * z
-            })
-            .sum();
-        total / data.len().max(1) as f64
-    }
-
     fn toy() -> Dataset {
         Dataset::new(
             vec![1.0, 1.0, -1.0, 1.0, 0.5, 1.0, -0.5, 1.0],
@@ -150,6 +214,47 @@ mod tests {
             let fd = (logistic_loss(&a, &d) - logistic_loss(&b, &d)) / (2.0 * h);
             assert!((g[k] / 4.0 - fd).abs() < 1e-8);
         }
+    }
+
+    #[test]
+    fn the_minimizer_zeroes_the_gradient_and_separable_data_have_none() {
+        // Positives at x = 1, −0.5, 2, negatives at −1, 0.5: no threshold separates them.
+        let mixed = Dataset::new(
+            vec![1.0, 1.0, -1.0, 1.0, 0.5, 1.0, -0.5, 1.0, 2.0, 1.0],
+            vec![1.0, 0.0, 0.0, 1.0, 1.0],
+            2,
+            Some(2),
+        )
+        .unwrap();
+        let w = minimizer(&mixed, 50).expect("a minimizer exists");
+        let mut g = vec![0.0; 2];
+        gradient_sum(&Link::Exact, &w, &mixed, &[0, 1, 2, 3, 4], None, &mut g);
+        assert!(g.iter().all(|x| x.abs() < 1e-10), "{g:?}");
+        assert!(w[0] > 0.1, "{w:?}");
+        let f = logistic_loss(&w, &mixed);
+        for delta in [[0.01, 0.0], [0.0, 0.01], [-0.01, 0.01]] {
+            let moved = [w[0] + delta[0], w[1] + delta[1]];
+            assert!(logistic_loss(&moved, &mixed) > f);
+        }
+        // A copy of the first column (as one-hot groups beside the bias give): f is flat along
+        // (1, −1, 0) and the limit splits the weight evenly, the minimum-norm minimizer.
+        let doubled = Dataset::new(
+            (0..5)
+                .flat_map(|i| {
+                    let r = mixed.row(i);
+                    [r[0], r[0], r[1]]
+                })
+                .collect(),
+            vec![1.0, 0.0, 0.0, 1.0, 1.0],
+            3,
+            Some(2),
+        )
+        .unwrap();
+        let v = minimizer(&doubled, 50).expect("a minimizer exists");
+        assert!((v[0] - v[1]).abs() < 1e-6, "{v:?}");
+        assert!((v[0] + v[1] - w[0]).abs() < 1e-6 && (v[2] - w[1]).abs() < 1e-6, "{v:?} {w:?}");
+        // toy() is separated by x0 > 0: f has no minimizer.
+        assert!(minimizer(&toy(), 50).is_none());
     }
 
     #[test]

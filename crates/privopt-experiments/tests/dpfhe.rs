@@ -232,7 +232,12 @@ fn table3_smoke_reproduces_the_polynomial_columns() {
     for c in cells {
         assert_eq!(c.distance.len() as u64, c.steps_run + 1, "{}", c.key);
         assert_eq!(c.distance[0], start, "{}", c.key);
-        assert!(c.distance_final < 0.9 * start, "{}: {}", c.key, c.distance_final);
+        assert!(
+            c.distance_final < 0.9 * start,
+            "{}: {}",
+            c.key,
+            c.distance_final
+        );
         assert_eq!(s[&format!("{}_distance_final", c.key)], c.distance_final);
     }
 }

@@ -252,7 +252,10 @@ mod tests {
         .unwrap();
         let v = minimizer(&doubled, 50).expect("a minimizer exists");
         assert!((v[0] - v[1]).abs() < 1e-6, "{v:?}");
-        assert!((v[0] + v[1] - w[0]).abs() < 1e-6 && (v[2] - w[1]).abs() < 1e-6, "{v:?} {w:?}");
+        assert!(
+            (v[0] + v[1] - w[0]).abs() < 1e-6 && (v[2] - w[1]).abs() < 1e-6,
+            "{v:?} {w:?}"
+        );
         // toy() is separated by x0 > 0: f has no minimizer.
         assert!(minimizer(&toy(), 50).is_none());
     }

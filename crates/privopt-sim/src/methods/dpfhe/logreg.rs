@@ -78,8 +78,9 @@ pub fn logistic_loss(w: &[f64], data: &Dataset) -> f64 {
 }
 
 /// w* = argmin f, the exact logistic loss on `data` (the minimum-norm one when f is flat in
-/// some direction), by damped Newton steps with backtracking (d is at most a few hundred). `None` when f has no minimizer within reach: on
-/// (nearly) separable data the gradient fades as ‖w‖ grows, but the Newton step does not.
+/// some direction), by damped Newton steps with backtracking (d is at most a few hundred).
+/// `None` when f has no finite minimizer: on separable or quasi-separable data (a rare one-hot
+/// category whose examples share one label) f keeps falling as ‖w‖ grows along some direction.
 pub fn minimizer(data: &Dataset, max_iter: usize) -> Option<Vec<f64>> {
     use faer::linalg::solvers::Solve;
     let d = data.n_features();
@@ -116,13 +117,13 @@ pub fn minimizer(data: &Dataset, max_iter: usize) -> Option<Vec<f64>> {
         let rhs = faer::Mat::<f64>::from_fn(d, 1, |a, _| grad[a]);
         let solved = llt.solve(&rhs);
         let step: Vec<f64> = (0..d).map(|a| solved[(a, 0)]).collect();
-        let size = norm(&step);
+        let (size, scale) = (norm(&step), 1.0 + norm(&w));
         // gᵀ(H + δI)⁻¹g/2 estimates f − f* (the Newton decrement), and rounding noise in X's
         // null space barely enters it. Once it is spent, a minimizer has a small Newton step;
         // along a (quasi-)separating direction f decays like e^{−t} and the step stays ≈ 1.
         let slope: f64 = grad.iter().zip(&step).map(|(g, s)| g * s).sum();
-        if size <= 1e-10 * (1.0 + norm(&w)) || slope <= 2e-20 {
-            return (size <= 1e-3 * (1.0 + norm(&w))).then_some(w);
+        if size <= 1e-10 * scale || slope <= 2e-20 {
+            return (size <= 1e-3 * scale).then_some(w);
         }
         // Near w* the full step is safe and its decrease is below f's rounding; farther out,
         // backtrack until Armijo's condition (c = 1e-4) holds.
@@ -130,7 +131,7 @@ pub fn minimizer(data: &Dataset, max_iter: usize) -> Option<Vec<f64>> {
         loop {
             let trial: Vec<f64> = w.iter().zip(&step).map(|(wi, s)| wi - t * s).collect();
             let ft = logistic_loss(&trial, data);
-            if size <= 1e-6 * (1.0 + norm(&w)) || ft <= f - 1e-4 * t * slope {
+            if size <= 1e-6 * scale || ft <= f - 1e-4 * t * slope {
                 w = trial;
                 f = ft;
                 break;

@@ -68,6 +68,8 @@ class Localhost:
         self.simulation = simulation
         self.port = free_port()
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        # Every process ever started (a restarted node's predecessor too), for stop().
+        self._started: list[subprocess.Popen[bytes]] = []
         self.home = self.workdir / "flwr-home"
 
     # -- processes ---------------------------------------------------------------------
@@ -76,10 +78,14 @@ class Localhost:
         env = flower_env(home)
         if test_kill:  # lets the run config's debug.kill fault fire (see client_app.py)
             env["PRIVOPT_FLOWER_TEST_KILL"] = "1"
+        running = self.procs.get(name)
+        if running is not None and running.poll() is None:
+            raise RuntimeError(f"{name} is already running (pid {running.pid})")
         log = open(self.workdir / f"{name}.log", "ab")  # noqa: SIM115 (closed with the process)
         self.procs[name] = subprocess.Popen(
             cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
         )
+        self._started.append(self.procs[name])
         log.close()
 
     def start(self, timeout: float = 60.0) -> None:
@@ -133,13 +139,22 @@ class Localhost:
             p.wait()
 
     def stop(self) -> None:
-        for p in self.procs.values():
-            if p.poll() is None:
-                try:
-                    os.killpg(p.pid, signal.SIGTERM)
-                    p.wait(timeout=10)
-                except (ProcessLookupError, subprocess.TimeoutExpired):
-                    os.killpg(p.pid, signal.SIGKILL)
+        """Terminates every process group started (a dead leader may leave members behind),
+        then kills what is left of each."""
+        for p in self._started:
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                continue
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
 
     def __enter__(self) -> Localhost:
         self.start()

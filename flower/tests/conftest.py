@@ -8,7 +8,11 @@ BASE: dict[str, Any] = {
     "seed": 0,
     "clients": 5,
     "eval-every": 1,
-    "stage-timeout": 20.0,
+    # A stage on localhost costs a few seconds per message (the SuperNode polls every 3 s when
+    # idle, and each message starts a fresh ClientApp process), more with two tests sharing 2
+    # cores: at 15 s a live party was sometimes reported missing. Killed parties cost one
+    # deadline each.
+    "stage-timeout": 45.0,
     "join-timeout": 60.0,
     "data.dataset": "synthetic_logistic",
     "data.n_train": 1000,

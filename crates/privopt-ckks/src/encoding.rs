@@ -26,30 +26,63 @@ pub fn encode_scalar(x: f64, n: usize, scale_log2: u32) -> Result<Vec<i64>, Ckks
     Ok(m)
 }
 
+/// A complex slot value (bootstrapping's transforms act on complex slots).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-struct Complex {
-    re: f64,
-    im: f64,
+pub struct Complex {
+    /// Real part.
+    pub re: f64,
+    /// Imaginary part.
+    pub im: f64,
 }
 
 impl Complex {
+    /// `re + i·im`.
+    pub const fn new(re: f64, im: f64) -> Self {
+        Self { re, im }
+    }
+
+    /// `e^{iθ}`.
+    pub fn cis(theta: f64) -> Self {
+        Self::new(theta.cos(), theta.sin())
+    }
+
+    /// `|z|`.
+    pub fn abs(self) -> f64 {
+        self.re.hypot(self.im)
+    }
+
+    /// `z̄`.
+    pub fn conj(self) -> Self {
+        Self::new(self.re, -self.im)
+    }
+
+    /// `c·z` for a real `c`.
+    pub fn scale(self, c: f64) -> Self {
+        Self::new(c * self.re, c * self.im)
+    }
+}
+
+impl std::ops::Add for Complex {
+    type Output = Self;
     fn add(self, o: Self) -> Self {
-        Self {
-            re: self.re + o.re,
-            im: self.im + o.im,
-        }
+        Self::new(self.re + o.re, self.im + o.im)
     }
+}
+
+impl std::ops::Sub for Complex {
+    type Output = Self;
     fn sub(self, o: Self) -> Self {
-        Self {
-            re: self.re - o.re,
-            im: self.im - o.im,
-        }
+        Self::new(self.re - o.re, self.im - o.im)
     }
+}
+
+impl std::ops::Mul for Complex {
+    type Output = Self;
     fn mul(self, o: Self) -> Self {
-        Self {
-            re: self.re * o.re - self.im * o.im,
-            im: self.re * o.im + self.im * o.re,
-        }
+        Self::new(
+            self.re * o.re - self.im * o.im,
+            self.re * o.im + self.im * o.re,
+        )
     }
 }
 
@@ -116,6 +149,12 @@ impl SlotEncoder {
     /// The real (unscaled, unrounded) coefficients of the polynomial whose slots are
     /// `values`: the inverse canonical embedding.
     pub fn coefficients(&self, values: &[f64]) -> Result<Vec<f64>, CkksError> {
+        let complex: Vec<Complex> = values.iter().map(|&x| Complex::new(x, 0.0)).collect();
+        self.coefficients_complex(&complex)
+    }
+
+    /// The coefficients of the polynomial whose (complex) slots are `values`.
+    pub fn coefficients_complex(&self, values: &[Complex]) -> Result<Vec<f64>, CkksError> {
         let slots = self.slots();
         if values.len() > slots {
             return Err(CkksError::Encoding(format!(
@@ -123,13 +162,14 @@ impl SlotEncoder {
                 values.len()
             )));
         }
-        if let Some(bad) = values.iter().find(|v| !v.is_finite()) {
-            return Err(CkksError::Encoding(format!("value {bad} is not finite")));
+        if let Some(bad) = values
+            .iter()
+            .find(|v| !(v.re.is_finite() && v.im.is_finite()))
+        {
+            return Err(CkksError::Encoding(format!("value {bad:?} is not finite")));
         }
         let mut vals = vec![Complex::default(); slots];
-        for (v, &x) in vals.iter_mut().zip(values) {
-            v.re = x;
-        }
+        vals[..values.len()].copy_from_slice(values);
         self.fft_special_inv(&mut vals);
         let mut coeffs = vec![0.0; self.n];
         for (j, v) in vals.iter().enumerate() {
@@ -141,6 +181,11 @@ impl SlotEncoder {
 
     /// The real slot values of a polynomial given by its (already unscaled) coefficients.
     pub fn decode(&self, coeffs: &[f64]) -> Vec<f64> {
+        self.decode_complex(coeffs).iter().map(|v| v.re).collect()
+    }
+
+    /// The complex slot values of a polynomial given by its (unscaled) coefficients.
+    pub fn decode_complex(&self, coeffs: &[f64]) -> Vec<Complex> {
         let slots = self.slots();
         let mut vals: Vec<Complex> = (0..slots)
             .map(|j| Complex {
@@ -149,7 +194,7 @@ impl SlotEncoder {
             })
             .collect();
         self.fft_special(&mut vals);
-        vals.iter().map(|v| v.re).collect()
+        vals
     }
 
     /// Evaluates at the slot roots (decoding direction).
@@ -164,9 +209,9 @@ impl SlotEncoder {
                 for j in 0..lenh {
                     let idx = (self.rot_group[j] % lenq) * m / lenq;
                     let u = vals[i + j];
-                    let v = vals[i + j + lenh].mul(self.ksi[idx]);
-                    vals[i + j] = u.add(v);
-                    vals[i + j + lenh] = u.sub(v);
+                    let v = vals[i + j + lenh] * self.ksi[idx];
+                    vals[i + j] = u + v;
+                    vals[i + j + lenh] = u - v;
                 }
             }
             len *= 2;
@@ -183,8 +228,8 @@ impl SlotEncoder {
             for i in (0..size).step_by(len) {
                 for j in 0..lenh {
                     let idx = (lenq - self.rot_group[j] % lenq) * m / lenq;
-                    let u = vals[i + j].add(vals[i + j + lenh]);
-                    let v = vals[i + j].sub(vals[i + j + lenh]).mul(self.ksi[idx]);
+                    let u = vals[i + j] + vals[i + j + lenh];
+                    let v = (vals[i + j] - vals[i + j + lenh]) * self.ksi[idx];
                     vals[i + j] = u;
                     vals[i + j + lenh] = v;
                 }

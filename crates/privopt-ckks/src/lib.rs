@@ -3,7 +3,7 @@
 //!
 //! The arithmetic lives in `privopt-math`; this crate adds the scheme. [`eval`] is the
 //! leveled single-key engine (products, rescaling, hybrid key switching, rotations,
-//! polynomial evaluation); bootstrapping comes later.
+//! polynomial evaluation, and bootstrapping in [`eval::bootstrap`]).
 
 pub mod bench_support;
 pub mod encoding;

@@ -37,14 +37,33 @@ pub enum SecretDistribution {
     Signs,
     /// Uniform in {−1, 0, 1}: the standard's assumption. Variance 2/3.
     Ternary,
+    /// Exactly `h` coefficients ±1, the rest 0 (bootstrapping's small ModRaise overflow).
+    /// The standard's table does not cover sparse secrets: such parameters build only with
+    /// `insecure_for_testing`.
+    Sparse(usize),
 }
 
 impl SecretDistribution {
-    /// Variance of one coefficient.
-    pub fn variance(self) -> f64 {
+    /// Variance of one coefficient in a ring of degree `n`.
+    pub fn variance(self, n: usize) -> f64 {
         match self {
             SecretDistribution::Signs => 1.0,
             SecretDistribution::Ternary => 2.0 / 3.0,
+            SecretDistribution::Sparse(h) => h as f64 / n as f64,
+        }
+    }
+
+    /// The fingerprint's encoding of the law (one byte for the dense laws, as before the
+    /// sparse one existed, so their fingerprints did not change).
+    fn tag(self) -> Vec<u8> {
+        match self {
+            SecretDistribution::Signs => vec![0],
+            SecretDistribution::Ternary => vec![1],
+            SecretDistribution::Sparse(h) => {
+                let mut out = vec![2];
+                out.extend((h as u64).to_le_bytes());
+                out
+            }
         }
     }
 }
@@ -223,6 +242,17 @@ impl CkksParamsBuilder {
                 self.smudging_log2
             )));
         }
+        if let SecretDistribution::Sparse(h) = self.secret {
+            if h == 0 || h > self.n {
+                return invalid(format!("sparse secret weight {h} is not in 1..={}", self.n));
+            }
+            if !self.insecure_for_testing {
+                return invalid(format!(
+                    "a sparse secret (weight {h}) is not covered by the HE standard's table; \
+                     it builds only with insecure_for_testing"
+                ));
+            }
+        }
         let error = DiscreteGaussian::new(self.error_sigma)?;
         // Distinct primes: take sizes in decreasing order, avoiding those already chosen.
         let mut primes: Vec<u64> = Vec::new();
@@ -298,7 +328,7 @@ impl CkksParamsBuilder {
         h.update((digits as u64).to_le_bytes());
         h.update(self.scale_log2.to_le_bytes());
         h.update(self.error_sigma.to_le_bytes());
-        h.update([self.secret as u8]);
+        h.update(self.secret.tag());
         h.update(self.smudging_log2.to_le_bytes());
         Ok(Arc::new(CkksParams {
             basis,
@@ -426,6 +456,32 @@ mod tests {
         assert!(b.basis().log_modulus() <= 218.0 && b.basis().log_modulus() > 217.0);
         assert!(b.basis().moduli().iter().all(|&q| q < 1 << 50));
         assert_ne!(a.fingerprint(), b.fingerprint());
+    }
+
+    #[test]
+    fn sparse_secrets_need_the_opt_in_and_a_weight_in_range() {
+        // Within the dense table's bound, but the table does not cover sparse secrets.
+        let e = CkksParamsBuilder::new(4096, &[36, 36, 36])
+            .secret(SecretDistribution::Sparse(64))
+            .build()
+            .unwrap_err();
+        assert!(e.to_string().contains("sparse secret"), "{e}");
+        let ok = CkksParamsBuilder::new(4096, &[36, 36, 36])
+            .secret(SecretDistribution::Sparse(64))
+            .insecure_for_testing(true)
+            .build()
+            .unwrap();
+        let dense = CkksParamsBuilder::new(4096, &[36, 36, 36]).build().unwrap();
+        assert_ne!(ok.fingerprint(), dense.fingerprint());
+        for h in [0, 4097] {
+            assert!(
+                CkksParamsBuilder::new(4096, &[36, 36, 36])
+                    .secret(SecretDistribution::Sparse(h))
+                    .insecure_for_testing(true)
+                    .build()
+                    .is_err()
+            );
+        }
     }
 
     #[test]

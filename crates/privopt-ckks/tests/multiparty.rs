@@ -113,7 +113,7 @@ fn analytic_variance(params: &CkksParams, parties: f64) -> f64 {
     let n = params.n() as f64;
     let e2 = params.error().sigma().powi(2);
     let v2 = 2.0 / 3.0; // ternary encryption randomness
-    let s2 = params.secret().variance();
+    let s2 = params.secret().variance(params.n());
     let smudge2 = 2f64.powf(2.0 * params.smudging_log2()) + 1.0 / 12.0; // + rounding
     n * (parties * v2) * (parties * e2)
         + parties * e2

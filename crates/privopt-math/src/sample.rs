@@ -67,6 +67,21 @@ pub fn signs(n: usize, rng: &mut impl CryptoRng) -> Vec<i64> {
     out
 }
 
+/// Exactly `weight` non-zero coefficients, each ±1 with probability ½, at uniformly random
+/// distinct positions (a partial Fisher–Yates shuffle): a sparse ternary secret. A weight
+/// above `n` is capped at `n` (callers validate it with the parameters).
+pub fn sparse_ternary(n: usize, weight: usize, rng: &mut impl CryptoRng) -> Vec<i64> {
+    let weight = weight.min(n);
+    let mut positions: Vec<usize> = (0..n).collect();
+    let mut out = vec![0i64; n];
+    for i in 0..weight {
+        let j = rng.random_range(i..n);
+        positions.swap(i, j);
+        out[positions[i]] = if rng.next_u32() & 1 == 1 { 1 } else { -1 };
+    }
+    out
+}
+
 /// The discrete Gaussian `D_{Z,σ}` by inversion of a cumulative table.
 ///
 /// The table holds `P(|x| ≤ k)` for `k = 0 … ⌈10σ⌉` in 64-bit fixed point; the mass beyond
@@ -183,6 +198,33 @@ mod tests {
             "{zeros} vs {p0}"
         );
         assert!(DiscreteGaussian::new(0.1).is_err());
+    }
+
+    #[test]
+    fn sparse_ternary_has_exactly_its_weight_with_balanced_signs() {
+        let mut rng = secret_rng(Some(7));
+        let mut plus = 0;
+        let mut hits = vec![0u32; 64];
+        for _ in 0..2000 {
+            let s = sparse_ternary(64, 12, &mut rng);
+            assert_eq!(s.iter().filter(|&&c| c != 0).count(), 12);
+            assert!(s.iter().all(|c| c.abs() <= 1));
+            plus += s.iter().filter(|&&c| c == 1).count();
+            for (h, &c) in hits.iter_mut().zip(&s) {
+                *h += u32::from(c != 0);
+            }
+        }
+        // 24 000 signs: ½ ± 4σ (σ = 0.0032); each position hit 2000·12/64 = 375 times.
+        let frac = plus as f64 / 24_000.0;
+        assert!((frac - 0.5).abs() < 0.013, "{frac}");
+        assert!(hits.iter().all(|&h| (300..450).contains(&h)), "{hits:?}");
+        assert_eq!(
+            sparse_ternary(8, 9, &mut rng)
+                .iter()
+                .filter(|&&c| c != 0)
+                .count(),
+            8
+        );
     }
 
     #[test]

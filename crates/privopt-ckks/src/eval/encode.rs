@@ -3,6 +3,7 @@
 use super::ciphertext::Plaintext;
 use super::context::EvalContext;
 use super::ring;
+use crate::encoding::Complex;
 use crate::error::CkksError;
 
 /// Largest `|coefficient · scale|` accepted: rounding to `i128` must not overflow, and the
@@ -24,6 +25,28 @@ pub fn encode_at(
 ) -> Result<Plaintext, CkksError> {
     check_level(ctx, level)?;
     let coeffs = ctx.encoder().coefficients(values)?;
+    from_coefficients(ctx, &coeffs, level, scale)
+}
+
+/// Encodes complex slot values at `level` and an explicit scale (bootstrapping's transforms).
+pub fn encode_complex_at(
+    ctx: &EvalContext,
+    values: &[Complex],
+    level: usize,
+    scale: f64,
+) -> Result<Plaintext, CkksError> {
+    check_level(ctx, level)?;
+    let coeffs = ctx.encoder().coefficients_complex(values)?;
+    from_coefficients(ctx, &coeffs, level, scale)
+}
+
+/// The plaintext with real coefficients `coeffs · scale`, rounded, at `level`.
+fn from_coefficients(
+    ctx: &EvalContext,
+    coeffs: &[f64],
+    level: usize,
+    scale: f64,
+) -> Result<Plaintext, CkksError> {
     let scaled: Vec<i128> = coeffs
         .iter()
         .map(|&c| {
@@ -59,6 +82,18 @@ pub fn encode_at(
 /// first two primes (exact while `|coefficient| < q_0 q_1 / 2`, i.e. for any message that
 /// could still be rescaled), or from `q_0` alone at level 0.
 pub fn decode(ctx: &EvalContext, pt: &Plaintext) -> Result<Vec<f64>, CkksError> {
+    Ok(ctx.encoder().decode(&unscaled_coefficients(ctx, pt)?))
+}
+
+/// The complex slot values of a decrypted plaintext (see [`decode`]).
+pub fn decode_complex(ctx: &EvalContext, pt: &Plaintext) -> Result<Vec<Complex>, CkksError> {
+    Ok(ctx
+        .encoder()
+        .decode_complex(&unscaled_coefficients(ctx, pt)?))
+}
+
+/// The plaintext's coefficients divided by its scale.
+fn unscaled_coefficients(ctx: &EvalContext, pt: &Plaintext) -> Result<Vec<f64>, CkksError> {
     super::ciphertext::check_params(ctx, &pt.params, "a plaintext")?;
     let n = ctx.n();
     let rows = (pt.level + 1).min(2);
@@ -93,7 +128,7 @@ pub fn decode(ctx: &EvalContext, pt: &Plaintext) -> Result<Vec<f64>, CkksError> 
             })
             .collect()
     };
-    Ok(ctx.encoder().decode(&coeffs))
+    Ok(coeffs)
 }
 
 pub(crate) fn check_level(ctx: &EvalContext, level: usize) -> Result<(), CkksError> {

@@ -17,6 +17,7 @@ use super::ciphertext::{Ciphertext, Plaintext, Product, check_params};
 use super::context::EvalContext;
 use super::keys::{GaloisKeys, RelinKey};
 use super::{keyswitch, ring};
+use crate::encoding::Complex;
 use crate::error::CkksError;
 
 /// Relative scale difference tolerated between operands of an addition (the level-scale
@@ -230,14 +231,30 @@ impl Evaluator {
     /// The plaintext of `values` at the scale that makes its product with a ciphertext at
     /// `level` (scale `Δ_level`) rescale exactly onto `Δ_{level−1}`.
     pub fn encode_for_product(&self, values: &[f64], level: usize) -> Result<Plaintext, CkksError> {
+        super::encode::encode_at(&self.ctx, values, level, self.product_scale(level)?)
+    }
+
+    /// [`Evaluator::encode_for_product`] for complex slot values.
+    pub fn encode_complex_for_product(
+        &self,
+        values: &[Complex],
+        level: usize,
+    ) -> Result<Plaintext, CkksError> {
+        super::encode::encode_complex_at(&self.ctx, values, level, self.product_scale(level)?)
+    }
+
+    /// The plaintext scale `Δ_{l−1} q_l / Δ_l` that lands a product at level `l` on
+    /// `Δ_{l−1}` after the rescale.
+    fn product_scale(&self, level: usize) -> Result<f64, CkksError> {
         if level == 0 {
             return Err(CkksError::LevelExhausted(
                 "no level left for a plaintext product".into(),
             ));
         }
-        let scale = self.ctx.level_scale(level - 1) * self.ctx.primes[level] as f64
-            / self.ctx.level_scale(level);
-        super::encode::encode_at(&self.ctx, values, level, scale)
+        Ok(
+            self.ctx.level_scale(level - 1) * self.ctx.primes[level] as f64
+                / self.ctx.level_scale(level),
+        )
     }
 
     /// `a ∘ p` for a plaintext made by [`Evaluator::encode_for_product`] (or any plaintext at
@@ -357,6 +374,27 @@ impl Evaluator {
             return Ok(a.clone());
         }
         self.mul_const_to(a, 1.0, level)
+    }
+
+    /// `i · a` in every slot: a product with the monomial `X^{n/2}` (each slot root `ζ_j`
+    /// has `ζ_j^{n/2} = i`), exact and without a level.
+    pub fn mul_by_i(&self, a: &Ciphertext) -> Result<Ciphertext, CkksError> {
+        self.own(a)?;
+        let n = self.ctx.n();
+        let idx = Self::q_idx(a.level);
+        let mut monomial = vec![0i64; n];
+        monomial[n / 2] = 1;
+        Ok(self.install(|| {
+            let mut x = ring::from_signed(&self.ctx, &monomial, &idx);
+            ring::forward(&self.ctx, &mut x, &idx);
+            Ciphertext {
+                c0: ring::mul(&self.ctx, &a.c0, &x, &idx),
+                c1: ring::mul(&self.ctx, &a.c1, &x, &idx),
+                level: a.level,
+                scale: a.scale,
+                params: a.params,
+            }
+        }))
     }
 
     /// Rotates the slots left by `k` (negative: right).

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use privopt_math::sample::{signs, ternary};
+use privopt_math::sample::{signs, sparse_ternary, ternary};
 use rand::{CryptoRng, Rng};
 use zeroize::Zeroize;
 
@@ -124,6 +124,7 @@ impl SecretKey {
         let mut coeffs = match ctx.params().secret() {
             SecretDistribution::Signs => signs(n, rng),
             SecretDistribution::Ternary => ternary(n, rng),
+            SecretDistribution::Sparse(h) => sparse_ternary(n, h, rng),
         };
         let all: Vec<usize> = (0..ctx.primes.len()).collect();
         let mut s = ring::from_signed(ctx, &coeffs, &all);

@@ -1,25 +1,28 @@
 //! Slot-wise linear transforms `v ↦ M v` by the diagonal method with baby-step giant-step
-//! rotations (Halevi–Shoup; the layer bootstrapping's CoeffToSlot/SlotToCoeff will use).
+//! rotations (Halevi–Shoup), as bootstrapping's CoeffsToSlots and SlotsToCoeffs use them.
 //!
 //! With `M`'s generalized diagonals `u_i[j] = M[j][(j + i) mod s]` over the `s = n/2` slots,
-//! `M v = Σ_i u_i ∘ rot(v, i)`. Writing `i = g·k + b`,
-//! `M v = Σ_g rot( Σ_b rot(u_{gk+b}, −gk) ∘ rot(v, b), gk )`: `k − 1` baby rotations of `v`
-//! shared by every giant step, and one rotation per giant step, instead of one per diagonal.
-//! The diagonals are pre-rotated and encoded once, at the level the transform will run at.
+//! `M v = Σ_i u_i ∘ rot(v, i)`. The diagonal offsets are read as signed (`i` and `i − s` are
+//! the same rotation) and as multiples of their common stride `t` (a factor of a DFT has
+//! offsets `t·e` for a small range of `e`). Writing `e = e_min + g·k + b`,
+//! `M v = Σ_g rot( Σ_b rot(u_i, −G_g) ∘ rot(v, t·b), G_g )` with `G_g = t·(e_min + g·k)`:
+//! `k − 1` baby rotations of `v` shared by every giant step, and one rotation per giant step,
+//! instead of one per diagonal. The diagonals are pre-rotated and encoded once, at the level
+//! the transform will run at.
 
 use std::collections::BTreeMap;
 
 use super::ciphertext::{Ciphertext, Plaintext};
 use super::evaluator::Evaluator;
+use crate::encoding::Complex;
 use crate::error::CkksError;
 
 /// A linear transform prepared for one level.
 #[derive(Debug)]
 pub struct LinearTransform {
     level: usize,
-    baby: usize,
-    /// `giant g → [(b, encoded rot(u_{gk+b}, −gk))]`.
-    blocks: BTreeMap<usize, Vec<(usize, Plaintext)>>,
+    /// `giant rotation G_g → [(baby rotation t·b, encoded rot(u, −G_g))]`.
+    blocks: BTreeMap<i64, Vec<(i64, Plaintext)>>,
 }
 
 impl LinearTransform {
@@ -28,6 +31,19 @@ impl LinearTransform {
     pub fn new(
         ev: &Evaluator,
         diagonals: &BTreeMap<usize, Vec<f64>>,
+        level: usize,
+    ) -> Result<Self, CkksError> {
+        let complex: BTreeMap<usize, Vec<Complex>> = diagonals
+            .iter()
+            .map(|(&i, d)| (i, d.iter().map(|&x| Complex::new(x, 0.0)).collect()))
+            .collect();
+        Self::new_complex(ev, &complex, level)
+    }
+
+    /// [`LinearTransform::new`] for a complex matrix (bootstrapping's DFT factors).
+    pub fn new_complex(
+        ev: &Evaluator,
+        diagonals: &BTreeMap<usize, Vec<Complex>>,
         level: usize,
     ) -> Result<Self, CkksError> {
         let slots = ev.context().slots();
@@ -40,24 +56,29 @@ impl LinearTransform {
                 d.len()
             )));
         }
-        let span = diagonals.keys().next_back().map_or(1, |&m| m + 1);
-        let baby = (span as f64).sqrt().ceil().max(1.0) as usize;
-        let mut blocks: BTreeMap<usize, Vec<(usize, Plaintext)>> = BTreeMap::new();
-        for (&i, diag) in diagonals {
-            let (g, b) = (i / baby, i % baby);
-            let shift = g * baby;
-            // rot(u, −gk)[j] = u[j − gk].
-            let rotated: Vec<f64> = (0..slots)
-                .map(|j| diag[(j + slots - shift % slots) % slots])
-                .collect();
-            let pt = ev.encode_for_product(&rotated, level)?;
-            blocks.entry(g).or_default().push((b, pt));
+        if diagonals.is_empty() {
+            return Err(CkksError::InvalidParams(
+                "a transform with no diagonals".into(),
+            ));
         }
-        Ok(Self {
-            level,
-            baby,
-            blocks,
-        })
+        let plan = Plan::new(diagonals.keys().copied(), slots);
+        let mut blocks: BTreeMap<i64, Vec<(i64, Plaintext)>> = BTreeMap::new();
+        for (&i, diag) in diagonals {
+            let (giant, baby) = plan.split(i);
+            // rot(u, −G)[j] = u[j − G].
+            let shift = giant.rem_euclid(slots as i64) as usize;
+            let rotated: Vec<Complex> = (0..slots)
+                .map(|j| diag[(j + slots - shift) % slots])
+                .collect();
+            let pt = ev.encode_complex_for_product(&rotated, level)?;
+            blocks.entry(giant).or_default().push((baby, pt));
+        }
+        Ok(Self { level, blocks })
+    }
+
+    /// The level the transform runs at (it returns one level lower).
+    pub fn level(&self) -> usize {
+        self.level
     }
 
     /// The rotations [`LinearTransform::apply`] needs Galois keys for.
@@ -65,8 +86,8 @@ impl LinearTransform {
         let mut r: Vec<i64> = self
             .blocks
             .values()
-            .flat_map(|v| v.iter().map(|(b, _)| *b as i64))
-            .chain(self.blocks.keys().map(|&g| (g * self.baby) as i64))
+            .flat_map(|v| v.iter().map(|(b, _)| *b))
+            .chain(self.blocks.keys().copied())
             .filter(|&k| k != 0)
             .collect();
         r.sort_unstable();
@@ -77,16 +98,16 @@ impl LinearTransform {
     /// `M v` (one level).
     pub fn apply(&self, ev: &Evaluator, v: &Ciphertext) -> Result<Ciphertext, CkksError> {
         let v = ev.drop_to_level(v, self.level)?;
-        let mut rotated: BTreeMap<usize, Ciphertext> = BTreeMap::new();
+        let mut rotated: BTreeMap<i64, Ciphertext> = BTreeMap::new();
         let mut total: Option<Ciphertext> = None;
-        for (&g, terms) in &self.blocks {
+        for (&giant, terms) in &self.blocks {
             let mut inner: Option<Ciphertext> = None;
-            for (b, pt) in terms {
-                if !rotated.contains_key(b) {
-                    rotated.insert(*b, ev.rotate(&v, *b as i64)?);
+            for (baby, pt) in terms {
+                if !rotated.contains_key(baby) {
+                    rotated.insert(*baby, ev.rotate(&v, *baby)?);
                 }
                 let rb = rotated
-                    .get(b)
+                    .get(baby)
                     .ok_or_else(|| CkksError::InvalidParams("baby rotation missing".into()))?;
                 let term = ev.mul_plain(rb, pt)?;
                 inner = Some(match inner {
@@ -95,7 +116,7 @@ impl LinearTransform {
                 });
             }
             if let Some(block) = inner {
-                let moved = ev.rotate(&block, (g * self.baby) as i64)?;
+                let moved = ev.rotate(&block, giant)?;
                 total = Some(match total {
                     None => moved,
                     Some(acc) => ev.add(&acc, &moved)?,
@@ -103,5 +124,73 @@ impl LinearTransform {
             }
         }
         total.ok_or_else(|| CkksError::InvalidParams("a transform with no diagonals".into()))
+    }
+}
+
+/// How diagonal offsets split into giant and baby rotations.
+struct Plan {
+    slots: usize,
+    stride: i64,
+    lowest: i64,
+    baby: i64,
+}
+
+impl Plan {
+    fn new(offsets: impl Iterator<Item = usize> + Clone, slots: usize) -> Self {
+        let half = slots as i64 / 2;
+        let signed = |i: usize| {
+            let i = i as i64;
+            if i > half { i - slots as i64 } else { i }
+        };
+        // The common power-of-two stride (slots is a power of two, so only those matter).
+        let stride = offsets
+            .clone()
+            .filter(|&i| i != 0)
+            .map(|i| 1i64 << i.trailing_zeros())
+            .min()
+            .unwrap_or(1);
+        let (lo, hi) = offsets
+            .map(|i| signed(i) / stride)
+            .fold((i64::MAX, i64::MIN), |(lo, hi), e| (lo.min(e), hi.max(e)));
+        let span = (hi - lo + 1).max(1);
+        let baby = (span as f64).sqrt().ceil().max(1.0) as i64;
+        Self {
+            slots,
+            stride,
+            lowest: lo,
+            baby,
+        }
+    }
+
+    /// `(G, t·b)` with offset `i ≡ G + t·b`.
+    fn split(&self, i: usize) -> (i64, i64) {
+        let half = self.slots as i64 / 2;
+        let i = i as i64;
+        let e = if i > half { i - self.slots as i64 } else { i } / self.stride - self.lowest;
+        let (g, b) = (e / self.baby, e % self.baby);
+        (self.stride * (self.lowest + g * self.baby), self.stride * b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_split_into_giant_plus_baby() {
+        let slots = 1024;
+        let offsets: Vec<usize> = [0i64, 8, 16, 24, -8, -16, -24, -32]
+            .iter()
+            .map(|&o| o.rem_euclid(slots as i64) as usize)
+            .collect();
+        let plan = Plan::new(offsets.iter().copied(), slots);
+        assert_eq!(plan.stride, 8);
+        assert_eq!(plan.lowest, -4);
+        assert_eq!(plan.baby, 3); // span 8 → ⌈√8⌉
+        for &i in &offsets {
+            let (g, b) = plan.split(i);
+            assert_eq!((g + b).rem_euclid(slots as i64) as usize, i);
+            assert!((0..3 * 8).contains(&b) && b % 8 == 0, "{b}");
+        }
     }
 }

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use privopt_math::rns::{Eval, Poly};
-use privopt_math::sample::{signs, ternary, uniform, wide_gaussian};
+use privopt_math::sample::{signs, sparse_ternary, ternary, uniform, wide_gaussian};
 use rand::{CryptoRng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use zeroize::Zeroize;
@@ -124,6 +124,7 @@ impl Party {
         let mut s_coeffs = match params.secret() {
             SecretDistribution::Signs => signs(n, rng),
             SecretDistribution::Ternary => ternary(n, rng),
+            SecretDistribution::Sparse(h) => sparse_ternary(n, h, rng),
         };
         let s = basis.to_eval(basis.from_signed(&s_coeffs));
         s_coeffs.zeroize();

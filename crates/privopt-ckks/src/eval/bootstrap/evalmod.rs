@@ -1,0 +1,119 @@
+//! EvalMod: `t ↦ sin(2πt)` on `|t| ≤ K`, which equals `2π·(t mod 1)` up to
+//! `O((t mod 1)³)` when `t` is near an integer — the reduction modulo `q_0` that removes
+//! ModRaise's overflow `q_0·I`.
+//!
+//! Evaluated as `cos(2π(t − ¼)/2^r)` by a Chebyshev interpolant on `s = t/K ∈ [−1, 1]`, then
+//! `r` double-angle steps `y ← 2y² − 1` (Han–Ki): the interpolant only has to cover `2K/2^r`
+//! periods, so a low degree suffices, and each step costs one level.
+
+use privopt_approx::chebyshev::{Interval, interpolate};
+
+use super::super::ciphertext::Ciphertext;
+use super::super::evaluator::Evaluator;
+use super::super::polyeval::PolyBasis;
+use crate::error::CkksError;
+
+/// The largest interpolant degree tried (depth 6 plus the leaves).
+const MAX_DEGREE: usize = 63;
+
+/// The approximation of `sin(2πt)` on `|t| ≤ K`.
+#[derive(Clone, Debug)]
+pub struct EvalMod {
+    /// `K`: the bound on `|t|` (ModRaise's overflow plus the message).
+    pub k: f64,
+    /// Double-angle steps `r`.
+    pub double_angles: u32,
+    /// Chebyshev coefficients of `cos(2π(Ks − ¼)/2^r)` on `s ∈ [−1, 1]`.
+    pub coeffs: Vec<f64>,
+    /// Sup error of the interpolant on a fine grid (before the double angles amplify it).
+    pub interpolation_error: f64,
+}
+
+impl EvalMod {
+    /// The lowest-degree interpolant whose error is below `target` (at most degree 63).
+    pub fn new(k: f64, double_angles: u32, target: f64) -> Result<Self, CkksError> {
+        if !(k >= 1.0 && k.is_finite()) || double_angles > 10 {
+            return Err(CkksError::InvalidParams(format!(
+                "EvalMod needs K >= 1 and at most 10 double angles (got K = {k}, r = {double_angles})"
+            )));
+        }
+        let r = f64::from(1u32 << double_angles);
+        let f = move |s: f64| (2.0 * std::f64::consts::PI * (k * s - 0.25) / r).cos();
+        let unit = Interval::new(-1.0, 1.0)
+            .map_err(|e| CkksError::InvalidParams(format!("EvalMod interval: {e}")))?;
+        let mut best = None;
+        for degree in 7..=MAX_DEGREE {
+            let p = interpolate(f, unit, degree)
+                .map_err(|e| CkksError::InvalidParams(format!("EvalMod interpolant: {e}")))?;
+            let err = (0..=4000)
+                .map(|i| {
+                    let s = -1.0 + 2.0 * i as f64 / 4000.0;
+                    (p.eval(s) - f(s)).abs()
+                })
+                .fold(0.0, f64::max);
+            best = Some((p.coeffs().to_vec(), err));
+            if err < target {
+                break;
+            }
+        }
+        let (coeffs, interpolation_error) =
+            best.ok_or_else(|| CkksError::InvalidParams("no EvalMod degree tried".into()))?;
+        Ok(Self {
+            k,
+            double_angles,
+            coeffs,
+            interpolation_error,
+        })
+    }
+
+    /// `sin(2πt)` for a ciphertext holding `s = t/K` in every slot.
+    pub fn apply(&self, ev: &Evaluator, s: &Ciphertext) -> Result<Ciphertext, CkksError> {
+        let mut y =
+            ev.evaluate_polynomial(s, &self.coeffs, PolyBasis::Chebyshev { lo: -1.0, hi: 1.0 })?;
+        for _ in 0..self.double_angles {
+            let sq = ev.square(&y)?;
+            y = ev.add_const(&ev.mul_int(&sq, 2)?, -1.0)?;
+        }
+        Ok(y)
+    }
+
+    /// The same map in the clear (for tests and error budgets).
+    pub fn reference(&self, t: f64) -> f64 {
+        let s = t / self.k;
+        // Clenshaw on T_i(s).
+        let (mut b1, mut b2) = (0.0, 0.0);
+        for &c in self.coeffs.iter().skip(1).rev() {
+            let b0 = 2.0 * s * b1 - b2 + c;
+            b2 = b1;
+            b1 = b0;
+        }
+        let mut y = s * b1 - b2 + self.coeffs[0];
+        for _ in 0..self.double_angles {
+            y = 2.0 * y * y - 1.0;
+        }
+        y
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_approximation_reduces_modulo_one() {
+        let m = EvalMod::new(12.0, 3, 1e-13).unwrap();
+        assert!(m.coeffs.len() <= 64 && m.interpolation_error < 1e-13);
+        // sin(2π(I + ε)) / 2π = ε − (2π)²ε³/6 + …: for |ε| ≤ 2^-10 within 1.1e-8·|ε|·….
+        for i in -11..=11 {
+            for eps in [-1e-3, -1e-5, 0.0, 2e-4, 9e-4] {
+                let got = m.reference(f64::from(i) + eps) / (2.0 * std::f64::consts::PI);
+                let want = eps - (2.0 * std::f64::consts::PI).powi(2) * eps.powi(3) / 6.0;
+                assert!(
+                    (got - want).abs() < 1e-10,
+                    "I = {i}, ε = {eps}: {got} vs {want}"
+                );
+            }
+        }
+        assert!(EvalMod::new(0.5, 3, 1e-13).is_err());
+    }
+}

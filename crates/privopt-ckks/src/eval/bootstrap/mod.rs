@@ -1,0 +1,251 @@
+//! Bootstrapping: a ciphertext at level 0 back to a high level, with the same slots.
+//!
+//! 1. **ModRaise**: the level-0 components, lifted (centred) to every prime. The plaintext
+//!    becomes `c + q_0·I` with `I` a small integer polynomial (`|I_k| ≲ 6·√((h+1)/12)` for a
+//!    secret of `h` non-zeros: why bootstrapping wants a sparse secret).
+//! 2. **CoeffsToSlots**: the inverse encoding transform, factored into one sparse matrix per
+//!    level ([`dft`]), so the slots hold the coefficient pairs `c_k + i·c_{k+n/2}` (in
+//!    bit-reversed order), scaled to `t/K` with `t = (c + q_0 I)/q_0`; the real and imaginary
+//!    parts are split with one conjugation.
+//! 3. **EvalMod** on each part: `sin(2πt) ≈ 2π·c/q_0` ([`evalmod`]).
+//! 4. **SlotsToCoeffs**: the encoding transform back, which also undoes `2π/q_0·Δ_0`.
+//!
+//! Every constant (`Δ_L/(2Kq_0)`, `q_0/(2πΔ_0)`) is folded into the first matrix of its
+//! transform, so no level is spent on it. The precision is set by the message ratio
+//! `q_0/Δ_0` (the sine's cubic term: about `(2π·Δ_0/q_0)²/6` relative), the EvalMod
+//! interpolant amplified `4^r` times by the double angles, and the transforms' plaintext
+//! rounding against `q_0 K`.
+
+pub mod dft;
+pub mod evalmod;
+
+use std::sync::Arc;
+
+use super::ciphertext::Ciphertext;
+use super::context::EvalContext;
+use super::evaluator::Evaluator;
+use super::keys::GaloisKeys;
+use super::linear::LinearTransform;
+use super::ring;
+use crate::error::CkksError;
+pub use evalmod::EvalMod;
+
+/// How to bootstrap: the level budgets of the two transforms and EvalMod's settings.
+#[derive(Clone, Debug)]
+pub struct BootstrapConfig {
+    /// Levels (matrices) of CoeffsToSlots.
+    pub cts_levels: usize,
+    /// Levels (matrices) of SlotsToCoeffs.
+    pub stc_levels: usize,
+    /// `K`: the bound on `|t|`; `None` picks `6σ` of ModRaise's overflow for the secret.
+    pub k: Option<f64>,
+    /// Double-angle steps of EvalMod.
+    pub double_angles: u32,
+    /// Target sup error of EvalMod's interpolant.
+    pub interpolation_error: f64,
+}
+
+impl Default for BootstrapConfig {
+    fn default() -> Self {
+        Self {
+            cts_levels: 3,
+            stc_levels: 3,
+            k: None,
+            double_angles: 3,
+            interpolation_error: 1e-13,
+        }
+    }
+}
+
+/// Prepared transforms and EvalMod for one evaluator's parameters.
+#[derive(Debug)]
+pub struct Bootstrapper {
+    cts: Vec<LinearTransform>,
+    /// `Δ_L/(K q_0)`: CtS's coefficients to EvalMod's `t/K`.
+    into: f64,
+    stc: Vec<LinearTransform>,
+    eval_mod: EvalMod,
+    output_level: usize,
+}
+
+impl Bootstrapper {
+    /// Encodes the transforms for the context's parameters. Needs levels for CtS, EvalMod
+    /// and StC above level 0 (the output level is reported by
+    /// [`Bootstrapper::output_level`]). The evaluator that runs it needs the relinearization
+    /// key and Galois keys for [`Bootstrapper::rotations`] and conjugation.
+    pub fn new(ctx: &Arc<EvalContext>, cfg: &BootstrapConfig) -> Result<Self, CkksError> {
+        // Encoding needs no keys.
+        let ev = &Evaluator::new(ctx, None, GaloisKeys::default());
+        let params = ctx.params();
+        let (n, slots, top) = (ctx.n(), ctx.slots(), ctx.max_level());
+        let k = match cfg.k {
+            Some(k) => k,
+            None => overflow_bound(params.secret().variance(n) * n as f64),
+        };
+        let eval_mod = EvalMod::new(k, cfg.double_angles, cfg.interpolation_error)?;
+        let q0 = ctx.primes[0] as f64;
+        // One level between CtS and EvalMod scales the slots down to t/K (see below).
+        let depth = cfg.cts_levels + 1 + eval_mod_depth(&eval_mod) + cfg.stc_levels;
+        if depth > top {
+            return Err(CkksError::LevelExhausted(format!(
+                "bootstrapping needs {depth} levels above level 0, the parameters have {top}"
+            )));
+        }
+        let cts_factors = dft::coeffs_to_slots(slots, cfg.cts_levels);
+        let stc_factors = dft::slots_to_coeffs(slots, cfg.stc_levels);
+        // CtS: slots (c + q_0 I)/Δ_L → half the coefficient pairs (the conjugation doubles
+        // them back). The scaling to t/K is a separate constant product: folded into the
+        // matrix, its entries (~2^-15) would be encoded with 15 bits less precision, and
+        // their rounding, multiplied by the ciphertext's q_0·K, would swamp c/q_0.
+        let cts = prepare(ev, &cts_factors, 0.5, top)?;
+        let into = ctx.level_scale(top) / (k * q0);
+        // StC: sin(2πt) ≈ 2π c/q_0 → c/Δ_0, the input message.
+        let stc_top = cfg.stc_levels + (top - depth);
+        let out = q0 / (2.0 * std::f64::consts::PI * ctx.level_scale(0));
+        let stc = prepare(ev, &stc_factors, out, stc_top)?;
+        Ok(Self {
+            cts,
+            into,
+            stc,
+            eval_mod,
+            output_level: top - depth,
+        })
+    }
+
+    /// The level bootstrapped ciphertexts come out at.
+    pub fn output_level(&self) -> usize {
+        self.output_level
+    }
+
+    /// EvalMod's approximation.
+    pub fn eval_mod(&self) -> &EvalMod {
+        &self.eval_mod
+    }
+
+    /// The rotations the transforms need Galois keys for (conjugation is needed too).
+    pub fn rotations(&self) -> Vec<i64> {
+        let mut r: Vec<i64> = self
+            .cts
+            .iter()
+            .chain(&self.stc)
+            .flat_map(LinearTransform::rotations)
+            .collect();
+        r.sort_unstable();
+        r.dedup();
+        r
+    }
+
+    /// A fresh-level ciphertext with the slots of `ct` (dropped to level 0 first if above).
+    pub fn bootstrap(&self, ev: &Evaluator, ct: &Ciphertext) -> Result<Ciphertext, CkksError> {
+        let ctx = ev.context();
+        let ct = if ct.level() > 0 {
+            ev.drop_to_level(ct, 0)?
+        } else {
+            ct.clone()
+        };
+        let want = ctx.level_scale(0);
+        if ((ct.scale() - want) / want).abs() > 1e-9 {
+            return Err(CkksError::ScaleMismatch(format!(
+                "bootstrapping expects level 0's scale {want:e}, got {:e}",
+                ct.scale()
+            )));
+        }
+        let x = mod_raise(ev, &ct);
+        let (re, im) = self.coeffs_to_slots(ev, &x)?;
+        let re = self.eval_mod.apply(ev, &re)?;
+        let im = self.eval_mod.apply(ev, &im)?;
+        self.slots_to_coeffs(ev, &re, &im)
+    }
+
+    /// CoeffsToSlots of a ModRaised ciphertext: the real and imaginary parts of the
+    /// (bit-reversed) coefficient pairs, each as `t/K` in real slots.
+    pub fn coeffs_to_slots(
+        &self,
+        ev: &Evaluator,
+        raised: &Ciphertext,
+    ) -> Result<(Ciphertext, Ciphertext), CkksError> {
+        let mut x = raised.clone();
+        for t in &self.cts {
+            x = t.apply(ev, &x)?;
+        }
+        let x = ev.mul_const(&x, self.into)?;
+        let conj = ev.conjugate(&x)?;
+        let re = ev.add(&x, &conj)?;
+        let im = ev.mul_by_i(&ev.sub(&conj, &x)?)?; // −i(x − x̄) = 2 Im x
+        Ok((re, im))
+    }
+
+    /// SlotsToCoeffs of EvalMod's outputs: `re + i·im` through the encoding transform, scaled
+    /// back to the input's message.
+    pub fn slots_to_coeffs(
+        &self,
+        ev: &Evaluator,
+        re: &Ciphertext,
+        im: &Ciphertext,
+    ) -> Result<Ciphertext, CkksError> {
+        let mut y = ev.add(re, &ev.mul_by_i(im)?)?;
+        for t in &self.stc {
+            y = t.apply(ev, &y)?;
+        }
+        Ok(y)
+    }
+}
+
+/// `6σ` of one coefficient of ModRaise's overflow `I = (b + a·s − c)/q_0` for a secret of
+/// squared norm `‖s‖²`: a sum of `‖s‖² + 1` terms uniform on `[−½, ½]`, at least 1.
+fn overflow_bound(secret_norm2: f64) -> f64 {
+    (6.0 * ((secret_norm2 + 1.0) / 12.0).sqrt()).ceil().max(1.0)
+}
+
+/// Levels EvalMod uses: the Chebyshev evaluation (`⌈log2(d + 1)⌉`, one more for the leaves'
+/// constants) and one per double angle.
+fn eval_mod_depth(m: &EvalMod) -> usize {
+    let d = m.coeffs.len();
+    d.next_power_of_two().trailing_zeros() as usize + 1 + m.double_angles as usize
+}
+
+/// The factors as transforms at levels `top, top − 1, …`, the first times `c`.
+fn prepare(
+    ev: &Evaluator,
+    factors: &[dft::Diagonals],
+    c: f64,
+    top: usize,
+) -> Result<Vec<LinearTransform>, CkksError> {
+    let slots = ev.context().slots();
+    factors
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let f = if i == 0 { dft::scaled(f, c) } else { f.clone() };
+            debug_assert!(f.values().all(|d| d.len() == slots));
+            LinearTransform::new_complex(ev, &f, top - i)
+        })
+        .collect()
+}
+
+/// ModRaise: the level-0 ciphertext's components lifted to every prime (centred in `(−q_0/2, q_0/2]`),
+/// at the top level with the top level's scale: its slots read `(c + q_0 I)/Δ_L`.
+pub fn mod_raise(ev: &Evaluator, ct: &Ciphertext) -> Ciphertext {
+    let ctx = ev.context();
+    let (n, top) = (ctx.n(), ctx.max_level());
+    let all: Vec<usize> = (0..=top).collect();
+    let q0 = ctx.primes[0];
+    let raise = |c: &[u64]| {
+        let mut row = c[..n].to_vec();
+        ring::inverse(ctx, &mut row, &[0]);
+        let signed: Vec<i64> = row
+            .iter()
+            .map(|&x| privopt_math::modarith::center(x, q0))
+            .collect();
+        let mut out = ring::from_signed(ctx, &signed, &all);
+        ring::forward(ctx, &mut out, &all);
+        out
+    };
+    Ciphertext {
+        c0: raise(&ct.c0),
+        c1: raise(&ct.c1),
+        level: top,
+        scale: ctx.level_scale(top),
+        params: ct.params,
+    }
+}

@@ -1,0 +1,182 @@
+//! Bootstrapping against the clear: the transforms against their plaintext matrices, and a
+//! level-0 ciphertext refreshed to a higher level with its slots kept to a stated precision,
+//! also along a chain of bootstraps.
+//!
+//! Test parameters are small and insecure (n = 2^12 with a sparse secret, opted in): they
+//! exercise the algorithm, not the 128-bit sets.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+
+use privopt_ckks::SecretDistribution;
+use privopt_ckks::encoding::Complex;
+use privopt_ckks::eval::bootstrap::dft;
+use privopt_ckks::eval::{
+    BootstrapConfig, Bootstrapper, Ciphertext, EvalContext, Evaluator, GaloisKeys, LinearTransform,
+    SecretKey, decode_complex, encode_at, encode_complex_at,
+};
+use privopt_ckks::params::CkksParamsBuilder;
+use privopt_math::sample::secret_rng;
+use rand_chacha::ChaCha20Rng;
+
+const N: usize = 1 << 12;
+
+/// q_0 of 60 bits, 19 levels of 50 bits (scale 2^50, so the message ratio q_0/Δ_0 is 2^10),
+/// three 60-bit key-switching primes; secret of weight 64.
+fn context() -> Arc<EvalContext> {
+    let params = CkksParamsBuilder::leveled(N, 60, 50, 19, &[60, 60, 60])
+        .secret(SecretDistribution::Sparse(64))
+        .insecure_for_testing(true)
+        .build()
+        .unwrap();
+    EvalContext::new(&params).unwrap()
+}
+
+struct Keys {
+    sk: SecretKey,
+    ev: Evaluator,
+    rng: ChaCha20Rng,
+}
+
+fn keys(ctx: &Arc<EvalContext>, rotations: &[i64]) -> Keys {
+    let mut rng = secret_rng(Some(11));
+    let sk = SecretKey::generate(ctx, &mut rng);
+    let relin = sk.relin_key(&mut rng);
+    let galois = sk.galois_keys(rotations, true, &mut rng);
+    let ev = Evaluator::new(ctx, Some(relin), galois);
+    Keys { sk, ev, rng }
+}
+
+fn values(slots: usize, seed: f64) -> Vec<f64> {
+    (0..slots)
+        .map(|i| ((i as f64 + seed) * 0.731).sin())
+        .collect()
+}
+
+fn worst(a: &[f64], b: &[f64]) -> f64 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f64::max)
+}
+
+/// Encrypts real values at level 0 (where a computation leaves them).
+fn at_level_zero(ctx: &Arc<EvalContext>, k: &mut Keys, v: &[f64]) -> Ciphertext {
+    let pt = encode_at(ctx, v, 0, ctx.level_scale(0)).unwrap();
+    k.sk.encrypt(&pt, &mut k.rng).unwrap()
+}
+
+#[test]
+fn each_transform_factor_matches_its_matrix_on_complex_slots() {
+    let ctx = context();
+    let slots = ctx.slots();
+    let factors = dft::coeffs_to_slots(slots, 3);
+    let plain = Evaluator::new(&ctx, None, GaloisKeys::default());
+    let top = ctx.max_level();
+    let prepared: Vec<LinearTransform> = factors
+        .iter()
+        .enumerate()
+        .map(|(i, f)| LinearTransform::new_complex(&plain, f, top - i).unwrap())
+        .collect();
+    let rotations: Vec<i64> = prepared.iter().flat_map(|t| t.rotations()).collect();
+    let mut k = keys(&ctx, &rotations);
+    let x: Vec<Complex> = (0..slots)
+        .map(|j| Complex::new((j as f64 * 0.37).sin(), (j as f64 * 0.11).cos()))
+        .collect();
+    let pt = encode_complex_at(&ctx, &x, top, ctx.level_scale(top)).unwrap();
+    let mut ct = k.sk.encrypt(&pt, &mut k.rng).unwrap();
+    let mut want = x;
+    for (t, f) in prepared.iter().zip(&factors) {
+        ct = t.apply(&k.ev, &ct).unwrap();
+        want = dft::apply(f, &want);
+        let got = decode_complex(&ctx, &k.sk.decrypt(&ct).unwrap()).unwrap();
+        let err = got
+            .iter()
+            .zip(&want)
+            .map(|(g, w)| (*g - *w).abs())
+            .fold(0.0, f64::max);
+        assert!(err < 1e-9, "level {}: error {err:e}", t.level());
+    }
+}
+
+#[test]
+fn bootstrapping_restores_levels_and_keeps_the_slots() {
+    let ctx = context();
+    let boot = Bootstrapper::new(&ctx, &BootstrapConfig::default()).unwrap();
+    let mut k = keys(&ctx, &boot.rotations());
+    let slots = ctx.slots();
+    let v = values(slots, 0.0);
+    let ct = at_level_zero(&ctx, &mut k, &v);
+    let fresh = boot.bootstrap(&k.ev, &ct).unwrap();
+    let got = k.sk.decrypt_values(&fresh).unwrap();
+    let err = worst(&got, &v);
+    let bits = -err.log2();
+    eprintln!(
+        "n = {N}: level {} out (predicted {}), max error {err:e} ({bits:.1} bits), \
+         EvalMod degree {}",
+        fresh.level(),
+        boot.output_level(),
+        boot.eval_mod().coeffs.len() - 1
+    );
+    assert_eq!(fresh.level(), boot.output_level());
+    assert!(boot.output_level() >= 1);
+    assert!(bits >= 14.0, "precision {bits:.1} bits");
+    // The refreshed ciphertext computes: a product at the new level.
+    let sq = k.ev.square(&fresh).unwrap();
+    let want: Vec<f64> = v.iter().map(|x| x * x).collect();
+    assert!(worst(&k.sk.decrypt_values(&sq).unwrap(), &want) < 4.0 * err);
+}
+
+#[test]
+fn eval_mod_on_ciphertexts_matches_its_clear_reference() {
+    let ctx = context();
+    let boot = Bootstrapper::new(&ctx, &BootstrapConfig::default()).unwrap();
+    let mut k = keys(&ctx, &[]);
+    let m = boot.eval_mod();
+    let slots = ctx.slots();
+    // t = integer + small offset over the whole interval.
+    let t: Vec<f64> = (0..slots)
+        .map(|j| ((j % 27) as f64 - 13.0) + 1e-3 * ((j as f64) * 0.7).sin())
+        .collect();
+    let s: Vec<f64> = t.iter().map(|x| x / m.k).collect();
+    let level = ctx.max_level() - 3;
+    let pt = encode_at(&ctx, &s, level, ctx.level_scale(level)).unwrap();
+    let ct = k.sk.encrypt(&pt, &mut k.rng).unwrap();
+    let out = m.apply(&k.ev, &ct).unwrap();
+    let got = k.sk.decrypt_values(&out).unwrap();
+    let want: Vec<f64> = t.iter().map(|&x| m.reference(x)).collect();
+    let exact: Vec<f64> = t
+        .iter()
+        .map(|&x| (2.0 * std::f64::consts::PI * x).sin())
+        .collect();
+    eprintln!(
+        "EvalMod: {} levels, vs reference {:e}, reference vs sin {:e}",
+        level - out.level(),
+        worst(&got, &want),
+        worst(&want, &exact)
+    );
+    assert!(worst(&got, &want) < 1e-7);
+}
+
+#[test]
+fn a_chain_of_twenty_bootstraps_keeps_the_slots() {
+    let ctx = context();
+    let boot = Bootstrapper::new(&ctx, &BootstrapConfig::default()).unwrap();
+    let mut k = keys(&ctx, &boot.rotations());
+    let v = values(ctx.slots(), 3.0);
+    let mut ct = at_level_zero(&ctx, &mut k, &v);
+    let mut errors = Vec::new();
+    for _ in 0..20 {
+        // Spend the refreshed levels (as a computation would), then refresh again.
+        ct = boot.bootstrap(&k.ev, &ct).unwrap();
+        errors.push(worst(&k.sk.decrypt_values(&ct).unwrap(), &v));
+        ct = k.ev.drop_to_level(&ct, 0).unwrap();
+    }
+    let shown: Vec<String> = errors.iter().map(|e| format!("{e:.1e}")).collect();
+    eprintln!("errors along the chain: {}", shown.join(" "));
+    // Each bootstrap adds its own independent error: the drift grows like the number of
+    // bootstraps at most, never geometrically.
+    let first = errors[0];
+    assert!(first < 2f64.powi(-14), "first bootstrap: {first:e}");
+    assert!(errors[19] < 20.0 * first, "after 20: {:e}", errors[19]);
+}

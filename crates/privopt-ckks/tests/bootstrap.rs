@@ -180,3 +180,22 @@ fn a_chain_of_twenty_bootstraps_keeps_the_slots() {
     assert!(first < 2f64.powi(-14), "first bootstrap: {first:e}");
     assert!(errors[19] < 20.0 * first, "after 20: {:e}", errors[19]);
 }
+
+#[test]
+fn too_few_levels_are_refused_with_the_count() {
+    let params = CkksParamsBuilder::leveled(N, 60, 50, 12, &[60, 60])
+        .secret(SecretDistribution::Sparse(64))
+        .insecure_for_testing(true)
+        .build()
+        .unwrap();
+    let ctx = EvalContext::new(&params).unwrap();
+    let e = Bootstrapper::new(&ctx, &BootstrapConfig::default()).unwrap_err();
+    assert!(e.to_string().contains("levels"), "{e}");
+    let shallow = BootstrapConfig {
+        cts_levels: 2,
+        stc_levels: 2,
+        ..BootstrapConfig::default()
+    };
+    // 2 + 1 + 9 + 2 = 14 levels: still more than 12.
+    assert!(Bootstrapper::new(&ctx, &shallow).is_err());
+}

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use super::ciphertext::Ciphertext;
 use super::context::EvalContext;
 use super::evaluator::Evaluator;
-use super::keys::GaloisKeys;
+use super::keys::{GaloisKeys, SecretKey};
 use super::linear::LinearTransform;
 use super::ring;
 use crate::error::CkksError;
@@ -85,7 +85,8 @@ impl Bootstrapper {
         let eval_mod = EvalMod::new(k, cfg.double_angles, cfg.interpolation_error)?;
         let q0 = ctx.primes[0] as f64;
         // One level between CtS and EvalMod scales the slots down to t/K (see below).
-        let depth = cfg.cts_levels + 1 + eval_mod_depth(&eval_mod) + cfg.stc_levels;
+        let depth =
+            cfg.cts_levels + 1 + eval_mod_depth(ctx, &eval_mod, cfg.cts_levels)? + cfg.stc_levels;
         if depth > top {
             return Err(CkksError::LevelExhausted(format!(
                 "bootstrapping needs {depth} levels above level 0, the parameters have {top}"
@@ -197,11 +198,31 @@ fn overflow_bound(secret_norm2: f64) -> f64 {
     (6.0 * ((secret_norm2 + 1.0) / 12.0).sqrt()).ceil().max(1.0)
 }
 
-/// Levels EvalMod uses: the Chebyshev evaluation (`⌈log2(d + 1)⌉`, one more for the leaves'
-/// constants) and one per double angle.
-fn eval_mod_depth(m: &EvalMod) -> usize {
-    let d = m.coeffs.len();
-    d.next_power_of_two().trailing_zeros() as usize + 1 + m.double_angles as usize
+/// Levels EvalMod uses, measured by a dry run on an encryption of zero under a throwaway key
+/// (the polynomial's depth depends on its coefficients, not only its degree), starting where
+/// it will run: below CtS and the scaling. Fails when too few levels are left for it.
+fn eval_mod_depth(
+    ctx: &Arc<EvalContext>,
+    m: &EvalMod,
+    cts_levels: usize,
+) -> Result<usize, CkksError> {
+    let start = ctx.max_level().checked_sub(cts_levels + 1).ok_or_else(|| {
+        CkksError::LevelExhausted(format!(
+            "CoeffsToSlots' {cts_levels} levels exceed the {} available",
+            ctx.max_level()
+        ))
+    })?;
+    let mut rng = privopt_math::sample::secret_rng(Some(0));
+    let sk = SecretKey::generate(ctx, &mut rng);
+    let dry = Evaluator::new(ctx, Some(sk.relin_key(&mut rng)), GaloisKeys::default());
+    let zero = sk.encrypt(&super::encode::encode(ctx, &[0.0], start)?, &mut rng)?;
+    let out = m.apply(&dry, &zero).map_err(|e| match e {
+        CkksError::LevelExhausted(why) => CkksError::LevelExhausted(format!(
+            "EvalMod does not fit in the {start} levels left after CoeffsToSlots: {why}"
+        )),
+        other => other,
+    })?;
+    Ok(start - out.level())
 }
 
 /// The factors as transforms at levels `top, top − 1, …`, the first times `c`.

@@ -198,4 +198,13 @@ fn too_few_levels_are_refused_with_the_count() {
     };
     // 2 + 1 + 9 + 2 = 14 levels: still more than 12.
     assert!(Bootstrapper::new(&ctx, &shallow).is_err());
+    for (cts, stc) in [(0, 3), (3, 12)] {
+        let bad = BootstrapConfig {
+            cts_levels: cts,
+            stc_levels: stc,
+            ..BootstrapConfig::default()
+        };
+        let e = Bootstrapper::new(&ctx, &bad).unwrap_err();
+        assert!(e.to_string().contains("1 to 11 levels"), "{e}");
+    }
 }

@@ -10,8 +10,9 @@
 //! 3. **EvalMod** on each part: `sin(2πt) ≈ 2π·c/q_0` ([`evalmod`]).
 //! 4. **SlotsToCoeffs**: the encoding transform back, which also undoes `2π/q_0·Δ_0`.
 //!
-//! Every constant (`Δ_L/(2Kq_0)`, `q_0/(2πΔ_0)`) is folded into the first matrix of its
-//! transform, so no level is spent on it. The precision is set by the message ratio
+//! `q_0/(2πΔ_0)` is folded into StC's first matrix, so no level is spent on it; the scaling
+//! to `t/K` (about 2^-15) is a constant product of its own, since folded into CtS it would
+//! lose 15 bits of the matrix's precision. The precision is set by the message ratio
 //! `q_0/Δ_0` (the sine's cubic term: about `(2π·Δ_0/q_0)²/6` relative), the EvalMod
 //! interpolant amplified `4^r` times by the double angles, and the transforms' plaintext
 //! rounding against `q_0 K`.
@@ -74,6 +75,14 @@ impl Bootstrapper {
     /// [`Bootstrapper::output_level`]). The evaluator that runs it needs the relinearization
     /// key and Galois keys for [`Bootstrapper::rotations`] and conjugation.
     pub fn new(ctx: &Arc<EvalContext>, cfg: &BootstrapConfig) -> Result<Self, CkksError> {
+        let stages = ctx.slots().trailing_zeros() as usize;
+        for (what, levels) in [("CtS", cfg.cts_levels), ("StC", cfg.stc_levels)] {
+            if !(1..=stages.max(1)).contains(&levels) {
+                return Err(CkksError::InvalidParams(format!(
+                    "{what} needs 1 to {stages} levels (one per FFT stage at most), got {levels}"
+                )));
+            }
+        }
         // Encoding needs no keys.
         let ev = &Evaluator::new(ctx, None, GaloisKeys::default());
         let params = ctx.params();

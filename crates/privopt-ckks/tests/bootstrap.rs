@@ -116,7 +116,7 @@ fn bootstrapping_restores_levels_and_keeps_the_slots() {
          EvalMod degree {}",
         fresh.level(),
         boot.output_level(),
-        boot.eval_mod().coeffs.len() - 1
+        boot.eval_mod().poly.degree()
     );
     assert_eq!(fresh.level(), boot.output_level());
     assert!(boot.output_level() >= 1);

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use num_bigint::BigUint;
 use privopt_math::modarith::{Modulus, ShoupConst, inv_mod, mul_mod};
@@ -102,6 +102,8 @@ pub struct EvalContext {
     exponents: Vec<usize>,
     /// Inverse of `exponents`: position of each odd exponent.
     position: Vec<u32>,
+    /// `X^{n/2}` in evaluation form over the ciphertext primes, made on first use.
+    i_monomial: OnceLock<Vec<u64>>,
 }
 
 impl EvalContext {
@@ -181,6 +183,7 @@ impl EvalContext {
             level_scales,
             exponents,
             position,
+            i_monomial: OnceLock::new(),
         }))
     }
 
@@ -213,6 +216,20 @@ impl EvalContext {
     /// `Δ_{l−1} = Δ_l² / q_l`).
     pub fn level_scale(&self, level: usize) -> f64 {
         self.level_scales[level]
+    }
+
+    /// `X^{n/2}` in evaluation form, one row per ciphertext prime: a product with it
+    /// multiplies every slot by `i` (`ζ_j^{n/2} = i` at each slot root).
+    pub(crate) fn i_monomial(&self) -> &[u64] {
+        self.i_monomial.get_or_init(|| {
+            let n = self.n();
+            let rows: Vec<usize> = (0..self.q_count).collect();
+            let mut monomial = vec![0i64; n];
+            monomial[n / 2] = 1;
+            let mut x = super::ring::from_signed(self, &monomial, &rows);
+            super::ring::forward(self, &mut x, &rows);
+            x
+        })
     }
 
     /// Prime indices of `Q_l · P`: the first `l + 1` ciphertext primes, then `P`.

@@ -376,24 +376,18 @@ impl Evaluator {
         self.mul_const_to(a, 1.0, level)
     }
 
-    /// `i · a` in every slot: a product with the monomial `X^{n/2}` (each slot root `ζ_j`
-    /// has `ζ_j^{n/2} = i`), exact and without a level.
+    /// `i · a` in every slot: a product with the monomial `X^{n/2}`, exact and without a
+    /// level.
     pub fn mul_by_i(&self, a: &Ciphertext) -> Result<Ciphertext, CkksError> {
         self.own(a)?;
-        let n = self.ctx.n();
         let idx = Self::q_idx(a.level);
-        let mut monomial = vec![0i64; n];
-        monomial[n / 2] = 1;
-        Ok(self.install(|| {
-            let mut x = ring::from_signed(&self.ctx, &monomial, &idx);
-            ring::forward(&self.ctx, &mut x, &idx);
-            Ciphertext {
-                c0: ring::mul(&self.ctx, &a.c0, &x, &idx),
-                c1: ring::mul(&self.ctx, &a.c1, &x, &idx),
-                level: a.level,
-                scale: a.scale,
-                params: a.params,
-            }
+        let x = &self.ctx.i_monomial()[..idx.len() * self.ctx.n()];
+        Ok(self.install(|| Ciphertext {
+            c0: ring::mul(&self.ctx, &a.c0, x, &idx),
+            c1: ring::mul(&self.ctx, &a.c1, x, &idx),
+            level: a.level,
+            scale: a.scale,
+            params: a.params,
         }))
     }
 

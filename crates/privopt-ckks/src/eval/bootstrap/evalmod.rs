@@ -6,7 +6,7 @@
 //! `r` double-angle steps `y ← 2y² − 1` (Han–Ki): the interpolant only has to cover `2K/2^r`
 //! periods, so a low degree suffices, and each step costs one level.
 
-use privopt_approx::chebyshev::{Interval, interpolate};
+use privopt_approx::chebyshev::{ChebPoly, Interval, interpolate};
 
 use super::super::ciphertext::Ciphertext;
 use super::super::evaluator::Evaluator;
@@ -23,8 +23,8 @@ pub struct EvalMod {
     pub k: f64,
     /// Double-angle steps `r`.
     pub double_angles: u32,
-    /// Chebyshev coefficients of `cos(2π(Ks − ¼)/2^r)` on `s ∈ [−1, 1]`.
-    pub coeffs: Vec<f64>,
+    /// The interpolant of `cos(2π(Ks − ¼)/2^r)` on `s ∈ [−1, 1]`.
+    pub poly: ChebPoly,
     /// Sup error of the interpolant on a fine grid (before the double angles amplify it).
     pub interpolation_error: f64,
 }
@@ -51,25 +51,29 @@ impl EvalMod {
                     (p.eval(s) - f(s)).abs()
                 })
                 .fold(0.0, f64::max);
-            best = Some((p.coeffs().to_vec(), err));
-            if err < target {
+            let done = err < target;
+            best = Some((p, err));
+            if done {
                 break;
             }
         }
-        let (coeffs, interpolation_error) =
+        let (poly, interpolation_error) =
             best.ok_or_else(|| CkksError::InvalidParams("no EvalMod degree tried".into()))?;
         Ok(Self {
             k,
             double_angles,
-            coeffs,
+            poly,
             interpolation_error,
         })
     }
 
     /// `sin(2πt)` for a ciphertext holding `s = t/K` in every slot.
     pub fn apply(&self, ev: &Evaluator, s: &Ciphertext) -> Result<Ciphertext, CkksError> {
-        let mut y =
-            ev.evaluate_polynomial(s, &self.coeffs, PolyBasis::Chebyshev { lo: -1.0, hi: 1.0 })?;
+        let mut y = ev.evaluate_polynomial(
+            s,
+            self.poly.coeffs(),
+            PolyBasis::Chebyshev { lo: -1.0, hi: 1.0 },
+        )?;
         for _ in 0..self.double_angles {
             let sq = ev.square(&y)?;
             y = ev.add_const(&ev.mul_int(&sq, 2)?, -1.0)?;
@@ -79,15 +83,7 @@ impl EvalMod {
 
     /// The same map in the clear (for tests and error budgets).
     pub fn reference(&self, t: f64) -> f64 {
-        let s = t / self.k;
-        // Clenshaw on T_i(s).
-        let (mut b1, mut b2) = (0.0, 0.0);
-        for &c in self.coeffs.iter().skip(1).rev() {
-            let b0 = 2.0 * s * b1 - b2 + c;
-            b2 = b1;
-            b1 = b0;
-        }
-        let mut y = s * b1 - b2 + self.coeffs[0];
+        let mut y = self.poly.eval(t / self.k);
         for _ in 0..self.double_angles {
             y = 2.0 * y * y - 1.0;
         }
@@ -102,7 +98,7 @@ mod tests {
     #[test]
     fn the_approximation_reduces_modulo_one() {
         let m = EvalMod::new(12.0, 3, 1e-13).unwrap();
-        assert!(m.coeffs.len() <= 64 && m.interpolation_error < 1e-13);
+        assert!(m.poly.degree() <= 63 && m.interpolation_error < 1e-13);
         // sin(2π(I + ε)) / 2π = ε − (2π)²ε³/6 + …: for |ε| ≤ 2^-10 within 1.1e-8·|ε|·….
         for i in -11..=11 {
             for eps in [-1e-3, -1e-5, 0.0, 2e-4, 9e-4] {

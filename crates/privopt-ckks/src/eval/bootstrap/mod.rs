@@ -241,16 +241,16 @@ fn prepare(
     c: f64,
     top: usize,
 ) -> Result<Vec<LinearTransform>, CkksError> {
-    let slots = ev.context().slots();
-    factors
-        .iter()
-        .enumerate()
-        .map(|(i, f)| {
-            let f = if i == 0 { dft::scaled(f, c) } else { f.clone() };
-            debug_assert!(f.values().all(|d| d.len() == slots));
-            LinearTransform::new_complex(ev, &f, top - i)
-        })
-        .collect()
+    let mut out = Vec::with_capacity(factors.len());
+    for (i, f) in factors.iter().enumerate() {
+        let t = if i == 0 {
+            LinearTransform::new_complex(ev, &dft::scaled(f, c), top)?
+        } else {
+            LinearTransform::new_complex(ev, f, top - i)?
+        };
+        out.push(t);
+    }
+    Ok(out)
 }
 
 /// ModRaise: the level-0 ciphertext's components lifted to every prime (centred in `(−q_0/2, q_0/2]`),

@@ -5,6 +5,10 @@
 //! Evaluated as `cos(2π(t − ¼)/2^r)` by a Chebyshev interpolant on `s = t/K ∈ [−1, 1]`, then
 //! `r` double-angle steps `y ← 2y² − 1` (Han–Ki): the interpolant only has to cover `2K/2^r`
 //! periods, so a low degree suffices, and each step costs one level.
+//!
+//! Optionally a Taylor polynomial of `arcsin` follows, so the output is `2π·(t mod 1)` without
+//! the sine's cubic error: it matters when the message ratio `q_0/Δ_0` is small (a larger
+//! scale), where `(2π·(t mod 1))²/6` is no longer negligible.
 
 use privopt_approx::chebyshev::{ChebPoly, Interval, interpolate};
 
@@ -27,16 +31,37 @@ pub struct EvalMod {
     pub poly: ChebPoly,
     /// Sup error of the interpolant on a fine grid (before the double angles amplify it).
     pub interpolation_error: f64,
+    /// Power-basis coefficients of the `arcsin` Taylor polynomial applied last (empty: none).
+    pub arcsine: Vec<f64>,
 }
 
+/// `arcsin y = y + y³/6 + 3y⁵/40 + 5y⁷/112 + …`, the odd coefficients up to degree 7.
+const ARCSINE_TAYLOR: [f64; 8] = [0.0, 1.0, 0.0, 1.0 / 6.0, 0.0, 3.0 / 40.0, 0.0, 5.0 / 112.0];
+
 impl EvalMod {
-    /// The lowest-degree interpolant whose error is below `target` (at most degree 63).
-    pub fn new(k: f64, double_angles: u32, target: f64) -> Result<Self, CkksError> {
+    /// The lowest-degree interpolant whose error is below `target` (at most degree 63),
+    /// followed by `arcsin`'s Taylor polynomial of degree `arcsine_degree` (0 or 1: none; 3, 5
+    /// or 7).
+    pub fn new(
+        k: f64,
+        double_angles: u32,
+        target: f64,
+        arcsine_degree: usize,
+    ) -> Result<Self, CkksError> {
         if !(k >= 1.0 && k.is_finite()) || double_angles > 10 {
             return Err(CkksError::InvalidParams(format!(
                 "EvalMod needs K >= 1 and at most 10 double angles (got K = {k}, r = {double_angles})"
             )));
         }
+        let arcsine = match arcsine_degree {
+            0 | 1 => Vec::new(),
+            3 | 5 | 7 => ARCSINE_TAYLOR[..=arcsine_degree].to_vec(),
+            d => {
+                return Err(CkksError::InvalidParams(format!(
+                    "arcsine degree {d} is not 0, 1, 3, 5 or 7"
+                )));
+            }
+        };
         let r = f64::from(1u32 << double_angles);
         let f = move |s: f64| (2.0 * std::f64::consts::PI * (k * s - 0.25) / r).cos();
         let unit = Interval::new(-1.0, 1.0)
@@ -64,10 +89,12 @@ impl EvalMod {
             double_angles,
             poly,
             interpolation_error,
+            arcsine,
         })
     }
 
-    /// `sin(2πt)` for a ciphertext holding `s = t/K` in every slot.
+    /// `sin(2πt)` (or `2π·(t mod 1)` with the arcsine) for a ciphertext holding `s = t/K` in
+    /// every slot.
     pub fn apply(&self, ev: &Evaluator, s: &Ciphertext) -> Result<Ciphertext, CkksError> {
         let mut y = ev.evaluate_polynomial(
             s,
@@ -78,6 +105,9 @@ impl EvalMod {
             let sq = ev.square(&y)?;
             y = ev.add_const(&ev.mul_int(&sq, 2)?, -1.0)?;
         }
+        if !self.arcsine.is_empty() {
+            y = ev.evaluate_polynomial(&y, &self.arcsine, PolyBasis::Power)?;
+        }
         Ok(y)
     }
 
@@ -87,7 +117,11 @@ impl EvalMod {
         for _ in 0..self.double_angles {
             y = 2.0 * y * y - 1.0;
         }
-        y
+        if self.arcsine.is_empty() {
+            y
+        } else {
+            privopt_approx::chebyshev::eval_power_basis(&self.arcsine, y)
+        }
     }
 }
 
@@ -97,7 +131,7 @@ mod tests {
 
     #[test]
     fn the_approximation_reduces_modulo_one() {
-        let m = EvalMod::new(12.0, 3, 1e-13).unwrap();
+        let m = EvalMod::new(12.0, 3, 1e-13, 0).unwrap();
         assert!(m.poly.degree() <= 63 && m.interpolation_error < 1e-13);
         // sin(2π(I + ε)) / 2π = ε − (2π)²ε³/6 + …: for |ε| ≤ 2^-10 within 1.1e-8·|ε|·….
         for i in -11..=11 {
@@ -110,6 +144,15 @@ mod tests {
                 );
             }
         }
-        assert!(EvalMod::new(0.5, 3, 1e-13).is_err());
+        assert!(EvalMod::new(0.5, 3, 1e-13, 0).is_err());
+        assert!(EvalMod::new(12.0, 3, 1e-13, 4).is_err());
+        // With the arcsine the cubic term goes: 2π·ε to the 7th-order remainder.
+        let a = EvalMod::new(12.0, 3, 1e-13, 7).unwrap();
+        for i in -11..=11 {
+            for eps in [-2e-2, -1e-3, 0.0, 5e-3, 3e-2] {
+                let got = a.reference(f64::from(i) + eps) / (2.0 * std::f64::consts::PI);
+                assert!((got - eps).abs() < 1e-8, "I = {i}, ε = {eps}: {got}");
+            }
+        }
     }
 }

@@ -44,6 +44,8 @@ pub struct BootstrapConfig {
     pub double_angles: u32,
     /// Target sup error of EvalMod's interpolant.
     pub interpolation_error: f64,
+    /// Degree of the `arcsin` correction after EvalMod (0: none; 3, 5, 7).
+    pub arcsine_degree: usize,
 }
 
 impl Default for BootstrapConfig {
@@ -54,6 +56,7 @@ impl Default for BootstrapConfig {
             k: None,
             double_angles: 3,
             interpolation_error: 1e-13,
+            arcsine_degree: 0,
         }
     }
 }
@@ -91,7 +94,12 @@ impl Bootstrapper {
             Some(k) => k,
             None => overflow_bound(params.secret().variance(n) * n as f64),
         };
-        let eval_mod = EvalMod::new(k, cfg.double_angles, cfg.interpolation_error)?;
+        let eval_mod = EvalMod::new(
+            k,
+            cfg.double_angles,
+            cfg.interpolation_error,
+            cfg.arcsine_degree,
+        )?;
         let q0 = ctx.primes[0] as f64;
         // One level between CtS and EvalMod scales the slots down to t/K (see below).
         let depth =

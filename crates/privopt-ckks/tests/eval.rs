@@ -584,3 +584,37 @@ fn operands_of_other_parameters_are_refused() {
         ));
     }
 }
+
+#[test]
+fn hoisted_rotations_equal_one_by_one_rotations() {
+    let steps = [1i64, 2, 5, -3, 0, 1000];
+    let mut f = fixture(&steps);
+    let slots = f.ctx.slots();
+    let v = vector(slots, 0.5);
+    let ct = f.encrypt(&v);
+    let hoisted = f.ev.rotate_hoisted(&ct, &steps).unwrap();
+    assert_eq!(hoisted.len(), steps.len());
+    for (&k, h) in steps.iter().zip(&hoisted) {
+        let want: Vec<f64> = (0..slots)
+            .map(|j| v[(j as i64 + k).rem_euclid(slots as i64) as usize])
+            .collect();
+        let plain = f.ev.rotate(&ct, k).unwrap();
+        assert!(
+            f.max_err(h, &want) < 1e-6,
+            "step {k}: {:e}",
+            f.max_err(h, &want)
+        );
+        // Same decryption as the plain rotation up to key-switching noise.
+        let (a, b) = (
+            f.sk.decrypt_values(h).unwrap(),
+            f.sk.decrypt_values(&plain).unwrap(),
+        );
+        let gap = a
+            .iter()
+            .zip(&b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0, f64::max);
+        assert!(gap < 1e-7, "step {k}: hoisted vs plain {gap:e}");
+    }
+    assert!(f.ev.rotate_hoisted(&ct, &[7]).is_err()); // no key for 7
+}

@@ -401,6 +401,56 @@ impl Evaluator {
         self.apply_galois(a, g, &format!("rotation by {k}"))
     }
 
+    /// Rotations of one ciphertext by each of `steps`, sharing one ModUp of its `c1`
+    /// (hoisting): each rotation then costs a permutation, the key product and a ModDown.
+    /// Equal to [`Evaluator::rotate`] step by step up to key-switching noise.
+    pub fn rotate_hoisted(
+        &self,
+        a: &Ciphertext,
+        steps: &[i64],
+    ) -> Result<Vec<Ciphertext>, CkksError> {
+        self.own(a)?;
+        let mut keys = Vec::with_capacity(steps.len());
+        for &k in steps {
+            let g = self.ctx.rotation_element(k);
+            keys.push(if g == 1 {
+                None
+            } else {
+                Some(self.galois.keys.get(&g).ok_or_else(|| {
+                    CkksError::MissingKey(format!("Galois key for rotation by {k}"))
+                })?)
+            });
+        }
+        let idx = Self::q_idx(a.level);
+        Ok(self.install(|| {
+            let ctx = &self.ctx;
+            let digits = keyswitch::mod_up(ctx, &a.c1, a.level);
+            keys.iter()
+                .map(|key| match key {
+                    None => a.clone(),
+                    Some(key) => {
+                        let mut c0 = ring::permute(ctx, &a.c0, &key.perm);
+                        let (k0, k1) = keyswitch::key_product(
+                            ctx,
+                            &digits,
+                            a.level,
+                            &key.key,
+                            Some(&key.perm),
+                        );
+                        ring::add_assign(ctx, &mut c0, &k0, &idx);
+                        Ciphertext {
+                            c0,
+                            c1: k1,
+                            level: a.level,
+                            scale: a.scale,
+                            params: a.params,
+                        }
+                    }
+                })
+                .collect()
+        }))
+    }
+
     /// Complex conjugation of the slots (the identity on real slots; needed by bootstrapping).
     pub fn conjugate(&self, a: &Ciphertext) -> Result<Ciphertext, CkksError> {
         self.apply_galois(a, self.ctx.conjugation_element(), "conjugation")

@@ -18,17 +18,20 @@ pub(crate) fn switch(
     level: usize,
     key: &SwitchingKey,
 ) -> (Vec<u64>, Vec<u64>) {
+    key_product(ctx, &mod_up(ctx, d, level), level, key, None)
+}
+
+/// ModUp: `d`'s digits, each raised to `Q_l·P` (evaluation form, rows in
+/// [`EvalContext::extended_indices`] order). A Galois automorphism permutes evaluation slots
+/// limb by limb, so it commutes with this: several rotations of one ciphertext share one
+/// ModUp (hoisting), each permuting the digits in [`key_product`].
+pub(crate) fn mod_up(ctx: &EvalContext, d: &[u64], level: usize) -> Vec<Vec<u64>> {
     let n = ctx.n();
     let q_rows = level + 1;
     let ext = ctx.extended_indices(level);
-    let q_idx = &ext[..q_rows];
-    let p_idx = &ext[q_rows..];
-    let mut d_coeff = d.to_vec();
-    ring::inverse(ctx, &mut d_coeff, q_idx);
-
-    let mut acc0 = vec![0u64; n * ext.len()];
-    let mut acc1 = vec![0u64; n * ext.len()];
-    let q_off = ctx.q_count * n;
+    let mut d_coeff = d[..q_rows * n].to_vec();
+    ring::inverse(ctx, &mut d_coeff, &ext[..q_rows]);
+    let mut out = Vec::new();
     for (j, digit) in ctx.digits.iter().enumerate() {
         if digit.start > level {
             break;
@@ -52,12 +55,43 @@ pub(crate) fn switch(
                 row.copy_from_slice(src);
             }
         }
+        out.push(digit_ext);
+    }
+    out
+}
+
+/// The raised digits (permuted by `perm` first, for a hoisted rotation) times `key`, then
+/// ModDown (divide by `P`): `(k0, k1)` over `q_0 … q_level`.
+pub(crate) fn key_product(
+    ctx: &EvalContext,
+    digits: &[Vec<u64>],
+    level: usize,
+    key: &SwitchingKey,
+    perm: Option<&[u32]>,
+) -> (Vec<u64>, Vec<u64>) {
+    let n = ctx.n();
+    let q_rows = level + 1;
+    let ext = ctx.extended_indices(level);
+    let q_idx = &ext[..q_rows];
+    let p_idx = &ext[q_rows..];
+    let mut acc0 = vec![0u64; n * ext.len()];
+    let mut acc1 = vec![0u64; n * ext.len()];
+    let q_off = ctx.q_count * n;
+    for (j, digit) in digits.iter().enumerate() {
+        let permuted;
+        let digit = match perm {
+            Some(perm) => {
+                permuted = ring::permute(ctx, digit, perm);
+                &permuted
+            }
+            None => digit,
+        };
         let (b, a) = &key.parts[j];
         let split = q_rows * n;
         for (acc, k) in [(&mut acc0, b), (&mut acc1, a)] {
             let (acc_q, acc_p) = acc.split_at_mut(split);
-            ring::mul_acc(ctx, acc_q, &digit_ext[..split], &k[..split], q_idx);
-            ring::mul_acc(ctx, acc_p, &digit_ext[split..], &k[q_off..], p_idx);
+            ring::mul_acc(ctx, acc_q, &digit[..split], &k[..split], q_idx);
+            ring::mul_acc(ctx, acc_p, &digit[split..], &k[q_off..], p_idx);
         }
     }
     // ModDown: divide by P.

@@ -98,14 +98,23 @@ impl LinearTransform {
     /// `M v` (one level).
     pub fn apply(&self, ev: &Evaluator, v: &Ciphertext) -> Result<Ciphertext, CkksError> {
         let v = ev.drop_to_level(v, self.level)?;
-        let mut rotated: BTreeMap<i64, Ciphertext> = BTreeMap::new();
+        // The baby rotations share one ModUp (hoisting).
+        let babies: Vec<i64> = self
+            .blocks
+            .values()
+            .flat_map(|terms| terms.iter().map(|(b, _)| *b))
+            .collect::<std::collections::BTreeSet<i64>>()
+            .into_iter()
+            .collect();
+        let rotated: BTreeMap<i64, Ciphertext> = babies
+            .iter()
+            .copied()
+            .zip(ev.rotate_hoisted(&v, &babies)?)
+            .collect();
         let mut total: Option<Ciphertext> = None;
         for (&giant, terms) in &self.blocks {
             let mut inner: Option<Ciphertext> = None;
             for (baby, pt) in terms {
-                if !rotated.contains_key(baby) {
-                    rotated.insert(*baby, ev.rotate(&v, *baby)?);
-                }
                 let rb = rotated
                     .get(baby)
                     .ok_or_else(|| CkksError::InvalidParams("baby rotation missing".into()))?;

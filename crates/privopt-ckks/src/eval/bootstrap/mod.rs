@@ -61,6 +61,19 @@ impl Default for BootstrapConfig {
     }
 }
 
+/// Wall-clock seconds of each phase of one bootstrap.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PhaseSeconds {
+    /// ModRaise.
+    pub mod_raise: f64,
+    /// CoeffsToSlots, the scaling to `t/K` and the real/imaginary split.
+    pub coeffs_to_slots: f64,
+    /// EvalMod on both halves.
+    pub eval_mod: f64,
+    /// SlotsToCoeffs.
+    pub slots_to_coeffs: f64,
+}
+
 /// Prepared transforms and EvalMod for one evaluator's parameters.
 #[derive(Debug)]
 pub struct Bootstrapper {
@@ -155,6 +168,15 @@ impl Bootstrapper {
 
     /// A fresh-level ciphertext with the slots of `ct` (dropped to level 0 first if above).
     pub fn bootstrap(&self, ev: &Evaluator, ct: &Ciphertext) -> Result<Ciphertext, CkksError> {
+        Ok(self.bootstrap_timed(ev, ct)?.0)
+    }
+
+    /// [`Bootstrapper::bootstrap`], with the seconds each phase took.
+    pub fn bootstrap_timed(
+        &self,
+        ev: &Evaluator,
+        ct: &Ciphertext,
+    ) -> Result<(Ciphertext, PhaseSeconds), CkksError> {
         let ctx = ev.context();
         let ct = if ct.level() > 0 {
             ev.drop_to_level(ct, 0)?
@@ -168,11 +190,30 @@ impl Bootstrapper {
                 ct.scale()
             )));
         }
+        let mut clock = std::time::Instant::now();
+        let mut lap = || {
+            let s = clock.elapsed().as_secs_f64();
+            clock = std::time::Instant::now();
+            s
+        };
         let x = mod_raise(ev, &ct);
+        let mod_raise = lap();
         let (re, im) = self.coeffs_to_slots(ev, &x)?;
+        let coeffs_to_slots = lap();
         let re = self.eval_mod.apply(ev, &re)?;
         let im = self.eval_mod.apply(ev, &im)?;
-        self.slots_to_coeffs(ev, &re, &im)
+        let eval_mod = lap();
+        let out = self.slots_to_coeffs(ev, &re, &im)?;
+        let slots_to_coeffs = lap();
+        Ok((
+            out,
+            PhaseSeconds {
+                mod_raise,
+                coeffs_to_slots,
+                eval_mod,
+                slots_to_coeffs,
+            },
+        ))
     }
 
     /// CoeffsToSlots of a ModRaised ciphertext: the real and imaginary parts of the

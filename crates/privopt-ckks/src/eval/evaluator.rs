@@ -260,6 +260,16 @@ impl Evaluator {
     /// `a ∘ p` for a plaintext made by [`Evaluator::encode_for_product`] (or any plaintext at
     /// `a`'s level or above), rescaled.
     pub fn mul_plain(&self, a: &Ciphertext, p: &Plaintext) -> Result<Ciphertext, CkksError> {
+        self.rescale(&self.mul_plain_unscaled(a, p)?)
+    }
+
+    /// `a ∘ p` without the rescale (scale `Δ_a · Δ_p`, level unchanged): sums of such
+    /// products, as in a linear transform, need one rescale in all instead of one each.
+    pub fn mul_plain_unscaled(
+        &self,
+        a: &Ciphertext,
+        p: &Plaintext,
+    ) -> Result<Ciphertext, CkksError> {
         let l = self.need_level(a, 1, "a plaintext product")?;
         check_params(&self.ctx, &p.params, "a plaintext")?;
         if p.level < l {
@@ -271,14 +281,13 @@ impl Evaluator {
         let n = self.ctx.n();
         let idx = Self::q_idx(l);
         let pd = &p.data[..idx.len() * n];
-        let out = self.install(|| Ciphertext {
+        Ok(self.install(|| Ciphertext {
             c0: ring::mul(&self.ctx, &a.c0, pd, &idx),
             c1: ring::mul(&self.ctx, &a.c1, pd, &idx),
             level: l,
             scale: a.scale * p.scale,
             params: a.params,
-        });
-        self.rescale(&out)
+        }))
     }
 
     /// The tensor product `(a0 b0, a0 b1 + a1 b0, a1 b1)` at the lower level of the two.

@@ -95,7 +95,8 @@ impl LinearTransform {
         r
     }
 
-    /// `M v` (one level).
+    /// `M v` (one level): products summed unrescaled, rotated by the giant steps, and
+    /// rescaled once.
     pub fn apply(&self, ev: &Evaluator, v: &Ciphertext) -> Result<Ciphertext, CkksError> {
         let v = ev.drop_to_level(v, self.level)?;
         // The baby rotations share one ModUp (hoisting).
@@ -118,7 +119,7 @@ impl LinearTransform {
                 let rb = rotated
                     .get(baby)
                     .ok_or_else(|| CkksError::InvalidParams("baby rotation missing".into()))?;
-                let term = ev.mul_plain(rb, pt)?;
+                let term = ev.mul_plain_unscaled(rb, pt)?;
                 inner = Some(match inner {
                     None => term,
                     Some(acc) => ev.add(&acc, &term)?,
@@ -132,7 +133,10 @@ impl LinearTransform {
                 });
             }
         }
-        total.ok_or_else(|| CkksError::InvalidParams("a transform with no diagonals".into()))
+        // One rescale for the whole sum (the giant rotations work at any scale).
+        let total = total
+            .ok_or_else(|| CkksError::InvalidParams("a transform with no diagonals".into()))?;
+        ev.rescale(&total)
     }
 }
 

@@ -1,5 +1,5 @@
 //! One full-slot bootstrap, timed: `cargo run --release -p privopt-ckks --example bootstrap --
-//! LOG_N SCALE_LOG2 LEVELS [ARCSINE_DEGREE]`. Prints the key-generation, setup and bootstrap
+//! LOG_N SCALE_LOG2 LEVELS [ARCSINE_DEGREE [Q0_BITS]]`. Prints the key-generation, setup and bootstrap
 //! times, the precision over every slot, the levels left and the peak RSS. The parameters
 //! use a sparse secret (h = 64) and are built with `insecure_for_testing`: the 128-bit sets
 //! need sparse-secret encapsulation, which is not built yet.
@@ -31,12 +31,13 @@ fn main() {
         .map(|a| a.parse().expect("arguments are integers"))
         .collect();
     let [log_n, scale, levels, rest @ ..] = args.as_slice() else {
-        eprintln!("usage: bootstrap LOG_N SCALE_LOG2 LEVELS [ARCSINE_DEGREE]");
+        eprintln!("usage: bootstrap LOG_N SCALE_LOG2 LEVELS [ARCSINE_DEGREE [Q0_BITS]]");
         std::process::exit(2);
     };
     let arcsine_degree = rest.first().copied().unwrap_or(0);
+    let q0_bits = rest.get(1).copied().unwrap_or(60) as u32;
     let n = 1usize << log_n;
-    let params = CkksParamsBuilder::leveled(n, 60, *scale as u32, *levels, &[60, 60, 60, 60])
+    let params = CkksParamsBuilder::leveled(n, q0_bits, *scale as u32, *levels, &[60, 60, 60, 60])
         .secret(SecretDistribution::Sparse(64))
         .insecure_for_testing(true)
         .build()
@@ -79,7 +80,7 @@ fn main() {
         .map(|(a, b)| (a - b).abs())
         .fold(0.0, f64::max);
     println!(
-        "n = 2^{log_n}, {} slots, log QP = {:.0}, scale 2^{scale}, arcsine {arcsine_degree}: \
+        "n = 2^{log_n}, {} slots, log QP = {:.0}, q0 2^{q0_bits}, scale 2^{scale}, arcsine {arcsine_degree}: \
          bootstrap {time:.2} s (1 thread), {:.1} bits (max error {err:.2e}), {} levels left; \
          setup {setup:.1} s, keygen {keygen:.1} s ({} rotation keys, {:.0} MB), peak RSS {:.0} MB",
         ctx.slots(),

@@ -1,8 +1,11 @@
-//! One full-slot bootstrap, timed: `cargo run --release -p privopt-ckks --example bootstrap --
-//! LOG_N SCALE_LOG2 LEVELS [ARCSINE_DEGREE [Q0_BITS]]`. Prints the key-generation, setup and bootstrap
-//! times, the precision over every slot, the levels left and the peak RSS. The parameters
-//! use a sparse secret (h = 64) and are built with `insecure_for_testing`: the 128-bit sets
-//! need sparse-secret encapsulation, which is not built yet.
+//! One full-slot bootstrap, timed:
+//! `cargo run --release -p privopt-ckks --example bootstrap -- LOG_N Q0_BITS SCALES
+//! [ARCSINE_DEGREE [CTS_LEVELS STC_LEVELS [SPECIAL_PRIMES]]]`, with `SCALES` either `55x20` (20 levels at a
+//! uniform scale 2^55) or a profile `40,40,48,…` (target `log2 Δ_l` for levels 0, 1, …).
+//! Prints the key-generation, setup and bootstrap times (one thread), the precision over
+//! every slot, the levels left, the modulus and the peak RSS. The secret is sparse (h = 64)
+//! and the set is built with `insecure_for_testing`: 128-bit sets need sparse-secret
+//! encapsulation, which is not built yet.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Instant;
@@ -26,18 +29,46 @@ fn peak_rss_mb() -> f64 {
 }
 
 fn main() {
-    let args: Vec<usize> = std::env::args()
-        .skip(1)
-        .map(|a| a.parse().expect("arguments are integers"))
-        .collect();
-    let [log_n, scale, levels, rest @ ..] = args.as_slice() else {
-        eprintln!("usage: bootstrap LOG_N SCALE_LOG2 LEVELS [ARCSINE_DEGREE [Q0_BITS]]");
-        std::process::exit(2);
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let usage = "usage: bootstrap LOG_N Q0_BITS SCALES [ARCSINE_DEGREE [CTS_LEVELS STC_LEVELS [SPECIAL_PRIMES]]]";
+    let int = |i: usize, default: Option<usize>| -> usize {
+        match args.get(i).map(|a| a.parse::<usize>()) {
+            Some(Ok(v)) => v,
+            None if default.is_some() => default.unwrap_or_default(),
+            _ => {
+                eprintln!("{usage}");
+                std::process::exit(2)
+            }
+        }
     };
-    let arcsine_degree = rest.first().copied().unwrap_or(0);
-    let q0_bits = rest.get(1).copied().unwrap_or(60) as u32;
+    let (log_n, q0_bits) = (int(0, None), int(1, None) as u32);
+    let Some(scales) = args.get(2).cloned() else {
+        eprintln!("{usage}");
+        std::process::exit(2)
+    };
+    let arcsine_degree = int(3, Some(0));
+    let defaults = BootstrapConfig::default();
+    let (cts_levels, stc_levels) = (
+        int(4, Some(defaults.cts_levels)),
+        int(5, Some(defaults.stc_levels)),
+    );
     let n = 1usize << log_n;
-    let params = CkksParamsBuilder::leveled(n, q0_bits, *scale as u32, *levels, &[60, 60, 60, 60])
+    // Key-switching primes of 60 bits (default 4).
+    let special = vec![60; int(6, Some(4))];
+    let builder = match scales.split_once('x') {
+        Some((scale, levels)) => CkksParamsBuilder::leveled(
+            n,
+            q0_bits,
+            scale.parse().expect(usage),
+            levels.parse().expect(usage),
+            &special,
+        ),
+        None => {
+            let profile: Vec<u32> = scales.split(',').map(|x| x.parse().expect(usage)).collect();
+            CkksParamsBuilder::profiled(n, q0_bits, &profile, &special)
+        }
+    };
+    let params = builder
         .secret(SecretDistribution::Sparse(64))
         .insecure_for_testing(true)
         .build()
@@ -45,7 +76,9 @@ fn main() {
     let ctx = EvalContext::new(&params).expect("context");
     let cfg = BootstrapConfig {
         arcsine_degree,
-        ..BootstrapConfig::default()
+        cts_levels,
+        stc_levels,
+        ..defaults
     };
     let t = Instant::now();
     let boot = Bootstrapper::new(&ctx, &cfg).expect("bootstrapper");
@@ -80,7 +113,7 @@ fn main() {
         .map(|(a, b)| (a - b).abs())
         .fold(0.0, f64::max);
     println!(
-        "n = 2^{log_n}, {} slots, log QP = {:.0}, q0 2^{q0_bits}, scale 2^{scale}, arcsine {arcsine_degree}: \
+        "n = 2^{log_n}, {} slots, log QP = {:.0}, q0 2^{q0_bits}, scales {scales}, arcsine {arcsine_degree}: \
          bootstrap {time:.2} s (1 thread), {:.1} bits (max error {err:.2e}), {} levels left; \
          setup {setup:.1} s, keygen {keygen:.1} s ({} rotation keys, {:.0} MB), peak RSS {:.0} MB",
         ctx.slots(),

@@ -89,9 +89,9 @@ pub struct CkksParams {
 pub struct CkksParamsBuilder {
     n: usize,
     prime_bits: Vec<u32>,
-    /// `Some((base_bits, levels))`: a base prime of `base_bits` bits and `levels` rescaling
-    /// primes matched to the level scales (see [`CkksParamsBuilder::leveled`]).
-    chain: Option<(u32, usize)>,
+    /// Rescaling primes chosen from the level scales (see [`CkksParamsBuilder::leveled`] and
+    /// [`CkksParamsBuilder::profiled`]), after the base prime.
+    chain: Option<Chain>,
     special_bits: Vec<u32>,
     digits: Option<usize>,
     scale_log2: u32,
@@ -144,8 +144,22 @@ impl CkksParamsBuilder {
         special_bits: &[u32],
     ) -> Self {
         let mut b = Self::new(n, &[base_bits]);
-        b.chain = Some((base_bits, levels));
+        b.chain = Some(Chain::Uniform(levels));
         b.scale_log2 = scale_log2;
+        b.special_bits = special_bits.to_vec();
+        b
+    }
+
+    /// A leveled set whose scale follows a profile: `scales_log2[l]` is the target `log2 Δ_l`
+    /// for levels `0 … L` (so `L = scales_log2.len() − 1`). Each rescaling prime is the
+    /// NTT-friendly prime nearest `Δ_l² / 2^{scales_log2[l−1]}`, chosen from the top down on
+    /// the scales actually reached. Bootstrapping wants this: large scales where CtS and
+    /// EvalMod run, small ones for the user's levels. A profile may fall by at most
+    /// `60 − log2 Δ_l` bits per level (primes stop at 60 bits).
+    pub fn profiled(n: usize, base_bits: u32, scales_log2: &[u32], special_bits: &[u32]) -> Self {
+        let mut b = Self::new(n, &[base_bits]);
+        b.chain = Some(Chain::Profile(scales_log2.to_vec()));
+        b.scale_log2 = scales_log2.last().copied().unwrap_or(0);
         b.special_bits = special_bits.to_vec();
         b
     }
@@ -260,13 +274,8 @@ impl CkksParamsBuilder {
             let p = privopt_math::modarith::ntt_primes(self.n, bits, 1, &primes)?;
             primes.extend(p);
         }
-        if let Some((_, levels)) = self.chain {
-            primes.extend(scale_matched_primes(
-                self.n,
-                self.scale_log2,
-                levels,
-                &primes,
-            )?);
+        if let Some(chain) = &self.chain {
+            primes.extend(chain_primes(self.n, self.scale_log2, chain, &primes)?);
         }
         let mut special: Vec<u64> = Vec::new();
         for &bits in &self.special_bits {
@@ -345,19 +354,58 @@ impl CkksParamsBuilder {
     }
 }
 
-/// Rescaling primes `q_L, …, q_1` (returned as `q_1, …, q_L`), each the NTT-friendly prime
-/// nearest to the scale of its level: `Δ_L = 2^scale_log2`, `Δ_{l−1} = Δ_l² / q_l`.
-fn scale_matched_primes(
+/// How the rescaling primes follow the level scales.
+#[derive(Clone, Debug)]
+enum Chain {
+    /// `levels` primes, each nearest its level's scale, so the scale stays put.
+    Uniform(usize),
+    /// Target `log2 Δ_l` for levels `0 … L`.
+    Profile(Vec<u32>),
+}
+
+/// Rescaling primes `q_L, …, q_1` (returned as `q_1, …, q_L`) from `Δ_L = 2^scale_log2` down,
+/// with `Δ_{l−1} = Δ_l² / q_l`: each the NTT-friendly prime nearest `Δ_l` (uniform) or nearest
+/// `Δ_l² / 2^{target_{l−1}}` (profile).
+fn chain_primes(
     n: usize,
     scale_log2: u32,
-    levels: usize,
+    chain: &Chain,
     avoid: &[u64],
 ) -> Result<Vec<u64>, CkksError> {
+    let levels = match chain {
+        Chain::Uniform(levels) => *levels,
+        Chain::Profile(targets) => {
+            if targets.len() < 2 {
+                return Err(CkksError::InvalidParams(
+                    "a scale profile needs targets for level 0 and at least one level above".into(),
+                ));
+            }
+            targets.len() - 1
+        }
+    };
     let mut chosen: Vec<u64> = Vec::with_capacity(levels);
     let mut scale = 2f64.powi(scale_log2 as i32);
-    for _ in 0..levels {
+    for l in (1..=levels).rev() {
+        let want = match chain {
+            Chain::Uniform(_) => scale,
+            Chain::Profile(targets) => scale * scale / 2f64.powi(targets[l - 1] as i32),
+        };
+        // A target a rounding error above 2^60 (a profile rising by the most it can) takes
+        // the prime just below: the realized scale misses its target by a hair.
+        if matches!(chain, Chain::Profile(_)) && !(2f64.powi(20)..=2f64.powf(60.01)).contains(&want)
+        {
+            return Err(CkksError::InvalidParams(format!(
+                "level {l} would need a prime near 2^{:.1}; primes are 20 to 60 bits, so the \
+                 scale profile changes too fast there",
+                want.log2()
+            )));
+        }
+        let want = match chain {
+            Chain::Profile(_) => want.min(2f64.powi(60) - 2f64.powi(45)),
+            Chain::Uniform(_) => want,
+        };
         let taken: Vec<u64> = avoid.iter().chain(&chosen).copied().collect();
-        let q = privopt_math::modarith::ntt_prime_near(n, scale, &taken)?;
+        let q = privopt_math::modarith::ntt_prime_near(n, want, &taken)?;
         chosen.push(q);
         scale = scale * scale / q as f64;
     }

@@ -389,6 +389,37 @@ mod tests {
     }
 
     #[test]
+    fn level_scales_follow_a_profile() {
+        let profile = [40, 40, 48, 54, 57, 58, 58, 58];
+        let params = CkksParamsBuilder::profiled(1 << 12, 55, &profile, &[60, 60])
+            .insecure_for_testing(true)
+            .build()
+            .unwrap();
+        let ctx = EvalContext::new(&params).unwrap();
+        assert_eq!(ctx.max_level(), profile.len() - 1);
+        for (l, &target) in profile.iter().enumerate() {
+            let off = ctx.level_scale(l).log2() - f64::from(target);
+            assert!(
+                off.abs() < 0.01,
+                "level {l}: 2^{:.3}",
+                ctx.level_scale(l).log2()
+            );
+        }
+        // A fall of 20 bits in one level would need a 2^76 prime.
+        let steep = CkksParamsBuilder::profiled(1 << 12, 55, &[40, 58], &[60])
+            .insecure_for_testing(true)
+            .build()
+            .unwrap_err();
+        assert!(steep.to_string().contains("changes too fast"), "{steep}");
+        assert!(
+            CkksParamsBuilder::profiled(1 << 12, 55, &[40], &[60])
+                .insecure_for_testing(true)
+                .build()
+                .is_err()
+        );
+    }
+
+    #[test]
     fn parameters_without_special_primes_cannot_evaluate() {
         let params = CkksParams::paper_n8192().unwrap();
         assert!(matches!(

@@ -430,7 +430,6 @@ impl Evaluator {
                 })?)
             });
         }
-        let idx = Self::q_idx(a.level);
         Ok(self.install(|| {
             let ctx = &self.ctx;
             let digits = keyswitch::mod_up(ctx, &a.c1, a.level);
@@ -438,22 +437,14 @@ impl Evaluator {
                 .map(|key| match key {
                     None => a.clone(),
                     Some(key) => {
-                        let mut c0 = ring::permute(ctx, &a.c0, &key.perm);
-                        let (k0, k1) = keyswitch::key_product(
+                        let switched = keyswitch::key_product(
                             ctx,
                             &digits,
                             a.level,
                             &key.key,
                             Some(&key.perm),
                         );
-                        ring::add_assign(ctx, &mut c0, &k0, &idx);
-                        Ciphertext {
-                            c0,
-                            c1: k1,
-                            level: a.level,
-                            scale: a.scale,
-                            params: a.params,
-                        }
+                        self.rotated(a, &key.perm, switched)
                     }
                 })
                 .collect()
@@ -472,21 +463,25 @@ impl Evaluator {
             .get(&g)
             .ok_or_else(|| CkksError::MissingKey(format!("Galois key for {what}")))?;
         self.own(a)?;
-        let idx = Self::q_idx(a.level);
         Ok(self.install(|| {
-            let ctx = &self.ctx;
-            let mut c0 = ring::permute(ctx, &a.c0, &key.perm);
-            let c1 = ring::permute(ctx, &a.c1, &key.perm);
-            let (k0, k1) = keyswitch::switch(ctx, &c1, a.level, &key.key);
-            ring::add_assign(ctx, &mut c0, &k0, &idx);
-            Ciphertext {
-                c0,
-                c1: k1,
-                level: a.level,
-                scale: a.scale,
-                params: a.params,
-            }
+            let c1 = ring::permute(&self.ctx, &a.c1, &key.perm);
+            let switched = keyswitch::switch(&self.ctx, &c1, a.level, &key.key);
+            self.rotated(a, &key.perm, switched)
         }))
+    }
+
+    /// `(σ(c0) + k0, k1)`: an automorphism `σ` (given by `perm`) of `a` once `σ(c1)` has been
+    /// key-switched to `(k0, k1)`.
+    fn rotated(&self, a: &Ciphertext, perm: &[u32], (k0, k1): (Vec<u64>, Vec<u64>)) -> Ciphertext {
+        let mut c0 = ring::permute(&self.ctx, &a.c0, perm);
+        ring::add_assign(&self.ctx, &mut c0, &k0, &Self::q_idx(a.level));
+        Ciphertext {
+            c0,
+            c1: k1,
+            level: a.level,
+            scale: a.scale,
+            params: a.params,
+        }
     }
 
     /// Sum of each window of `width` consecutive slots (a power of two), by `log2 width`

@@ -15,7 +15,7 @@ use rayon::ThreadPool;
 
 use super::ciphertext::{Ciphertext, Plaintext, Product, check_params};
 use super::context::EvalContext;
-use super::keys::{GaloisKeys, RelinKey};
+use super::keys::{EncapsulationKeys, GaloisKeys, RelinKey, SwitchingKey};
 use super::{keyswitch, ring};
 use crate::encoding::Complex;
 use crate::error::CkksError;
@@ -29,6 +29,7 @@ pub struct Evaluator {
     ctx: Arc<EvalContext>,
     relin: Option<RelinKey>,
     galois: GaloisKeys,
+    encapsulation: Option<EncapsulationKeys>,
     pool: Option<Threads>,
 }
 
@@ -45,6 +46,10 @@ impl std::fmt::Debug for Evaluator {
         f.debug_struct("Evaluator")
             .field("relin", &self.relin.is_some())
             .field("galois", &self.galois.keys.len())
+            .field(
+                "encapsulation",
+                &self.encapsulation.as_ref().map(|e| e.weight),
+            )
             .finish()
     }
 }
@@ -56,8 +61,41 @@ impl Evaluator {
             ctx: Arc::clone(ctx),
             relin,
             galois,
+            encapsulation: None,
             pool: None,
         }
+    }
+
+    /// Adds sparse-secret encapsulation keys, for bootstrapping under a dense secret.
+    pub fn with_encapsulation(mut self, keys: EncapsulationKeys) -> Self {
+        self.encapsulation = Some(keys);
+        self
+    }
+
+    /// The encapsulation keys, if given.
+    pub(crate) fn encapsulation(&self) -> Option<&EncapsulationKeys> {
+        self.encapsulation.as_ref()
+    }
+
+    /// `a` switched by `key` (from the key's source secret to its target): `(c0 + k0, k1)`.
+    pub(crate) fn switch_key(
+        &self,
+        a: &Ciphertext,
+        key: &SwitchingKey,
+    ) -> Result<Ciphertext, CkksError> {
+        self.own(a)?;
+        Ok(self.install(|| {
+            let (k0, k1) = keyswitch::switch(&self.ctx, &a.c1, a.level, key);
+            let mut c0 = a.c0.clone();
+            ring::add_assign(&self.ctx, &mut c0, &k0, &Self::q_idx(a.level));
+            Ciphertext {
+                c0,
+                c1: k1,
+                level: a.level,
+                scale: a.scale,
+                params: a.params,
+            }
+        }))
     }
 
     /// Runs every operation on a pool of exactly `threads` threads (default: rayon's global

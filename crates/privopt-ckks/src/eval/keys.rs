@@ -117,7 +117,72 @@ impl GaloisKeys {
     }
 }
 
+/// Sparse-secret encapsulation keys (Bossuat et al., 2022): bootstrapping switches the
+/// ciphertext from the dense secret `s` to a sparse ephemeral `s'` just before ModRaise and
+/// back just after, so ModRaise's overflow is bounded by the sparse weight while every other
+/// key, and the data, stay under the dense `s`.
+#[derive(Clone, Debug)]
+pub struct EncapsulationKeys {
+    /// `s → s'`, kept modulo `q_0·P` only: level 0 is all it serves, and the rows of the other
+    /// primes would expose the sparse secret at the full modulus.
+    pub(crate) to_sparse: SwitchingKey,
+    /// `s' → s`, an encryption under the dense `s`.
+    pub(crate) to_dense: SwitchingKey,
+    /// Non-zeros of `s'`.
+    pub(crate) weight: usize,
+}
+
+impl EncapsulationKeys {
+    /// Non-zeros of the sparse ephemeral secret.
+    pub fn weight(&self) -> usize {
+        self.weight
+    }
+
+    /// Size in bytes.
+    pub fn byte_len(&self) -> usize {
+        self.to_sparse.byte_len() + self.to_dense.byte_len()
+    }
+}
+
 impl SecretKey {
+    /// Encapsulation keys to a fresh sparse secret of `weight` non-zeros (`1..=n`).
+    pub fn encapsulation_keys(
+        &self,
+        weight: usize,
+        rng: &mut impl CryptoRng,
+    ) -> Result<EncapsulationKeys, CkksError> {
+        let ctx = &self.ctx;
+        let n = ctx.n();
+        if !(1..=n).contains(&weight) {
+            return Err(CkksError::InvalidParams(format!(
+                "encapsulation weight {weight} is not in 1..={n}"
+            )));
+        }
+        let mut coeffs = sparse_ternary(n, weight, rng);
+        let all: Vec<usize> = (0..ctx.primes.len()).collect();
+        let mut s = ring::from_signed(ctx, &coeffs, &all);
+        coeffs.zeroize();
+        ring::forward(ctx, &mut s, &all);
+        let sparse = SecretKey {
+            ctx: Arc::clone(ctx),
+            s,
+        };
+        let mut to_sparse = sparse.switching_key(&self.s, rng);
+        // Level 0 reads digit 0's rows of q_0 and of P: drop the rest.
+        to_sparse.parts.truncate(1);
+        for (b, a) in &mut to_sparse.parts {
+            for x in [b, a] {
+                x[n..ctx.q_count * n].fill(0);
+            }
+        }
+        let to_dense = self.switching_key(&sparse.s, rng);
+        Ok(EncapsulationKeys {
+            to_sparse,
+            to_dense,
+            weight,
+        })
+    }
+
     /// A fresh secret of the parameters' distribution.
     pub fn generate(ctx: &Arc<EvalContext>, rng: &mut impl CryptoRng) -> Self {
         let n = ctx.n();

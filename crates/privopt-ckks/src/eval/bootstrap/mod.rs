@@ -46,6 +46,10 @@ pub struct BootstrapConfig {
     pub interpolation_error: f64,
     /// Degree of the `arcsin` correction after EvalMod (0: none; 3, 5, 7).
     pub arcsine_degree: usize,
+    /// Sparse-secret encapsulation: the weight of the ephemeral sparse secret (the evaluator
+    /// then needs [`super::EncapsulationKeys`] of that weight). `None`: ModRaise under the
+    /// parameters' own secret.
+    pub encapsulation: Option<usize>,
 }
 
 impl Default for BootstrapConfig {
@@ -57,6 +61,7 @@ impl Default for BootstrapConfig {
             double_angles: 3,
             interpolation_error: 1e-13,
             arcsine_degree: 0,
+            encapsulation: None,
         }
     }
 }
@@ -64,7 +69,7 @@ impl Default for BootstrapConfig {
 /// Wall-clock seconds of each phase of one bootstrap.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct PhaseSeconds {
-    /// ModRaise.
+    /// ModRaise (with the encapsulation's two key switches, if used).
     pub mod_raise: f64,
     /// CoeffsToSlots, the scaling to `t/K` and the real/imaginary split.
     pub coeffs_to_slots: f64,
@@ -83,6 +88,8 @@ pub struct Bootstrapper {
     stc: Vec<LinearTransform>,
     eval_mod: EvalMod,
     output_level: usize,
+    /// The encapsulation weight the evaluator's keys must have, if any.
+    encapsulation: Option<usize>,
 }
 
 impl Bootstrapper {
@@ -99,13 +106,22 @@ impl Bootstrapper {
                 )));
             }
         }
+        if let Some(weight) = cfg.encapsulation
+            && !(1..=ctx.n()).contains(&weight)
+        {
+            return Err(CkksError::InvalidParams(format!(
+                "encapsulation weight {weight} is not in 1..={}",
+                ctx.n()
+            )));
+        }
         // Encoding needs no keys.
         let ev = &Evaluator::new(ctx, None, GaloisKeys::default());
         let params = ctx.params();
         let (n, slots, top) = (ctx.n(), ctx.slots(), ctx.max_level());
-        let k = match cfg.k {
-            Some(k) => k,
-            None => overflow_bound(params.secret().variance(n) * n as f64),
+        let k = match (cfg.k, cfg.encapsulation) {
+            (Some(k), _) => k,
+            (None, Some(weight)) => overflow_bound(weight as f64),
+            (None, None) => overflow_bound(params.secret().variance(n) * n as f64),
         };
         let eval_mod = EvalMod::new(
             k,
@@ -140,6 +156,7 @@ impl Bootstrapper {
             stc,
             eval_mod,
             output_level: top - depth,
+            encapsulation: cfg.encapsulation,
         })
     }
 
@@ -196,7 +213,21 @@ impl Bootstrapper {
             clock = std::time::Instant::now();
             s
         };
-        let x = mod_raise(ev, &ct);
+        let x = match self.encapsulation {
+            None => mod_raise(ev, &ct),
+            Some(weight) => {
+                let keys = ev
+                    .encapsulation()
+                    .filter(|k| k.weight == weight)
+                    .ok_or_else(|| {
+                        CkksError::MissingKey(format!(
+                            "encapsulation keys of weight {weight} for bootstrapping"
+                        ))
+                    })?;
+                let sparse = ev.switch_key(&ct, &keys.to_sparse)?;
+                ev.switch_key(&mod_raise(ev, &sparse), &keys.to_dense)?
+            }
+        };
         let mod_raise = lap();
         let (re, im) = self.coeffs_to_slots(ev, &x)?;
         let coeffs_to_slots = lap();

@@ -85,16 +85,8 @@ impl Evaluator {
     ) -> Result<Ciphertext, CkksError> {
         self.own(a)?;
         Ok(self.install(|| {
-            let (k0, k1) = keyswitch::switch(&self.ctx, &a.c1, a.level, key);
-            let mut c0 = a.c0.clone();
-            ring::add_assign(&self.ctx, &mut c0, &k0, &Self::q_idx(a.level));
-            Ciphertext {
-                c0,
-                c1: k1,
-                level: a.level,
-                scale: a.scale,
-                params: a.params,
-            }
+            let switched = keyswitch::switch(&self.ctx, &a.c1, a.level, key);
+            self.with_switched_c1(a, a.c0.clone(), switched)
         }))
     }
 
@@ -510,8 +502,18 @@ impl Evaluator {
 
     /// `(σ(c0) + k0, k1)`: an automorphism `σ` (given by `perm`) of `a` once `σ(c1)` has been
     /// key-switched to `(k0, k1)`.
-    fn rotated(&self, a: &Ciphertext, perm: &[u32], (k0, k1): (Vec<u64>, Vec<u64>)) -> Ciphertext {
-        let mut c0 = ring::permute(&self.ctx, &a.c0, perm);
+    fn rotated(&self, a: &Ciphertext, perm: &[u32], switched: (Vec<u64>, Vec<u64>)) -> Ciphertext {
+        self.with_switched_c1(a, ring::permute(&self.ctx, &a.c0, perm), switched)
+    }
+
+    /// `(c0 + k0, k1)` at `a`'s level and scale: a ciphertext whose `c1` was key-switched to
+    /// `(k0, k1)`.
+    fn with_switched_c1(
+        &self,
+        a: &Ciphertext,
+        mut c0: Vec<u64>,
+        (k0, k1): (Vec<u64>, Vec<u64>),
+    ) -> Ciphertext {
         ring::add_assign(&self.ctx, &mut c0, &k0, &Self::q_idx(a.level));
         Ciphertext {
             c0,

@@ -6,6 +6,7 @@
 //! 43 and 43 bits. Each prime is the largest `p < 2^bits` with `p ≡ 1 mod 2n`, so
 //! `log2 q` is just under the sum of the bit sizes, i.e. within the standard's bound.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use privopt_math::ntt::NttBackend;
@@ -29,6 +30,31 @@ pub const HE_STANDARD_128: &[(usize, u32)] = &[
     (1 << 17, 3524),
 ];
 
+/// 128-bit points for sparse ternary secrets: `(n, h, max log2 q)` — a secret of at least `h`
+/// non-zeros in degree `n` under a modulus of at most `2^{max}`. The HE standard's table does
+/// not cover sparse secrets; these are the sets whose security Bossuat, Troncoso-Pastoriza
+/// and Hubaux estimated with the lattice estimator, hybrid attacks included (ePrint 2022/024,
+/// Lattigo's default bootstrapping parameters): their `h = 32` ephemeral secret lives modulo
+/// `q_0·p_0` (40 + 56 bits at `2^15`, 60 + 61 at `2^16`), their `h = 192` main secrets under
+/// the whole `Q·P`. privopt certifies nothing beyond them: a larger modulus or a smaller weight
+/// is refused. (Security only grows as the modulus shrinks or the weight grows towards `n/2`.)
+pub const SPARSE_128: &[(usize, usize, u32)] = &[
+    (1 << 15, 32, 96),
+    (1 << 16, 32, 121),
+    (1 << 15, 192, 768),
+    (1 << 16, 192, 1553),
+];
+
+/// The largest `log2 q` [`SPARSE_128`] certifies for a sparse secret of weight `h` in degree
+/// `n`, if any.
+pub fn sparse_max_log_q(n: usize, h: usize) -> Option<u32> {
+    SPARSE_128
+        .iter()
+        .filter(|&&(m, w, _)| m == n && w <= h)
+        .map(|&(_, _, max)| max)
+        .max()
+}
+
 /// The law of each secret-key coefficient.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SecretDistribution {
@@ -38,8 +64,8 @@ pub enum SecretDistribution {
     /// Uniform in {−1, 0, 1}: the standard's assumption. Variance 2/3.
     Ternary,
     /// Exactly `h` coefficients ±1, the rest 0 (bootstrapping's small ModRaise overflow).
-    /// The standard's table does not cover sparse secrets: such parameters build only with
-    /// `insecure_for_testing`.
+    /// The standard's table does not cover sparse secrets: such parameters build only within
+    /// [`SPARSE_128`]'s points, or with `insecure_for_testing`.
     Sparse(usize),
 }
 
@@ -77,6 +103,8 @@ pub struct CkksParams {
     special: usize,
     digits: usize,
     scale_log2: u32,
+    /// `Δ_0 … Δ_L`, the scale a ciphertext has at each level.
+    level_scales: Vec<f64>,
     error: DiscreteGaussian,
     secret: SecretDistribution,
     smudging_log2: f64,
@@ -92,6 +120,9 @@ pub struct CkksParamsBuilder {
     /// Rescaling primes chosen from the level scales (see [`CkksParamsBuilder::leveled`] and
     /// [`CkksParamsBuilder::profiled`]), after the base prime.
     chain: Option<Chain>,
+    /// Levels rescaled only after plaintext products, with their prime sizes (see
+    /// [`CkksParamsBuilder::linear_level`]).
+    linear: BTreeMap<usize, u32>,
     special_bits: Vec<u32>,
     digits: Option<usize>,
     scale_log2: u32,
@@ -120,6 +151,7 @@ impl CkksParamsBuilder {
             n,
             prime_bits: prime_bits.to_vec(),
             chain: None,
+            linear: BTreeMap::new(),
             special_bits: Vec::new(),
             digits: None,
             scale_log2: 40,
@@ -162,6 +194,19 @@ impl CkksParamsBuilder {
         b.scale_log2 = scales_log2.last().copied().unwrap_or(0);
         b.special_bits = special_bits.to_vec();
         b
+    }
+
+    /// Marks level `level` of a scale profile as *linear*: only plaintext products (a linear
+    /// transform's diagonals, whose scale is free) are rescaled there, so its prime need not
+    /// be `Δ_l² / Δ_{l−1}`. It is the NTT-friendly prime nearest `2^prime_bits`, and
+    /// `Δ_{l−1}` is exactly the profile's target: a plaintext at scale `Δ_{l−1} q_l / Δ_l`
+    /// lands a product there. Bootstrapping's SlotsToCoeffs wants this: a 60-bit prime
+    /// holds two transform factors of 30-bit plaintexts and drops the scale from EvalMod's
+    /// to the user's. A ciphertext product at such a level comes out at its true scale, which
+    /// the evaluator then refuses to add to the level's nominal one.
+    pub fn linear_level(mut self, level: usize, prime_bits: u32) -> Self {
+        self.linear.insert(level, prime_bits);
+        self
     }
 
     /// Key-switching (special) primes `P` of the given sizes, for hybrid key switching.
@@ -256,16 +301,10 @@ impl CkksParamsBuilder {
                 self.smudging_log2
             )));
         }
-        if let SecretDistribution::Sparse(h) = self.secret {
-            if h == 0 || h > self.n {
-                return invalid(format!("sparse secret weight {h} is not in 1..={}", self.n));
-            }
-            if !self.insecure_for_testing {
-                return invalid(format!(
-                    "a sparse secret (weight {h}) is not covered by the HE standard's table; \
-                     it builds only with insecure_for_testing"
-                ));
-            }
+        if let SecretDistribution::Sparse(h) = self.secret
+            && (h == 0 || h > self.n)
+        {
+            return invalid(format!("sparse secret weight {h} is not in 1..={}", self.n));
         }
         let error = DiscreteGaussian::new(self.error_sigma)?;
         // Distinct primes: take sizes in decreasing order, avoiding those already chosen.
@@ -275,7 +314,15 @@ impl CkksParamsBuilder {
             primes.extend(p);
         }
         if let Some(chain) = &self.chain {
-            primes.extend(chain_primes(self.n, self.scale_log2, chain, &primes)?);
+            primes.extend(chain_primes(
+                self.n,
+                self.scale_log2,
+                chain,
+                &self.linear,
+                &primes,
+            )?);
+        } else if !self.linear.is_empty() {
+            return invalid("linear levels need a scale profile".into());
         }
         let mut special: Vec<u64> = Vec::new();
         for &bits in &self.special_bits {
@@ -305,10 +352,13 @@ impl CkksParamsBuilder {
         let key_basis = basis.extended(&special)?;
         // The standard bounds the whole key modulus Q·P.
         let log_q = key_basis.log_modulus();
-        let max = HE_STANDARD_128
-            .iter()
-            .find(|(n, _)| *n == self.n)
-            .map(|(_, m)| *m);
+        let max = match self.secret {
+            SecretDistribution::Sparse(h) => sparse_max_log_q(self.n, h),
+            _ => HE_STANDARD_128
+                .iter()
+                .find(|(n, _)| *n == self.n)
+                .map(|(_, m)| *m),
+        };
         match max {
             Some(m) if log_q <= f64::from(m) => {}
             _ if self.insecure_for_testing => {}
@@ -339,7 +389,21 @@ impl CkksParamsBuilder {
         h.update(self.error_sigma.to_le_bytes());
         h.update(self.secret.tag());
         h.update(self.smudging_log2.to_le_bytes());
+        // Linear levels set scales the primes do not imply (absent: fingerprints as before).
+        if let Some(Chain::Profile(targets)) = &self.chain {
+            for &l in self.linear.keys() {
+                h.update((l as u64).to_le_bytes());
+                h.update(targets[l - 1].to_le_bytes());
+            }
+        }
+        let level_scales = level_scales(
+            self.scale_log2,
+            basis.moduli(),
+            self.chain.as_ref(),
+            &self.linear,
+        );
         Ok(Arc::new(CkksParams {
+            level_scales,
             basis,
             key_basis,
             special: special.len(),
@@ -365,11 +429,13 @@ enum Chain {
 
 /// Rescaling primes `q_L, …, q_1` (returned as `q_1, …, q_L`) from `Δ_L = 2^scale_log2` down,
 /// with `Δ_{l−1} = Δ_l² / q_l`: each the NTT-friendly prime nearest `Δ_l` (uniform) or nearest
-/// `Δ_l² / 2^{target_{l−1}}` (profile).
+/// `Δ_l² / 2^{target_{l−1}}` (profile); a linear level's prime is the one nearest its given
+/// size, and the scale below it is exactly the target.
 fn chain_primes(
     n: usize,
     scale_log2: u32,
     chain: &Chain,
+    linear: &BTreeMap<usize, u32>,
     avoid: &[u64],
 ) -> Result<Vec<u64>, CkksError> {
     let levels = match chain {
@@ -383,9 +449,34 @@ fn chain_primes(
             targets.len() - 1
         }
     };
+    if let Some((&l, _)) = linear.iter().next_back() {
+        if !matches!(chain, Chain::Profile(_)) || l == 0 || l > levels {
+            return Err(CkksError::InvalidParams(format!(
+                "linear level {l} is not a level 1..={levels} of a scale profile"
+            )));
+        }
+    }
     let mut chosen: Vec<u64> = Vec::with_capacity(levels);
     let mut scale = 2f64.powi(scale_log2 as i32);
     for l in (1..=levels).rev() {
+        let taken: Vec<u64> = avoid.iter().chain(&chosen).copied().collect();
+        if let (Some(&bits), Chain::Profile(targets)) = (linear.get(&l), chain) {
+            let q = privopt_math::modarith::ntt_prime_near(n, 2f64.powi(bits as i32), &taken)?;
+            let below = 2f64.powi(targets[l - 1] as i32);
+            let plaintext = below * q as f64 / scale;
+            if plaintext < 2f64.powi(20) {
+                return Err(CkksError::InvalidParams(format!(
+                    "linear level {l}: a {bits}-bit prime from scale 2^{:.1} to 2^{} leaves \
+                     plaintexts a scale of 2^{:.1}, below 2^20",
+                    scale.log2(),
+                    targets[l - 1],
+                    plaintext.log2()
+                )));
+            }
+            chosen.push(q);
+            scale = below;
+            continue;
+        }
         let want = match chain {
             Chain::Uniform(_) => scale,
             Chain::Profile(targets) => scale * scale / 2f64.powi(targets[l - 1] as i32),
@@ -404,13 +495,31 @@ fn chain_primes(
             Chain::Profile(_) => want.min(2f64.powi(60) - 2f64.powi(45)),
             Chain::Uniform(_) => want,
         };
-        let taken: Vec<u64> = avoid.iter().chain(&chosen).copied().collect();
         let q = privopt_math::modarith::ntt_prime_near(n, want, &taken)?;
         chosen.push(q);
         scale = scale * scale / q as f64;
     }
     chosen.reverse();
     Ok(chosen)
+}
+
+/// `Δ_0 … Δ_L` for the chosen primes: `Δ_L = 2^scale_log2`, `Δ_{l−1} = Δ_l² / q_l`, except
+/// below a linear level, where it is the profile's target.
+fn level_scales(
+    scale_log2: u32,
+    primes: &[u64],
+    chain: Option<&Chain>,
+    linear: &BTreeMap<usize, u32>,
+) -> Vec<f64> {
+    let top = primes.len() - 1;
+    let mut scales = vec![2f64.powi(scale_log2 as i32); top + 1];
+    for l in (1..=top).rev() {
+        scales[l - 1] = match (chain, linear.contains_key(&l)) {
+            (Some(Chain::Profile(targets)), true) => 2f64.powi(targets[l - 1] as i32),
+            _ => scales[l] * scales[l] / primes[l] as f64,
+        };
+    }
+    scales
 }
 
 impl CkksParams {
@@ -464,6 +573,11 @@ impl CkksParams {
         2f64.powi(self.scale_log2 as i32)
     }
 
+    /// `Δ_level`: the scale of a ciphertext at `level` (`Λ` at the top).
+    pub fn level_scale(&self, level: usize) -> f64 {
+        self.level_scales[level]
+    }
+
     /// The RLWE error sampler.
     pub fn error(&self) -> &DiscreteGaussian {
         &self.error
@@ -508,12 +622,12 @@ mod tests {
 
     #[test]
     fn sparse_secrets_need_the_opt_in_and_a_weight_in_range() {
-        // Within the dense table's bound, but the table does not cover sparse secrets.
+        // Within the dense table's bound, but no sparse point covers n = 4096.
         let e = CkksParamsBuilder::new(4096, &[36, 36, 36])
             .secret(SecretDistribution::Sparse(64))
             .build()
             .unwrap_err();
-        assert!(e.to_string().contains("sparse secret"), "{e}");
+        assert!(matches!(e, CkksError::Insecure { max_log_q: 0, .. }), "{e}");
         let ok = CkksParamsBuilder::new(4096, &[36, 36, 36])
             .secret(SecretDistribution::Sparse(64))
             .insecure_for_testing(true)
@@ -528,6 +642,65 @@ mod tests {
                     .insecure_for_testing(true)
                     .build()
                     .is_err()
+            );
+        }
+    }
+
+    #[test]
+    fn sparse_points_certify_what_they_cover_and_nothing_more() {
+        assert_eq!(sparse_max_log_q(1 << 15, 192), Some(768));
+        assert_eq!(sparse_max_log_q(1 << 15, 1000), Some(768));
+        assert_eq!(sparse_max_log_q(1 << 15, 64), Some(96));
+        assert_eq!(sparse_max_log_q(1 << 15, 31), None);
+        assert_eq!(sparse_max_log_q(1 << 14, 192), None);
+        let sparse = |primes: usize| {
+            CkksParamsBuilder::new(1 << 15, &vec![60; primes])
+                .secret(SecretDistribution::Sparse(192))
+                .build()
+        };
+        assert!(sparse(12).is_ok()); // 720 bits
+        let e = sparse(13).unwrap_err(); // 780 bits
+        assert!(
+            matches!(e, CkksError::Insecure { max_log_q: 768, .. }),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_linear_level_takes_its_prime_size_and_lands_on_its_target() {
+        let profile = [30, 30, 50, 50];
+        // 50 → 30 in one level needs a 70-bit prime under the squared rule.
+        let e = CkksParamsBuilder::profiled(4096, 40, &profile, &[60])
+            .insecure_for_testing(true)
+            .build()
+            .unwrap_err();
+        assert!(e.to_string().contains("changes too fast"), "{e}");
+        let p = CkksParamsBuilder::profiled(4096, 40, &profile, &[60])
+            .linear_level(2, 60)
+            .insecure_for_testing(true)
+            .build()
+            .unwrap();
+        let q2 = p.basis().moduli()[2] as f64;
+        assert!((q2.log2() - 60.0).abs() < 0.01, "{}", q2.log2());
+        assert_eq!(p.level_scale(1), 2f64.powi(30));
+        // Below it the squared rule again: Δ_0 = Δ_1² / q_1 with q_1 nearest 2^30.
+        let q1 = p.basis().moduli()[1] as f64;
+        assert_eq!(p.level_scale(0), p.level_scale(1).powi(2) / q1);
+        let other = CkksParamsBuilder::profiled(4096, 40, &[30, 30, 50, 50], &[60])
+            .linear_level(2, 59)
+            .insecure_for_testing(true)
+            .build()
+            .unwrap();
+        assert_ne!(p.fingerprint(), other.fingerprint());
+        // Not a level of the profile, or a plaintext scale with no room left.
+        for (level, bits) in [(0, 60), (4, 60), (2, 20)] {
+            assert!(
+                CkksParamsBuilder::profiled(4096, 40, &profile, &[60])
+                    .linear_level(level, bits)
+                    .insecure_for_testing(true)
+                    .build()
+                    .is_err(),
+                "level {level}, {bits} bits"
             );
         }
     }

@@ -158,10 +158,7 @@ impl EvalContext {
             .map(|l| BaseConversion::new(&primes, vec![l]))
             .collect();
         let top = params.max_level();
-        let mut level_scales = vec![params.scale(); q_count];
-        for l in (1..=top).rev() {
-            level_scales[l - 1] = level_scales[l] * level_scales[l] / primes[l] as f64;
-        }
+        let level_scales = (0..=top).map(|l| params.level_scale(l)).collect();
         let exponents = evaluation_exponents(params)?;
         let mut position = vec![u32::MAX; 2 * params.n()];
         for (i, &e) in exponents.iter().enumerate() {

@@ -273,3 +273,30 @@ fn a_dense_secret_bootstraps_through_sparse_encapsulation() {
     assert!(bits >= 15.0, "{bits:.1} bits");
     assert!(k.sk.encapsulation_keys(0, &mut k.rng).is_err());
 }
+
+/// The sparse ephemeral secret exists only in the dense-to-sparse key, modulo `q_0·p_0`:
+/// encapsulation is certified there (`SPARSE_128`: weight ≥ 32 and at most 96 bits at 2^15)
+/// and refused beyond, for 128-bit parameters that themselves pass the dense table.
+#[test]
+fn encapsulation_is_certified_at_q0_times_p0_and_refused_beyond() {
+    let dense = |q0: u32, p0: u32| {
+        let params = CkksParamsBuilder::new(1 << 15, &[q0, 50, 50])
+            .special_primes(&[p0, 60])
+            .build()
+            .unwrap();
+        let ctx = EvalContext::new(&params).unwrap();
+        let mut rng = secret_rng(Some(3));
+        (SecretKey::generate(&ctx, &mut rng), rng)
+    };
+    let (sk, mut rng) = dense(40, 56);
+    let keys = sk.encapsulation_keys(32, &mut rng).unwrap();
+    assert_eq!(keys.weight(), 32);
+    for (weight, q0, p0) in [(31, 40, 56), (32, 42, 56), (64, 40, 58)] {
+        let (sk, mut rng) = dense(q0, p0);
+        let e = sk.encapsulation_keys(weight, &mut rng).unwrap_err();
+        assert!(
+            e.to_string().contains("insecure"),
+            "weight {weight}, {q0} + {p0} bits: {e}"
+        );
+    }
+}

@@ -32,7 +32,7 @@ pub(crate) struct BaseConversion {
 }
 
 impl BaseConversion {
-    fn new(all: &[u64], sources: Vec<usize>) -> Self {
+    pub(crate) fn new(all: &[u64], sources: Vec<usize>) -> Self {
         let product: BigUint = sources.iter().map(|&i| BigUint::from(all[i])).product();
         let hats: Vec<BigUint> = sources
             .iter()

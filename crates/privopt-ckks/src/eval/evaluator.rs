@@ -90,6 +90,26 @@ impl Evaluator {
         }))
     }
 
+    /// A level-0 ciphertext switched by a key made with [`keyswitch::switch_level0`]'s
+    /// layout (modulo `q_0·p_0` only).
+    pub(crate) fn switch_key_level0(
+        &self,
+        a: &Ciphertext,
+        key: &SwitchingKey,
+    ) -> Result<Ciphertext, CkksError> {
+        self.own(a)?;
+        if a.level != 0 {
+            return Err(CkksError::LevelExhausted(format!(
+                "a q_0·p_0 key switches level 0 only; the ciphertext is at level {}",
+                a.level
+            )));
+        }
+        Ok(self.install(|| {
+            let switched = keyswitch::switch_level0(&self.ctx, &a.c1, key);
+            self.with_switched_c1(a, a.c0.clone(), switched)
+        }))
+    }
+
     /// Runs every operation on a pool of exactly `threads` threads (default: rayon's global
     /// pool). One thread makes timings comparable with single-threaded libraries.
     pub fn with_threads(mut self, threads: usize) -> Result<Self, CkksError> {

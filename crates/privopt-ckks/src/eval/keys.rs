@@ -123,8 +123,8 @@ impl GaloisKeys {
 /// key, and the data, stay under the dense `s`.
 #[derive(Clone, Debug)]
 pub struct EncapsulationKeys {
-    /// `s → s'`, kept modulo `q_0·P` only: level 0 is all it serves, and the rows of the other
-    /// primes would expose the sparse secret at the full modulus.
+    /// `s → s'`, modulo `q_0·p_0` only (one digit, one special prime): level 0 is all it
+    /// serves, and at a larger modulus the sparse secret would not be certified.
     pub(crate) to_sparse: SwitchingKey,
     /// `s' → s`, an encryption under the dense `s`.
     pub(crate) to_dense: SwitchingKey,
@@ -158,6 +158,20 @@ impl SecretKey {
                 "encapsulation weight {weight} is not in 1..={n}"
             )));
         }
+        let params = ctx.params();
+        let p0 = *ctx.primes.get(ctx.q_count).ok_or_else(|| {
+            CkksError::InvalidParams("encapsulation needs a key-switching prime".into())
+        })?;
+        // The sparse secret exists only in the key modulo q_0·p_0: certify it there.
+        let log_q = (ctx.primes[0] as f64).log2() + (p0 as f64).log2();
+        let max = crate::params::sparse_max_log_q(n, weight);
+        if !params.is_insecure() && !max.is_some_and(|m| log_q <= f64::from(m)) {
+            return Err(CkksError::Insecure {
+                n,
+                log_q,
+                max_log_q: max.unwrap_or(0),
+            });
+        }
         let mut coeffs = sparse_ternary(n, weight, rng);
         let all: Vec<usize> = (0..ctx.primes.len()).collect();
         let mut s = ring::from_signed(ctx, &coeffs, &all);
@@ -167,20 +181,34 @@ impl SecretKey {
             ctx: Arc::clone(ctx),
             s,
         };
-        let mut to_sparse = sparse.switching_key(&self.s, rng);
-        // Level 0 reads digit 0's rows of q_0 and of P: drop the rest.
-        to_sparse.parts.truncate(1);
-        for (b, a) in &mut to_sparse.parts {
-            for x in [b, a] {
-                x[n..ctx.q_count * n].fill(0);
-            }
-        }
+        let to_sparse = sparse.level0_switching_key(&self.s, rng);
         let to_dense = self.switching_key(&sparse.s, rng);
         Ok(EncapsulationKeys {
             to_sparse,
             to_dense,
             weight,
         })
+    }
+
+    /// A switching key from `s_from` to this secret modulo `q_0·p_0` only, for
+    /// [`super::keyswitch::switch_level0`]: `(−a·s + e + p_0·s_from, a)` on the rows `q_0`,
+    /// `p_0`.
+    fn level0_switching_key(&self, s_from: &[u64], rng: &mut impl CryptoRng) -> SwitchingKey {
+        let ctx = &self.ctx;
+        let n = ctx.n();
+        let rows = [0, ctx.q_count];
+        let mut s_rows = self.s[..n].to_vec();
+        s_rows.extend_from_slice(&self.s[ctx.q_count * n..(ctx.q_count + 1) * n]);
+        let (mut b, a) = rlwe_sample(ctx, &s_rows, &rows, rng);
+        s_rows.zeroize();
+        let m = &ctx.moduli[0];
+        let w = m.shoup(m.reduce(ctx.primes[ctx.q_count]));
+        for (x, &sv) in b[..n].iter_mut().zip(&s_from[..n]) {
+            *x = privopt_math::modarith::add_mod(*x, m.mul_shoup(sv, w), m.value());
+        }
+        SwitchingKey {
+            parts: vec![(b, a)],
+        }
     }
 
     /// A fresh secret of the parameters' distribution.
@@ -210,10 +238,7 @@ impl SecretKey {
     pub fn public_key(&self, rng: &mut impl CryptoRng) -> PublicKey {
         let ctx = &self.ctx;
         let q: Vec<usize> = (0..ctx.q_count).collect();
-        let a = uniform_rows(ctx, &q, rng);
-        let mut b = ring::error(ctx, &q, rng);
-        let as_ = ring::mul(ctx, &a, &self.s[..a.len()], &q);
-        ring::sub_assign(ctx, &mut b, &as_, &q);
+        let (b, a) = rlwe_sample(ctx, &self.s[..q.len() * ctx.n()], &q, rng);
         PublicKey {
             ctx: Arc::clone(ctx),
             b,
@@ -230,10 +255,7 @@ impl SecretKey {
             .digits
             .iter()
             .map(|digit| {
-                let a = uniform_rows(ctx, &all, rng);
-                let mut b = ring::error(ctx, &all, rng);
-                let as_ = ring::mul(ctx, &a, &self.s, &all);
-                ring::sub_assign(ctx, &mut b, &as_, &all);
+                let (mut b, a) = rlwe_sample(ctx, &self.s, &all, rng);
                 for i in digit.clone() {
                     let m = &ctx.moduli[i];
                     let w = m.shoup(ctx.p_mod[i]);
@@ -367,6 +389,20 @@ impl PublicKey {
             params: pt.params,
         })
     }
+}
+
+/// `(−a·s + e, a)` over the primes `rows` (`s` given on those rows, in that order).
+fn rlwe_sample(
+    ctx: &EvalContext,
+    s: &[u64],
+    rows: &[usize],
+    rng: &mut impl CryptoRng,
+) -> (Vec<u64>, Vec<u64>) {
+    let a = uniform_rows(ctx, rows, rng);
+    let mut b = ring::error(ctx, rows, rng);
+    let as_ = ring::mul(ctx, &a, s, rows);
+    ring::sub_assign(ctx, &mut b, &as_, rows);
+    (b, a)
 }
 
 /// Uniform residues for the given primes (evaluation form; the NTT is a bijection).

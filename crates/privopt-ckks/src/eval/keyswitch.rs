@@ -6,7 +6,9 @@
 //! from its remaining primes, and digits above the level are skipped. The key itself is
 //! made once at the top level and used at every level.
 
-use super::context::EvalContext;
+use privopt_math::modarith::inv_mod;
+
+use super::context::{BaseConversion, EvalContext};
 use super::keys::SwitchingKey;
 use super::ring;
 
@@ -98,4 +100,34 @@ pub(crate) fn key_product(
     let p_inv: Vec<u64> = q_idx.iter().map(|&i| ctx.p_inv[i]).collect();
     let down = |x| ring::divide_and_round(ctx, x, q_idx, p_idx, &ctx.mod_down, &p_inv);
     (down(acc0), down(acc1))
+}
+
+/// Key switching of a level-0 polynomial with `q_0` as the only digit and the first special
+/// prime `p_0` alone as `P`. Sparse-secret encapsulation's dense-to-sparse key is made for
+/// this, so it exists only modulo `q_0·p_0`, the modulus its sparse secret is certified at
+/// ([`crate::params::SPARSE_128`]). `key` has one part, rows `q_0` then `p_0`; its noise
+/// `d·e/p_0` stays small while `p_0` is not much smaller than `q_0`.
+pub(crate) fn switch_level0(
+    ctx: &EvalContext,
+    d: &[u64],
+    key: &SwitchingKey,
+) -> (Vec<u64>, Vec<u64>) {
+    let n = ctx.n();
+    let p0 = ctx.q_count;
+    let rows = [0, p0];
+    let mut d_coeff = d[..n].to_vec();
+    ring::inverse(ctx, &mut d_coeff, &[0]);
+    let from_q0 = BaseConversion::new(&ctx.primes, vec![0]);
+    let mut raised = ring::convert(ctx, &from_q0, &d_coeff, &[p0]);
+    ring::forward(ctx, &mut raised, &[p0]);
+    let mut digit = d[..n].to_vec();
+    digit.extend(raised);
+    let from_p0 = BaseConversion::new(&ctx.primes, vec![p0]);
+    let inv = [inv_mod(ctx.primes[p0] % ctx.primes[0], ctx.primes[0])];
+    let (b, a) = &key.parts[0];
+    let down = |k: &[u64]| {
+        let x = ring::mul(ctx, &digit, k, &rows);
+        ring::divide_and_round(ctx, x, &[0], &[p0], &from_p0, &inv)
+    };
+    (down(b), down(a))
 }

@@ -224,7 +224,7 @@ impl Bootstrapper {
                             "encapsulation keys of weight {weight} for bootstrapping"
                         ))
                     })?;
-                let sparse = ev.switch_key(&ct, &keys.to_sparse)?;
+                let sparse = ev.switch_key_level0(&ct, &keys.to_sparse)?;
                 ev.switch_key(&mod_raise(ev, &sparse), &keys.to_dense)?
             }
         };

@@ -1,15 +1,24 @@
 //! One full-slot bootstrap, timed:
-//! `cargo run --release -p privopt-ckks --example bootstrap -- LOG_N Q0_BITS SCALES
-//! [ARCSINE_DEGREE [CTS_LEVELS STC_LEVELS [SPECIAL_PRIMES [ENCAPSULATION]]]]`, with `SCALES` either `55x20` (20 levels at a
-//! uniform scale 2^55) or a profile `40,40,48,…` (target `log2 Δ_l` for levels 0, 1, …).
+//! `cargo run --release -p privopt-ckks --example bootstrap -- KEY=VALUE …` with
+//!
+//! - `n=15` (log2 of the ring degree), `q0=60` (bits of q_0);
+//! - `scales=55x20` (20 levels at a uniform scale 2^55) or a profile `31,31,45,…` (target
+//!   `log2 Δ_l` for levels 0, 1, …); `linear=5:60,…` marks profile levels as linear with their
+//!   prime sizes (`CkksParamsBuilder::linear_level`);
+//! - `special=60,60,60,60` (key-switching prime sizes), `digits=` (hybrid key-switching
+//!   digits; default `⌈#q/#p⌉`);
+//! - `cts=3`, `stc=3`, `stc_per_level=1` (transform levels, StC factors per level),
+//!   `arcsine=0`, `double_angles=3`;
+//! - `secret=sparse64` (a sparse secret of weight 64 throughout) or `secret=dense` with
+//!   `enc=32` (sparse-secret encapsulation to 32 non-zeros);
+//! - `insecure=1` to build sets beyond the 128-bit bound (default: the security check is on,
+//!   for the parameters and for the encapsulation key).
+//!
 //! Prints the key-generation, setup and bootstrap times (one thread), the precision over
-//! every slot, the levels left, the modulus and the peak RSS. `ENCAPSULATION` 0 (default)
-//! uses a sparse secret (h = 64) throughout; a weight `w > 0` uses a dense secret with
-//! sparse-secret encapsulation to `w` non-zeros. Sets are built with `insecure_for_testing`
-//! (the modulus is over the 128-bit bound here; the encapsulation key's sparse secret is not
-//! certified either).
+//! every slot, the levels left and their scales, the modulus and the peak RSS.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 use privopt_ckks::SecretDistribution;
@@ -30,66 +39,105 @@ fn peak_rss_mb() -> f64 {
         .map_or(f64::NAN, |kb| kb / 1024.0)
 }
 
+fn fail(msg: &str) -> ! {
+    eprintln!("bootstrap example: {msg} (see the file's header for KEY=VALUE arguments)");
+    std::process::exit(2)
+}
+
+fn list<T: std::str::FromStr>(s: &str) -> Vec<T> {
+    s.split(',')
+        .map(|x| x.parse().unwrap_or_else(|_| fail(&format!("bad list {s}"))))
+        .collect()
+}
+
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let usage = "usage: bootstrap LOG_N Q0_BITS SCALES [ARCSINE_DEGREE [CTS_LEVELS STC_LEVELS [SPECIAL_PRIMES [ENCAPSULATION]]]]";
-    let int = |i: usize, default: Option<usize>| -> usize {
-        match args.get(i).map(|a| a.parse::<usize>()) {
-            Some(Ok(v)) => v,
-            None if default.is_some() => default.unwrap_or_default(),
-            _ => {
-                eprintln!("{usage}");
-                std::process::exit(2)
-            }
-        }
+    let mut args: BTreeMap<String, String> = BTreeMap::new();
+    for a in std::env::args().skip(1) {
+        let (k, v) = a
+            .split_once('=')
+            .unwrap_or_else(|| fail(&format!("{a} is not KEY=VALUE")));
+        args.insert(k.to_string(), v.to_string());
+    }
+    let get = |k: &str, default: &str| args.get(k).cloned().unwrap_or_else(|| default.into());
+    let int = |k: &str, default: usize| -> usize {
+        get(k, &default.to_string())
+            .parse()
+            .unwrap_or_else(|_| fail(&format!("{k} is not a number")))
     };
-    let (log_n, q0_bits) = (int(0, None), int(1, None) as u32);
-    let Some(scales) = args.get(2).cloned() else {
-        eprintln!("{usage}");
-        std::process::exit(2)
-    };
-    let arcsine_degree = int(3, Some(0));
+    let known = [
+        "n",
+        "q0",
+        "scales",
+        "linear",
+        "special",
+        "cts",
+        "stc",
+        "stc_per_level",
+        "arcsine",
+        "double_angles",
+        "secret",
+        "enc",
+        "insecure",
+        "digits",
+    ];
+    if let Some(k) = args.keys().find(|k| !known.contains(&k.as_str())) {
+        fail(&format!("unknown argument {k}"));
+    }
     let defaults = BootstrapConfig::default();
-    let (cts_levels, stc_levels) = (
-        int(4, Some(defaults.cts_levels)),
-        int(5, Some(defaults.stc_levels)),
-    );
+    let log_n = int("n", 15);
+    let q0_bits = int("q0", 60) as u32;
+    let scales = get("scales", "55x20");
+    let special: Vec<u32> = list(&get("special", "60,60,60,60"));
     let n = 1usize << log_n;
-    // Key-switching primes of 60 bits (default 4).
-    let special = vec![60; int(6, Some(4))];
-    let builder = match scales.split_once('x') {
+    let mut builder = match scales.split_once('x') {
         Some((scale, levels)) => CkksParamsBuilder::leveled(
             n,
             q0_bits,
-            scale.parse().expect(usage),
-            levels.parse().expect(usage),
+            scale.parse().unwrap_or_else(|_| fail("bad scales")),
+            levels.parse().unwrap_or_else(|_| fail("bad scales")),
             &special,
         ),
-        None => {
-            let profile: Vec<u32> = scales.split(',').map(|x| x.parse().expect(usage)).collect();
-            CkksParamsBuilder::profiled(n, q0_bits, &profile, &special)
+        None => CkksParamsBuilder::profiled(n, q0_bits, &list::<u32>(&scales), &special),
+    };
+    if let Some(linear) = args.get("linear") {
+        for item in linear.split(',') {
+            let (l, bits) = item
+                .split_once(':')
+                .and_then(|(l, b)| Some((l.parse().ok()?, b.parse().ok()?)))
+                .unwrap_or_else(|| fail(&format!("bad linear level {item}")));
+            builder = builder.linear_level(l, bits);
         }
+    }
+    if let Some(d) = args.get("digits") {
+        builder = builder.digits(d.parse().unwrap_or_else(|_| fail("bad digits")));
+    }
+    let secret_name = get("secret", "sparse64");
+    let secret = match secret_name.strip_prefix("sparse") {
+        Some(h) => SecretDistribution::Sparse(h.parse().unwrap_or_else(|_| fail("bad secret"))),
+        None if secret_name == "dense" => SecretDistribution::Ternary,
+        None => fail("secret is sparseH or dense"),
     };
-    let encapsulation = Some(int(7, Some(0))).filter(|&w| w > 0);
-    let secret = match encapsulation {
-        None => SecretDistribution::Sparse(64),
-        Some(_) => SecretDistribution::Signs,
-    };
+    let encapsulation = Some(int("enc", 0)).filter(|&w| w > 0);
+    let arcsine_degree = int("arcsine", 0);
+    let insecure = int("insecure", 0) == 1;
     let params = builder
         .secret(secret)
-        .insecure_for_testing(true)
+        .insecure_for_testing(insecure)
         .build()
-        .expect("parameters");
+        .unwrap_or_else(|e| fail(&format!("parameters: {e}")));
     let ctx = EvalContext::new(&params).expect("context");
     let cfg = BootstrapConfig {
         arcsine_degree,
-        cts_levels,
-        stc_levels,
+        cts_levels: int("cts", defaults.cts_levels),
+        stc_levels: int("stc", defaults.stc_levels),
+        stc_factors_per_level: int("stc_per_level", 1),
+        double_angles: int("double_angles", defaults.double_angles as usize) as u32,
         encapsulation,
         ..defaults
     };
     let t = Instant::now();
-    let boot = Bootstrapper::new(&ctx, &cfg).expect("bootstrapper");
+    let boot =
+        Bootstrapper::new(&ctx, &cfg).unwrap_or_else(|e| fail(&format!("bootstrapper: {e}")));
     let setup = t.elapsed().as_secs_f64();
     let t = Instant::now();
     let mut rng = secret_rng(Some(1));
@@ -102,7 +150,10 @@ fn main() {
         .with_threads(1)
         .expect("one thread");
     if let Some(w) = encapsulation {
-        ev = ev.with_encapsulation(sk.encapsulation_keys(w, &mut rng).expect("weight"));
+        let keys = sk
+            .encapsulation_keys(w, &mut rng)
+            .unwrap_or_else(|e| fail(&format!("encapsulation: {e}")));
+        ev = ev.with_encapsulation(keys);
     }
     let keygen = t.elapsed().as_secs_f64();
     let v: Vec<f64> = (0..ctx.slots())
@@ -123,14 +174,25 @@ fn main() {
         .zip(&v)
         .map(|(a, b)| (a - b).abs())
         .fold(0.0, f64::max);
+    let left: Vec<String> = (1..=out.level())
+        .map(|l| format!("{:.0}", (params.basis().moduli()[l] as f64).log2()))
+        .collect();
     println!(
-        "n = 2^{log_n}, {} slots, log QP = {:.0}, q0 2^{q0_bits}, scales {scales}, arcsine {arcsine_degree}, encapsulation {encapsulation:?}: \
-         bootstrap {time:.2} s (1 thread), {:.1} bits (max error {err:.2e}), {} levels left; \
-         setup {setup:.1} s, keygen {keygen:.1} s ({} rotation keys, {:.0} MB), peak RSS {:.0} MB",
+        "n = 2^{log_n}, {} slots, log QP = {:.1} ({}), q0 2^{q0_bits}, scales {scales}, \
+         secret {secret_name}, arcsine {arcsine_degree}, encapsulation {encapsulation:?}: \
+         bootstrap {time:.2} s (1 thread), {:.1} bits (max error {err:.2e}), {} levels left \
+         (primes of {} bits); setup {setup:.1} s, keygen {keygen:.1} s ({} rotation keys, \
+         {:.0} MB), peak RSS {:.0} MB",
         ctx.slots(),
         params.key_basis().log_modulus(),
+        if params.is_insecure() {
+            "insecure, opted in"
+        } else {
+            "128-bit"
+        },
         -err.log2(),
         out.level(),
+        left.join(","),
         rotations.len(),
         key_bytes as f64 / 1e6,
         peak_rss_mb()

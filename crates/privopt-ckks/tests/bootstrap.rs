@@ -183,7 +183,7 @@ fn a_chain_of_twenty_bootstraps_keeps_the_slots() {
 
 #[test]
 fn too_few_levels_are_refused_with_the_count() {
-    let params = CkksParamsBuilder::leveled(N, 60, 50, 12, &[60, 60])
+    let params = CkksParamsBuilder::leveled(N, 60, 50, 11, &[60, 60])
         .secret(SecretDistribution::Sparse(64))
         .insecure_for_testing(true)
         .build()
@@ -196,16 +196,17 @@ fn too_few_levels_are_refused_with_the_count() {
         stc_levels: 2,
         ..BootstrapConfig::default()
     };
-    // 2 + 1 + 9 + 2 = 14 levels: still more than 12.
+    // 2 + 9 + 2 = 13 levels: still more than 11.
     assert!(Bootstrapper::new(&ctx, &shallow).is_err());
-    for (cts, stc) in [(0, 3), (3, 12)] {
+    for (cts, stc, per_level) in [(0, 3, 1), (3, 12, 1), (3, 6, 2)] {
         let bad = BootstrapConfig {
             cts_levels: cts,
             stc_levels: stc,
+            stc_factors_per_level: per_level,
             ..BootstrapConfig::default()
         };
         let e = Bootstrapper::new(&ctx, &bad).unwrap_err();
-        assert!(e.to_string().contains("1 to 11 levels"), "{e}");
+        assert!(e.to_string().contains("1 to 11 factors"), "{e}");
     }
 }
 

@@ -295,7 +295,7 @@ impl Evaluator {
 
     /// The plaintext scale `Δ_{l−1} q_l / Δ_l` that lands a product at level `l` on
     /// `Δ_{l−1}` after the rescale.
-    fn product_scale(&self, level: usize) -> Result<f64, CkksError> {
+    pub(crate) fn product_scale(&self, level: usize) -> Result<f64, CkksError> {
         if level == 0 {
             return Err(CkksError::LevelExhausted(
                 "no level left for a plaintext product".into(),

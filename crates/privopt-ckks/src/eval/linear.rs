@@ -46,6 +46,19 @@ impl LinearTransform {
         diagonals: &BTreeMap<usize, Vec<Complex>>,
         level: usize,
     ) -> Result<Self, CkksError> {
+        let scale = ev.product_scale(level)?;
+        Self::new_complex_at_scale(ev, diagonals, level, scale)
+    }
+
+    /// [`LinearTransform::new_complex`] with the diagonals encoded at `scale`: for `m`
+    /// transforms applied by [`LinearTransform::apply_unscaled`] at one level and rescaled
+    /// once, each at the `m`-th root of the level's product scale.
+    pub fn new_complex_at_scale(
+        ev: &Evaluator,
+        diagonals: &BTreeMap<usize, Vec<Complex>>,
+        level: usize,
+        scale: f64,
+    ) -> Result<Self, CkksError> {
         let slots = ev.context().slots();
         if let Some((i, d)) = diagonals
             .iter()
@@ -70,7 +83,7 @@ impl LinearTransform {
             let rotated: Vec<Complex> = (0..slots)
                 .map(|j| diag[(j + slots - shift) % slots])
                 .collect();
-            let pt = ev.encode_complex_for_product(&rotated, level)?;
+            let pt = super::encode::encode_complex_at(ev.context(), &rotated, level, scale)?;
             blocks.entry(giant).or_default().push((baby, pt));
         }
         Ok(Self { level, blocks })
@@ -98,6 +111,12 @@ impl LinearTransform {
     /// `M v` (one level): products summed unrescaled, rotated by the giant steps, and
     /// rescaled once.
     pub fn apply(&self, ev: &Evaluator, v: &Ciphertext) -> Result<Ciphertext, CkksError> {
+        ev.rescale(&self.apply_unscaled(ev, v)?)
+    }
+
+    /// `M v` before the rescale (scale times the diagonals' scale, level kept), for products
+    /// of several transforms that share one level.
+    pub fn apply_unscaled(&self, ev: &Evaluator, v: &Ciphertext) -> Result<Ciphertext, CkksError> {
         let v = ev.drop_to_level(v, self.level)?;
         // The baby rotations share one ModUp (hoisting).
         let babies: Vec<i64> = self
@@ -134,9 +153,7 @@ impl LinearTransform {
             }
         }
         // One rescale for the whole sum (the giant rotations work at any scale).
-        let total = total
-            .ok_or_else(|| CkksError::InvalidParams("a transform with no diagonals".into()))?;
-        ev.rescale(&total)
+        total.ok_or_else(|| CkksError::InvalidParams("a transform with no diagonals".into()))
     }
 }
 

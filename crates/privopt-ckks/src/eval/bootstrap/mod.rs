@@ -10,9 +10,12 @@
 //! 3. **EvalMod** on each part: `sin(2πt) ≈ 2π·c/q_0` ([`evalmod`]).
 //! 4. **SlotsToCoeffs**: the encoding transform back, which also undoes `2π/q_0·Δ_0`.
 //!
-//! `q_0/(2πΔ_0)` is folded into StC's first matrix, so no level is spent on it; the scaling
-//! to `t/K` (about 2^-15) is a constant product of its own, since folded into CtS it would
-//! lose 15 bits of the matrix's precision. The precision is set by the message ratio
+//! `q_0/(2πΔ_0)` is folded into StC's first matrix and the scaling to `t/K` (about 2^-13)
+//! into CtS's matrices, so no level is spent on either. The scaling is spread evenly over
+//! CtS's `m` factors (`(t/K)^{1/m}` each): a plaintext's rounding is about `2^-log2 Δ_l`
+//! absolute per slot, so shrinking one factor's entries by 2^-13 would cost that factor 13
+//! bits of relative precision (measured: 17.7 → 12.2 bits at `n = 2^12`), while spread over
+//! three it costs each about 4 (17.8 bits, one level fewer than a separate product). The precision is set by the message ratio
 //! `q_0/Δ_0` (the sine's cubic term: about `(2π·Δ_0/q_0)²/6` relative), the EvalMod
 //! interpolant amplified `4^r` times by the double angles, and the transforms' plaintext
 //! rounding against `q_0 K`.
@@ -36,8 +39,13 @@ pub use evalmod::EvalMod;
 pub struct BootstrapConfig {
     /// Levels (matrices) of CoeffsToSlots.
     pub cts_levels: usize,
-    /// Levels (matrices) of SlotsToCoeffs.
+    /// Levels of SlotsToCoeffs.
     pub stc_levels: usize,
+    /// FFT factors per SlotsToCoeffs level, applied unrescaled and rescaled once (their
+    /// plaintexts share the level's product scale): `2` on a 60-bit linear level holds two
+    /// factors of 30-bit plaintexts in one level (see
+    /// [`crate::params::CkksParamsBuilder::linear_level`]).
+    pub stc_factors_per_level: usize,
     /// `K`: the bound on `|t|`; `None` picks `6σ` of ModRaise's overflow for the secret.
     pub k: Option<f64>,
     /// Double-angle steps of EvalMod.
@@ -57,6 +65,7 @@ impl Default for BootstrapConfig {
         Self {
             cts_levels: 3,
             stc_levels: 3,
+            stc_factors_per_level: 1,
             k: None,
             double_angles: 3,
             interpolation_error: 1e-13,
@@ -71,7 +80,7 @@ impl Default for BootstrapConfig {
 pub struct PhaseSeconds {
     /// ModRaise (with the encapsulation's two key switches, if used).
     pub mod_raise: f64,
-    /// CoeffsToSlots, the scaling to `t/K` and the real/imaginary split.
+    /// CoeffsToSlots (with the scaling to `t/K`) and the real/imaginary split.
     pub coeffs_to_slots: f64,
     /// EvalMod on both halves.
     pub eval_mod: f64,
@@ -83,9 +92,8 @@ pub struct PhaseSeconds {
 #[derive(Debug)]
 pub struct Bootstrapper {
     cts: Vec<LinearTransform>,
-    /// `Δ_L/(K q_0)`: CtS's coefficients to EvalMod's `t/K`.
-    into: f64,
-    stc: Vec<LinearTransform>,
+    /// One group of factors per level, rescaled once after the group.
+    stc: Vec<Vec<LinearTransform>>,
     eval_mod: EvalMod,
     output_level: usize,
     /// The encapsulation weight the evaluator's keys must have, if any.
@@ -99,10 +107,11 @@ impl Bootstrapper {
     /// key and Galois keys for [`Bootstrapper::rotations`] and conjugation.
     pub fn new(ctx: &Arc<EvalContext>, cfg: &BootstrapConfig) -> Result<Self, CkksError> {
         let stages = ctx.slots().trailing_zeros() as usize;
-        for (what, levels) in [("CtS", cfg.cts_levels), ("StC", cfg.stc_levels)] {
-            if !(1..=stages.max(1)).contains(&levels) {
+        let stc_factors = cfg.stc_levels * cfg.stc_factors_per_level;
+        for (what, factors) in [("CtS", cfg.cts_levels), ("StC", stc_factors)] {
+            if !(1..=stages.max(1)).contains(&factors) {
                 return Err(CkksError::InvalidParams(format!(
-                    "{what} needs 1 to {stages} levels (one per FFT stage at most), got {levels}"
+                    "{what} needs 1 to {stages} factors (one per FFT stage at most), got {factors}"
                 )));
             }
         }
@@ -130,29 +139,30 @@ impl Bootstrapper {
             cfg.arcsine_degree,
         )?;
         let q0 = ctx.primes[0] as f64;
-        // One level between CtS and EvalMod scales the slots down to t/K (see below).
         let depth =
-            cfg.cts_levels + 1 + eval_mod_depth(ctx, &eval_mod, cfg.cts_levels)? + cfg.stc_levels;
+            cfg.cts_levels + eval_mod_depth(ctx, &eval_mod, cfg.cts_levels)? + cfg.stc_levels;
         if depth > top {
             return Err(CkksError::LevelExhausted(format!(
                 "bootstrapping needs {depth} levels above level 0, the parameters have {top}"
             )));
         }
         let cts_factors = dft::coeffs_to_slots(slots, cfg.cts_levels);
-        let stc_factors = dft::slots_to_coeffs(slots, cfg.stc_levels);
+        let stc_matrices = dft::slots_to_coeffs(slots, stc_factors);
         // CtS: slots (c + q_0 I)/Δ_L → half the coefficient pairs (the conjugation doubles
-        // them back). The scaling to t/K is a separate constant product: folded into the
-        // matrix, its entries (~2^-15) would be encoded with 15 bits less precision, and
-        // their rounding, multiplied by the ciphertext's q_0·K, would swamp c/q_0.
-        let cts = prepare(ev, &cts_factors, 0.5, top)?;
-        let into = ctx.level_scale(top) / (k * q0);
+        // them back) as t/K, the scaling Δ_L/(K q_0) spread over the factors (module docs).
+        let into = (ctx.level_scale(top) / (k * q0)).powf(1.0 / cts_factors.len() as f64);
+        let cts_factors: Vec<dft::Diagonals> =
+            cts_factors.iter().map(|f| dft::scaled(f, into)).collect();
+        let cts = prepare(ev, &cts_factors, 0.5, top, 1)?
+            .into_iter()
+            .flatten()
+            .collect();
         // StC: sin(2πt) ≈ 2π c/q_0 → c/Δ_0, the input message.
         let stc_top = cfg.stc_levels + (top - depth);
         let out = q0 / (2.0 * std::f64::consts::PI * ctx.level_scale(0));
-        let stc = prepare(ev, &stc_factors, out, stc_top)?;
+        let stc = prepare(ev, &stc_matrices, out, stc_top, cfg.stc_factors_per_level)?;
         Ok(Self {
             cts,
-            into,
             stc,
             eval_mod,
             output_level: top - depth,
@@ -175,7 +185,7 @@ impl Bootstrapper {
         let mut r: Vec<i64> = self
             .cts
             .iter()
-            .chain(&self.stc)
+            .chain(self.stc.iter().flatten())
             .flat_map(LinearTransform::rotations)
             .collect();
         r.sort_unstable();
@@ -258,7 +268,6 @@ impl Bootstrapper {
         for t in &self.cts {
             x = t.apply(ev, &x)?;
         }
-        let x = ev.mul_const(&x, self.into)?;
         let conj = ev.conjugate(&x)?;
         let re = ev.add(&x, &conj)?;
         let im = ev.mul_by_i(&ev.sub(&conj, &x)?)?; // −i(x − x̄) = 2 Im x
@@ -274,8 +283,11 @@ impl Bootstrapper {
         im: &Ciphertext,
     ) -> Result<Ciphertext, CkksError> {
         let mut y = ev.add(re, &ev.mul_by_i(im)?)?;
-        for t in &self.stc {
-            y = t.apply(ev, &y)?;
+        for group in &self.stc {
+            for t in group {
+                y = t.apply_unscaled(ev, &y)?;
+            }
+            y = ev.rescale(&y)?;
         }
         Ok(y)
     }
@@ -289,13 +301,13 @@ fn overflow_bound(secret_norm2: f64) -> f64 {
 
 /// Levels EvalMod uses, measured by a dry run on an encryption of zero under a throwaway key
 /// (the polynomial's depth depends on its coefficients, not only its degree), starting where
-/// it will run: below CtS and the scaling. Fails when too few levels are left for it.
+/// it will run: below CtS. Fails when too few levels are left for it.
 fn eval_mod_depth(
     ctx: &Arc<EvalContext>,
     m: &EvalMod,
     cts_levels: usize,
 ) -> Result<usize, CkksError> {
-    let start = ctx.max_level().checked_sub(cts_levels + 1).ok_or_else(|| {
+    let start = ctx.max_level().checked_sub(cts_levels).ok_or_else(|| {
         CkksError::LevelExhausted(format!(
             "CoeffsToSlots' {cts_levels} levels exceed the {} available",
             ctx.max_level()
@@ -314,21 +326,30 @@ fn eval_mod_depth(
     Ok(start - out.level())
 }
 
-/// The factors as transforms at levels `top, top − 1, …`, the first times `c`.
+/// The factors as transforms, `per_level` of them at each of the levels `top, top − 1, …`
+/// (each group's plaintexts at the `per_level`-th root of its level's product scale, so one
+/// rescale closes the group), the first factor times `c`.
 fn prepare(
     ev: &Evaluator,
     factors: &[dft::Diagonals],
     c: f64,
     top: usize,
-) -> Result<Vec<LinearTransform>, CkksError> {
-    let mut out = Vec::with_capacity(factors.len());
-    for (i, f) in factors.iter().enumerate() {
-        let t = if i == 0 {
-            LinearTransform::new_complex(ev, &dft::scaled(f, c), top)?
-        } else {
-            LinearTransform::new_complex(ev, f, top - i)?
-        };
-        out.push(t);
+    per_level: usize,
+) -> Result<Vec<Vec<LinearTransform>>, CkksError> {
+    let mut out = Vec::with_capacity(factors.len().div_ceil(per_level));
+    for (g, group) in factors.chunks(per_level).enumerate() {
+        let level = top - g;
+        let scale = ev.product_scale(level)?.powf(1.0 / group.len() as f64);
+        let mut transforms = Vec::with_capacity(group.len());
+        for (i, f) in group.iter().enumerate() {
+            let f = if g == 0 && i == 0 {
+                &dft::scaled(f, c)
+            } else {
+                f
+            };
+            transforms.push(LinearTransform::new_complex_at_scale(ev, f, level, scale)?);
+        }
+        out.push(transforms);
     }
     Ok(out)
 }

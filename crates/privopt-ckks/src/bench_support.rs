@@ -273,3 +273,73 @@ impl EvalFixture {
             .fold(0.0, f64::max))
     }
 }
+
+/// One preset's bootstrapping, set up for timing: the transforms, the keys (one thread) and a
+/// level-0 ciphertext of full slots.
+pub struct BootstrapFixture {
+    boot: crate::eval::Bootstrapper,
+    ev: crate::eval::Evaluator,
+    sk: crate::eval::SecretKey,
+    input: crate::eval::Ciphertext,
+    values: Vec<f64>,
+    /// Seconds to prepare the transforms.
+    pub setup_seconds: f64,
+    /// Seconds to generate the keys.
+    pub keygen_seconds: f64,
+    /// Bytes of the Galois keys.
+    pub galois_bytes: usize,
+    /// Galois keys generated.
+    pub galois_keys: usize,
+}
+
+impl BootstrapFixture {
+    /// Builds `preset` with one evaluation thread (seeded: benchmarks need no OS entropy).
+    pub fn new(preset: crate::eval::bootstrap::BootstrapPreset) -> Result<Self, CkksError> {
+        use crate::eval::{Bootstrapper, EvalContext, Evaluator, SecretKey, encode_at};
+        let params = preset.params().build()?;
+        let ctx = EvalContext::new(&params)?;
+        let clock = std::time::Instant::now();
+        let boot = Bootstrapper::new(&ctx, &preset.config())?;
+        let setup_seconds = clock.elapsed().as_secs_f64();
+        let clock = std::time::Instant::now();
+        let mut rng = secret_rng(Some(0xb007));
+        let sk = SecretKey::generate(&ctx, &mut rng);
+        let relin = sk.relin_key(&mut rng);
+        let galois = sk.galois_keys(&boot.rotations(), true, &mut rng);
+        let (galois_bytes, galois_keys) = (galois.byte_len(), galois.elements().count());
+        let mut ev = Evaluator::new(&ctx, Some(relin), galois).with_threads(1)?;
+        if let Some(weight) = preset.config().encapsulation {
+            ev = ev.with_encapsulation(sk.encapsulation_keys(weight, &mut rng)?);
+        }
+        let keygen_seconds = clock.elapsed().as_secs_f64();
+        let values: Vec<f64> = (0..ctx.slots()).map(|i| (i as f64 * 0.731).sin()).collect();
+        let input = sk.encrypt(&encode_at(&ctx, &values, 0, ctx.level_scale(0))?, &mut rng)?;
+        Ok(Self {
+            boot,
+            ev,
+            sk,
+            input,
+            values,
+            setup_seconds,
+            keygen_seconds,
+            galois_bytes,
+            galois_keys,
+        })
+    }
+
+    /// One bootstrap of the level-0 input.
+    pub fn bootstrap(&self) -> Result<crate::eval::Ciphertext, CkksError> {
+        self.boot.bootstrap(&self.ev, &self.input)
+    }
+
+    /// `−log2` of the largest slot error of `out` (a bootstrap of the input), and its level.
+    pub fn precision_bits(&self, out: &crate::eval::Ciphertext) -> Result<(f64, usize), CkksError> {
+        let got = self.sk.decrypt_values(out)?;
+        let worst = got
+            .iter()
+            .zip(&self.values)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
+        Ok((-worst.log2(), out.level()))
+    }
+}

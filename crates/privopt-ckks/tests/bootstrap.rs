@@ -301,3 +301,30 @@ fn encapsulation_is_certified_at_q0_times_p0_and_refused_beyond() {
         );
     }
 }
+
+/// The presets build with the security check on, and their encapsulation key's `q_0·p_0` is
+/// within the sparse-secret certificate for their weight. (Running them takes minutes and
+/// ~10 GB: `privopt bench ckks` and `examples/bootstrap` do.)
+#[test]
+fn presets_are_128_bit_including_the_encapsulation_key() {
+    use privopt_ckks::eval::bootstrap::BootstrapPreset;
+    use privopt_ckks::params::{HE_STANDARD_128, sparse_max_log_q};
+    for preset in BootstrapPreset::ALL {
+        let params = preset.params().build().unwrap();
+        assert!(!params.is_insecure());
+        let bound = HE_STANDARD_128
+            .iter()
+            .find(|(n, _)| *n == preset.n())
+            .unwrap()
+            .1;
+        assert!(params.key_basis().log_modulus() <= f64::from(bound));
+        let weight = preset.config().encapsulation.unwrap();
+        let moduli = params.key_basis().moduli();
+        let q0_p0 = (moduli[0] as f64).log2() + (moduli[params.max_level() + 1] as f64).log2();
+        assert!(
+            q0_p0 <= f64::from(sparse_max_log_q(preset.n(), weight).unwrap()),
+            "{}: q0·p0 = 2^{q0_p0:.1}",
+            preset.name()
+        );
+    }
+}

@@ -36,6 +36,9 @@ enum Op {
     /// A long operation that times its own parts (e.g. a protocol round: whole, per client,
     /// server); each part is reported as `NAME/PART`.
     SelfTimed(Box<dyn FnMut() -> Result<Parts>>),
+    /// Run in a child process that times itself (given the samples wanted) and reports its
+    /// own peak memory.
+    Child(Box<dyn FnMut(usize) -> Result<Measurement>>),
 }
 
 impl Case {
@@ -91,7 +94,7 @@ fn median(samples: &mut [f64]) -> f64 {
 }
 
 /// One measured result, as written to `--json`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, serde::Deserialize)]
 pub struct Measurement {
     /// `SUITE/PARAMS/OP`.
     pub name: String,
@@ -99,6 +102,24 @@ pub struct Measurement {
     pub median_ns: f64,
     /// Timed samples taken.
     pub runs: usize,
+    /// Peak resident memory of the process that ran it (cases run in a process of their own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_rss_mb: Option<f64>,
+    /// What else the case measured (precision, levels, setup), in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+impl Measurement {
+    fn timed(name: String, median_ns: f64, runs: usize) -> Self {
+        Self {
+            name,
+            median_ns,
+            runs,
+            peak_rss_mb: None,
+            detail: None,
+        }
+    }
 }
 
 type Suite = (&'static str, &'static str, fn() -> Result<Vec<Case>>);
@@ -169,6 +190,106 @@ pub fn measure(op: &mut dyn FnMut(), runs: usize) -> f64 {
     median(&mut samples)
 }
 
+/// Runs `privopt bench-bootstrap PRESET` as a child process and reads its one JSON line.
+fn run_child_case(preset: &str, runs: usize) -> Result<Measurement> {
+    let exe = std::env::current_exe().context("cannot find the privopt executable")?;
+    let out = std::process::Command::new(exe)
+        .args(["bench-bootstrap", preset, "--runs", &runs.to_string()])
+        .output()
+        .context("cannot start the bootstrapping case")?;
+    if !out.status.success() {
+        bail!(
+            "the bootstrapping case {preset} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
+        );
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .last()
+        .context("the bootstrapping case printed nothing")?;
+    serde_json::from_str(line).context("the bootstrapping case's output")
+}
+
+/// Peak resident memory of this process (Linux `VmHWM`), in MB.
+fn peak_rss_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+/// `privopt bench-bootstrap PRESET`: one preset's bootstrap timed in this process (one warm-up,
+/// then up to `runs` samples within about a minute), printed as one JSON [`Measurement`] line
+/// with the peak RSS and the precision.
+pub fn bootstrap_child(preset: &str, runs: usize) -> Result<()> {
+    use privopt_ckks::bench_support::BootstrapFixture;
+    use privopt_ckks::eval::bootstrap::BootstrapPreset;
+    let Some(p) = BootstrapPreset::ALL
+        .into_iter()
+        .find(|p| p.name() == preset)
+    else {
+        bail!("unknown bootstrapping preset `{preset}`; known: n15, n16");
+    };
+    let f = BootstrapFixture::new(p)?;
+    let clock = Instant::now();
+    let mut out = f.bootstrap()?;
+    let first = clock.elapsed().as_secs_f64().max(1e-9);
+    let runs = ((SELF_TIMED_BUDGET.as_secs_f64() / first) as usize).clamp(1, runs.max(1));
+    let mut samples = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let clock = Instant::now();
+        out = f.bootstrap()?;
+        samples.push(clock.elapsed().as_nanos() as f64);
+    }
+    let (bits, level) = f.precision_bits(&out)?;
+    let m = Measurement {
+        name: format!("ckks/n{}/bootstrap", p.n()),
+        median_ns: median(&mut samples),
+        runs,
+        peak_rss_mb: peak_rss_mb(),
+        detail: Some(format!(
+            "{bits:.1} bits, {level} levels left, {} Galois keys of {:.0} MB, setup {:.1} s, \
+             keygen {:.1} s, one thread",
+            f.galois_keys,
+            f.galois_bytes as f64 / 1e6,
+            f.setup_seconds,
+            f.keygen_seconds
+        )),
+    };
+    outln!("{}", serde_json::to_string(&m)?)?;
+    Ok(())
+}
+
+/// Peer figures recorded on this machine by hand (the peer does not install with pip):
+/// `(case, peer, seconds, peak GB, bits)`. OpenFHE 1.5.1's full-slot bootstrap at ring 2^15,
+/// one thread, from issue 24 (docs/ckks-eval.md).
+const RECORDED_PEERS: &[(&str, &str, f64, f64, f64)] = &[(
+    "ckks/n32768/bootstrap",
+    "OpenFHE 1.5.1 (recorded)",
+    31.9,
+    7.5,
+    11.2,
+)];
+
+/// The recorded peer figures next to the cases that ran.
+fn print_recorded_peers(ours: &[Measurement]) -> Result<()> {
+    for (case, peer, seconds, gb, bits) in RECORDED_PEERS {
+        if let Some(o) = ours.iter().find(|o| o.name == *case) {
+            outln!(
+                "{case}: privopt {} vs {peer} {seconds:.1} s, {gb:.1} GB, {bits:.1} bits \
+                 ({:.2}× the peer's speed)",
+                human_ns(o.median_ns),
+                seconds * 1e9 / o.median_ns
+            )?;
+        }
+    }
+    Ok(())
+}
+
 /// Peer libraries timed side by side with a suite: (suite, Python module, script). The script
 /// prints one `{"name", "median_ns"}` JSON object per line, named like privopt's cases.
 const PEERS: &[(&str, &str, &str)] = &[("paillier", "phe", include_str!("peers/paillier.py"))];
@@ -211,11 +332,7 @@ fn run_peer(suite: &str, python: &Path, runs: usize) -> Result<Vec<Measurement>>
         .lines()
         .map(|l| {
             let line: Line = serde_json::from_str(l).context("peer output")?;
-            Ok(Measurement {
-                name: line.name,
-                median_ns: line.median_ns,
-                runs,
-            })
+            Ok(Measurement::timed(line.name, line.median_ns, runs))
         })
         .collect()
 }
@@ -270,6 +387,7 @@ pub fn run(
     json: Option<&Path>,
     runs: usize,
     peer_python: Option<&Path>,
+    skip: &[String],
     quiet: bool,
 ) -> Result<()> {
     if suite == "list" {
@@ -292,26 +410,40 @@ pub fn run(
         outln!("{:<48} {:>14} {:>6}", "benchmark", "median", "runs")?;
     }
     for case in make()? {
+        if skip.iter().any(|s| case.name.contains(s.as_str())) {
+            continue;
+        }
         let measured = match case.op {
-            Op::Timed(mut op) => vec![(case.name, measure(&mut op, runs), runs)],
+            Op::Timed(mut op) => vec![Measurement::timed(case.name, measure(&mut op, runs), runs)],
             Op::SelfTimed(mut op) => {
                 let (parts, taken) = measure_parts(&mut op, runs)?;
                 parts
                     .into_iter()
-                    .map(|(part, ns)| (format!("{}/{part}", case.name), ns, taken))
+                    .map(|(part, ns)| {
+                        Measurement::timed(format!("{}/{part}", case.name), ns, taken)
+                    })
                     .collect()
             }
+            Op::Child(mut op) => vec![Measurement {
+                name: case.name,
+                ..op(runs)?
+            }],
         };
-        for (name, median_ns, runs) in measured {
+        for m in measured {
             if !quiet {
-                outln!("{name:<48} {:>14} {runs:>6}", human_ns(median_ns))?;
+                outln!("{:<48} {:>14} {:>6}", m.name, human_ns(m.median_ns), m.runs)?;
+                if let Some(rss) = m.peak_rss_mb {
+                    outln!(
+                        "    peak RSS {rss:.0} MB; {}",
+                        m.detail.as_deref().unwrap_or("")
+                    )?;
+                }
             }
-            results.push(Measurement {
-                name,
-                median_ns,
-                runs,
-            });
+            results.push(m);
         }
+    }
+    if !quiet {
+        print_recorded_peers(&results)?;
     }
     if let Some(python) = peer_python {
         let peer = run_peer(suite, python, runs)?;
@@ -538,6 +670,12 @@ fn ckks_suite() -> Result<Vec<Case>> {
         cases.push(Case::new(name("rotate"), move || {
             black_box(g.borrow().rotate().ok());
         }));
+    }
+    for preset in privopt_ckks::eval::bootstrap::BootstrapPreset::ALL {
+        cases.push(Case {
+            name: format!("ckks/n{}/bootstrap", preset.n()),
+            op: Op::Child(Box::new(move |runs| run_child_case(preset.name(), runs))),
+        });
     }
     Ok(cases)
 }

@@ -118,6 +118,20 @@ enum Command {
         /// `pip install phe gmpy2`), timed in the same run for a side-by-side table.
         #[arg(long)]
         peer_python: Option<PathBuf>,
+        /// Skip the cases whose name contains this (repeatable), e.g. `--skip bootstrap`
+        /// for the ckks suite without its minutes-long, gigabyte-sized bootstrapping cases.
+        #[arg(long)]
+        skip: Vec<String>,
+    },
+    /// One bootstrapping benchmark case in a process of its own (so its peak RSS is its
+    /// own): `privopt bench ckks` runs it; prints one JSON line.
+    #[command(hide = true)]
+    BenchBootstrap {
+        /// Preset: n15 or n16.
+        preset: String,
+        /// Timed samples (at most; the run stops after about a minute of samples).
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
     },
 }
 
@@ -233,13 +247,16 @@ fn main() -> ExitCode {
             json,
             runs,
             peer_python,
+            skip,
         } => bench::run(
             &suite,
             json.as_deref(),
             runs,
             peer_python.as_deref(),
+            &skip,
             cli.quiet,
         ),
+        Command::BenchBootstrap { preset, runs } => bench::bootstrap_child(&preset, runs),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

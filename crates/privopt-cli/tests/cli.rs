@@ -253,9 +253,13 @@ fn unknown_names_are_clear_errors() {
 
 /// Runs `privopt bench SUITE --runs RUNS --json …` and returns the JSON list it wrote.
 fn bench_json(suite: &str, runs: &str) -> Vec<serde_json::Value> {
+    bench_json_with(suite, runs, &[])
+}
+
+fn bench_json_with(suite: &str, runs: &str, extra: &[&str]) -> Vec<serde_json::Value> {
     let tmp = tempfile::tempdir().unwrap();
     let json = tmp.path().join("bench.json");
-    let args = [
+    let mut args = vec![
         "bench",
         suite,
         "--runs",
@@ -264,6 +268,7 @@ fn bench_json(suite: &str, runs: &str) -> Vec<serde_json::Value> {
         "--json",
         json.to_str().unwrap(),
     ];
+    args.extend_from_slice(extra);
     let o = privopt(&args, tmp.path());
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value =
@@ -286,9 +291,11 @@ fn bench_writes_the_json_convention() {
 
 #[test]
 fn bench_ckks_names_every_operation_at_every_parameter_set() {
-    let list = bench_json("ckks", "1");
+    // The bootstrapping cases take minutes and ~10 GB each: skipped here (and only them).
+    let list = bench_json_with("ckks", "1", &["--skip", "bootstrap"]);
     let names: Vec<&str> = list.iter().map(|m| m["name"].as_str().unwrap()).collect();
     assert_eq!(names.len(), 18, "{names:?}");
+    assert!(names.iter().all(|n| !n.contains("bootstrap")), "{names:?}");
     for set in ["n8192", "n32768", "seal8192"] {
         for op in [
             "encode",
@@ -306,6 +313,16 @@ fn bench_ckks_names_every_operation_at_every_parameter_set() {
         }
     }
     assert!(list.iter().all(|m| m["median_ns"].as_f64().unwrap() > 0.0));
+}
+
+#[test]
+fn bench_bootstrap_cases_refuse_an_unknown_preset_in_one_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = privopt(&["bench-bootstrap", "n99"], tmp.path());
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(err.contains("unknown bootstrapping preset `n99`"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
 
 #[test]

@@ -22,6 +22,7 @@
 
 pub mod dft;
 pub mod evalmod;
+pub mod presets;
 
 use std::sync::Arc;
 
@@ -33,6 +34,7 @@ use super::linear::LinearTransform;
 use super::ring;
 use crate::error::CkksError;
 pub use evalmod::EvalMod;
+pub use presets::BootstrapPreset;
 
 /// How to bootstrap: the level budgets of the two transforms and EvalMod's settings.
 #[derive(Clone, Debug)]

@@ -1,0 +1,100 @@
+//! 128-bit bootstrapping parameter sets: a dense ternary secret with sparse-secret
+//! encapsulation (weight 32), every prime of `Q·P` within the HE standard's bound and the
+//! encapsulation key's `q_0·p_0` within [`crate::params::SPARSE_128`], so both build with the
+//! security check on. `docs/ckks-eval.md` has their measured precision, time and memory.
+//!
+//! The layout, bottom up: `q_0` and the user's levels; SlotsToCoeffs; EvalMod, whose last
+//! levels ramp the scale down so it lands high above the user's scale (its output
+//! `≈ 2π·c/q_0` is small, and the landing scale sets its noise floor); CoeffsToSlots at the
+//! top. The key-switching primes are what make the precision: their product must exceed
+//! each digit by several bits (ModRaise's overflow `q_0·I` meets the key-switching noise in
+//! CtS), while `p_0` must stay small enough for the encapsulation key's certificate.
+
+use super::BootstrapConfig;
+use crate::params::{CkksParamsBuilder, SecretDistribution};
+
+/// A named bootstrapping set: the parameters and the bootstrapper's configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BootstrapPreset {
+    /// `n = 2^15`, 16 384 slots.
+    N15,
+    /// `n = 2^16`, 32 768 slots.
+    N16,
+}
+
+impl BootstrapPreset {
+    /// Every preset.
+    pub const ALL: [BootstrapPreset; 2] = [BootstrapPreset::N15, BootstrapPreset::N16];
+
+    /// `n15` or `n16`.
+    pub fn name(self) -> &'static str {
+        match self {
+            BootstrapPreset::N15 => "n15",
+            BootstrapPreset::N16 => "n16",
+        }
+    }
+
+    /// The ring degree.
+    pub fn n(self) -> usize {
+        match self {
+            BootstrapPreset::N15 => 1 << 15,
+            BootstrapPreset::N16 => 1 << 16,
+        }
+    }
+
+    /// The parameters (dense ternary secret, security check on).
+    pub fn params(self) -> CkksParamsBuilder {
+        let b = match self {
+            BootstrapPreset::N15 => {
+                CkksParamsBuilder::profiled(self.n(), N15_Q0, &N15_SCALES, &N15_SPECIAL)
+                    .linear_level(N15_STC_LEVEL, 60)
+                    .digits(N15_SCALES.len())
+            }
+            BootstrapPreset::N16 => {
+                CkksParamsBuilder::profiled(self.n(), N16_Q0, &N16_SCALES, &N16_SPECIAL)
+            }
+        };
+        b.secret(SecretDistribution::Ternary)
+    }
+
+    /// The bootstrapper's configuration.
+    pub fn config(self) -> BootstrapConfig {
+        match self {
+            BootstrapPreset::N15 => BootstrapConfig {
+                cts_levels: 2,
+                stc_levels: 1,
+                stc_factors_per_level: 2,
+                encapsulation: Some(32),
+                ..BootstrapConfig::default()
+            },
+            BootstrapPreset::N16 => BootstrapConfig {
+                cts_levels: 3,
+                stc_levels: 3,
+                stc_factors_per_level: 1,
+                encapsulation: Some(32),
+                ..BootstrapConfig::default()
+            },
+        }
+    }
+}
+
+/// `n = 2^15`: `q_0` of 41 bits under three user levels at 2^35 (message ratio 2^6: the
+/// coefficients `c/q_0` stay below 2^-15, where the sine's cubic error is negligible, and a
+/// larger `c/q_0` lifts EvalMod's output above its noise); StC's two factors on one 60-bit
+/// linear level; EvalMod's eight levels ramp 55 → 56 → 52 → landing at 2^44; CtS at 2^52–2^53.
+/// `p_0` of 55 bits keeps `q_0·p_0` at 96 bits (certified for weight 32), and one-prime
+/// digits keep key-switching noise far below `P` (with two-prime digits of 110 bits against
+/// `P` = 115 bits the precision fell by 5 bits). log QP = 872.
+const N15_Q0: u32 = 41;
+const N15_SCALES: [u32; 15] = [35, 35, 35, 35, 44, 52, 56, 55, 55, 55, 55, 55, 55, 53, 52];
+const N15_SPECIAL: [u32; 2] = [55, 60];
+const N15_STC_LEVEL: usize = 4;
+
+/// `n = 2^16`: `q_0` of 51 bits under nine user levels at 2^45 (message ratio 2^6); StC in
+/// three levels ramping 45 → 50 → 54 → 57; EvalMod and CtS at 2^58; four 60-bit key-switching
+/// primes (`q_0·p_0` = 111 bits, certified for weight 32 at 2^16).
+const N16_Q0: u32 = 51;
+const N16_SCALES: [u32; 24] = [
+    45, 45, 45, 45, 45, 45, 45, 45, 45, 45, 50, 54, 57, 58, 58, 58, 58, 58, 58, 58, 58, 58, 58, 58,
+];
+const N16_SPECIAL: [u32; 4] = [60, 60, 60, 60];

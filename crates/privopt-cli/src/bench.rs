@@ -193,25 +193,31 @@ pub fn measure(op: &mut dyn FnMut(), runs: usize) -> f64 {
 /// Runs `privopt bench-bootstrap PRESET` as a child process and reads its one JSON line.
 fn run_child_case(preset: &str, runs: usize) -> Result<Measurement> {
     let exe = std::env::current_exe().context("cannot find the privopt executable")?;
-    let out = std::process::Command::new(exe)
-        .args(["bench-bootstrap", preset, "--runs", &runs.to_string()])
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args(["bench-bootstrap", preset, "--runs", &runs.to_string()]);
+    let text = stdout_of(cmd, &format!("the bootstrapping case {preset}"))?;
+    let line = text
+        .lines()
+        .last()
+        .context("the bootstrapping case printed nothing")?;
+    serde_json::from_str(line).context("the bootstrapping case's output")
+}
+
+/// The standard output of `cmd`, or an error with the last line of its standard error.
+fn stdout_of(mut cmd: std::process::Command, what: &str) -> Result<String> {
+    let out = cmd
         .output()
-        .context("cannot start the bootstrapping case")?;
+        .with_context(|| format!("cannot start {what}"))?;
     if !out.status.success() {
         bail!(
-            "the bootstrapping case {preset} failed: {}",
+            "{what} failed: {}",
             String::from_utf8_lossy(&out.stderr)
                 .lines()
                 .last()
                 .unwrap_or("")
         );
     }
-    let text = String::from_utf8_lossy(&out.stdout);
-    let line = text
-        .lines()
-        .last()
-        .context("the bootstrapping case printed nothing")?;
-    serde_json::from_str(line).context("the bootstrapping case's output")
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// Peak resident memory of this process (Linux `VmHWM`), in MB.
@@ -310,25 +316,15 @@ fn run_peer(suite: &str, python: &Path, runs: usize) -> Result<Vec<Measurement>>
         )?;
         return Ok(Vec::new());
     }
-    let out = std::process::Command::new(python)
-        .args(["-c", script, &runs.to_string()])
-        .output()
-        .with_context(|| format!("cannot run {}", python.display()))?;
-    if !out.status.success() {
-        bail!(
-            "the peer script failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-                .lines()
-                .last()
-                .unwrap_or("")
-        );
-    }
+    let mut cmd = std::process::Command::new(python);
+    cmd.args(["-c", script, &runs.to_string()]);
+    let stdout = stdout_of(cmd, "the peer script")?;
     #[derive(serde::Deserialize)]
     struct Line {
         name: String,
         median_ns: f64,
     }
-    String::from_utf8_lossy(&out.stdout)
+    stdout
         .lines()
         .map(|l| {
             let line: Line = serde_json::from_str(l).context("peer output")?;

@@ -83,11 +83,7 @@ impl Evaluator {
         a: &Ciphertext,
         key: &SwitchingKey,
     ) -> Result<Ciphertext, CkksError> {
-        self.own(a)?;
-        Ok(self.install(|| {
-            let switched = keyswitch::switch(&self.ctx, &a.c1, a.level, key);
-            self.with_switched_c1(a, a.c0.clone(), switched)
-        }))
+        self.switched(a, |c1| keyswitch::switch(&self.ctx, c1, a.level, key))
     }
 
     /// A level-0 ciphertext switched by a key made with [`keyswitch::switch_level0`]'s
@@ -97,15 +93,24 @@ impl Evaluator {
         a: &Ciphertext,
         key: &SwitchingKey,
     ) -> Result<Ciphertext, CkksError> {
-        self.own(a)?;
         if a.level != 0 {
             return Err(CkksError::LevelExhausted(format!(
                 "a q_0·p_0 key switches level 0 only; the ciphertext is at level {}",
                 a.level
             )));
         }
+        self.switched(a, |c1| keyswitch::switch_level0(&self.ctx, c1, key))
+    }
+
+    /// `(c0 + k0, k1)` with `(k0, k1) = switch(c1)`.
+    fn switched(
+        &self,
+        a: &Ciphertext,
+        switch: impl FnOnce(&[u64]) -> (Vec<u64>, Vec<u64>) + Send,
+    ) -> Result<Ciphertext, CkksError> {
+        self.own(a)?;
         Ok(self.install(|| {
-            let switched = keyswitch::switch_level0(&self.ctx, &a.c1, key);
+            let switched = switch(&a.c1);
             self.with_switched_c1(a, a.c0.clone(), switched)
         }))
     }

@@ -449,12 +449,13 @@ fn chain_primes(
             targets.len() - 1
         }
     };
-    if let Some((&l, _)) = linear.iter().next_back() {
-        if !matches!(chain, Chain::Profile(_)) || l == 0 || l > levels {
-            return Err(CkksError::InvalidParams(format!(
-                "linear level {l} is not a level 1..={levels} of a scale profile"
-            )));
-        }
+    if let Some(&l) = linear
+        .keys()
+        .find(|&&l| !matches!(chain, Chain::Profile(_)) || l == 0 || l > levels)
+    {
+        return Err(CkksError::InvalidParams(format!(
+            "linear level {l} is not a level 1..={levels} of a scale profile"
+        )));
     }
     let mut chosen: Vec<u64> = Vec::with_capacity(levels);
     let mut scale = 2f64.powi(scale_log2 as i32);
@@ -696,6 +697,7 @@ mod tests {
         for (level, bits) in [(0, 60), (4, 60), (2, 20)] {
             assert!(
                 CkksParamsBuilder::profiled(4096, 40, &profile, &[60])
+                    .linear_level(2, 60)
                     .linear_level(level, bits)
                     .insecure_for_testing(true)
                     .build()

@@ -164,21 +164,20 @@ fn parse_golden(text: &str) -> BTreeMap<(String, String), f64> {
 #[test]
 fn every_reproduction_gives_the_recorded_numbers() {
     // Independent runs, so they go in parallel (each run's numbers do not depend on it).
-    let mut jobs: Vec<(&str, &str, Vec<(&str, &str)>, Option<std::path::PathBuf>)> =
-        synthetic_cases()
-            .into_iter()
-            .map(|(label, cfg, repl)| (label, cfg, repl, None))
-            .collect();
-    for ((label, cfg, repl), datasets) in real_data_cases() {
+    let mut jobs: Vec<(Case, Option<std::path::PathBuf>)> = synthetic_cases()
+        .into_iter()
+        .map(|case| (case, None))
+        .collect();
+    for (case, datasets) in real_data_cases() {
         match common::real_data_dir(datasets) {
-            Some(dir) => jobs.push((label, cfg, repl, Some(dir))),
+            Some(dir) => jobs.push((case, Some(dir))),
             // Keep the recorded lines of a case that cannot run here.
             None => assert!(std::env::var_os("PRIVOPT_BLESS").is_none()),
         }
     }
     let runs: Vec<(String, BTreeMap<String, f64>)> = jobs
         .into_par_iter()
-        .map(|(label, cfg, repl, dir)| {
+        .map(|((label, cfg, repl), dir)| {
             let out = match dir {
                 None => common::run_shipped_config(cfg, &repl),
                 Some(dir) => common::run_shipped_config_with_data(cfg, &repl, &dir),

@@ -14,7 +14,6 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use privopt_experiments::runner::RunOutcome;
-use rayon::prelude::*;
 
 const GOLDEN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/summaries.tsv");
 
@@ -163,30 +162,25 @@ fn parse_golden(text: &str) -> BTreeMap<(String, String), f64> {
 
 #[test]
 fn every_reproduction_gives_the_recorded_numbers() {
-    // Independent runs, so they go in parallel (each run's numbers do not depend on it).
-    let mut jobs: Vec<(Case, Option<std::path::PathBuf>)> = synthetic_cases()
-        .into_iter()
-        .map(|case| (case, None))
-        .collect();
-    for (case, datasets) in real_data_cases() {
+    let mut runs: Vec<(String, BTreeMap<String, f64>)> = Vec::new();
+    for (label, cfg, repl) in synthetic_cases() {
+        runs.push((
+            label.into(),
+            numbers(&common::run_shipped_config(cfg, &repl)),
+        ));
+    }
+    let golden_text = std::fs::read_to_string(GOLDEN).unwrap_or_default();
+    let golden = parse_golden(&golden_text);
+    for ((label, cfg, repl), datasets) in real_data_cases() {
         match common::real_data_dir(datasets) {
-            Some(dir) => jobs.push((case, Some(dir))),
+            Some(dir) => runs.push((
+                label.into(),
+                numbers(&common::run_shipped_config_with_data(cfg, &repl, &dir)),
+            )),
             // Keep the recorded lines of a case that cannot run here.
             None => assert!(std::env::var_os("PRIVOPT_BLESS").is_none()),
         }
     }
-    let runs: Vec<(String, BTreeMap<String, f64>)> = jobs
-        .into_par_iter()
-        .map(|((label, cfg, repl), dir)| {
-            let out = match dir {
-                None => common::run_shipped_config(cfg, &repl),
-                Some(dir) => common::run_shipped_config_with_data(cfg, &repl, &dir),
-            };
-            (label.to_string(), numbers(&out))
-        })
-        .collect();
-    let golden_text = std::fs::read_to_string(GOLDEN).unwrap_or_default();
-    let golden = parse_golden(&golden_text);
     if std::env::var_os("PRIVOPT_BLESS").is_some() {
         let mut text = String::from(
             "# label\tkey\tvalue — written by PRIVOPT_BLESS=1 cargo test --release --test same_numbers\n",

@@ -22,9 +22,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use privopt_ckks::SecretDistribution;
-use privopt_ckks::eval::{
-    BootstrapConfig, Bootstrapper, EvalContext, Evaluator, SecretKey, encode_at,
-};
+use privopt_ckks::eval::{BootstrapConfig, Bootstrapper, EvalContext, SecretKey, encode_at};
 use privopt_ckks::params::CkksParamsBuilder;
 use privopt_math::sample::secret_rng;
 
@@ -142,19 +140,13 @@ fn main() {
     let t = Instant::now();
     let mut rng = secret_rng(Some(1));
     let sk = SecretKey::generate(&ctx, &mut rng);
-    let relin = sk.relin_key(&mut rng);
-    let rotations = boot.rotations();
-    let galois = sk.galois_keys(&rotations, true, &mut rng);
-    let key_bytes = galois.byte_len();
-    let mut ev = Evaluator::new(&ctx, Some(relin), galois)
+    let ev = boot
+        .evaluator(&sk, &mut rng)
+        .unwrap_or_else(|e| fail(&format!("keys: {e}")))
         .with_threads(1)
         .expect("one thread");
-    if let Some(w) = encapsulation {
-        let keys = sk
-            .encapsulation_keys(w, &mut rng)
-            .unwrap_or_else(|e| fail(&format!("encapsulation: {e}")));
-        ev = ev.with_encapsulation(keys);
-    }
+    let rotations = boot.rotations();
+    let key_bytes = ev.galois_keys().byte_len();
     let keygen = t.elapsed().as_secs_f64();
     let v: Vec<f64> = (0..ctx.slots())
         .map(|i| ((i as f64) * 0.731).sin())

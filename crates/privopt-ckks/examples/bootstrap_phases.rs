@@ -12,7 +12,7 @@
 use privopt_ckks::SecretDistribution;
 use privopt_ckks::eval::bootstrap::{dft, mod_raise};
 use privopt_ckks::eval::{
-    BootstrapConfig, Bootstrapper, EvalContext, Evaluator, SecretKey, decode_complex, encode_at,
+    BootstrapConfig, Bootstrapper, EvalContext, SecretKey, decode_complex, encode_at,
 };
 use privopt_ckks::params::CkksParamsBuilder;
 use privopt_math::sample::secret_rng;
@@ -58,8 +58,7 @@ fn main() {
     let boot = Bootstrapper::new(&ctx, &cfg).expect("bootstrapper");
     let mut rng = secret_rng(Some(1));
     let sk = SecretKey::generate(&ctx, &mut rng);
-    let galois = sk.galois_keys(&boot.rotations(), true, &mut rng);
-    let ev = Evaluator::new(&ctx, Some(sk.relin_key(&mut rng)), galois);
+    let ev = boot.evaluator(&sk, &mut rng).expect("keys");
     let slots = ctx.slots();
     let v: Vec<f64> = (0..slots).map(|i| ((i as f64) * 0.731).sin()).collect();
     let pt = encode_at(&ctx, &v, 0, ctx.level_scale(0)).unwrap();

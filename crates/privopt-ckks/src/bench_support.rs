@@ -295,7 +295,7 @@ pub struct BootstrapFixture {
 impl BootstrapFixture {
     /// Builds `preset` with one evaluation thread (seeded: benchmarks need no OS entropy).
     pub fn new(preset: crate::eval::bootstrap::BootstrapPreset) -> Result<Self, CkksError> {
-        use crate::eval::{Bootstrapper, EvalContext, Evaluator, SecretKey, encode_at};
+        use crate::eval::{Bootstrapper, EvalContext, SecretKey, encode_at};
         let params = preset.params().build()?;
         let ctx = EvalContext::new(&params)?;
         let clock = std::time::Instant::now();
@@ -304,13 +304,9 @@ impl BootstrapFixture {
         let clock = std::time::Instant::now();
         let mut rng = secret_rng(Some(0xb007));
         let sk = SecretKey::generate(&ctx, &mut rng);
-        let relin = sk.relin_key(&mut rng);
-        let galois = sk.galois_keys(&boot.rotations(), true, &mut rng);
+        let ev = boot.evaluator(&sk, &mut rng)?.with_threads(1)?;
+        let galois = ev.galois_keys();
         let (galois_bytes, galois_keys) = (galois.byte_len(), galois.elements().count());
-        let mut ev = Evaluator::new(&ctx, Some(relin), galois).with_threads(1)?;
-        if let Some(weight) = preset.config().encapsulation {
-            ev = ev.with_encapsulation(sk.encapsulation_keys(weight, &mut rng)?);
-        }
         let keygen_seconds = clock.elapsed().as_secs_f64();
         let values: Vec<f64> = (0..ctx.slots()).map(|i| (i as f64 * 0.731).sin()).collect();
         let input = sk.encrypt(&encode_at(&ctx, &values, 0, ctx.level_scale(0))?, &mut rng)?;

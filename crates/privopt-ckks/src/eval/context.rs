@@ -96,8 +96,6 @@ pub struct EvalContext {
     pub(crate) rescale_inv: Vec<Vec<u64>>,
     /// `rescale_from[l]`: conversion from `q_l` alone (a centred lift), for rescaling.
     pub(crate) rescale_from: Vec<BaseConversion>,
-    /// `Δ_l` for every level.
-    level_scales: Vec<f64>,
     /// Evaluation `i` of an NTT is the value at `ψ^{exponents[i]}` (odd, below `2n`).
     exponents: Vec<usize>,
     /// Inverse of `exponents`: position of each odd exponent.
@@ -157,8 +155,6 @@ impl EvalContext {
         let rescale_from = (0..q_count)
             .map(|l| BaseConversion::new(&primes, vec![l]))
             .collect();
-        let top = params.max_level();
-        let level_scales = (0..=top).map(|l| params.level_scale(l)).collect();
         let exponents = evaluation_exponents(params)?;
         let mut position = vec![u32::MAX; 2 * params.n()];
         for (i, &e) in exponents.iter().enumerate() {
@@ -177,7 +173,6 @@ impl EvalContext {
             p_mod,
             rescale_inv,
             rescale_from,
-            level_scales,
             exponents,
             position,
             i_monomial: OnceLock::new(),
@@ -209,10 +204,9 @@ impl EvalContext {
         self.q_count - 1
     }
 
-    /// The scale every ciphertext at level `l` carries, `Δ_l` (`Δ_L = 2^scale_log2`,
-    /// `Δ_{l−1} = Δ_l² / q_l`).
+    /// The scale every ciphertext at level `l` carries, `Δ_l` ([`CkksParams::level_scale`]).
     pub fn level_scale(&self, level: usize) -> f64 {
-        self.level_scales[level]
+        self.params.level_scale(level)
     }
 
     /// `X^{n/2}` in evaluation form, one row per ciphertext prime: a product with it

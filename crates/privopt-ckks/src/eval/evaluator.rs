@@ -72,6 +72,11 @@ impl Evaluator {
         self
     }
 
+    /// The Galois keys held.
+    pub fn galois_keys(&self) -> &GaloisKeys {
+        &self.galois
+    }
+
     /// The encapsulation keys, if given.
     pub(crate) fn encapsulation(&self) -> Option<&EncapsulationKeys> {
         self.encapsulation.as_ref()

@@ -117,8 +117,7 @@ pub(crate) fn switch_level0(
     let rows = [0, p0];
     let mut d_coeff = d[..n].to_vec();
     ring::inverse(ctx, &mut d_coeff, &[0]);
-    let from_q0 = BaseConversion::new(&ctx.primes, vec![0]);
-    let mut raised = ring::convert(ctx, &from_q0, &d_coeff, &[p0]);
+    let mut raised = ring::convert(ctx, &ctx.rescale_from[0], &d_coeff, &[p0]);
     ring::forward(ctx, &mut raised, &[p0]);
     let mut digit = d[..n].to_vec();
     digit.extend(raised);

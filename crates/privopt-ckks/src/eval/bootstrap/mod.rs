@@ -195,6 +195,23 @@ impl Bootstrapper {
         r
     }
 
+    /// An evaluator holding every key this bootstrapper needs, made from `sk`: the
+    /// relinearization key, Galois keys for [`Bootstrapper::rotations`] and conjugation, and
+    /// encapsulation keys of the configured weight (refused where not certified).
+    pub fn evaluator(
+        &self,
+        sk: &SecretKey,
+        rng: &mut impl rand::CryptoRng,
+    ) -> Result<Evaluator, CkksError> {
+        let relin = sk.relin_key(rng);
+        let galois = sk.galois_keys(&self.rotations(), true, rng);
+        let ev = Evaluator::new(sk.context(), Some(relin), galois);
+        Ok(match self.encapsulation {
+            Some(weight) => ev.with_encapsulation(sk.encapsulation_keys(weight, rng)?),
+            None => ev,
+        })
+    }
+
     /// A fresh-level ciphertext with the slots of `ct` (dropped to level 0 first if above).
     pub fn bootstrap(&self, ev: &Evaluator, ct: &Ciphertext) -> Result<Ciphertext, CkksError> {
         Ok(self.bootstrap_timed(ev, ct)?.0)

@@ -48,6 +48,7 @@ impl BootstrapPreset {
             BootstrapPreset::N15 => {
                 CkksParamsBuilder::profiled(self.n(), N15_Q0, &N15_SCALES, &N15_SPECIAL)
                     .linear_level(N15_STC_LEVEL, 60)
+                    // One digit per ciphertext prime (N15_SCALES covers levels 0 … L).
                     .digits(N15_SCALES.len())
             }
             BootstrapPreset::N16 => {

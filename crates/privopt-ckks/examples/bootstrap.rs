@@ -141,7 +141,7 @@ fn main() {
     let mut rng = secret_rng(Some(1));
     let sk = SecretKey::generate(&ctx, &mut rng);
     let ev = boot
-        .evaluator(&sk, &mut rng)
+        .evaluator(&sk, &[], &mut rng)
         .unwrap_or_else(|e| fail(&format!("keys: {e}")))
         .with_threads(1)
         .expect("one thread");

@@ -58,7 +58,7 @@ fn main() {
     let boot = Bootstrapper::new(&ctx, &cfg).expect("bootstrapper");
     let mut rng = secret_rng(Some(1));
     let sk = SecretKey::generate(&ctx, &mut rng);
-    let ev = boot.evaluator(&sk, &mut rng).expect("keys");
+    let ev = boot.evaluator(&sk, &[], &mut rng).expect("keys");
     let slots = ctx.slots();
     let v: Vec<f64> = (0..slots).map(|i| ((i as f64) * 0.731).sin()).collect();
     let pt = encode_at(&ctx, &v, 0, ctx.level_scale(0)).unwrap();

@@ -304,7 +304,7 @@ impl BootstrapFixture {
         let clock = std::time::Instant::now();
         let mut rng = secret_rng(Some(0xb007));
         let sk = SecretKey::generate(&ctx, &mut rng);
-        let ev = boot.evaluator(&sk, &mut rng)?.with_threads(1)?;
+        let ev = boot.evaluator(&sk, &[], &mut rng)?.with_threads(1)?;
         let galois = ev.galois_keys();
         let (galois_bytes, galois_keys) = (galois.byte_len(), galois.elements().count());
         let keygen_seconds = clock.elapsed().as_secs_f64();

@@ -554,6 +554,16 @@ impl CkksParams {
         self.digits
     }
 
+    /// The ciphertext primes of each key-switching digit (contiguous, in order).
+    pub fn digit_ranges(&self) -> Vec<std::ops::Range<usize>> {
+        let q_count = self.basis.moduli().len();
+        let per_digit = q_count.div_ceil(self.digits.max(1));
+        (0..q_count)
+            .step_by(per_digit)
+            .map(|s| s..(s + per_digit).min(q_count))
+            .collect()
+    }
+
     /// Highest level: the number of ciphertext primes minus one.
     pub fn max_level(&self) -> usize {
         self.basis.moduli().len() - 1

@@ -6,9 +6,10 @@
 //! - ciphertexts: count (4), number of members `k` (4), `k` sorted member ids (4 each), `c0`, `c1`;
 //! - leveled ([`crate::eval`]) ciphertexts: session 0, level (4), scale (8, an `f64`), then `c0`
 //!   and `c1` over the first `level + 1` primes;
-//! - evaluation keys (session 0): the public key is `b`, `a` over `Q`; a relinearization key is
-//!   the digit count (4) and one `(b_j, a_j)` pair over `Q·P` per digit; Galois keys are a
-//!   count (4) and, per key in increasing order, its Galois element (8) and its pairs. The
+//! - evaluation keys (session 0): the public key is `b`, `a` over `Q`; a switching key is its
+//!   level `l` (4) and one `(b_j, a_j)` pair over `Q_l·P` per digit starting at or below `l`;
+//!   a relinearization key is one switching key; Galois keys are a count (4) and, per key in
+//!   increasing order, its Galois element (8) and its switching key. The
 //!   evaluation-form permutation of a Galois key is derived from its element on load; a
 //!   secret key is `s` over `Q·P` (for its owner's storage only: it never goes on the wire).
 //!
@@ -29,7 +30,8 @@ use crate::multiparty::{Ciphertext, Party, Round, Share};
 use crate::params::CkksParams;
 
 const MAGIC: &[u8; 4] = b"PVMK";
-const VERSION: u8 = 1;
+/// Version 2: switching keys carry their level (version 1's were all at the top level).
+const VERSION: u8 = 2;
 const KIND_CIPHERTEXT: u8 = 3;
 const KIND_EVAL_CIPHERTEXT: u8 = 4;
 const KIND_PUBLIC_KEY: u8 = 5;
@@ -67,15 +69,27 @@ fn put_residues(out: &mut Vec<u8>, residues: &[u64]) {
 }
 
 fn put_switching_key(out: &mut Vec<u8>, key: &SwitchingKey) {
+    out.extend_from_slice(&(key.level as u32).to_le_bytes());
     for (b, a) in &key.parts {
         put_residues(out, b);
         put_residues(out, a);
     }
 }
 
-/// Bytes of one switching key's pairs.
-fn switching_key_bytes(params: &CkksParams) -> usize {
-    params.digits() * 2 * 8 * params.n() * params.key_basis().moduli().len()
+/// The digits and rows (`Q_l·P`) of a switching key at `level`.
+fn switching_key_shape(params: &CkksParams, level: usize) -> (usize, usize) {
+    let digits = params
+        .digit_ranges()
+        .iter()
+        .take_while(|d| d.start <= level)
+        .count();
+    (digits, level + 1 + params.special_count())
+}
+
+/// Bytes of one switching key at `level` (its level field and pairs).
+fn switching_key_bytes(params: &CkksParams, level: usize) -> usize {
+    let (digits, rows) = switching_key_shape(params, level);
+    4 + digits * 2 * 8 * params.n() * rows
 }
 
 /// A cursor over untrusted bytes that turns every shortfall into a `Malformed` error.
@@ -158,17 +172,39 @@ impl<'a> Reader<'a> {
         Ok(v)
     }
 
-    /// The digit pairs of a switching key.
+    /// A switching key: its level, then its digit pairs over `Q_l·P` (the whole key must
+    /// be present before anything is allocated for it).
     fn switching_key(&mut self, params: &CkksParams) -> Result<SwitchingKey, CkksError> {
-        let moduli = params.key_basis().moduli();
-        let parts = (0..params.digits())
+        let level = self.u32()? as usize;
+        if level > params.max_level() {
+            return Err(self.bad(format!(
+                "key level {level} above the parameters' {}",
+                params.max_level()
+            )));
+        }
+        let need = switching_key_bytes(params, level) - 4;
+        if self.bytes.len() - self.pos < need {
+            return Err(self.bad(format!(
+                "truncated: a level-{level} key needs {need} more bytes, {} are left",
+                self.bytes.len() - self.pos
+            )));
+        }
+        let all = params.key_basis().moduli();
+        let q_count = params.basis().moduli().len();
+        let moduli: Vec<u64> = all[..=level]
+            .iter()
+            .chain(&all[q_count..])
+            .copied()
+            .collect();
+        let (digits, _) = switching_key_shape(params, level);
+        let parts = (0..digits)
             .map(|_| {
-                let b = self.residues(moduli, params.n())?;
-                let a = self.residues(moduli, params.n())?;
+                let b = self.residues(&moduli, params.n())?;
+                let a = self.residues(&moduli, params.n())?;
                 Ok((b, a))
             })
             .collect::<Result<_, CkksError>>()?;
-        Ok(SwitchingKey { parts })
+        Ok(SwitchingKey { parts, level })
     }
 
     /// Checks the header and returns the session.
@@ -472,9 +508,8 @@ impl Party {
 impl RelinKey {
     /// The key as bytes.
     pub fn to_bytes(&self, params: &CkksParams) -> Vec<u8> {
-        let mut out = Vec::with_capacity(HEADER + 4 + switching_key_bytes(params));
+        let mut out = Vec::with_capacity(HEADER + switching_key_bytes(params, self.0.level));
         header(&mut out, KIND_RELIN_KEY, params, 0);
-        out.extend_from_slice(&(self.0.parts.len() as u32).to_le_bytes());
         put_switching_key(&mut out, &self.0);
         out
     }
@@ -486,27 +521,22 @@ impl RelinKey {
             pos: 0,
             what: "relinearization key",
         };
-        r.header(
-            KIND_RELIN_KEY,
-            params,
-            Some(HEADER + 4 + switching_key_bytes(params)),
-        )?;
-        let digits = r.u32()? as usize;
-        if digits != params.digits() {
-            return Err(r.bad(format!(
-                "{digits} digits where the parameters have {}",
-                params.digits()
-            )));
-        }
-        Ok(Self(r.switching_key(params)?))
+        r.header(KIND_RELIN_KEY, params, None)?;
+        let key = r.switching_key(params)?;
+        r.expect_len(HEADER + switching_key_bytes(params, key.level))?;
+        Ok(Self(key))
     }
 }
 
 impl GaloisKeys {
     /// The keys as bytes.
     pub fn to_bytes(&self, params: &CkksParams) -> Vec<u8> {
-        let each = 8 + switching_key_bytes(params);
-        let mut out = Vec::with_capacity(HEADER + 4 + self.keys.len() * each);
+        let body: usize = self
+            .keys
+            .values()
+            .map(|k| 8 + switching_key_bytes(params, k.key.level))
+            .sum();
+        let mut out = Vec::with_capacity(HEADER + 4 + body);
         header(&mut out, KIND_GALOIS_KEYS, params, 0);
         out.extend_from_slice(&(self.keys.len() as u32).to_le_bytes());
         for (&g, key) in &self.keys {
@@ -530,7 +560,6 @@ impl GaloisKeys {
         if count > params.n() {
             return Err(r.bad(format!("{count} keys for ring degree {}", params.n())));
         }
-        r.expect_len(HEADER + 4 + count * (8 + switching_key_bytes(params)))?;
         let mut keys = GaloisKeys::default();
         let mut last = 1;
         for _ in 0..count {
@@ -550,6 +579,12 @@ impl GaloisKeys {
                     key,
                 },
             );
+        }
+        if r.pos != bytes.len() {
+            return Err(r.bad(format!(
+                "oversized: {} bytes after the last key",
+                bytes.len() - r.pos
+            )));
         }
         Ok(keys)
     }

@@ -618,3 +618,67 @@ fn hoisted_rotations_equal_one_by_one_rotations() {
     }
     assert!(f.ev.rotate_hoisted(&ct, &[7]).is_err()); // no key for 7
 }
+
+#[test]
+fn keys_made_for_a_level_switch_there_and_below_and_refuse_above() {
+    use privopt_ckks::eval::{GaloisKeys, KeyRequest, RelinKey};
+    let mut f = fixture(&[1]);
+    let (ctx, params) = (Arc::clone(&f.ctx), f.ctx.params().clone());
+    let low = 1;
+    let requests = [
+        KeyRequest::Rotation {
+            steps: 1,
+            level: low,
+        },
+        // The higher of two requests for one element wins.
+        KeyRequest::Rotation {
+            steps: -2,
+            level: 0,
+        },
+        KeyRequest::Rotation {
+            steps: -2,
+            level: low,
+        },
+    ];
+    let galois = f.sk.galois_keys_for(&requests, &mut f.rng);
+    assert_eq!(galois.elements().count(), 2);
+    // One-prime digits: a level-1 key has 2 of 4 digits over 2 + 1 of 4 + 1 rows, 6/20 of a
+    // top-level key (the fixture's three: two rotations and the conjugation).
+    let top_each = fixture(&[1, -2]).ev.galois_keys().byte_len() / 3;
+    assert_eq!(galois.byte_len() * 20, 2 * 6 * top_each);
+    // Through bytes, then used at its level and below; refused above in one line.
+    let galois = GaloisKeys::from_bytes(&ctx, &galois.to_bytes(&params)).unwrap();
+    let relin = f.sk.relin_key_at(low, &mut f.rng);
+    let relin = RelinKey::from_bytes(&params, &relin.to_bytes(&params)).unwrap();
+    let ev = Evaluator::new(&ctx, Some(relin), galois);
+    let v = vector(ctx.slots(), 3.0);
+    let s = v.len();
+    let ct = f.encrypt(&v);
+    for level in [low, 0] {
+        let at = ev.drop_to_level(&ct, level).unwrap();
+        let rot = ev.rotate(&at, -2).unwrap();
+        let want: Vec<f64> = (0..s).map(|i| v[(i + s - 2) % s]).collect();
+        assert!(f.max_err(&rot, &want) < 1e-6, "level {level}");
+        let hoisted = ev.rotate_hoisted(&at, &[1, -2]).unwrap();
+        assert!(f.max_err(&hoisted[1], &want) < 1e-6, "hoisted at {level}");
+    }
+    let sq = ev.square(&ev.drop_to_level(&ct, low).unwrap()).unwrap();
+    let want: Vec<f64> = v.iter().map(|x| x * x).collect();
+    assert!(f.max_err(&sq, &want) < 1e-5);
+    for e in [
+        ev.rotate(&ct, 1).unwrap_err(),
+        ev.rotate_hoisted(&ct, &[1]).unwrap_err(),
+        ev.square(&ct).unwrap_err(),
+    ] {
+        let msg = e.to_string();
+        assert!(matches!(e, CkksError::MissingKey(_)), "{msg}");
+        assert!(msg.contains("level 3") && !msg.contains('\n'), "{msg}");
+    }
+    // A key whose level field exceeds the parameters' is refused.
+    let mut bytes = f.sk.relin_key_at(low, &mut f.rng).to_bytes(&params);
+    bytes[48..52].copy_from_slice(&9u32.to_le_bytes());
+    assert!(matches!(
+        RelinKey::from_bytes(&params, &bytes),
+        Err(CkksError::Malformed { .. })
+    ));
+}

@@ -118,11 +118,7 @@ impl EvalContext {
         let primes = kb.moduli().to_vec();
         let q_count = params.basis().moduli().len();
         let moduli: Vec<Modulus> = primes.iter().map(|&q| modulus(q)).collect();
-        let per_digit = q_count.div_ceil(params.digits());
-        let digits: Vec<Range<usize>> = (0..q_count)
-            .step_by(per_digit)
-            .map(|s| s..(s + per_digit).min(q_count))
-            .collect();
+        let digits = params.digit_ranges();
         let mod_up = digits
             .iter()
             .map(|d| {

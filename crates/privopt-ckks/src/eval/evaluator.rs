@@ -88,6 +88,7 @@ impl Evaluator {
         a: &Ciphertext,
         key: &SwitchingKey,
     ) -> Result<Ciphertext, CkksError> {
+        key.check_level(a.level, "a key switch")?;
         self.switched(a, |c1| keyswitch::switch(&self.ctx, c1, a.level, key))
     }
 
@@ -378,6 +379,7 @@ impl Evaluator {
             .as_ref()
             .ok_or_else(|| CkksError::MissingKey("relinearization key".into()))?;
         check_params(&self.ctx, &p.params, "a product")?;
+        key.0.check_level(p.level, "relinearization")?;
         let idx = Self::q_idx(p.level);
         Ok(self.install(|| {
             let (k0, k1) = keyswitch::switch(&self.ctx, &p.d2, p.level, &key.0);
@@ -485,9 +487,11 @@ impl Evaluator {
             keys.push(if g == 1 {
                 None
             } else {
-                Some(self.galois.keys.get(&g).ok_or_else(|| {
+                let key = self.galois.keys.get(&g).ok_or_else(|| {
                     CkksError::MissingKey(format!("Galois key for rotation by {k}"))
-                })?)
+                })?;
+                key.key.check_level(a.level, &format!("rotation by {k}"))?;
+                Some(key)
             });
         }
         Ok(self.install(|| {
@@ -522,6 +526,7 @@ impl Evaluator {
             .keys
             .get(&g)
             .ok_or_else(|| CkksError::MissingKey(format!("Galois key for {what}")))?;
+        key.key.check_level(a.level, what)?;
         self.own(a)?;
         Ok(self.install(|| {
             let c1 = ring::permute(&self.ctx, &a.c1, &key.perm);

@@ -46,13 +46,36 @@ pub struct PublicKey {
     pub(crate) a: Vec<u64>,
 }
 
-/// A hybrid key-switching key: one `(b_j, a_j)` pair per digit, over `Q·P`.
+/// A hybrid key-switching key: one `(b_j, a_j)` pair per digit, over `Q_l·P` for the key's
+/// level `l`. A key made at level `l` is the top-level key restricted to the primes
+/// `q_0 … q_l` (and the digits that start there): it switches ciphertexts at level `l` and
+/// below, and costs `(l + 1 + |P|)/(L + 1 + |P|)` of the top-level key's rows in each of
+/// fewer digits. Bootstrapping's SlotsToCoeffs and a training circuit's rotations run far
+/// below the top, so their keys are made at their level.
 #[derive(Clone, Debug)]
 pub struct SwitchingKey {
     pub(crate) parts: Vec<(Vec<u64>, Vec<u64>)>,
+    /// The highest level the key switches at.
+    pub(crate) level: usize,
 }
 
 impl SwitchingKey {
+    /// The highest level the key switches at.
+    pub fn level(&self) -> usize {
+        self.level
+    }
+
+    /// Refuses a ciphertext above the key's level.
+    pub(crate) fn check_level(&self, level: usize, what: &str) -> Result<(), CkksError> {
+        if level > self.level {
+            return Err(CkksError::MissingKey(format!(
+                "{what} at level {level}: the key was made for level {} and below",
+                self.level
+            )));
+        }
+        Ok(())
+    }
+
     /// Size in bytes.
     pub fn byte_len(&self) -> usize {
         self.parts
@@ -71,6 +94,23 @@ pub struct RelinKey(pub(crate) SwitchingKey);
 pub struct GaloisKey {
     pub(crate) perm: Vec<u32>,
     pub(crate) key: SwitchingKey,
+}
+
+/// A Galois key a circuit needs, with the highest level it is used at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyRequest {
+    /// Left rotation by `steps` slots (negative: right).
+    Rotation {
+        /// Slots.
+        steps: i64,
+        /// Highest level of a ciphertext it rotates.
+        level: usize,
+    },
+    /// Complex conjugation of the slots.
+    Conjugation {
+        /// Highest level of a ciphertext it conjugates.
+        level: usize,
+    },
 }
 
 /// Galois keys by Galois element.
@@ -182,7 +222,7 @@ impl SecretKey {
             s,
         };
         let to_sparse = sparse.level0_switching_key(&self.s, rng);
-        let to_dense = self.switching_key(&sparse.s, rng);
+        let to_dense = self.switching_key(&sparse.s, ctx.max_level(), rng);
         Ok(EncapsulationKeys {
             to_sparse,
             to_dense,
@@ -208,6 +248,7 @@ impl SecretKey {
         }
         SwitchingKey {
             parts: vec![(b, a)],
+            level: 0,
         }
     }
 
@@ -246,17 +287,31 @@ impl SecretKey {
         }
     }
 
-    /// A switching key from `s_from` (evaluation form over `Q·P`) to this secret.
-    fn switching_key(&self, s_from: &[u64], rng: &mut impl CryptoRng) -> SwitchingKey {
+    /// A switching key from `s_from` (evaluation form over `Q·P`) to this secret, for
+    /// ciphertexts at `level` and below: rows `q_0 … q_level` then `P`, one pair per digit
+    /// that starts at or below `level`.
+    fn switching_key(
+        &self,
+        s_from: &[u64],
+        level: usize,
+        rng: &mut impl CryptoRng,
+    ) -> SwitchingKey {
         let ctx = &self.ctx;
         let n = ctx.n();
-        let all: Vec<usize> = (0..ctx.primes.len()).collect();
+        let level = level.min(ctx.max_level());
+        let rows: Vec<usize> = (0..=level).chain(ctx.q_count..ctx.primes.len()).collect();
+        let mut s_rows = Vec::with_capacity(rows.len() * n);
+        for &i in &rows {
+            s_rows.extend_from_slice(&self.s[i * n..(i + 1) * n]);
+        }
         let parts = ctx
             .digits
             .iter()
+            .take_while(|digit| digit.start <= level)
             .map(|digit| {
-                let (mut b, a) = rlwe_sample(ctx, &self.s, &all, rng);
-                for i in digit.clone() {
+                let (mut b, a) = rlwe_sample(ctx, &s_rows, &rows, rng);
+                // Q rows come first and in order, so prime `i ≤ level` is row `i`.
+                for i in digit.start..digit.end.min(level + 1) {
                     let m = &ctx.moduli[i];
                     let w = m.shoup(ctx.p_mod[i]);
                     let q = m.value();
@@ -270,41 +325,67 @@ impl SecretKey {
                 (b, a)
             })
             .collect();
-        SwitchingKey { parts }
+        s_rows.zeroize();
+        SwitchingKey { parts, level }
     }
 
-    /// The relinearization key.
+    /// The relinearization key, for every level.
     pub fn relin_key(&self, rng: &mut impl CryptoRng) -> RelinKey {
+        self.relin_key_at(self.ctx.max_level(), rng)
+    }
+
+    /// The relinearization key for `level` and below (see [`SwitchingKey`]).
+    pub fn relin_key_at(&self, level: usize, rng: &mut impl CryptoRng) -> RelinKey {
         let all: Vec<usize> = (0..self.ctx.primes.len()).collect();
         let mut s2 = ring::mul(&self.ctx, &self.s, &self.s, &all);
-        let key = self.switching_key(&s2, rng);
+        let key = self.switching_key(&s2, level, rng);
         s2.zeroize();
         RelinKey(key)
     }
 
     /// Galois keys for left rotations by each of `rotations` slots (negative: right), and
-    /// for conjugation if `conjugate`.
+    /// for conjugation if `conjugate`, for every level.
     pub fn galois_keys(
         &self,
         rotations: &[i64],
         conjugate: bool,
         rng: &mut impl CryptoRng,
     ) -> GaloisKeys {
-        let mut elements: Vec<usize> = rotations
+        let top = self.ctx.max_level();
+        let mut wanted: Vec<KeyRequest> = rotations
             .iter()
-            .map(|&k| self.ctx.rotation_element(k))
-            .filter(|&g| g != 1)
+            .map(|&k| KeyRequest::Rotation {
+                steps: k,
+                level: top,
+            })
             .collect();
         if conjugate {
-            elements.push(self.ctx.conjugation_element());
+            wanted.push(KeyRequest::Conjugation { level: top });
         }
-        elements.sort_unstable();
-        elements.dedup();
+        self.galois_keys_for(&wanted, rng)
+    }
+
+    /// Galois keys for `requests`, each key made at the highest level any request for its
+    /// element names (see [`SwitchingKey`]): a circuit that rotates only low in the chain
+    /// gets keys a fraction of the top-level size.
+    pub fn galois_keys_for(&self, requests: &[KeyRequest], rng: &mut impl CryptoRng) -> GaloisKeys {
+        let top = self.ctx.max_level();
+        let mut levels: BTreeMap<usize, usize> = BTreeMap::new();
+        for r in requests {
+            let (g, level) = match *r {
+                KeyRequest::Rotation { steps, level } => (self.ctx.rotation_element(steps), level),
+                KeyRequest::Conjugation { level } => (self.ctx.conjugation_element(), level),
+            };
+            if g != 1 {
+                let l = levels.entry(g).or_insert(0);
+                *l = (*l).max(level.min(top));
+            }
+        }
         let mut keys = GaloisKeys::default();
-        for g in elements {
+        for (g, level) in levels {
             let perm = self.ctx.galois_permutation(g);
             let mut sg = ring::permute(&self.ctx, &self.s, &perm);
-            let key = self.switching_key(&sg, rng);
+            let key = self.switching_key(&sg, level, rng);
             sg.zeroize();
             keys.keys.insert(g, GaloisKey { perm, key });
         }

@@ -3,8 +3,8 @@
 //! conversion, take the inner product with the switching key, and divide by `P`.
 //!
 //! At level `l` only the primes `q_0 … q_l` exist; a digit cut by the level is converted
-//! from its remaining primes, and digits above the level are skipped. The key itself is
-//! made once at the top level and used at every level.
+//! from its remaining primes, and digits above the level are skipped. A key serves its own
+//! level and every level below (callers check with `SwitchingKey::check_level`).
 
 use privopt_math::modarith::inv_mod;
 
@@ -78,7 +78,9 @@ pub(crate) fn key_product(
     let p_idx = &ext[q_rows..];
     let mut acc0 = vec![0u64; n * ext.len()];
     let mut acc1 = vec![0u64; n * ext.len()];
-    let q_off = ctx.q_count * n;
+    debug_assert!(level <= key.level, "a key below the ciphertext's level");
+    // The key's P rows follow its own Q rows.
+    let q_off = (key.level + 1) * n;
     for (j, digit) in digits.iter().enumerate() {
         let permuted;
         let digit = match perm {

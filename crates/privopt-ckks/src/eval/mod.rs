@@ -22,6 +22,8 @@ pub use ciphertext::{Ciphertext, Plaintext, Product};
 pub use context::EvalContext;
 pub use encode::{decode, decode_complex, encode, encode_at, encode_complex_at};
 pub use evaluator::Evaluator;
-pub use keys::{EncapsulationKeys, GaloisKeys, PublicKey, RelinKey, SecretKey, SwitchingKey};
+pub use keys::{
+    EncapsulationKeys, GaloisKeys, KeyRequest, PublicKey, RelinKey, SecretKey, SwitchingKey,
+};
 pub use linear::LinearTransform;
 pub use polyeval::PolyBasis;

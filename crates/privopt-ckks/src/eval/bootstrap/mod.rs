@@ -29,7 +29,7 @@ use std::sync::Arc;
 use super::ciphertext::Ciphertext;
 use super::context::EvalContext;
 use super::evaluator::Evaluator;
-use super::keys::{GaloisKeys, SecretKey};
+use super::keys::{GaloisKeys, KeyRequest, SecretKey};
 use super::linear::LinearTransform;
 use super::ring;
 use crate::error::CkksError;
@@ -98,6 +98,8 @@ pub struct Bootstrapper {
     stc: Vec<Vec<LinearTransform>>,
     eval_mod: EvalMod,
     output_level: usize,
+    /// The level CtS's output is conjugated at.
+    conjugation_level: usize,
     /// The encapsulation weight the evaluator's keys must have, if any.
     encapsulation: Option<usize>,
 }
@@ -168,6 +170,7 @@ impl Bootstrapper {
             stc,
             eval_mod,
             output_level: top - depth,
+            conjugation_level: top - cfg.cts_levels,
             encapsulation: cfg.encapsulation,
         })
     }
@@ -195,16 +198,39 @@ impl Bootstrapper {
         r
     }
 
+    /// The Galois keys the transforms need, each with the level it is used at: CtS's at the
+    /// top, the conjugation below CtS, StC's far down (so their keys are small; see
+    /// [`super::SwitchingKey`]).
+    pub fn key_requests(&self) -> Vec<KeyRequest> {
+        let transforms = self.cts.iter().chain(self.stc.iter().flatten());
+        let mut out: Vec<KeyRequest> = transforms
+            .flat_map(|t| {
+                let level = t.level();
+                t.rotations()
+                    .into_iter()
+                    .map(move |steps| KeyRequest::Rotation { steps, level })
+            })
+            .collect();
+        out.push(KeyRequest::Conjugation {
+            level: self.conjugation_level,
+        });
+        out
+    }
+
     /// An evaluator holding every key this bootstrapper needs, made from `sk`: the
-    /// relinearization key, Galois keys for [`Bootstrapper::rotations`] and conjugation, and
-    /// encapsulation keys of the configured weight (refused where not certified).
+    /// relinearization key, the Galois keys of [`Bootstrapper::key_requests`] plus `extra`
+    /// (a circuit's own rotations), and encapsulation keys of the configured weight (refused
+    /// where not certified).
     pub fn evaluator(
         &self,
         sk: &SecretKey,
+        extra: &[KeyRequest],
         rng: &mut impl rand::CryptoRng,
     ) -> Result<Evaluator, CkksError> {
         let relin = sk.relin_key(rng);
-        let galois = sk.galois_keys(&self.rotations(), true, rng);
+        let mut requests = self.key_requests();
+        requests.extend_from_slice(extra);
+        let galois = sk.galois_keys_for(&requests, rng);
         let ev = Evaluator::new(sk.context(), Some(relin), galois);
         Ok(match self.encapsulation {
             Some(weight) => ev.with_encapsulation(sk.encapsulation_keys(weight, rng)?),
@@ -215,6 +241,36 @@ impl Bootstrapper {
     /// A fresh-level ciphertext with the slots of `ct` (dropped to level 0 first if above).
     pub fn bootstrap(&self, ev: &Evaluator, ct: &Ciphertext) -> Result<Ciphertext, CkksError> {
         Ok(self.bootstrap_timed(ev, ct)?.0)
+    }
+
+    /// [`Bootstrapper::bootstrap`] for slots up to `2^bound_log2` in magnitude. EvalMod is
+    /// accurate for messages of about 1 (the sine's period is `q_0/Δ_0` messages), so the
+    /// slots are divided by `2^bound_log2` on the way down to level 0 (which needs `ct`
+    /// above level 0) and multiplied back exactly afterwards (an integer product: no level).
+    /// The absolute error grows by the same factor.
+    pub fn bootstrap_bounded(
+        &self,
+        ev: &Evaluator,
+        ct: &Ciphertext,
+        bound_log2: u32,
+    ) -> Result<Ciphertext, CkksError> {
+        if bound_log2 == 0 {
+            return self.bootstrap(ev, ct);
+        }
+        if bound_log2 > 30 {
+            return Err(CkksError::InvalidParams(format!(
+                "a message bound of 2^{bound_log2} is beyond bootstrapping's precision"
+            )));
+        }
+        if ct.level() == 0 {
+            return Err(CkksError::LevelExhausted(format!(
+                "bootstrapping slots up to 2^{bound_log2} divides them first, which needs a \
+                 level above 0"
+            )));
+        }
+        let shrunk = ev.mul_const_to(ct, (-f64::from(bound_log2)).exp2(), 0)?;
+        let fresh = self.bootstrap(ev, &shrunk)?;
+        ev.mul_int(&fresh, 1i64 << bound_log2)
     }
 
     /// [`Bootstrapper::bootstrap`], with the seconds each phase took.

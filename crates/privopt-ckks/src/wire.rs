@@ -11,7 +11,9 @@
 //!   a relinearization key is one switching key; Galois keys are a count (4) and, per key in
 //!   increasing order, its Galois element (8) and its switching key. The
 //!   evaluation-form permutation of a Galois key is derived from its element on load; a
-//!   secret key is `s` over `Q·P` (for its owner's storage only: it never goes on the wire).
+//!   secret key is `s` over `Q·P` (for its owner's storage only: it never goes on the wire);
+//!   encapsulation keys are the sparse weight (4), the dense-to-sparse pair over `q_0, p_0`
+//!   and the sparse-to-dense switching key.
 //!
 //! A polynomial is `L · n` residues of 8 bytes, prime-major, each below its prime. Decoding
 //! refuses anything else: wrong magic, version or kind, other parameters, a length that is
@@ -24,7 +26,9 @@ use std::sync::Arc;
 use privopt_math::rns::{Eval, Poly};
 
 use crate::error::CkksError;
-use crate::eval::{EvalContext, GaloisKeys, PublicKey, RelinKey, SecretKey, SwitchingKey};
+use crate::eval::{
+    EncapsulationKeys, EvalContext, GaloisKeys, PublicKey, RelinKey, SecretKey, SwitchingKey,
+};
 use crate::multiparty::SecretKey as PartySecret;
 use crate::multiparty::{Ciphertext, Party, Round, Share};
 use crate::params::CkksParams;
@@ -39,6 +43,7 @@ const KIND_RELIN_KEY: u8 = 6;
 const KIND_GALOIS_KEYS: u8 = 7;
 const KIND_SECRET_KEY: u8 = 8;
 const KIND_PARTY: u8 = 9;
+const KIND_ENCAPSULATION_KEYS: u8 = 10;
 const HEADER: usize = 4 + 1 + 1 + 2 + 32 + 8;
 /// Most members a ciphertext may name.
 pub const MAX_MEMBERS: usize = 1 << 16;
@@ -587,5 +592,56 @@ impl GaloisKeys {
             )));
         }
         Ok(keys)
+    }
+}
+
+impl EncapsulationKeys {
+    /// The keys as bytes.
+    pub fn to_bytes(&self, params: &CkksParams) -> Vec<u8> {
+        let len =
+            HEADER + 4 + 4 * 8 * params.n() + switching_key_bytes(params, self.to_dense.level);
+        let mut out = Vec::with_capacity(len);
+        header(&mut out, KIND_ENCAPSULATION_KEYS, params, 0);
+        out.extend_from_slice(&(self.weight as u32).to_le_bytes());
+        let (b, a) = &self.to_sparse.parts[0];
+        put_residues(&mut out, b);
+        put_residues(&mut out, a);
+        put_switching_key(&mut out, &self.to_dense);
+        out
+    }
+
+    /// Parses encapsulation keys under `params` (the weight must be in `1..=n`; whether it is
+    /// certified is checked where the keys are made, as the security of a received key is
+    /// its maker's claim).
+    pub fn from_bytes(params: &CkksParams, bytes: &[u8]) -> Result<Self, CkksError> {
+        let mut r = Reader {
+            bytes,
+            pos: 0,
+            what: "encapsulation keys",
+        };
+        r.header(KIND_ENCAPSULATION_KEYS, params, None)?;
+        let weight = r.u32()? as usize;
+        if !(1..=params.n()).contains(&weight) {
+            return Err(r.bad(format!("weight {weight} is not in 1..={}", params.n())));
+        }
+        let all = params.key_basis().moduli();
+        let p0 = *all
+            .get(params.basis().moduli().len())
+            .ok_or_else(|| r.bad("the parameters have no key-switching prime"))?;
+        let rows = [all[0], p0];
+        let b = r.residues(&rows, params.n())?;
+        let a = r.residues(&rows, params.n())?;
+        let to_dense = r.switching_key(params)?;
+        r.expect_len(
+            HEADER + 4 + 4 * 8 * params.n() + switching_key_bytes(params, to_dense.level),
+        )?;
+        Ok(Self {
+            to_sparse: SwitchingKey {
+                parts: vec![(b, a)],
+                level: 0,
+            },
+            to_dense,
+            weight,
+        })
     }
 }

@@ -12,8 +12,8 @@ use privopt_ckks::SecretDistribution;
 use privopt_ckks::encoding::Complex;
 use privopt_ckks::eval::bootstrap::dft;
 use privopt_ckks::eval::{
-    BootstrapConfig, Bootstrapper, Ciphertext, EvalContext, Evaluator, GaloisKeys, LinearTransform,
-    SecretKey, decode_complex, encode_at, encode_complex_at,
+    BootstrapConfig, Bootstrapper, Ciphertext, EncapsulationKeys, EvalContext, Evaluator,
+    GaloisKeys, LinearTransform, SecretKey, decode_complex, encode_at, encode_complex_at,
 };
 use privopt_ckks::params::CkksParamsBuilder;
 use privopt_math::sample::secret_rng;
@@ -294,6 +294,11 @@ fn a_dense_secret_bootstraps_through_sparse_encapsulation() {
     assert!(missing.to_string().contains("encapsulation"), "{missing}");
     let enc = k.sk.encapsulation_keys(32, &mut k.rng).unwrap();
     assert_eq!(enc.weight(), 32);
+    // The keys cross to the server as bytes; a truncated copy is refused.
+    let bytes = enc.to_bytes(&params);
+    assert!(EncapsulationKeys::from_bytes(&params, &bytes[..bytes.len() - 8]).is_err());
+    let enc = EncapsulationKeys::from_bytes(&params, &bytes).unwrap();
+    assert_eq!(enc.weight(), 32);
     let ev = k.ev.with_encapsulation(enc);
     let out = boot.bootstrap(&ev, &ct).unwrap();
     let bits = -worst(&k.sk.decrypt_values(&out).unwrap(), &v).log2();
@@ -310,7 +315,10 @@ fn a_dense_secret_bootstraps_through_sparse_encapsulation() {
     let out = boot.bootstrap(&sized, &ct).unwrap();
     let sized_bits = -worst(&k.sk.decrypt_values(&out).unwrap(), &v).log2();
     eprintln!("level-sized keys: {small} of {full} bytes, {sized_bits:.1} bits");
-    assert!(sized_bits >= bits - 0.5, "{sized_bits:.1} against {bits:.1}");
+    assert!(
+        sized_bits >= bits - 0.5,
+        "{sized_bits:.1} against {bits:.1}"
+    );
     assert!(small < full, "{small} of {full} bytes");
 }
 

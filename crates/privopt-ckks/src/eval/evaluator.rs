@@ -124,16 +124,22 @@ impl Evaluator {
     /// Runs every operation on a pool of exactly `threads` threads (default: rayon's global
     /// pool). One thread makes timings comparable with single-threaded libraries.
     pub fn with_threads(mut self, threads: usize) -> Result<Self, CkksError> {
+        self.set_threads(threads)?;
+        Ok(self)
+    }
+
+    /// [`Evaluator::with_threads`] in place (the keys stay where they are).
+    pub fn set_threads(&mut self, threads: usize) -> Result<(), CkksError> {
         if threads <= 1 {
             self.pool = Some(Threads::One);
-            return Ok(self);
+            return Ok(());
         }
         let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads.max(1))
+            .num_threads(threads)
             .build()
             .map_err(|e| CkksError::InvalidParams(format!("thread pool: {e}")))?;
         self.pool = Some(Threads::Pool(pool));
-        Ok(self)
+        Ok(())
     }
 
     /// The context.

@@ -17,7 +17,7 @@ pub mod linear;
 pub mod polyeval;
 mod ring;
 
-pub use bootstrap::{BootstrapConfig, Bootstrapper};
+pub use bootstrap::{BootstrapConfig, Bootstrapper, EvaluationKeys};
 pub use ciphertext::{Ciphertext, Plaintext, Product};
 pub use context::EvalContext;
 pub use encode::{decode, decode_complex, encode, encode_at, encode_complex_at};

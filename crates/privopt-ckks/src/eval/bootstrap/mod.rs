@@ -29,7 +29,7 @@ use std::sync::Arc;
 use super::ciphertext::Ciphertext;
 use super::context::EvalContext;
 use super::evaluator::Evaluator;
-use super::keys::{GaloisKeys, KeyRequest, SecretKey};
+use super::keys::{EncapsulationKeys, GaloisKeys, KeyRequest, RelinKey, SecretKey};
 use super::linear::LinearTransform;
 use super::ring;
 use crate::error::CkksError;
@@ -73,6 +73,28 @@ impl Default for BootstrapConfig {
             interpolation_error: 1e-13,
             arcsine_degree: 0,
             encapsulation: None,
+        }
+    }
+}
+
+/// The evaluation keys of a bootstrapping evaluator, as its key owner hands them over.
+#[derive(Debug)]
+pub struct EvaluationKeys {
+    /// Relinearization.
+    pub relin: RelinKey,
+    /// The transforms' rotations and conjugation, and any circuit's own.
+    pub galois: GaloisKeys,
+    /// Sparse-secret encapsulation, if the bootstrapper is configured for it.
+    pub encapsulation: Option<EncapsulationKeys>,
+}
+
+impl EvaluationKeys {
+    /// An evaluator over these keys.
+    pub fn evaluator(self, ctx: &Arc<EvalContext>) -> Evaluator {
+        let ev = Evaluator::new(ctx, Some(self.relin), self.galois);
+        match self.encapsulation {
+            Some(keys) => ev.with_encapsulation(keys),
+            None => ev,
         }
     }
 }
@@ -175,6 +197,11 @@ impl Bootstrapper {
         })
     }
 
+    /// The weight of the sparse secret ModRaise runs under, if encapsulated.
+    pub fn encapsulation(&self) -> Option<usize> {
+        self.encapsulation
+    }
+
     /// The level bootstrapped ciphertexts come out at.
     pub fn output_level(&self) -> usize {
         self.output_level
@@ -217,25 +244,39 @@ impl Bootstrapper {
         out
     }
 
-    /// An evaluator holding every key this bootstrapper needs, made from `sk`: the
-    /// relinearization key, the Galois keys of [`Bootstrapper::key_requests`] plus `extra`
-    /// (a circuit's own rotations), and encapsulation keys of the configured weight (refused
-    /// where not certified).
+    /// Every key this bootstrapper needs, made from `sk`: the relinearization key, the
+    /// Galois keys of [`Bootstrapper::key_requests`] plus `extra` (a circuit's own
+    /// rotations), and encapsulation keys of the configured weight (refused where not
+    /// certified).
+    pub fn keys(
+        &self,
+        sk: &SecretKey,
+        extra: &[KeyRequest],
+        rng: &mut impl rand::CryptoRng,
+    ) -> Result<EvaluationKeys, CkksError> {
+        let relin = sk.relin_key(rng);
+        let mut requests = self.key_requests();
+        requests.extend_from_slice(extra);
+        let galois = sk.galois_keys_for(&requests, rng);
+        let encapsulation = self
+            .encapsulation
+            .map(|weight| sk.encapsulation_keys(weight, rng))
+            .transpose()?;
+        Ok(EvaluationKeys {
+            relin,
+            galois,
+            encapsulation,
+        })
+    }
+
+    /// An evaluator holding [`Bootstrapper::keys`].
     pub fn evaluator(
         &self,
         sk: &SecretKey,
         extra: &[KeyRequest],
         rng: &mut impl rand::CryptoRng,
     ) -> Result<Evaluator, CkksError> {
-        let relin = sk.relin_key(rng);
-        let mut requests = self.key_requests();
-        requests.extend_from_slice(extra);
-        let galois = sk.galois_keys_for(&requests, rng);
-        let ev = Evaluator::new(sk.context(), Some(relin), galois);
-        Ok(match self.encapsulation {
-            Some(weight) => ev.with_encapsulation(sk.encapsulation_keys(weight, rng)?),
-            None => ev,
-        })
+        Ok(self.keys(sk, extra, rng)?.evaluator(sk.context()))
     }
 
     /// A fresh-level ciphertext with the slots of `ct` (dropped to level 0 first if above).

@@ -11,7 +11,8 @@ use std::sync::Arc;
 
 use privopt_approx::Interval;
 use privopt_approx::functions::{Method as Fit, approximate};
-use privopt_ckks::eval::{EvalContext, GaloisKeys};
+use privopt_ckks::SecretDistribution;
+use privopt_ckks::eval::{BootstrapConfig, Bootstrapper, EvalContext, GaloisKeys};
 use privopt_ckks::params::CkksParamsBuilder;
 use privopt_math::sample::secret_rng;
 use privopt_ml::data::Dataset;
@@ -70,6 +71,8 @@ fn circuit(ctx: &EvalContext, alg4: bool) -> TrainingCircuit {
             reciprocal,
         }),
         clip: alg4.then(|| ClipCircuit::new(1.0, 1.21 * D as f64).unwrap()),
+        // ‖w‖² < Θ = 4 under the barrier.
+        weight_bound: 2.0,
     }
 }
 
@@ -144,6 +147,83 @@ fn both_algorithms_through_bytes_equal_the_in_process_run() {
             // The clipping circuit outgrows 12 levels: the server had to ask mid-step.
             assert!(r_mem >= 2, "{r_mem} refreshes");
         }
+    }
+}
+
+/// Trains `steps` steps on a server that bootstraps (n = 2^12, sparse secret, insecure)
+/// and, from the same keys' seed, on one that asks the owner; returns both decrypted
+/// weights, the refreshes the bootstrapping run asked for and the bootstraps it ran.
+fn train_bootstrapping(alg4: bool, steps: u64) -> (Vec<f64>, Vec<f64>, usize, usize) {
+    let params = CkksParamsBuilder::leveled(1 << 12, 60, 50, 26, &[60, 60, 60])
+        .secret(SecretDistribution::Sparse(64))
+        .insecure_for_testing(true)
+        .build()
+        .unwrap();
+    let ctx = EvalContext::new(&params).unwrap();
+    let boot = Arc::new(Bootstrapper::new(&ctx, &BootstrapConfig::default()).unwrap());
+    let circuit = circuit(&ctx, alg4);
+    let data = data();
+    let mut results = Vec::new();
+    let (mut refreshes, mut bootstraps) = (0, 0);
+    for bootstrapping in [true, false] {
+        let mut owner = DataOwner::new(&ctx, circuit.layout, secret_rng(Some(8)));
+        let server = if bootstrapping {
+            owner = owner.with_level(boot.output_level()).unwrap();
+            let keys = owner.bootstrapping_keys(&boot).unwrap();
+            ComputeServer::new(&ctx, keys.relin, keys.galois, 1, circuit.clone())
+                .unwrap()
+                .with_bootstrapping(Arc::clone(&boot), keys.encapsulation)
+                .unwrap()
+        } else {
+            let (relin, galois) = owner.evaluation_keys();
+            ComputeServer::new(&ctx, relin, galois, 1, circuit.clone()).unwrap()
+        };
+        let mut w = owner.encrypt_replicated(&[0.0; D]).unwrap();
+        for t in 0..steps {
+            let batch: Vec<usize> = (0..BATCH).map(|i| (i * 3 + t as usize * 5) % 32).collect();
+            let inputs = owner.encrypt_step(t, &data, &batch, &[0.01; D]).unwrap();
+            let mut step = server.begin_step(w, inputs);
+            w = loop {
+                match server.advance(&mut step).unwrap() {
+                    StepStatus::NeedsRefresh(req) => {
+                        step.resume(owner.refresh(&req).unwrap()).unwrap();
+                    }
+                    StepStatus::Done { w, .. } => break w,
+                }
+            };
+            if bootstrapping {
+                bootstraps += step.bootstraps();
+            }
+        }
+        if bootstrapping {
+            refreshes = owner.refreshes();
+        }
+        results.push(owner.decrypt_weights(&w).unwrap());
+    }
+    let refreshed = results.pop().unwrap();
+    (results.pop().unwrap(), refreshed, refreshes, bootstraps)
+}
+
+#[test]
+fn a_bootstrapping_server_trains_without_the_owner() {
+    for (alg4, steps) in [(false, 2), (true, 1)] {
+        let (boot, refreshed, refreshes, bootstraps) = train_bootstrapping(alg4, steps);
+        let diff = boot
+            .iter()
+            .zip(&refreshed)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
+        eprintln!(
+            "algorithm {}: {bootstraps} bootstraps in {steps} steps, max |Δw| {diff:e} against \
+             owner refreshes, w = {boot:?}",
+            if alg4 { 4 } else { 5 }
+        );
+        assert_eq!(refreshes, 0);
+        // Algorithm 5 outgrows a bootstrap's levels every step from the second on (the
+        // owner's fresh weights start there); Algorithm 4's clipping needs several per step.
+        assert!(bootstraps >= if alg4 { 2 } else { steps as usize - 1 });
+        assert!(boot.iter().any(|v| v.abs() > 1e-2), "{boot:?}");
+        assert!(diff < 1e-3, "{diff:e}");
     }
 }
 

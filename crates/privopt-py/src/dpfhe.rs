@@ -90,6 +90,8 @@ impl PyCircuit {
             lr,
             barrier,
             clip,
+            // Bootstrapping is not exposed to Python yet: the bound is never used.
+            weight_bound: f64::INFINITY,
         }))
     }
 

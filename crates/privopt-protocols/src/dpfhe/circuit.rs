@@ -157,6 +157,25 @@ pub struct TrainingCircuit {
     pub barrier: Option<Barrier>,
     /// Algorithm 4's clipping.
     pub clip: Option<ClipCircuit>,
+    /// A bound on every weight's magnitude through the run (Algorithm 5: the certified
+    /// radius `R ≥ ‖w_t‖`). A bootstrapping server divides the weights by it first, as
+    /// bootstrapping is accurate for slots of about 1 only.
+    pub weight_bound: f64,
+}
+
+impl TrainingCircuit {
+    /// Levels the weights need at the start of a step (an upper bound from the polynomials'
+    /// degrees): margins (1), sigmoid, masked error and gradient (2); the barrier path takes
+    /// ‖w‖² (1), the inverse and the product with w (1). Algorithm 4's clipping asks for
+    /// its own levels stage by stage.
+    pub fn step_depth(&self) -> usize {
+        let gradient = 3 + poly_levels(self.sigmoid.degree());
+        let barrier = self
+            .barrier
+            .as_ref()
+            .map_or(0, |b| 2 + poly_levels(b.reciprocal.degree()));
+        gradient.max(barrier)
+    }
 }
 
 /// Levels each stage of one step consumed (read off the ciphertexts).

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use privopt_ckks::eval::{Ciphertext, EvalContext, GaloisKeys, RelinKey};
+use privopt_ckks::eval::{Ciphertext, EncapsulationKeys, EvalContext, GaloisKeys, RelinKey};
 
 use crate::wire::{self, DecodeError, Method, Reader, Writer};
 
@@ -15,6 +15,7 @@ const KIND_WEIGHTS: u8 = 3;
 const KIND_RELIN_KEY: u8 = 4;
 const KIND_GALOIS_KEY: u8 = 5;
 pub(super) const KIND_OWNER_STATE: u8 = 6;
+const KIND_ENCAPSULATION_KEYS: u8 = 7;
 
 /// The data owner's inputs of one step: features, labels and scaled noise, encrypted.
 #[derive(Clone, Debug)]
@@ -143,6 +144,31 @@ pub fn relin_key_from_bytes(ctx: &EvalContext, bytes: &[u8]) -> Result<RelinKey,
         |r| {
             let inner = r.bytes()?;
             RelinKey::from_bytes(ctx.params(), inner).map_err(|e| r.invalid(e.to_string()))
+        },
+    )
+}
+
+/// A bootstrapping server's encapsulation keys, framed.
+pub fn encapsulation_keys_to_bytes(keys: &EncapsulationKeys, ctx: &EvalContext) -> Vec<u8> {
+    wire::encode(Method::Dpfhe, KIND_ENCAPSULATION_KEYS, |w| {
+        w.bytes(&keys.to_bytes(ctx.params()))
+    })
+}
+
+/// Parses framed encapsulation keys for `ctx`'s parameters.
+pub fn encapsulation_keys_from_bytes(
+    ctx: &EvalContext,
+    bytes: &[u8],
+) -> Result<EncapsulationKeys, DecodeError> {
+    wire::decode(
+        bytes,
+        "dpfhe encapsulation keys",
+        Method::Dpfhe,
+        KIND_ENCAPSULATION_KEYS,
+        |r| {
+            let inner = r.bytes()?;
+            EncapsulationKeys::from_bytes(ctx.params(), inner)
+                .map_err(|e| r.invalid(e.to_string()))
         },
     )
 }

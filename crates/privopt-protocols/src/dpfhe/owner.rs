@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use privopt_ckks::eval::{
-    Ciphertext, EvalContext, GaloisKeys, PublicKey, RelinKey, SecretKey, encode,
+    Bootstrapper, Ciphertext, EvalContext, EvaluationKeys, GaloisKeys, KeyRequest, PublicKey,
+    RelinKey, SecretKey, encode,
 };
 use privopt_ml::data::Dataset;
 use rand_chacha::ChaCha20Rng;
@@ -20,6 +21,8 @@ pub struct DataOwner {
     sk: SecretKey,
     pk: PublicKey,
     layout: Layout,
+    /// The level ciphertexts are encrypted at.
+    level: usize,
     rng: ChaCha20Rng,
     refreshes: usize,
 }
@@ -45,9 +48,36 @@ impl DataOwner {
             sk,
             pk,
             layout,
+            level: ctx.max_level(),
             rng,
             refreshes: 0,
         }
+    }
+
+    /// Encrypts at `level` from now on (a bootstrapping server's output level: the data
+    /// never needs more levels than the weights it meets).
+    pub fn with_level(mut self, level: usize) -> Result<Self> {
+        if level > self.ctx.max_level() {
+            return Err(Error::Parameters(format!(
+                "level {level} is above the parameters' {}",
+                self.ctx.max_level()
+            )));
+        }
+        self.level = level;
+        Ok(self)
+    }
+
+    /// The keys of a server that bootstraps with `boot`: its own, plus the layout's
+    /// rotations at the level the owner encrypts at (they never run higher).
+    pub fn bootstrapping_keys(&mut self, boot: &Bootstrapper) -> Result<EvaluationKeys> {
+        let level = self.level;
+        let circuit: Vec<KeyRequest> = self
+            .layout
+            .rotations()
+            .into_iter()
+            .map(|steps| KeyRequest::Rotation { steps, level })
+            .collect();
+        Ok(boot.keys(&self.sk, &circuit, &mut self.rng)?)
     }
 
     /// The server's evaluation keys: relinearization and the layout's rotations.
@@ -60,7 +90,7 @@ impl DataOwner {
     }
 
     fn encrypt(&mut self, values: &[f64]) -> Result<Ciphertext> {
-        let pt = encode(&self.ctx, values, self.ctx.max_level())?;
+        let pt = encode(&self.ctx, values, self.level)?;
         Ok(self.pk.encrypt(&pt, &mut self.rng)?)
     }
 
@@ -154,6 +184,7 @@ impl DataOwner {
                     sk,
                     pk,
                     layout,
+                    level: ctx.max_level(),
                     rng,
                     refreshes,
                 })

@@ -2,12 +2,17 @@
 //! ciphertext lacks the levels its next stage needs, hands that ciphertext out as a
 //! [`StepStatus::NeedsRefresh`] request, and continues from there once
 //! [`Step::resume`] gets the refreshed ciphertext back. It never calls the data owner.
+//! With bootstrapping ([`ComputeServer::with_bootstrapping`]) it refreshes such a ciphertext
+//! itself and never asks: the owner encrypts its data once and decrypts only the result.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use privopt_approx::ChebPoly;
-use privopt_ckks::eval::{Ciphertext, EvalContext, Evaluator, GaloisKeys, PolyBasis, RelinKey};
+use privopt_ckks::eval::{
+    Bootstrapper, Ciphertext, EncapsulationKeys, EvalContext, Evaluator, GaloisKeys, PolyBasis,
+    RelinKey,
+};
 
 use super::circuit::{ClipCircuit, StageDepths, TrainingCircuit, poly_levels};
 use super::messages::{EncryptedStep, Refresh};
@@ -16,6 +21,7 @@ use crate::error::{Error, Result};
 /// The intermediate values a step keeps (and may hand out for refresh).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Slot {
+    Weights,
     Grads,
     Norm2,
     Root,
@@ -28,11 +34,12 @@ enum Slot {
 #[derive(Debug)]
 pub struct Step {
     step: u64,
-    w: Ciphertext,
     inputs: EncryptedStep,
+    /// The weights (under [`Slot::Weights`]) and the intermediate values computed so far.
     values: BTreeMap<Slot, Ciphertext>,
     awaiting: Option<Slot>,
     depths: StageDepths,
+    bootstraps: usize,
 }
 
 /// Where a step stands after [`ComputeServer::advance`].
@@ -75,18 +82,9 @@ impl Step {
             .ok_or_else(|| Error::OutOfOrder(format!("{slot:?} is not computed")))
     }
 
-    /// A refresh request if `slot` has fewer than `levels` levels left.
-    fn ensure(&mut self, slot: Slot, levels: usize) -> Result<Option<StepStatus>> {
-        let ct = self.get(slot)?;
-        if ct.level() >= levels {
-            return Ok(None);
-        }
-        let request = Refresh {
-            step: self.step,
-            ct: ct.clone(),
-        };
-        self.awaiting = Some(slot);
-        Ok(Some(StepStatus::NeedsRefresh(request)))
+    /// Bootstraps the server ran in this step.
+    pub fn bootstraps(&self) -> usize {
+        self.bootstraps
     }
 }
 
@@ -94,6 +92,7 @@ impl Step {
 pub struct ComputeServer {
     ev: Evaluator,
     circuit: TrainingCircuit,
+    bootstrapper: Option<Arc<Bootstrapper>>,
 }
 
 impl std::fmt::Debug for ComputeServer {
@@ -114,19 +113,114 @@ impl ComputeServer {
         circuit: TrainingCircuit,
     ) -> Result<Self> {
         let ev = Evaluator::new(ctx, Some(relin), galois).with_threads(threads)?;
-        Ok(Self { ev, circuit })
+        Ok(Self {
+            ev,
+            circuit,
+            bootstrapper: None,
+        })
+    }
+
+    /// A server that bootstraps where it would ask for a refresh. Its Galois keys must cover
+    /// the bootstrapper's [`Bootstrapper::key_requests`]; `encapsulation` is needed when the
+    /// bootstrapper encapsulates. Fails when a step needs more levels than bootstrapping
+    /// leaves.
+    pub fn with_bootstrapping(
+        mut self,
+        bootstrapper: Arc<Bootstrapper>,
+        encapsulation: Option<EncapsulationKeys>,
+    ) -> Result<Self> {
+        let bound = self.circuit.weight_bound;
+        if !(bound.is_finite() && bound > 0.0) {
+            return Err(Error::Parameters(format!(
+                "bootstrapping needs a finite positive bound on the weights, got {bound}"
+            )));
+        }
+        let (need, have) = (self.circuit.step_depth(), bootstrapper.output_level());
+        if need > have {
+            return Err(Error::Parameters(format!(
+                "a training step needs {need} levels, bootstrapping leaves {have}"
+            )));
+        }
+        if let Some(keys) = encapsulation {
+            self.ev = self.ev.with_encapsulation(keys);
+        }
+        self.bootstrapper = Some(bootstrapper);
+        Ok(self)
+    }
+
+    /// Runs CKKS operations on `threads` threads from now on.
+    pub fn set_threads(&mut self, threads: usize) -> Result<()> {
+        Ok(self.ev.set_threads(threads)?)
+    }
+
+    /// Trains with `circuit` from now on (another algorithm over the same keys): its layout
+    /// must be the one the keys were made for.
+    pub fn set_circuit(&mut self, circuit: TrainingCircuit) -> Result<()> {
+        if circuit.layout != self.circuit.layout {
+            return Err(Error::Parameters(format!(
+                "the keys serve the layout {:?}, not {:?}",
+                self.circuit.layout, circuit.layout
+            )));
+        }
+        self.circuit = circuit;
+        Ok(())
     }
 
     /// Starts step `inputs.step` from the weights `w`.
     pub fn begin_step(&self, w: Ciphertext, inputs: EncryptedStep) -> Step {
         Step {
             step: inputs.step,
-            w,
             inputs,
-            values: BTreeMap::new(),
+            values: BTreeMap::from([(Slot::Weights, w)]),
             awaiting: None,
             depths: StageDepths::default(),
+            bootstraps: 0,
         }
+    }
+
+    /// A bound `2^k` on the slots of `slot` (features in [−1, 1]; the circuit's intervals),
+    /// which bootstrapping divides by first.
+    fn bound_log2(&self, slot: Slot) -> u32 {
+        let c = &self.circuit;
+        let bound = match (slot, &c.clip) {
+            (Slot::Weights, _) => c.weight_bound,
+            // |p̃(z) − y|·|x_j| ≤ 1 + e_f < 2, before any η/B.
+            (Slot::Grads, _) => 2.0,
+            (Slot::Norm2, Some(clip)) => clip.sqrt.interval().hi,
+            (Slot::Root | Slot::Max, Some(clip)) => clip.max.interval().hi,
+            _ => 1.0,
+        };
+        bound.log2().ceil().max(0.0) as u32
+    }
+
+    /// `None` if `slot` has `levels` levels left; otherwise bootstraps it in place (a
+    /// bootstrapping server) or returns the refresh request to send.
+    fn ensure(&self, step: &mut Step, slot: Slot, levels: usize) -> Result<Option<StepStatus>> {
+        let ct = step.get(slot)?;
+        if ct.level() >= levels {
+            return Ok(None);
+        }
+        let top = self
+            .bootstrapper
+            .as_ref()
+            .map_or(self.ev.context().max_level(), |b| b.output_level());
+        if levels > top {
+            return Err(Error::Parameters(format!(
+                "{slot:?} needs {levels} levels, a refreshed ciphertext has {top}"
+            )));
+        }
+        if let Some(boot) = &self.bootstrapper {
+            let fresh = boot.bootstrap_bounded(&self.ev, ct, self.bound_log2(slot))?;
+            step.values.insert(slot, fresh);
+            step.bootstraps += 1;
+            return Ok(None);
+        }
+        let request = Refresh {
+            step: step.step,
+            ct: ct.clone(),
+        };
+        step.awaiting = Some(slot);
+        Ok(Some(StepStatus::NeedsRefresh(request)))
     }
 
     fn poly(&self, x: &Ciphertext, p: &ChebPoly) -> Result<Ciphertext> {
@@ -171,8 +265,12 @@ impl ComputeServer {
         let ev = &self.ev;
         let c = &self.circuit;
         if !step.values.contains_key(&Slot::Grads) {
+            if let Some(request) = self.ensure(step, Slot::Weights, c.step_depth())? {
+                return Ok(request);
+            }
             // Path A: margins, sigmoid, per-example gradients.
-            let (w, x, y) = (&step.w, &step.inputs.x, &step.inputs.y);
+            let w = step.get(Slot::Weights)?.clone();
+            let (w, x, y) = (&w, &step.inputs.x, &step.inputs.y);
             let top = w.level();
             let products = ev.multiply(x, w)?;
             let margins = ev.sum_slots(&products, c.layout.block)?;
@@ -204,7 +302,7 @@ impl ComputeServer {
         let grad_sum = self.sum_blocks(&grads)?;
         step.depths.push("average", before, grad_sum.level());
         // Path B: the barrier term 2λη·w·P_κ(Θ − ‖w‖²).
-        let w = &step.w;
+        let w = &step.get(Slot::Weights)?.clone();
         let top = w.level();
         let mut next = w.clone();
         if let Some(barrier) = &c.barrier {
@@ -240,7 +338,7 @@ impl ComputeServer {
     ) -> Result<std::result::Result<Ciphertext, StepStatus>> {
         macro_rules! need {
             ($slot:expr, $levels:expr) => {
-                if let Some(request) = step.ensure($slot, $levels)? {
+                if let Some(request) = self.ensure(step, $slot, $levels)? {
                     return Ok(Err(request));
                 }
             };

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use privopt_approx::ChebPoly;
 use privopt_ckks::CkksParams;
-use privopt_ckks::eval::{EvalContext, GaloisKeys};
+use privopt_ckks::eval::{Bootstrapper, EvalContext, GaloisKeys};
 use privopt_ckks::params::CkksParamsBuilder;
 use privopt_dp::GaussianMechanism;
 use privopt_ml::data::Dataset;
@@ -22,7 +22,8 @@ use rand_chacha::ChaCha20Rng;
 pub use privopt_protocols::dpfhe::{ClipCircuit, Layout, StageDepths};
 use privopt_protocols::dpfhe::{
     ComputeServer, DataOwner, EncryptedStep, Refresh, StepStatus, TrainingCircuit, Weights,
-    galois_key_from_bytes, galois_keys_to_messages, relin_key_from_bytes, relin_key_to_bytes,
+    encapsulation_keys_from_bytes, encapsulation_keys_to_bytes, galois_key_from_bytes,
+    galois_keys_to_messages, relin_key_from_bytes, relin_key_to_bytes,
 };
 
 use super::algorithms::GdSpec;
@@ -85,11 +86,161 @@ pub struct EncryptedRun {
     pub depths: StageDepths,
     /// Client round trips.
     pub refreshes: usize,
+    /// Bootstraps the server ran.
+    pub bootstraps: usize,
+}
+
+/// The step circuit of `spec` (Algorithm 5 if it has a barrier, 4 with `clip`, plain
+/// polynomial GD otherwise).
+pub fn training_circuit(
+    layout: Layout,
+    spec: &GdSpec,
+    sigmoid: &ChebPoly,
+    clip: Option<&ClipCircuit>,
+    weight_bound: f64,
+) -> TrainingCircuit {
+    TrainingCircuit {
+        layout,
+        sigmoid: sigmoid.clone(),
+        lr: spec.lr,
+        barrier: spec.barrier.clone(),
+        clip: clip.cloned(),
+        weight_bound,
+    }
+}
+
+/// A data owner and a compute server with its keys, for several runs over one layout.
+/// Without a bootstrapper the server asks the owner to refresh ciphertexts (counted); with
+/// one it bootstraps instead, the owner encrypts at the bootstrapper's output level and
+/// never hears from the server until it decrypts the result.
+pub struct EncryptedSession {
+    ctx: Arc<EvalContext>,
+    owner: DataOwner,
+    server: ComputeServer,
+    through_bytes: bool,
+}
+
+impl std::fmt::Debug for EncryptedSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EncryptedSession")
+            .field("server", &self.server)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EncryptedSession {
+    /// Generates the owner's keys (from `key_rng`) and hands the evaluation keys to a
+    /// server for `circuit`. With `through_bytes` every message crosses as its encoding,
+    /// except a bootstrapping server's keys: at n = 2^16 one key is up to 220 MB, beyond the
+    /// 64 MB message limit (they would need splitting by digit).
+    pub fn new(
+        ctx: &Arc<EvalContext>,
+        circuit: TrainingCircuit,
+        key_rng: ChaCha20Rng,
+        bootstrapper: Option<Arc<Bootstrapper>>,
+        through_bytes: bool,
+    ) -> Result<Self> {
+        let mut owner = DataOwner::new(ctx, circuit.layout, key_rng);
+        let server = match bootstrapper {
+            None => {
+                let (mut relin, mut galois) = owner.evaluation_keys();
+                if through_bytes {
+                    relin = relin_key_from_bytes(ctx, &relin_key_to_bytes(&relin, ctx))?;
+                    let parts = galois_keys_to_messages(galois, ctx)
+                        .iter()
+                        .map(|m| Ok(galois_key_from_bytes(ctx, m)?))
+                        .collect::<Result<Vec<_>>>()?;
+                    galois = GaloisKeys::merge(parts)?;
+                }
+                ComputeServer::new(ctx, relin, galois, 1, circuit)?
+            }
+            Some(boot) => {
+                owner = owner.with_level(boot.output_level())?;
+                let keys = owner.bootstrapping_keys(&boot)?;
+                let mut encapsulation = keys.encapsulation;
+                if through_bytes && let Some(k) = &encapsulation {
+                    let bytes = encapsulation_keys_to_bytes(k, ctx);
+                    encapsulation = Some(encapsulation_keys_from_bytes(ctx, &bytes)?);
+                }
+                ComputeServer::new(ctx, keys.relin, keys.galois, 1, circuit)?
+                    .with_bootstrapping(boot, encapsulation)?
+            }
+        };
+        Ok(Self {
+            ctx: Arc::clone(ctx),
+            owner,
+            server,
+            through_bytes,
+        })
+    }
+
+    /// Runs `inputs.len()` steps of `circuit` on `data` from w₀ = 0 with `threads` server
+    /// threads.
+    pub fn run(
+        &mut self,
+        data: &Dataset,
+        circuit: TrainingCircuit,
+        inputs: &[StepInputs],
+        threads: usize,
+    ) -> Result<EncryptedRun> {
+        let ctx = &self.ctx;
+        let layout = circuit.layout;
+        self.server.set_circuit(circuit)?;
+        self.server.set_threads(threads)?;
+        let refreshes_before = self.owner.refreshes();
+        let mut w = self.owner.encrypt_replicated(&vec![0.0; layout.d])?;
+        if self.through_bytes {
+            let msg = Weights { step: 0, w };
+            w = Weights::from_bytes(ctx, &msg.to_bytes(ctx))?.w;
+        }
+        let mut seconds = Vec::with_capacity(inputs.len());
+        let mut first_depths = None;
+        let mut bootstraps = 0;
+        for (t, step) in inputs.iter().enumerate() {
+            let t = t as u64;
+            let mut enc = self
+                .owner
+                .encrypt_step(t, data, &step.batch, &step.scaled_noise)?;
+            if self.through_bytes {
+                enc = EncryptedStep::from_bytes(ctx, &enc.to_bytes(ctx))?;
+            }
+            let start = Instant::now();
+            let mut running = self.server.begin_step(w, enc);
+            let (next, depths) = loop {
+                match self.server.advance(&mut running)? {
+                    StepStatus::NeedsRefresh(request) => {
+                        let reply = ask_owner(&mut self.owner, request, ctx, self.through_bytes)?;
+                        running.resume(reply)?;
+                    }
+                    StepStatus::Done { w, depths } => break (w, depths),
+                }
+            };
+            seconds.push(start.elapsed().as_secs_f64());
+            bootstraps += running.bootstraps();
+            first_depths.get_or_insert(depths);
+            w = next;
+        }
+        if self.through_bytes {
+            let msg = Weights {
+                step: inputs.len() as u64,
+                w,
+            };
+            w = Weights::from_bytes(ctx, &msg.to_bytes(ctx))?.w;
+        }
+        Ok(EncryptedRun {
+            w: self.owner.decrypt_weights(&w)?,
+            seconds_per_step: seconds,
+            depths: first_depths.unwrap_or_default(),
+            refreshes: self.owner.refreshes() - refreshes_before,
+            bootstraps,
+        })
+    }
 }
 
 /// Runs `inputs.len()` steps of Algorithm 5 (`spec.barrier` set) or 4 (`clip` set) on
-/// ciphertexts from w₀ = 0, with `threads` server threads. With `through_bytes`, every message
-/// (evaluation keys, inputs, refreshes, weights) crosses as its encoding.
+/// ciphertexts from w₀ = 0, with `threads` server threads and the owner refreshing what
+/// runs out of levels. With `through_bytes`, every message (evaluation keys, inputs,
+/// refreshes, weights) crosses as its encoding.
 #[allow(clippy::too_many_arguments)]
 pub fn run_encrypted(
     ctx: &Arc<EvalContext>,
@@ -104,70 +255,10 @@ pub fn run_encrypted(
 ) -> Result<EncryptedRun> {
     let batch = inputs.first().map_or(0, |s| s.batch.len());
     let layout = Layout::new(data.n_features(), batch, ctx.slots())?;
-    let mut owner = DataOwner::new(ctx, layout, key_rng);
-    let (mut relin, mut galois) = owner.evaluation_keys();
-    if through_bytes {
-        relin = relin_key_from_bytes(ctx, &relin_key_to_bytes(&relin, ctx))?;
-        let parts = galois_keys_to_messages(galois, ctx)
-            .iter()
-            .map(|m| Ok(galois_key_from_bytes(ctx, m)?))
-            .collect::<Result<Vec<_>>>()?;
-        galois = GaloisKeys::merge(parts)?;
-    }
-    let circuit = TrainingCircuit {
-        layout,
-        sigmoid: sigmoid.clone(),
-        lr: spec.lr,
-        barrier: spec.barrier.clone(),
-        clip: clip.cloned(),
-    };
-    let server = ComputeServer::new(ctx, relin, galois, threads, circuit)?;
-    let mut w = owner.encrypt_replicated(&vec![0.0; layout.d])?;
-    if through_bytes {
-        let msg = Weights { step: 0, w };
-        w = Weights::from_bytes(ctx, &msg.to_bytes(ctx))?.w;
-    }
-    let mut seconds = Vec::with_capacity(inputs.len());
-    let mut first_depths = None;
-    let mut needed = 0;
-    for (t, step) in inputs.iter().enumerate() {
-        let t = t as u64;
-        if w.level() < needed {
-            w = ask_owner(&mut owner, Refresh { step: t, ct: w }, ctx, through_bytes)?.ct;
-        }
-        let mut enc = owner.encrypt_step(t, data, &step.batch, &step.scaled_noise)?;
-        if through_bytes {
-            enc = EncryptedStep::from_bytes(ctx, &enc.to_bytes(ctx))?;
-        }
-        let start = Instant::now();
-        let level = w.level();
-        let mut running = server.begin_step(w, enc);
-        let (next, depths) = loop {
-            match server.advance(&mut running)? {
-                StepStatus::NeedsRefresh(request) => {
-                    running.resume(ask_owner(&mut owner, request, ctx, through_bytes)?)?;
-                }
-                StepStatus::Done { w, depths } => break (w, depths),
-            }
-        };
-        seconds.push(start.elapsed().as_secs_f64());
-        needed = needed.max(level - next.level() + 1);
-        first_depths.get_or_insert(depths);
-        w = next;
-    }
-    if through_bytes {
-        let msg = Weights {
-            step: inputs.len() as u64,
-            w,
-        };
-        w = Weights::from_bytes(ctx, &msg.to_bytes(ctx))?.w;
-    }
-    Ok(EncryptedRun {
-        w: owner.decrypt_weights(&w)?,
-        seconds_per_step: seconds,
-        depths: first_depths.unwrap_or_default(),
-        refreshes: owner.refreshes(),
-    })
+    // Refreshing servers never bootstrap, so the weights need no bound.
+    let circuit = training_circuit(layout, spec, sigmoid, clip, f64::INFINITY);
+    let mut session = EncryptedSession::new(ctx, circuit.clone(), key_rng, None, through_bytes)?;
+    session.run(data, circuit, inputs, threads)
 }
 
 /// A refresh round trip with the data owner (through bytes both ways if asked).

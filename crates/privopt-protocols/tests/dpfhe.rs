@@ -12,14 +12,14 @@ use std::sync::Arc;
 use privopt_approx::Interval;
 use privopt_approx::functions::{Method as Fit, approximate};
 use privopt_ckks::SecretDistribution;
-use privopt_ckks::eval::{BootstrapConfig, Bootstrapper, EvalContext, GaloisKeys};
+use privopt_ckks::eval::{BootstrapConfig, Bootstrapper, EvalContext, GaloisKeys, SecretKey};
 use privopt_ckks::params::CkksParamsBuilder;
 use privopt_math::sample::secret_rng;
 use privopt_ml::data::Dataset;
 use privopt_protocols::dpfhe::{
     Barrier, ClipCircuit, ComputeServer, DataOwner, EncryptedStep, Layout, Refresh, StepStatus,
-    TrainingCircuit, Weights, galois_key_from_bytes, galois_keys_to_messages, relin_key_from_bytes,
-    relin_key_to_bytes,
+    TrainingCircuit, Weights, encapsulation_keys_from_bytes, encapsulation_keys_to_bytes,
+    galois_key_from_bytes, galois_keys_to_messages, relin_key_from_bytes, relin_key_to_bytes,
 };
 use privopt_protocols::wire::damage;
 use privopt_protocols::{DecodeError, Error};
@@ -170,9 +170,11 @@ fn train_bootstrapping(alg4: bool, steps: u64) -> (Vec<f64>, Vec<f64>, usize, us
         let server = if bootstrapping {
             owner = owner.with_level(boot.output_level()).unwrap();
             let keys = owner.bootstrapping_keys(&boot).unwrap();
+            // This bootstrapper runs under the sparse secret itself: no encapsulation keys.
+            assert!(keys.encapsulation.is_none());
             ComputeServer::new(&ctx, keys.relin, keys.galois, 1, circuit.clone())
                 .unwrap()
-                .with_bootstrapping(Arc::clone(&boot), keys.encapsulation)
+                .with_bootstrapping(Arc::clone(&boot), None)
                 .unwrap()
         } else {
             let (relin, galois) = owner.evaluation_keys();
@@ -280,6 +282,10 @@ fn dpfhe_decoders_refuse_damaged_and_forged_bytes() {
     let inputs = owner.encrypt_step(3, &data, &batch, &[0.0; D]).unwrap();
     let w = owner.encrypt_replicated(&[0.5; D]).unwrap();
     let galois_msg = galois_keys_to_messages(galois, &ctx).remove(0);
+    let mut rng = secret_rng(Some(9));
+    let encapsulation = SecretKey::generate(&ctx, &mut rng)
+        .encapsulation_keys(32, &mut rng)
+        .unwrap();
     let all: Vec<(&str, Vec<u8>)> = vec![
         ("step", inputs.to_bytes(&ctx)),
         (
@@ -293,6 +299,10 @@ fn dpfhe_decoders_refuse_damaged_and_forged_bytes() {
         ("weights", Weights { step: 3, w }.to_bytes(&ctx)),
         ("relin", relin_key_to_bytes(&relin, &ctx)),
         ("galois", galois_msg),
+        (
+            "encapsulation",
+            encapsulation_keys_to_bytes(&encapsulation, &ctx),
+        ),
     ];
     let decode_all = |b: &[u8]| -> Vec<Result<(), DecodeError>> {
         vec![
@@ -301,6 +311,7 @@ fn dpfhe_decoders_refuse_damaged_and_forged_bytes() {
             Weights::from_bytes(&ctx, b).map(drop),
             relin_key_from_bytes(&ctx, b).map(drop),
             galois_key_from_bytes(&ctx, b).map(drop),
+            encapsulation_keys_from_bytes(&ctx, b).map(drop),
         ]
     };
     for (name, bytes) in &all {

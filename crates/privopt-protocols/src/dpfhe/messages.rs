@@ -167,8 +167,7 @@ pub fn encapsulation_keys_from_bytes(
         KIND_ENCAPSULATION_KEYS,
         |r| {
             let inner = r.bytes()?;
-            EncapsulationKeys::from_bytes(ctx.params(), inner)
-                .map_err(|e| r.invalid(e.to_string()))
+            EncapsulationKeys::from_bytes(ctx.params(), inner).map_err(|e| r.invalid(e.to_string()))
         },
     )
 }

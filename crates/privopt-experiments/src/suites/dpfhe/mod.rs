@@ -170,6 +170,37 @@ pub struct DpfheSuiteConfig {
     /// Encrypted suite: server thread counts to time.
     #[serde(default = "default_encrypted_threads")]
     pub encrypted_threads: Vec<usize>,
+    /// Encrypted suite: steps at the thread counts after the first (timing only; default:
+    /// as many as at the first).
+    #[serde(default)]
+    pub encrypted_timing_steps: Option<u64>,
+    /// Encrypted suite: steps of Output-SGD's step on ciphertexts (not run if absent).
+    #[serde(default)]
+    pub encrypted_steps_output: Option<u64>,
+    /// Encrypted suite: the server bootstraps with this 128-bit preset (`"n15"` or `"n16"`)
+    /// instead of asking the data owner to refresh; absent, the n = 2^15 refresh setting.
+    #[serde(default)]
+    pub encrypted_bootstrap: Option<BootstrapChoice>,
+}
+
+/// A bootstrapping preset, by name in configs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BootstrapChoice {
+    /// [`privopt_ckks::eval::BootstrapPreset::N15`].
+    N15,
+    /// [`privopt_ckks::eval::BootstrapPreset::N16`].
+    N16,
+}
+
+impl BootstrapChoice {
+    fn preset(self) -> privopt_ckks::eval::bootstrap::BootstrapPreset {
+        use privopt_ckks::eval::bootstrap::BootstrapPreset;
+        match self {
+            Self::N15 => BootstrapPreset::N15,
+            Self::N16 => BootstrapPreset::N16,
+        }
+    }
 }
 
 fn default_e_f_target() -> f64 {
@@ -250,6 +281,9 @@ impl DpfheSuiteConfig {
             self.max_steps = Some(t);
             self.encrypted_steps = t;
             self.encrypted_steps_alg4 = Some(t);
+            if self.encrypted_steps_output.is_some() {
+                self.encrypted_steps_output = Some(t);
+            }
         }
         if let Some(t) = o.threads {
             self.threads = t;
@@ -345,6 +379,10 @@ impl Suite for DpfheSuiteConfig {
         ensure(
             self.encrypted_steps >= 1 && self.encrypted_steps_alg4 != Some(0),
             || "suite.encrypted_steps must be >= 1".into(),
+        )?;
+        ensure(
+            self.encrypted_timing_steps != Some(0) && self.encrypted_steps_output != Some(0),
+            || "suite.encrypted_timing_steps and suite.encrypted_steps_output must be >= 1".into(),
         )?;
         ensure(
             !self.encrypted_threads.is_empty() && self.encrypted_threads.iter().all(|&t| t >= 1),
@@ -667,21 +705,41 @@ impl DpfheSuiteConfig {
         })
     }
 
-    /// Algorithms 5 and 4 on ciphertexts with the Table 4 parameters of each dataset: depth
-    /// per stage, seconds per step at each thread count, agreement with the plaintext run.
+    /// Algorithms 5 and 4 (and Output-SGD's step, if asked) on ciphertexts with the Table 4
+    /// parameters of each dataset: depth per stage, seconds per step at each thread count,
+    /// agreement with the plaintext run. With `encrypted_bootstrap` the server bootstraps
+    /// instead of asking the data owner to refresh.
     fn encrypted(&self, ctx: &mut RunContext<'_>) -> Result<EncryptedReport> {
-        use privopt_ckks::eval::EvalContext;
+        use std::sync::Arc;
 
+        use privopt_ckks::eval::{Bootstrapper, EvalContext};
         use privopt_sim::methods::dpfhe::encrypted::{
-            ClipCircuit, encrypted_params, presample, run_encrypted,
+            ClipCircuit, EncryptedSession, Layout, encrypted_params, presample, training_circuit,
         };
 
-        let params = encrypted_params()?;
+        let preset = self.encrypted_bootstrap.map(BootstrapChoice::preset);
+        let params = match preset {
+            Some(p) => p.params().build()?,
+            None => encrypted_params()?,
+        };
         let ectx = EvalContext::new(&params)?;
+        let boot = match preset {
+            Some(p) => {
+                ctx.progress
+                    .start("preparing the bootstrapping transforms", 1);
+                let boot = Bootstrapper::new(&ectx, &p.config())?;
+                ctx.progress.finish();
+                Some(Arc::new(boot))
+            }
+            None => None,
+        };
         let mut report = EncryptedReport {
             ring_dim: params.n(),
             log_qp: params.key_basis().log_modulus(),
-            levels: params.max_level(),
+            levels: boot
+                .as_ref()
+                .map_or(params.max_level(), |b| b.output_level()),
+            bootstrap: self.encrypted_bootstrap,
             datasets: Vec::new(),
         };
         for (di, name) in self.datasets.iter().enumerate() {
@@ -689,9 +747,10 @@ impl DpfheSuiteConfig {
             let plan = self.table4_plan(ctx, "encrypted", di, name, &tt)?;
             let mut entry = EncryptedDataset {
                 name: name.clone(),
-                plan: plan.numbers,
+                plan: plan.numbers.clone(),
                 alg5: None,
                 alg4: None,
+                output_sgd: None,
             };
             let Link::Poly(sigmoid) = plan.noclip.link.clone() else {
                 return Err(privopt_sim::Error::Infeasible(
@@ -699,24 +758,46 @@ impl DpfheSuiteConfig {
                 ));
             };
             let m = tt.train.n_features() as f64;
-            for (alg, steps) in [
-                (5u8, self.encrypted_steps),
-                (4, self.encrypted_steps_alg4.unwrap_or(self.encrypted_steps)),
-            ] {
-                let mut spec = if alg == 5 {
-                    plan.noclip.clone()
-                } else {
-                    plan.dpgd.clone()
+            let layout = Layout::new(tt.train.n_features(), plan.batch, ectx.slots())?;
+            // Seeded keys: an experiment must be reproducible; deployments use OS entropy.
+            let keys = privopt_math::sample::secret_rng(Some(
+                ctx.seeds.child_seed("dpfhe/encrypted/keys", &[di as u64]),
+            ));
+            let mut session: Option<EncryptedSession> = None;
+            let runs = [
+                (EncryptedAlgorithm::Alg5, Some(self.encrypted_steps)),
+                (
+                    EncryptedAlgorithm::Alg4,
+                    Some(self.encrypted_steps_alg4.unwrap_or(self.encrypted_steps)),
+                ),
+                (EncryptedAlgorithm::OutputSgd, self.encrypted_steps_output),
+            ];
+            for (alg, steps) in runs {
+                let Some(steps) = steps else { continue };
+                let mut spec = match alg {
+                    EncryptedAlgorithm::Alg5 => plan.noclip.clone(),
+                    EncryptedAlgorithm::Alg4 => plan.dpgd.clone(),
+                    // Output perturbation's SGD: plain steps at its step size, the noise
+                    // added once to the decrypted output (outside the server's circuit).
+                    EncryptedAlgorithm::OutputSgd => GdSpec {
+                        lr: plan.lr_out,
+                        clip: None,
+                        noise_std: 0.0,
+                        barrier: None,
+                        ..plan.noclip.clone()
+                    },
                 };
                 // Algorithm 4 uses the same polynomial sigmoid; its clipping is polynomial too.
                 spec.link = Link::Poly(sigmoid.clone());
                 spec.steps = steps;
-                let clip = if alg == 4 {
+                let clip = if alg == EncryptedAlgorithm::Alg4 {
                     // ‖(p̃(z) − y)·x‖² ≤ (1 + e_f)² · m for features in [−1, 1].
                     Some(ClipCircuit::new(self.clip, 1.21 * m)?)
                 } else {
                     None
                 };
+                let bound = weight_bound(&spec, &plan.numbers, m, alg);
+                let circuit = training_circuit(layout, &spec, &sigmoid, clip.as_ref(), bound);
                 let plain = train(
                     &tt.train,
                     &spec,
@@ -729,26 +810,48 @@ impl DpfheSuiteConfig {
                     steps,
                     &mut ctx.seeds.stream("dpfhe/encrypted", &[di as u64]),
                 );
+                let session = match &mut session {
+                    Some(s) => s,
+                    None => {
+                        ctx.progress
+                            .start(&format!("{name}: generating the keys"), 1);
+                        let made = EncryptedSession::new(
+                            &ectx,
+                            circuit.clone(),
+                            keys.clone(),
+                            boot.clone(),
+                            true,
+                        )?;
+                        ctx.progress.finish();
+                        session.insert(made)
+                    }
+                };
                 let mut first_run = None;
                 let mut seconds_per_step = Vec::new();
-                for &threads in &self.encrypted_threads {
-                    // Seeded keys: an experiment must be reproducible; deployments use OS entropy.
-                    let keys = privopt_math::sample::secret_rng(Some(
-                        ctx.seeds.child_seed("dpfhe/encrypted/keys", &[di as u64]),
-                    ));
-                    let run = run_encrypted(
-                        &ectx,
+                for (i, &threads) in self.encrypted_threads.iter().enumerate() {
+                    let n = if i == 0 {
+                        steps
+                    } else {
+                        self.encrypted_timing_steps.unwrap_or(steps).min(steps)
+                    };
+                    let label = format!("{name}: {} on {threads} thread(s)", alg.label());
+                    ctx.progress.start(&label, n);
+                    let run = session.run(
                         &tt.train,
-                        &spec,
-                        &sigmoid,
-                        clip.as_ref(),
-                        &inputs,
+                        circuit.clone(),
+                        &inputs[..n as usize],
                         threads,
-                        keys,
-                        true,
+                        ctx.progress,
                     )?;
-                    let secs = run.seconds_per_step.iter().sum::<f64>()
-                        / run.seconds_per_step.len().max(1) as f64;
+                    ctx.progress.finish();
+                    // Steady state: the first step starts from fresh weights (no refresh or
+                    // bootstrap of them yet), so it is left out when there are more.
+                    let timed = match run.seconds_per_step.as_slice() {
+                        [only] => std::slice::from_ref(only),
+                        [_, rest @ ..] => rest,
+                        [] => &[],
+                    };
+                    let secs = timed.iter().sum::<f64>() / timed.len().max(1) as f64;
                     seconds_per_step.push((threads, secs));
                     if first_run.is_none() {
                         first_run = Some(run);
@@ -763,6 +866,7 @@ impl DpfheSuiteConfig {
                     .fold(0.0, f64::max);
                 let depth = run.depths.critical();
                 let (acc_e, acc_p) = (accuracy(&run.w, &tt.test), accuracy(&plain.w, &tt.test));
+                let (auc_e, auc_p) = (auc(&run.w, &tt.test), auc(&plain.w, &tt.test));
                 let result = EncryptedRun {
                     steps,
                     seconds_per_step,
@@ -774,24 +878,28 @@ impl DpfheSuiteConfig {
                         .map(|(stage, levels)| (stage.replace(['/', ' '], "_"), *levels))
                         .collect(),
                     refreshes: run.refreshes,
+                    bootstraps: run.bootstraps,
                     max_abs_diff: diff,
                     acc_encrypted: acc_e,
                     acc_plain: acc_p,
+                    auc_encrypted: auc_e,
+                    auc_plain: auc_p,
                 };
                 ctx.record(&[
-                    ("round", (2 * di + usize::from(alg == 4)) as f64),
+                    ("round", (3 * di + alg as usize) as f64),
                     ("dataset", di as f64),
-                    ("algorithm", f64::from(alg)),
+                    ("algorithm", f64::from(alg.number())),
                     ("depth", depth as f64),
                     ("max_abs_diff", diff),
                     ("acc_encrypted", acc_e),
                     ("acc_plain", acc_p),
                     ("refreshes", run.refreshes as f64),
+                    ("bootstraps", run.bootstraps as f64),
                 ])?;
-                if alg == 5 {
-                    entry.alg5 = Some(result);
-                } else {
-                    entry.alg4 = Some(result);
+                match alg {
+                    EncryptedAlgorithm::Alg5 => entry.alg5 = Some(result),
+                    EncryptedAlgorithm::Alg4 => entry.alg4 = Some(result),
+                    EncryptedAlgorithm::OutputSgd => entry.output_sgd = Some(result),
                 }
             }
             report.datasets.push(entry);
@@ -1023,4 +1131,43 @@ fn top_eigenvalue_of_gram(data: &Dataset) -> f64 {
         v = next.into_iter().map(|x| x / norm).collect();
     }
     lambda
+}
+
+/// The encrypted runs, in the order they run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum EncryptedAlgorithm {
+    Alg5,
+    Alg4,
+    OutputSgd,
+}
+
+impl EncryptedAlgorithm {
+    fn label(self) -> &'static str {
+        match self {
+            Self::Alg5 => "Algorithm 5",
+            Self::Alg4 => "Algorithm 4",
+            Self::OutputSgd => "Output-SGD",
+        }
+    }
+
+    /// The `algorithm` column of the records (Output-SGD: 0).
+    fn number(self) -> u8 {
+        match self {
+            Self::Alg5 => 5,
+            Self::Alg4 => 4,
+            Self::OutputSgd => 0,
+        }
+    }
+}
+
+/// A bound on every weight through `spec`'s run, which a bootstrapping server divides the
+/// weights by: Theorem 3's radius `R` for a certified Algorithm 5; otherwise the sum of the
+/// steps' largest moves, `T·η·(G + 6σ√m)` with `G` the clipping bound (Algorithm 4) or
+/// `(1 + e_f)√m` (features in [−1, 1]), plus the barrier's pull (never outward).
+fn weight_bound(spec: &GdSpec, plan: &PlanNumbers, m: f64, alg: EncryptedAlgorithm) -> f64 {
+    if alg == EncryptedAlgorithm::Alg5 && plan.noclip_certified {
+        return plan.noclip_r;
+    }
+    let gradient = spec.clip.unwrap_or((1.0 + plan.noclip_e_f) * m.sqrt());
+    spec.steps as f64 * spec.lr * (gradient + 6.0 * spec.noise_std * m.sqrt())
 }

@@ -237,8 +237,10 @@ pub struct EncryptedReport {
     pub ring_dim: usize,
     /// log₂ QP.
     pub log_qp: f64,
-    /// Levels of a fresh ciphertext.
+    /// Levels of a fresh (or freshly bootstrapped) ciphertext.
     pub levels: usize,
+    /// The bootstrapping preset the server used, if it bootstrapped.
+    pub bootstrap: Option<super::BootstrapChoice>,
     /// One entry per dataset.
     pub datasets: Vec<EncryptedDataset>,
 }
@@ -254,6 +256,8 @@ pub struct EncryptedDataset {
     pub alg5: Option<EncryptedRun>,
     /// Algorithm 4 (polynomial clipping).
     pub alg4: Option<EncryptedRun>,
+    /// Output perturbation's SGD steps (noise added after decryption).
+    pub output_sgd: Option<EncryptedRun>,
 }
 
 /// One algorithm's encrypted run against the plaintext run with the same noise.
@@ -269,12 +273,18 @@ pub struct EncryptedRun {
     pub stage_depths: Vec<(String, usize)>,
     /// Refreshes by the data owner.
     pub refreshes: usize,
+    /// Bootstraps by the server.
+    pub bootstraps: usize,
     /// max |w_encrypted − w_plain|.
     pub max_abs_diff: f64,
     /// Test accuracy of the encrypted run.
     pub acc_encrypted: f64,
     /// Of the plaintext run.
     pub acc_plain: f64,
+    /// Test AUC of the encrypted run.
+    pub auc_encrypted: f64,
+    /// Of the plaintext run.
+    pub auc_plain: f64,
 }
 
 impl EncryptedReport {
@@ -282,6 +292,10 @@ impl EncryptedReport {
         s.insert("encrypted_ring_dim".into(), self.ring_dim as f64);
         s.insert("encrypted_log_qp".into(), self.log_qp);
         s.insert("encrypted_levels".into(), self.levels as f64);
+        s.insert(
+            "encrypted_server_bootstraps".into(),
+            f64::from(u8::from(self.bootstrap.is_some())),
+        );
         for (i, d) in self.datasets.iter().enumerate() {
             write_flat(s, &format!("encrypted_{}", d.name), &d.plan);
             // Every number under `{dataset}_…`, and the first dataset's also unprefixed.
@@ -291,29 +305,44 @@ impl EncryptedReport {
                 }
                 s.insert(format!("{}_{k}", d.name), v);
             };
-            for (alg, run) in [(5, &d.alg5), (4, &d.alg4)] {
+            for (alg, run) in [
+                ("alg5", &d.alg5),
+                ("alg4", &d.alg4),
+                ("output_sgd", &d.output_sgd),
+            ] {
                 let Some(r) = run else { continue };
                 for &(threads, secs) in &r.seconds_per_step {
-                    note(format!("sec_per_iter_alg{alg}_t{threads}"), secs);
+                    note(format!("sec_per_iter_{alg}_t{threads}"), secs);
                 }
                 if let Some(&(_, secs)) = r.seconds_per_step.first() {
-                    note(format!("sec_per_iter_alg{alg}"), secs);
+                    note(format!("sec_per_iter_{alg}"), secs);
                 }
-                note(format!("depth_alg{alg}"), r.depth as f64);
+                note(format!("depth_{alg}"), r.depth as f64);
                 for (stage, levels) in &r.stage_depths {
-                    note(format!("depth_alg{alg}_{stage}"), *levels as f64);
+                    note(format!("depth_{alg}_{stage}"), *levels as f64);
                 }
-                note(format!("alg{alg}_steps"), r.steps as f64);
-                note(format!("alg{alg}_client_refreshes"), r.refreshes as f64);
-                if alg == 5 {
-                    note("max_abs_diff_vs_plain".into(), r.max_abs_diff);
-                    note("acc_encrypted".into(), r.acc_encrypted);
-                    note("acc_plain".into(), r.acc_plain);
-                    note("client_refreshes".into(), r.refreshes as f64);
-                } else {
-                    note("alg4_max_abs_diff_vs_exact_clipping".into(), r.max_abs_diff);
-                    note("alg4_acc_encrypted".into(), r.acc_encrypted);
-                    note("alg4_acc_plain".into(), r.acc_plain);
+                note(format!("{alg}_steps"), r.steps as f64);
+                note(format!("{alg}_client_refreshes"), r.refreshes as f64);
+                note(format!("{alg}_bootstraps"), r.bootstraps as f64);
+                match alg {
+                    "alg5" => {
+                        note("max_abs_diff_vs_plain".into(), r.max_abs_diff);
+                        note("acc_encrypted".into(), r.acc_encrypted);
+                        note("acc_plain".into(), r.acc_plain);
+                        note("auc_encrypted".into(), r.auc_encrypted);
+                        note("auc_plain".into(), r.auc_plain);
+                        note("client_refreshes".into(), r.refreshes as f64);
+                    }
+                    "alg4" => {
+                        note("alg4_max_abs_diff_vs_exact_clipping".into(), r.max_abs_diff);
+                        note("alg4_acc_encrypted".into(), r.acc_encrypted);
+                        note("alg4_acc_plain".into(), r.acc_plain);
+                    }
+                    _ => {
+                        note(format!("{alg}_max_abs_diff_vs_plain"), r.max_abs_diff);
+                        note(format!("{alg}_acc_encrypted"), r.acc_encrypted);
+                        note(format!("{alg}_acc_plain"), r.acc_plain);
+                    }
                 }
             }
             let first_secs = |r: &Option<EncryptedRun>| {

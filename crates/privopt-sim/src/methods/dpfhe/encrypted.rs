@@ -22,11 +22,11 @@ use rand_chacha::ChaCha20Rng;
 pub use privopt_protocols::dpfhe::{ClipCircuit, Layout, StageDepths};
 use privopt_protocols::dpfhe::{
     ComputeServer, DataOwner, EncryptedStep, Refresh, StepStatus, TrainingCircuit, Weights,
-    encapsulation_keys_from_bytes, encapsulation_keys_to_bytes, galois_key_from_bytes,
-    galois_keys_to_messages, relin_key_from_bytes, relin_key_to_bytes,
+    galois_key_from_bytes, galois_keys_to_messages, relin_key_from_bytes, relin_key_to_bytes,
 };
 
 use super::algorithms::GdSpec;
+use crate::context::{NoProgress, Progress};
 use crate::error::{Error, Result};
 use crate::methods::minibatch;
 
@@ -131,8 +131,8 @@ impl std::fmt::Debug for EncryptedSession {
 impl EncryptedSession {
     /// Generates the owner's keys (from `key_rng`) and hands the evaluation keys to a
     /// server for `circuit`. With `through_bytes` every message crosses as its encoding,
-    /// except a bootstrapping server's keys: at n = 2^16 one key is up to 220 MB, beyond the
-    /// 64 MB message limit (they would need splitting by digit).
+    /// except a bootstrapping server's keys, handed over in memory: at n = 2^16 a top-level
+    /// key is 220 MB, beyond the 64 MB message limit (they would need splitting by digit).
     pub fn new(
         ctx: &Arc<EvalContext>,
         circuit: TrainingCircuit,
@@ -157,13 +157,8 @@ impl EncryptedSession {
             Some(boot) => {
                 owner = owner.with_level(boot.output_level())?;
                 let keys = owner.bootstrapping_keys(&boot)?;
-                let mut encapsulation = keys.encapsulation;
-                if through_bytes && let Some(k) = &encapsulation {
-                    let bytes = encapsulation_keys_to_bytes(k, ctx);
-                    encapsulation = Some(encapsulation_keys_from_bytes(ctx, &bytes)?);
-                }
                 ComputeServer::new(ctx, keys.relin, keys.galois, 1, circuit)?
-                    .with_bootstrapping(boot, encapsulation)?
+                    .with_bootstrapping(boot, keys.encapsulation)?
             }
         };
         Ok(Self {
@@ -175,13 +170,14 @@ impl EncryptedSession {
     }
 
     /// Runs `inputs.len()` steps of `circuit` on `data` from w₀ = 0 with `threads` server
-    /// threads.
+    /// threads, advancing `progress` by one per step.
     pub fn run(
         &mut self,
         data: &Dataset,
         circuit: TrainingCircuit,
         inputs: &[StepInputs],
         threads: usize,
+        progress: &dyn Progress,
     ) -> Result<EncryptedRun> {
         let ctx = &self.ctx;
         let layout = circuit.layout;
@@ -219,6 +215,7 @@ impl EncryptedSession {
             bootstraps += running.bootstraps();
             first_depths.get_or_insert(depths);
             w = next;
+            progress.advance(1);
         }
         if self.through_bytes {
             let msg = Weights {
@@ -258,7 +255,7 @@ pub fn run_encrypted(
     // Refreshing servers never bootstrap, so the weights need no bound.
     let circuit = training_circuit(layout, spec, sigmoid, clip, f64::INFINITY);
     let mut session = EncryptedSession::new(ctx, circuit.clone(), key_rng, None, through_bytes)?;
-    session.run(data, circuit, inputs, threads)
+    session.run(data, circuit, inputs, threads, &NoProgress)
 }
 
 /// A refresh round trip with the data owner (through bytes both ways if asked).

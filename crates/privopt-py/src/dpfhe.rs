@@ -9,7 +9,7 @@ use std::sync::Arc;
 use numpy::{PyArray1, PyReadonlyArray2};
 use privopt_approx::functions::sigmoid;
 use privopt_approx::{ChebPoly, Interval, least_squares};
-use privopt_ckks::eval::{Ciphertext, EvalContext, GaloisKeys};
+use privopt_ckks::eval::{EvalContext, GaloisKeys};
 use privopt_math::sample::secret_rng;
 use privopt_ml::data::Dataset;
 use privopt_protocols::dpfhe::{
@@ -252,31 +252,17 @@ impl PyDataOwner {
     }
 }
 
-/// Where the server's current step stands.
-enum Progress {
-    /// Inputs received; the weights may first need a refresh (`refreshing`: one was asked).
-    Pending {
-        w: Ciphertext,
-        inputs: EncryptedStep,
-        refreshing: bool,
-    },
-    /// The step runs from weights at level `start`.
-    Running { step: Step, start: usize },
-}
-
 /// The compute server: evaluation keys and the circuit; never a secret. Per step:
 /// :meth:`begin_step` with the current weights and the owner's step message, then call
 /// :meth:`advance` until it returns ``("done", weights)``; on ``("refresh", request)`` send the
 /// request to the owner and :meth:`resume` with its answer. Weights with fewer levels than a
-/// step used before are refreshed before the step starts.
+/// step needs are the first such request.
 #[pyclass(module = "privopt.protocols.dpfhe", name = "ComputeServer")]
 pub struct PyComputeServer {
     server: ComputeServer,
     ctx: Arc<EvalContext>,
     /// The step in progress and its number.
-    current: Option<(Progress, u64)>,
-    /// Levels a step has consumed so far, plus one: weights below it are refreshed first.
-    needed: usize,
+    current: Option<(Step, u64)>,
 }
 
 #[pymethods]
@@ -308,7 +294,6 @@ impl PyComputeServer {
             server,
             ctx,
             current: None,
-            needed: 0,
         })
     }
 
@@ -322,80 +307,31 @@ impl PyComputeServer {
         let w = Weights::from_bytes(&self.ctx, weights).map_err(errors::decode)?;
         let inputs = EncryptedStep::from_bytes(&self.ctx, step).map_err(errors::decode)?;
         let number = inputs.step;
-        let pending = Progress::Pending {
-            w: w.w,
-            inputs,
-            refreshing: false,
-        };
-        self.current = Some((pending, number));
+        self.current = Some((self.server.begin_step(w.w, inputs), number));
         Ok(())
     }
 
     /// Runs the step as far as it can: ``("refresh", request bytes)`` or ``("done", weights
     /// bytes)`` (the next step's weights message).
     fn advance<'py>(&mut self, py: Python<'py>) -> PyResult<(&'static str, Bound<'py, PyBytes>)> {
-        let Some((progress, number)) = self.current.take() else {
+        let Some((mut step, number)) = self.current.take() else {
             return Err(errors::ProtocolError::new_err(
                 "no step in progress: call begin_step",
             ));
         };
-        let (mut step, start) = match progress {
-            Progress::Pending {
-                w,
-                inputs,
-                refreshing,
-            } => {
-                if refreshing {
-                    self.current = Some((
-                        Progress::Pending {
-                            w,
-                            inputs,
-                            refreshing,
-                        },
-                        number,
-                    ));
-                    return Err(errors::ProtocolError::new_err(
-                        "the weights await a refresh: call resume with the owner's answer",
-                    ));
-                }
-                if w.level() < self.needed {
-                    let request = Refresh {
-                        step: number,
-                        ct: w.clone(),
-                    };
-                    let bytes = request.to_bytes(&self.ctx);
-                    self.current = Some((
-                        Progress::Pending {
-                            w,
-                            inputs,
-                            refreshing: true,
-                        },
-                        number,
-                    ));
-                    return Ok(("refresh", PyBytes::new(py, &bytes)));
-                }
-                let start = w.level();
-                (self.server.begin_step(w, inputs), start)
-            }
-            Progress::Running { step, start } => (step, start),
-        };
         let server = &self.server;
         let status = py.detach(|| server.advance(&mut step));
-        let status = match status {
-            Ok(s) => s,
-            Err(e) => {
-                self.current = Some((Progress::Running { step, start }, number));
-                return Err(errors::protocol(e));
-            }
-        };
         match status {
-            StepStatus::NeedsRefresh(request) => {
+            Err(e) => {
+                self.current = Some((step, number));
+                Err(errors::protocol(e))
+            }
+            Ok(StepStatus::NeedsRefresh(request)) => {
                 let bytes = request.to_bytes(&self.ctx);
-                self.current = Some((Progress::Running { step, start }, number));
+                self.current = Some((step, number));
                 Ok(("refresh", PyBytes::new(py, &bytes)))
             }
-            StepStatus::Done { w, .. } => {
-                self.needed = self.needed.max(start.saturating_sub(w.level()) + 1);
+            Ok(StepStatus::Done { w, .. }) => {
                 let msg = Weights {
                     step: number + 1,
                     w,
@@ -409,21 +345,8 @@ impl PyComputeServer {
     fn resume(&mut self, reply: &[u8]) -> PyResult<()> {
         let reply = Refresh::from_bytes(&self.ctx, reply).map_err(errors::decode)?;
         match &mut self.current {
-            Some((Progress::Running { step, .. }, _)) => {
-                step.resume(reply).map_err(errors::protocol)
-            }
-            Some((Progress::Pending { w, refreshing, .. }, number)) if *refreshing => {
-                if reply.step != *number {
-                    return Err(errors::PeerMisbehaved::new_err(format!(
-                        "the data owner refreshed a ciphertext of step {}, the step is {number}",
-                        reply.step
-                    )));
-                }
-                *w = reply.ct;
-                *refreshing = false;
-                Ok(())
-            }
-            _ => Err(errors::ProtocolError::new_err("no refresh was requested")),
+            Some((step, _)) => step.resume(reply).map_err(errors::protocol),
+            None => Err(errors::ProtocolError::new_err("no refresh was requested")),
         }
     }
 }

@@ -747,7 +747,7 @@ impl DpfheSuiteConfig {
             let plan = self.table4_plan(ctx, "encrypted", di, name, &tt)?;
             let mut entry = EncryptedDataset {
                 name: name.clone(),
-                plan: plan.numbers.clone(),
+                plan: plan.numbers,
                 alg5: None,
                 alg4: None,
                 output_sgd: None,

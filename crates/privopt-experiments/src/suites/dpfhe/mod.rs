@@ -1035,9 +1035,19 @@ impl DpfheSuiteConfig {
             barrier: Some(barrier.0.clone()),
             ..plain.clone()
         };
-        let mut rng = ctx.seeds.stream("dpfhe/divergence", &[]);
-        let a = train(&tt.train, &plain, &mut rng, true);
-        let b = train(&tt.train, &with_barrier, &mut rng, true);
+        // Full-batch and noise-free, neither run draws from its stream: they run side by side.
+        let (a, b) = std::thread::scope(|scope| {
+            let barrier_run = scope.spawn(|| {
+                let mut rng = ctx.seeds.stream("dpfhe/divergence", &[1]);
+                train(&tt.train, &with_barrier, &mut rng, true)
+            });
+            let mut rng = ctx.seeds.stream("dpfhe/divergence", &[]);
+            let a = train(&tt.train, &plain, &mut rng, true);
+            (a, barrier_run.join())
+        });
+        let b = b.map_err(|_| {
+            privopt_sim::Error::Infeasible("the barrier run's thread panicked".into())
+        })?;
         for t in 0..steps as usize {
             let pick = |v: &[f64]| v.get(t).copied().unwrap_or(f64::NAN);
             ctx.record(&[

@@ -555,3 +555,49 @@ fn bad_scaling_settings_are_named() {
         assert!(!err.contains('\n'), "{bad}: one line, got {err}");
     }
 }
+
+/// The server-only config names its bootstrapping preset; an unknown one, or zero timing or
+/// Output-SGD steps, is one line before anything heavy is built.
+#[test]
+fn bad_server_only_settings_are_named() {
+    use privopt_experiments::config::ExperimentConfig;
+    use privopt_experiments::runner::{RunOptions, run};
+    use privopt_sim::context::NoProgress;
+
+    let path = format!(
+        "{}/../../configs/dpfhe-encrypted-server.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(ExperimentConfig::from_toml(&text, "server").is_ok());
+    for (good, bad, expect) in [
+        (
+            "encrypted_bootstrap = \"n16\"",
+            "encrypted_bootstrap = \"n17\"",
+            "n17",
+        ),
+        (
+            "encrypted_timing_steps = 2",
+            "encrypted_timing_steps = 0",
+            "encrypted_timing_steps",
+        ),
+        (
+            "encrypted_steps_output = 2",
+            "encrypted_steps_output = 0",
+            "encrypted_steps_output",
+        ),
+    ] {
+        let text = text.replace(good, bad);
+        let err = match ExperimentConfig::from_toml(&text, "bad") {
+            Err(e) => e.to_string(),
+            Ok(cfg) => {
+                let opts = RunOptions {
+                    data_dir: "none".into(),
+                };
+                run(&cfg, &opts, &NoProgress).unwrap_err().to_string()
+            }
+        };
+        assert!(err.contains(expect), "{bad}: {err}");
+        assert!(!err.contains('\n'), "{bad}: one line, got {err}");
+    }
+}

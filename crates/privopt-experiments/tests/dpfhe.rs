@@ -524,33 +524,40 @@ fn preprocessing_choices_change_what_they_should() {
 }
 
 /// A bad scaling is a one-line config error naming the key, before any data is loaded.
-#[test]
-fn bad_scaling_settings_are_named() {
+/// The one-line error of shipped config `name` with `good` replaced by `bad`: from parsing, or
+/// from the run's validation (which comes before anything is loaded or built).
+fn config_error(name: &str, good: &str, bad: &str) -> String {
     use privopt_experiments::config::ExperimentConfig;
     use privopt_experiments::runner::{RunOptions, run};
     use privopt_sim::context::NoProgress;
 
-    let path = format!(
-        "{}/../../configs/dpfhe-table4-quantile.toml",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let path = format!("{}/../../configs/{name}.toml", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(path).unwrap();
+    assert!(text.contains(good), "{name} has no `{good}`");
+    match ExperimentConfig::from_toml(&text.replace(good, bad), "bad") {
+        Err(e) => e.to_string(),
+        Ok(cfg) => {
+            let opts = RunOptions {
+                data_dir: "none".into(),
+            };
+            run(&cfg, &opts, &NoProgress).unwrap_err().to_string()
+        }
+    }
+}
+
+#[test]
+fn bad_scaling_settings_are_named() {
     for (bad, expect) in [
         ("scaling = { quantile = 1.5 }", "quantile"),
         ("scaling = { quantile = 0.0 }", "quantile"),
         ("scaling = \"median\"", "median"),
         ("encoding = \"ordinal\"", "ordinal"),
     ] {
-        let text = text.replace("scaling = { quantile = 0.95 }", bad);
-        let err = match ExperimentConfig::from_toml(&text, "bad") {
-            Err(e) => e.to_string(),
-            Ok(cfg) => {
-                let opts = RunOptions {
-                    data_dir: "none".into(),
-                };
-                run(&cfg, &opts, &NoProgress).unwrap_err().to_string()
-            }
-        };
+        let err = config_error(
+            "dpfhe-table4-quantile",
+            "scaling = { quantile = 0.95 }",
+            bad,
+        );
         assert!(err.contains(expect), "{bad}: {err}");
         assert!(!err.contains('\n'), "{bad}: one line, got {err}");
     }
@@ -560,16 +567,6 @@ fn bad_scaling_settings_are_named() {
 /// Output-SGD steps, is one line before anything heavy is built.
 #[test]
 fn bad_server_only_settings_are_named() {
-    use privopt_experiments::config::ExperimentConfig;
-    use privopt_experiments::runner::{RunOptions, run};
-    use privopt_sim::context::NoProgress;
-
-    let path = format!(
-        "{}/../../configs/dpfhe-encrypted-server.toml",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(path).unwrap();
-    assert!(ExperimentConfig::from_toml(&text, "server").is_ok());
     for (good, bad, expect) in [
         (
             "encrypted_bootstrap = \"n16\"",
@@ -587,16 +584,7 @@ fn bad_server_only_settings_are_named() {
             "encrypted_steps_output",
         ),
     ] {
-        let text = text.replace(good, bad);
-        let err = match ExperimentConfig::from_toml(&text, "bad") {
-            Err(e) => e.to_string(),
-            Ok(cfg) => {
-                let opts = RunOptions {
-                    data_dir: "none".into(),
-                };
-                run(&cfg, &opts, &NoProgress).unwrap_err().to_string()
-            }
-        };
+        let err = config_error("dpfhe-encrypted-server", good, bad);
         assert!(err.contains(expect), "{bad}: {err}");
         assert!(!err.contains('\n'), "{bad}: one line, got {err}");
     }

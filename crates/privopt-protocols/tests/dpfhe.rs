@@ -172,10 +172,7 @@ fn train_bootstrapping(alg4: bool, steps: u64) -> (Vec<f64>, Vec<f64>, usize, us
             let keys = owner.bootstrapping_keys(&boot).unwrap();
             // This bootstrapper runs under the sparse secret itself: no encapsulation keys.
             assert!(keys.encapsulation.is_none());
-            ComputeServer::new(&ctx, keys.relin, keys.galois, 1, circuit.clone())
-                .unwrap()
-                .with_bootstrapping(Arc::clone(&boot), None)
-                .unwrap()
+            ComputeServer::bootstrapping(&ctx, keys, Arc::clone(&boot), 1, circuit.clone()).unwrap()
         } else {
             let (relin, galois) = owner.evaluation_keys();
             ComputeServer::new(&ctx, relin, galois, 1, circuit.clone()).unwrap()

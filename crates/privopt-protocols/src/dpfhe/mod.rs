@@ -5,7 +5,7 @@
 //! as a refresh request ([`StepStatus::NeedsRefresh`]) and continues once the owner's answer
 //! comes back. Each such round trip is counted; the owner learns nothing it did not have,
 //! and the server sees ciphertexts only. A server given bootstrapping keys
-//! ([`ComputeServer::with_bootstrapping`]) refreshes by itself: the owner encrypts its data
+//! ([`ComputeServer::bootstrapping`]) refreshes by itself: the owner encrypts its data
 //! and goes offline until it decrypts the final model (paper 002's setting).
 //!
 //! **Packing.** A whole batch goes into one ciphertext ([`Layout`]); the paper encrypts one

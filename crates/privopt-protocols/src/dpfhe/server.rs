@@ -2,7 +2,7 @@
 //! ciphertext lacks the levels its next stage needs, hands that ciphertext out as a
 //! [`StepStatus::NeedsRefresh`] request, and continues from there once
 //! [`Step::resume`] gets the refreshed ciphertext back. It never calls the data owner.
-//! With bootstrapping ([`ComputeServer::with_bootstrapping`]) it refreshes such a ciphertext
+//! With bootstrapping ([`ComputeServer::bootstrapping`]) it refreshes such a ciphertext
 //! itself and never asks: the owner encrypts its data once and decrypts only the result.
 
 use std::collections::BTreeMap;
@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use privopt_approx::ChebPoly;
 use privopt_ckks::eval::{
-    Bootstrapper, Ciphertext, EncapsulationKeys, EvalContext, Evaluator, GaloisKeys, PolyBasis,
+    Bootstrapper, Ciphertext, EvalContext, EvaluationKeys, Evaluator, GaloisKeys, PolyBasis,
     RelinKey,
 };
 
@@ -77,15 +77,20 @@ impl Step {
     }
 
     fn get(&self, slot: Slot) -> Result<&Ciphertext> {
-        self.values
-            .get(&slot)
-            .ok_or_else(|| Error::OutOfOrder(format!("{slot:?} is not computed")))
+        value(&self.values, slot)
     }
 
     /// Bootstraps the server ran in this step.
     pub fn bootstraps(&self) -> usize {
         self.bootstraps
     }
+}
+
+/// `slot`'s ciphertext among a step's values.
+fn value(values: &BTreeMap<Slot, Ciphertext>, slot: Slot) -> Result<&Ciphertext> {
+    values
+        .get(&slot)
+        .ok_or_else(|| Error::OutOfOrder(format!("{slot:?} is not computed")))
 }
 
 /// The compute server: an evaluator over the data owner's evaluation keys, and the circuit.
@@ -120,32 +125,34 @@ impl ComputeServer {
         })
     }
 
-    /// A server that bootstraps where it would ask for a refresh. Its Galois keys must cover
-    /// the bootstrapper's [`Bootstrapper::key_requests`]; `encapsulation` is needed when the
-    /// bootstrapper encapsulates. Fails when a step needs more levels than bootstrapping
-    /// leaves.
-    pub fn with_bootstrapping(
-        mut self,
+    /// A server that bootstraps where it would ask for a refresh, over the owner's
+    /// [`EvaluationKeys`] for `bootstrapper` (its own key requests and the circuit's
+    /// rotations). Fails when the weights have no bound to divide by or a step needs more
+    /// levels than bootstrapping leaves.
+    pub fn bootstrapping(
+        ctx: &Arc<EvalContext>,
+        keys: EvaluationKeys,
         bootstrapper: Arc<Bootstrapper>,
-        encapsulation: Option<EncapsulationKeys>,
+        threads: usize,
+        circuit: TrainingCircuit,
     ) -> Result<Self> {
-        let bound = self.circuit.weight_bound;
+        let bound = circuit.weight_bound;
         if !(bound.is_finite() && bound > 0.0) {
             return Err(Error::Parameters(format!(
                 "bootstrapping needs a finite positive bound on the weights, got {bound}"
             )));
         }
-        let (need, have) = (self.circuit.step_depth(), bootstrapper.output_level());
+        let (need, have) = (circuit.step_depth(), bootstrapper.output_level());
         if need > have {
             return Err(Error::Parameters(format!(
                 "a training step needs {need} levels, bootstrapping leaves {have}"
             )));
         }
-        if let Some(keys) = encapsulation {
-            self.ev = self.ev.with_encapsulation(keys);
-        }
-        self.bootstrapper = Some(bootstrapper);
-        Ok(self)
+        Ok(Self {
+            ev: keys.evaluator(ctx).with_threads(threads)?,
+            circuit,
+            bootstrapper: Some(bootstrapper),
+        })
     }
 
     /// Runs CKKS operations on `threads` threads from now on.
@@ -269,8 +276,8 @@ impl ComputeServer {
                 return Ok(request);
             }
             // Path A: margins, sigmoid, per-example gradients.
-            let w = step.get(Slot::Weights)?.clone();
-            let (w, x, y) = (&w, &step.inputs.x, &step.inputs.y);
+            let (x, y) = (&step.inputs.x, &step.inputs.y);
+            let w = step.get(Slot::Weights)?;
             let top = w.level();
             let products = ev.multiply(x, w)?;
             let margins = ev.sum_slots(&products, c.layout.block)?;
@@ -302,7 +309,8 @@ impl ComputeServer {
         let grad_sum = self.sum_blocks(&grads)?;
         step.depths.push("average", before, grad_sum.level());
         // Path B: the barrier term 2λη·w·P_κ(Θ − ‖w‖²).
-        let w = &step.get(Slot::Weights)?.clone();
+        // Borrowed from the values alone, so the stage depths can be noted meanwhile.
+        let w = value(&step.values, Slot::Weights)?;
         let top = w.level();
         let mut next = w.clone();
         if let Some(barrier) = &c.barrier {

@@ -157,8 +157,7 @@ impl EncryptedSession {
             Some(boot) => {
                 owner = owner.with_level(boot.output_level())?;
                 let keys = owner.bootstrapping_keys(&boot)?;
-                ComputeServer::new(ctx, keys.relin, keys.galois, 1, circuit)?
-                    .with_bootstrapping(boot, keys.encapsulation)?
+                ComputeServer::bootstrapping(ctx, keys, boot, 1, circuit)?
             }
         };
         Ok(Self {

@@ -9,7 +9,7 @@ use privopt_math::SeedTree;
 use privopt_protocols::Message;
 use privopt_protocols::dome::{
     BasisAssembler, BasisChunk, DomeServer, RoundBroadcast, ServerSettings, Sketch, SketchKind,
-    basis_chunks, basis_wire_bytes, quantizer, release,
+    basis_chunks, basis_wire_bytes, quantizer, release, release_many,
 };
 use privopt_protocols::wire::damage;
 use privopt_secagg::simulation::run_round;
@@ -192,6 +192,48 @@ fn dome(rounds: u64, bytes: bool) -> Vec<f64> {
         server.close_round(&sum, B, &mut rng).unwrap();
     }
     server.model().to_vec()
+}
+
+#[test]
+fn releasing_many_gradients_at_once_equals_releasing_them_one_by_one() {
+    let seeds = SeedTree::new(4);
+    let mut rng = seeds.stream("sketch", &[]);
+    let mut server = DomeServer::new(
+        settings(),
+        vec![0.1; D],
+        Sketch::new(SketchKind::Random, D, K, &mut rng),
+    )
+    .unwrap();
+    let broadcast = server.open_round(1, B).unwrap();
+    // Large enough that some gradients are clipped and some are not.
+    let grads: Vec<f64> = (0..D * B)
+        .map(|i| ((i * 37) % 17) as f64 / 17.0 * (1 + i / D) as f64 - 0.5)
+        .collect();
+    let mut one_by_one = grads.clone();
+    let mut rng_a = seeds.stream("noise", &[]);
+    let singles: Vec<_> = one_by_one
+        .chunks_mut(D)
+        .map(|g| release(g, &broadcast, server.basis(), &mut rng_a).unwrap())
+        .collect();
+    let mut at_once = grads.clone();
+    let mut rng_b = seeds.stream("noise", &[]);
+    let many = release_many(&mut at_once, &broadcast, server.basis(), &mut rng_b).unwrap();
+    assert_eq!(many.len(), B);
+    assert_eq!(one_by_one, at_once, "both leave g − m̂ in place");
+    for (a, b) in singles.iter().zip(&many) {
+        assert_eq!(a.noise, b.noise, "the noise is drawn in the same order");
+        for (x, y) in a.vector.iter().zip(&b.vector) {
+            assert!((x - y).abs() <= 1e-12 * x.abs().max(1.0), "{x} vs {y}");
+        }
+    }
+    let ragged = release_many(
+        &mut at_once[..D + 1],
+        &broadcast,
+        server.basis(),
+        &mut rng_b,
+    );
+    assert!(ragged.unwrap_err().to_string().contains("dimension 24"));
+    assert!(release_many(&mut [], &broadcast, server.basis(), &mut rng_b).is_err());
 }
 
 #[test]

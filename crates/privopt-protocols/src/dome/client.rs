@@ -28,29 +28,52 @@ pub fn release(
     basis: Basis<'_>,
     rng: &mut impl Rng,
 ) -> Result<Release> {
-    if grad.len() != basis.d() || round.m_hat.len() != basis.d() {
+    let mut releases = release_many(grad, round, basis, rng)?;
+    releases
+        .pop()
+        .ok_or_else(|| Error::Parameters("an empty gradient".into()))
+}
+
+/// Privatizes the gradients in `grads`, `d` values after `d` values, each changed in place to
+/// `grad − m̂`, as [`release`] does one by one: the noise is drawn from `rng` in the same order.
+/// A simulation of many clients uses it so that the sketch is read once for all of them.
+pub fn release_many(
+    grads: &mut [f64],
+    round: &RoundBroadcast,
+    basis: Basis<'_>,
+    rng: &mut impl Rng,
+) -> Result<Vec<Release>> {
+    let d = basis.d();
+    if grads.is_empty() || !grads.len().is_multiple_of(d) || round.m_hat.len() != d {
         return Err(Error::Parameters(format!(
-            "a gradient of {} and a mean of {} for a model of dimension {}",
-            grad.len(),
+            "gradients of {} values in all and a mean of {} for a model of dimension {d}",
+            grads.len(),
             round.m_hat.len(),
-            basis.d()
         )));
     }
     let noise = Normal::new(0.0, round.noise_std)
         .map_err(|e| Error::Parameters(format!("DOME noise: {e}")))?;
-    grad.iter_mut().zip(&round.m_hat).for_each(|(x, m)| *x -= m);
-    let mut vector = basis.project(grad);
-    privopt_dp::clip_l2(&mut vector, round.clip);
-    let mut added = Vec::with_capacity(vector.len());
-    for x in &mut vector {
-        let z = noise.sample(rng);
-        *x += z;
-        added.push(z);
+    for grad in grads.chunks_mut(d) {
+        grad.iter_mut().zip(&round.m_hat).for_each(|(x, m)| *x -= m);
     }
-    Ok(Release {
-        vector,
-        noise: added,
-    })
+    let releases = basis
+        .project_columns(grads)
+        .into_iter()
+        .map(|mut vector| {
+            privopt_dp::clip_l2(&mut vector, round.clip);
+            let mut added = Vec::with_capacity(vector.len());
+            for x in &mut vector {
+                let z = noise.sample(rng);
+                *x += z;
+                added.push(z);
+            }
+            Release {
+                vector,
+                noise: added,
+            }
+        })
+        .collect();
+    Ok(releases)
 }
 
 /// The quantizer of this round's SecAgg+ sum.

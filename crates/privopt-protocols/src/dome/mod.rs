@@ -10,7 +10,7 @@ mod messages;
 mod server;
 mod sketch;
 
-pub use client::{Release, quantizer, release};
+pub use client::{Release, quantizer, release, release_many};
 pub use messages::{BasisAssembler, BasisChunk, RoundBroadcast, basis_chunks, basis_wire_bytes};
 pub use server::{DomeServer, ServerSettings};
 pub use sketch::{Basis, Sketch, SketchKind};

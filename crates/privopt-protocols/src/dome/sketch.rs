@@ -53,11 +53,22 @@ impl Basis<'_> {
 
     /// `S^T g` for one gradient `g` of length `d`.
     pub fn project(&self, g: &[f64]) -> Vec<f64> {
+        self.project_columns(g).pop().unwrap_or_default()
+    }
+
+    /// `S^T g` for each gradient in `columns`, `d` values after `d` values. One matrix product
+    /// reads `S` (208 MB at MNIST's d and k = 256) once for all of them; column by column, the
+    /// products are bound by memory and took most of a simulated round.
+    pub fn project_columns(&self, columns: &[f64]) -> Vec<Vec<f64>> {
+        let d = self.d();
         match self {
-            Basis::Identity { .. } => g.to_vec(),
+            Basis::Identity { .. } => columns.chunks(d).map(<[f64]>::to_vec).collect(),
             Basis::Matrix(s) => {
-                let p = s.transpose() * MatRef::from_column_major_slice(g, g.len(), 1);
-                (0..s.ncols()).map(|i| p[(i, 0)]).collect()
+                let g = MatRef::from_column_major_slice(columns, d, columns.len() / d);
+                let p = s.transpose() * g;
+                (0..p.ncols())
+                    .map(|c| (0..p.nrows()).map(|i| p[(i, c)]).collect())
+                    .collect()
             }
         }
     }

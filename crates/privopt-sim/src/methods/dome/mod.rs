@@ -34,7 +34,7 @@ use privopt_ml::data::Dataset;
 use privopt_protocols::Message;
 use privopt_protocols::dome::{
     DomeServer, RoundBroadcast, ServerSettings, Sketch, SketchKind, basis_wire_bytes, quantizer,
-    release,
+    release_many,
 };
 use privopt_secagg::simulation::{Dropouts, run_round};
 use privopt_secagg::{
@@ -552,8 +552,7 @@ pub fn train(
                 let q = quantizer(&broadcast)?;
                 let mut encoded = Vec::with_capacity(bp);
                 let mut noises = Vec::with_capacity(bp);
-                for g in cols.chunks_mut(d) {
-                    let r = release(g, &broadcast, server.basis(), &mut rng)?;
+                for r in release_many(cols, &broadcast, server.basis(), &mut rng)? {
                     encoded.push(q.encode(&r.vector));
                     noises.push(r.noise);
                 }

@@ -293,13 +293,21 @@ pub struct BootstrapFixture {
 }
 
 impl BootstrapFixture {
-    /// Builds `preset` with one evaluation thread (seeded: benchmarks need no OS entropy).
-    pub fn new(preset: crate::eval::bootstrap::BootstrapPreset) -> Result<Self, CkksError> {
+    /// Builds `preset` with one evaluation thread (seeded: benchmarks need no OS entropy);
+    /// `compact` trades time for memory (see `BootstrapConfig::compact`).
+    pub fn new(
+        preset: crate::eval::bootstrap::BootstrapPreset,
+        compact: bool,
+    ) -> Result<Self, CkksError> {
         use crate::eval::{Bootstrapper, EvalContext, SecretKey, encode_at};
         let params = preset.params().build()?;
         let ctx = EvalContext::new(&params)?;
         let clock = std::time::Instant::now();
-        let boot = Bootstrapper::new(&ctx, &preset.config())?;
+        let config = crate::eval::bootstrap::BootstrapConfig {
+            compact,
+            ..preset.config()
+        };
+        let boot = Bootstrapper::new(&ctx, &config)?;
         let setup_seconds = clock.elapsed().as_secs_f64();
         let clock = std::time::Instant::now();
         let mut rng = secret_rng(Some(0xb007));

@@ -7,13 +7,14 @@
 //! - leveled ([`crate::eval`]) ciphertexts: session 0, level (4), scale (8, an `f64`), then `c0`
 //!   and `c1` over the first `level + 1` primes;
 //! - evaluation keys (session 0): the public key is `b`, `a` over `Q`; a switching key is its
-//!   level `l` (4) and one `(b_j, a_j)` pair over `Q_l·P` per digit starting at or below `l`;
+//!   level `l` (4), the 32-byte seed every `a_j` is expanded from, and one `b_j` over `Q_l·P`
+//!   per digit starting at or below `l` (so a key is half the bytes of its `(b_j, a_j)` pairs);
 //!   a relinearization key is one switching key; Galois keys are a count (4) and, per key in
 //!   increasing order, its Galois element (8) and its switching key. The
 //!   evaluation-form permutation of a Galois key is derived from its element on load; a
 //!   secret key is `s` over `Q·P` (for its owner's storage only: it never goes on the wire);
-//!   encapsulation keys are the sparse weight (4), the dense-to-sparse pair over `q_0, p_0`
-//!   and the sparse-to-dense switching key.
+//!   encapsulation keys are the sparse weight (4), the dense-to-sparse key's seed and `b` over
+//!   `q_0, p_0`, and the sparse-to-dense switching key.
 //!
 //! A polynomial is `L · n` residues of 8 bytes, prime-major, each below its prime. Decoding
 //! refuses anything else: wrong magic, version or kind, other parameters, a length that is
@@ -34,8 +35,9 @@ use crate::multiparty::{Ciphertext, Party, Round, Share};
 use crate::params::CkksParams;
 
 const MAGIC: &[u8; 4] = b"PVMK";
-/// Version 2: switching keys carry their level (version 1's were all at the top level).
-const VERSION: u8 = 2;
+/// Version 3: switching keys carry the seed of their `a` halves instead of the halves
+/// (version 2 added the keys' level; version 1's keys were all at the top level).
+const VERSION: u8 = 3;
 const KIND_CIPHERTEXT: u8 = 3;
 const KIND_EVAL_CIPHERTEXT: u8 = 4;
 const KIND_PUBLIC_KEY: u8 = 5;
@@ -75,9 +77,14 @@ fn put_residues(out: &mut Vec<u8>, residues: &[u64]) {
 
 fn put_switching_key(out: &mut Vec<u8>, key: &SwitchingKey) {
     out.extend_from_slice(&(key.level as u32).to_le_bytes());
-    for (b, a) in &key.parts {
+    put_key_halves(out, key);
+}
+
+/// A switching key's mask seed and `b` halves.
+fn put_key_halves(out: &mut Vec<u8>, key: &SwitchingKey) {
+    out.extend_from_slice(&key.mask_seed);
+    for b in &key.b {
         put_residues(out, b);
-        put_residues(out, a);
     }
 }
 
@@ -91,10 +98,10 @@ fn switching_key_shape(params: &CkksParams, level: usize) -> (usize, usize) {
     (digits, level + 1 + params.special_count())
 }
 
-/// Bytes of one switching key at `level` (its level field and pairs).
+/// Bytes of one switching key at `level` (its level field, seed and `b` halves).
 fn switching_key_bytes(params: &CkksParams, level: usize) -> usize {
     let (digits, rows) = switching_key_shape(params, level);
-    4 + digits * 2 * 8 * params.n() * rows
+    4 + 32 + digits * 8 * params.n() * rows
 }
 
 /// A cursor over untrusted bytes that turns every shortfall into a `Malformed` error.
@@ -196,20 +203,38 @@ impl<'a> Reader<'a> {
         }
         let all = params.key_basis().moduli();
         let q_count = params.basis().moduli().len();
-        let moduli: Vec<u64> = all[..=level]
-            .iter()
-            .chain(&all[q_count..])
-            .copied()
-            .collect();
+        let rows: Vec<usize> = (0..=level).chain(q_count..all.len()).collect();
         let (digits, _) = switching_key_shape(params, level);
-        let parts = (0..digits)
-            .map(|_| {
-                let b = self.residues(&moduli, params.n())?;
-                let a = self.residues(&moduli, params.n())?;
-                Ok((b, a))
-            })
-            .collect::<Result<_, CkksError>>()?;
-        Ok(SwitchingKey { parts, level })
+        self.key_halves(all, &rows, digits, params.n(), level)
+    }
+
+    /// A switching key's seed and `digits` `b` halves over the primes `rows` of the chain
+    /// `all`; the `a` halves are expanded from the seed, so the key is ready to use.
+    fn key_halves(
+        &mut self,
+        all: &[u64],
+        rows: &[usize],
+        digits: usize,
+        n: usize,
+        level: usize,
+    ) -> Result<SwitchingKey, CkksError> {
+        let mask_seed: [u8; 32] = self.take(32)?.try_into().map_err(|_| self.bad("seed"))?;
+        let moduli: Vec<u64> = rows.iter().map(|&i| all[i]).collect();
+        let b = (0..digits)
+            .map(|_| self.residues(&moduli, n))
+            .collect::<Result<Vec<_>, CkksError>>()?;
+        let mut key = SwitchingKey {
+            b,
+            a: None,
+            mask_seed,
+            level,
+        };
+        key.a = Some(
+            (0..digits)
+                .map(|j| key.expand_mask(all, j, rows, n))
+                .collect(),
+        );
+        Ok(key)
     }
 
     /// Checks the header and returns the session.
@@ -599,13 +624,11 @@ impl EncapsulationKeys {
     /// The keys as bytes.
     pub fn to_bytes(&self, params: &CkksParams) -> Vec<u8> {
         let len =
-            HEADER + 4 + 4 * 8 * params.n() + switching_key_bytes(params, self.to_dense.level);
+            HEADER + 4 + 32 + 2 * 8 * params.n() + switching_key_bytes(params, self.to_dense.level);
         let mut out = Vec::with_capacity(len);
         header(&mut out, KIND_ENCAPSULATION_KEYS, params, 0);
         out.extend_from_slice(&(self.weight as u32).to_le_bytes());
-        let (b, a) = &self.to_sparse.parts[0];
-        put_residues(&mut out, b);
-        put_residues(&mut out, a);
+        put_key_halves(&mut out, &self.to_sparse);
         put_switching_key(&mut out, &self.to_dense);
         out
     }
@@ -625,21 +648,17 @@ impl EncapsulationKeys {
             return Err(r.bad(format!("weight {weight} is not in 1..={}", params.n())));
         }
         let all = params.key_basis().moduli();
-        let p0 = *all
-            .get(params.basis().moduli().len())
-            .ok_or_else(|| r.bad("the parameters have no key-switching prime"))?;
-        let rows = [all[0], p0];
-        let b = r.residues(&rows, params.n())?;
-        let a = r.residues(&rows, params.n())?;
+        let q_count = params.basis().moduli().len();
+        if all.len() <= q_count {
+            return Err(r.bad("the parameters have no key-switching prime"));
+        }
+        let to_sparse = r.key_halves(all, &[0, q_count], 1, params.n(), 0)?;
         let to_dense = r.switching_key(params)?;
         r.expect_len(
-            HEADER + 4 + 4 * 8 * params.n() + switching_key_bytes(params, to_dense.level),
+            HEADER + 4 + 32 + 2 * 8 * params.n() + switching_key_bytes(params, to_dense.level),
         )?;
         Ok(Self {
-            to_sparse: SwitchingKey {
-                parts: vec![(b, a)],
-                level: 0,
-            },
+            to_sparse,
             to_dense,
             weight,
         })

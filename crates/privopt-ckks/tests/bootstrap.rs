@@ -310,7 +310,9 @@ fn a_dense_secret_bootstraps_through_sparse_encapsulation() {
     // The bootstrapper's own key set: each Galois key at the highest level a transform uses
     // it (CtS and StC share most rotations, so most stay at the top; the conjugation and
     // StC-only rotations drop) bootstraps as precisely with fewer bytes (measured: 89%).
-    let sized = boot.evaluator(&k.sk, &[], &mut k.rng).unwrap();
+    let sized = boot
+        .evaluator(&k.sk, &[], &mut secret_rng(Some(11)))
+        .unwrap();
     let (small, full) = (sized.galois_keys().byte_len(), ev.galois_keys().byte_len());
     let out = boot.bootstrap(&sized, &ct).unwrap();
     let sized_bits = -worst(&k.sk.decrypt_values(&out).unwrap(), &v).log2();
@@ -320,6 +322,22 @@ fn a_dense_secret_bootstraps_through_sparse_encapsulation() {
         "{sized_bits:.1} against {bits:.1}"
     );
     assert!(small < full, "{small} of {full} bytes");
+    // Compact keys and transforms (rebuilt where used) from the same key seed: half the key
+    // bytes, and the same bootstrap to the bit.
+    let compact = Bootstrapper::new(
+        &ctx,
+        &BootstrapConfig {
+            compact: true,
+            ..cfg
+        },
+    )
+    .unwrap();
+    let lean = compact
+        .evaluator(&k.sk, &[], &mut secret_rng(Some(11)))
+        .unwrap();
+    assert_eq!(2 * lean.galois_keys().byte_len(), small);
+    let lean_out = compact.bootstrap(&lean, &ct).unwrap();
+    assert!(lean_out.to_bytes(&params) == out.to_bytes(&params));
 }
 
 /// The sparse ephemeral secret exists only in the dense-to-sparse key, modulo `q_0·p_0`:

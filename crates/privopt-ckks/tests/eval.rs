@@ -682,3 +682,54 @@ fn keys_made_for_a_level_switch_there_and_below_and_refuse_above() {
         Err(CkksError::Malformed { .. })
     ));
 }
+
+#[test]
+fn compact_keys_switch_bit_for_bit_like_full_ones_and_cross_as_half_the_bytes() {
+    use privopt_ckks::eval::{GaloisKeys, RelinKey};
+    let mut f = fixture(&[1]);
+    let (ctx, params) = (Arc::clone(&f.ctx), f.ctx.params().clone());
+    let relin = f.sk.relin_key(&mut f.rng);
+    let galois = f.sk.galois_keys(&[1, -3], false, &mut f.rng);
+    let full_bytes = galois.byte_len();
+    // On the wire each key is its level, seed and `b` halves: half its in-memory pairs.
+    let wire = galois.to_bytes(&params);
+    assert!(
+        wire.len() < full_bytes / 2 + 200,
+        "{} of {full_bytes}",
+        wire.len()
+    );
+    let (mut small_relin, mut small_galois) = (relin.clone(), galois.clone());
+    small_relin.compact();
+    small_galois.compact();
+    assert_eq!(2 * small_galois.byte_len(), full_bytes);
+    let decoded = GaloisKeys::from_bytes(&ctx, &wire).unwrap();
+    let decoded_relin = RelinKey::from_bytes(&params, &relin.to_bytes(&params)).unwrap();
+    let evs = [
+        Evaluator::new(&ctx, Some(relin), galois),
+        Evaluator::new(&ctx, Some(small_relin), small_galois),
+        Evaluator::new(&ctx, Some(decoded_relin), decoded),
+    ];
+    let v = vector(ctx.slots(), 5.0);
+    let ct = f.encrypt(&v);
+    // Key switching is deterministic: the regenerated (or decoded) `a` halves must be the
+    // very ones the keys were made with, so every output is the same to the bit.
+    let run = |ev: &Evaluator| {
+        let rot = ev.rotate(&ct, -3).unwrap();
+        let hoisted = ev.rotate_hoisted(&ct, &[1, -3]).unwrap();
+        let sq = ev.square(&ct).unwrap();
+        [rot, hoisted[0].clone(), sq].map(|c| c.to_bytes(&params))
+    };
+    let want = run(&evs[0]);
+    for ev in &evs[1..] {
+        assert!(run(ev) == want);
+    }
+    let s = v.len();
+    let rotated: Vec<f64> = (0..s).map(|i| v[(i + s - 3) % s]).collect();
+    assert!(f.max_err(&evs[1].rotate(&ct, -3).unwrap(), &rotated) < 1e-6);
+    // A damaged seed decodes to other `a` halves: the key no longer switches.
+    let mut bad = evs[0].galois_keys().to_bytes(&params);
+    let seed_at = bad.len() - 8 * 5 * 8192 * 4 - 32;
+    bad[seed_at] ^= 1;
+    let bad = Evaluator::new(&ctx, None, GaloisKeys::from_bytes(&ctx, &bad).unwrap());
+    assert!(f.max_err(&bad.rotate(&ct, -3).unwrap(), &rotated) > 1.0);
+}

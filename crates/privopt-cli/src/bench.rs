@@ -148,7 +148,7 @@ const SUITES: &[Suite] = &[
     ),
     (
         "ckks",
-        "leveled CKKS (n8192, n32768, seal8192), one thread: encode … rotate; 128-bit bootstrapping at 2^15 and 2^16, each in its own process with its peak RSS (minutes and ~12 GB; --skip bootstrap leaves it out)",
+        "leveled CKKS (n8192, n32768, seal8192), one thread: encode … rotate; 128-bit bootstrapping at 2^15 and 2^16, full and compact (keys and transforms), each in its own process with its peak RSS (minutes and ~12 GB; --skip bootstrap leaves it out)",
         ckks_suite,
     ),
     (
@@ -190,11 +190,20 @@ pub fn measure(op: &mut dyn FnMut(), runs: usize) -> f64 {
     median(&mut samples)
 }
 
+/// `ckks/n<n>/bootstrap`, or `…/bootstrap-compact` with compact keys and transforms.
+fn bootstrap_case_name(n: usize, compact: bool) -> String {
+    let suffix = if compact { "-compact" } else { "" };
+    format!("ckks/n{n}/bootstrap{suffix}")
+}
+
 /// Runs `privopt bench-bootstrap PRESET` as a child process and reads its one JSON line.
-fn run_child_case(preset: &str, runs: usize) -> Result<Measurement> {
+fn run_child_case(preset: &str, runs: usize, compact: bool) -> Result<Measurement> {
     let exe = std::env::current_exe().context("cannot find the privopt executable")?;
     let mut cmd = std::process::Command::new(exe);
     cmd.args(["bench-bootstrap", preset, "--runs", &runs.to_string()]);
+    if compact {
+        cmd.arg("--compact");
+    }
     let text = stdout_of(cmd, &format!("the bootstrapping case {preset}"))?;
     let line = text
         .lines()
@@ -231,7 +240,7 @@ fn peak_rss_mb() -> Option<f64> {
 /// `privopt bench-bootstrap PRESET`: one preset's bootstrap timed in this process (one warm-up,
 /// then up to `runs` samples within about a minute), printed as one JSON [`Measurement`] line
 /// with the peak RSS and the precision.
-pub fn bootstrap_child(preset: &str, runs: usize) -> Result<()> {
+pub fn bootstrap_child(preset: &str, runs: usize, compact: bool) -> Result<()> {
     use privopt_ckks::bench_support::BootstrapFixture;
     use privopt_ckks::eval::bootstrap::BootstrapPreset;
     let Some(p) = BootstrapPreset::ALL
@@ -240,7 +249,7 @@ pub fn bootstrap_child(preset: &str, runs: usize) -> Result<()> {
     else {
         bail!("unknown bootstrapping preset `{preset}`; known: n15, n16");
     };
-    let f = BootstrapFixture::new(p)?;
+    let f = BootstrapFixture::new(p, compact)?;
     let clock = Instant::now();
     let mut out = f.bootstrap()?;
     let first = clock.elapsed().as_secs_f64().max(1e-9);
@@ -253,7 +262,7 @@ pub fn bootstrap_child(preset: &str, runs: usize) -> Result<()> {
     }
     let (bits, level) = f.precision_bits(&out)?;
     let m = Measurement {
-        name: format!("ckks/n{}/bootstrap", p.n()),
+        name: bootstrap_case_name(p.n(), compact),
         median_ns: median(&mut samples),
         runs,
         peak_rss_mb: peak_rss_mb(),
@@ -668,10 +677,14 @@ fn ckks_suite() -> Result<Vec<Case>> {
         }));
     }
     for preset in privopt_ckks::eval::bootstrap::BootstrapPreset::ALL {
-        cases.push(Case {
-            name: format!("ckks/n{}/bootstrap", preset.n()),
-            op: Op::Child(Box::new(move |runs| run_child_case(preset.name(), runs))),
-        });
+        for compact in [false, true] {
+            cases.push(Case {
+                name: bootstrap_case_name(preset.n(), compact),
+                op: Op::Child(Box::new(move |runs| {
+                    run_child_case(preset.name(), runs, compact)
+                })),
+            });
+        }
     }
     Ok(cases)
 }

@@ -132,6 +132,10 @@ enum Command {
         /// Timed samples (at most; the run stops after about a minute of samples).
         #[arg(long, default_value_t = 3)]
         runs: usize,
+        /// Compact keys and transforms: less memory, more time (each key's `a` halves and each
+        /// diagonal's plaintext rebuilt where used).
+        #[arg(long)]
+        compact: bool,
     },
 }
 
@@ -256,7 +260,11 @@ fn main() -> ExitCode {
             &skip,
             cli.quiet,
         ),
-        Command::BenchBootstrap { preset, runs } => bench::bootstrap_child(&preset, runs),
+        Command::BenchBootstrap {
+            preset,
+            runs,
+            compact,
+        } => bench::bootstrap_child(&preset, runs, compact),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -47,7 +47,23 @@ fn from_coefficients(
     level: usize,
     scale: f64,
 ) -> Result<Plaintext, CkksError> {
-    let scaled: Vec<i128> = coeffs
+    let scaled = scaled_integers(coeffs, scale)?;
+    let idx: Vec<usize> = (0..=level).collect();
+    let n = ctx.n();
+    let mut data = vec![0u64; n * idx.len()];
+    for (row, &i) in data.chunks_mut(n).zip(&idx) {
+        let m = &ctx.moduli[i];
+        for (d, &v) in row.iter_mut().zip(&scaled) {
+            *d = m.reduce_i128(v);
+        }
+    }
+    ring::forward(ctx, &mut data, &idx);
+    Ok(plaintext(ctx, data, level, scale))
+}
+
+/// `coeffs · scale`, rounded.
+fn scaled_integers(coeffs: &[f64], scale: f64) -> Result<Vec<i128>, CkksError> {
+    coeffs
         .iter()
         .map(|&c| {
             let v = (c * scale).round();
@@ -59,23 +75,51 @@ fn from_coefficients(
                 )))
             }
         })
-        .collect::<Result<_, _>>()?;
-    let idx: Vec<usize> = (0..=level).collect();
-    let n = ctx.n();
-    let mut data = vec![0u64; n * idx.len()];
-    for (row, &i) in data.chunks_mut(n).zip(&idx) {
-        let m = &ctx.moduli[i];
-        for (d, &v) in row.iter_mut().zip(&scaled) {
-            *d = m.reduce_i128(v);
-        }
-    }
-    ring::forward(ctx, &mut data, &idx);
-    Ok(Plaintext {
+        .collect()
+}
+
+fn plaintext(ctx: &EvalContext, data: Vec<u64>, level: usize, scale: f64) -> Plaintext {
+    Plaintext {
         data,
         level,
         scale,
         params: *ctx.params().fingerprint(),
-    })
+    }
+}
+
+/// The integer coefficients [`encode_complex_at`] would reduce modulo each prime: one row in
+/// place of `level + 1`, to be turned into the plaintext by [`from_integers`] where it is
+/// used. Refuses coefficients beyond `i64`.
+pub(crate) fn complex_integers(
+    ctx: &EvalContext,
+    values: &[Complex],
+    scale: f64,
+) -> Result<Vec<i64>, CkksError> {
+    let coeffs = ctx.encoder().coefficients_complex(values)?;
+    scaled_integers(&coeffs, scale)?
+        .into_iter()
+        .map(|v| {
+            i64::try_from(v).map_err(|_| {
+                CkksError::Encoding(format!(
+                    "a coefficient beyond 64 bits at scale {scale:e}: keep this plaintext whole"
+                ))
+            })
+        })
+        .collect()
+}
+
+/// The plaintext of integer coefficients `coeffs` at `level` and `scale` (bit for bit the one
+/// [`encode_complex_at`] makes from the same values).
+pub(crate) fn from_integers(
+    ctx: &EvalContext,
+    coeffs: &[i64],
+    level: usize,
+    scale: f64,
+) -> Plaintext {
+    let idx: Vec<usize> = (0..=level).collect();
+    let mut data = ring::from_signed(ctx, coeffs, &idx);
+    ring::forward(ctx, &mut data, &idx);
+    plaintext(ctx, data, level, scale)
 }
 
 /// The real slot values of a decrypted plaintext. The coefficients are reconstructed from the

@@ -11,7 +11,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use privopt_math::sample::{signs, sparse_ternary, ternary};
-use rand::{CryptoRng, Rng};
+use rand::{CryptoRng, Rng, SeedableRng};
+use rand_chacha::ChaCha20Rng;
 use zeroize::Zeroize;
 
 use super::ciphertext::{Ciphertext, Plaintext, check_params};
@@ -54,7 +55,14 @@ pub struct PublicKey {
 /// below the top, so their keys are made at their level.
 #[derive(Clone, Debug)]
 pub struct SwitchingKey {
-    pub(crate) parts: Vec<(Vec<u64>, Vec<u64>)>,
+    /// `b_j` of each digit, rows `q_0 … q_level` then `P`.
+    pub(crate) b: Vec<Vec<u64>>,
+    /// `a_j` of each digit, if kept in memory; a compact key (`None`) regenerates each row
+    /// from `mask_seed` where it is used ([`mask_row`]).
+    pub(crate) a: Option<Vec<Vec<u64>>>,
+    /// The seed every `a_j` is expanded from (uniform, so it is drawn straight in evaluation
+    /// form); only it crosses the wire.
+    pub(crate) mask_seed: [u8; 32],
     /// The highest level the key switches at.
     pub(crate) level: usize,
 }
@@ -76,18 +84,60 @@ impl SwitchingKey {
         Ok(())
     }
 
-    /// Size in bytes.
+    /// Bytes held in memory: every `b_j`, and every `a_j` unless the key is compact.
     pub fn byte_len(&self) -> usize {
-        self.parts
-            .iter()
-            .map(|(b, a)| 8 * (b.len() + a.len()))
-            .sum()
+        let half: usize = self.b.iter().map(|b| 8 * b.len()).sum();
+        if self.a.is_some() { 2 * half } else { half }
+    }
+
+    /// Whether the `a_j` are regenerated where they are used instead of kept.
+    pub fn is_compact(&self) -> bool {
+        self.a.is_none()
+    }
+
+    /// Drops the `a_j` from memory: half the bytes, for a pseudorandom expansion of each row
+    /// at every use.
+    pub fn compact(&mut self) {
+        self.a = None;
+    }
+
+    /// `a_j` of `digit` over the primes `rows` (indices into the context's chain), expanded
+    /// from the seed.
+    pub(crate) fn expand_mask(
+        &self,
+        primes: &[u64],
+        digit: usize,
+        rows: &[usize],
+        n: usize,
+    ) -> Vec<u64> {
+        let mut a = vec![0u64; rows.len() * n];
+        for (row, &i) in a.chunks_mut(n).zip(rows) {
+            mask_row(&self.mask_seed, digit, i, primes[i], row);
+        }
+        a
+    }
+}
+
+/// Row `prime` of digit `digit`'s uniform `a_j`, expanded from `seed`: ChaCha20 keyed by the
+/// seed, one stream per (digit, prime), so any row can be regenerated alone.
+pub(crate) fn mask_row(seed: &[u8; 32], digit: usize, prime: usize, q: u64, out: &mut [u64]) {
+    let mut rng = ChaCha20Rng::from_seed(*seed);
+    rng.set_stream(((digit as u64) << 32) | prime as u64);
+    for x in out {
+        *x = rng.random_range(0..q);
     }
 }
 
 /// The relinearization key (`s² → s`).
 #[derive(Clone, Debug)]
 pub struct RelinKey(pub(crate) SwitchingKey);
+
+impl RelinKey {
+    /// See [`SwitchingKey::compact`].
+    pub fn compact(&mut self) {
+        self.0.compact();
+    }
+}
 
 /// A Galois key for `X ↦ X^g`, with the evaluation-form permutation it applies.
 #[derive(Clone, Debug)]
@@ -128,6 +178,11 @@ impl GaloisKeys {
     /// Total size in bytes.
     pub fn byte_len(&self) -> usize {
         self.keys.values().map(|k| k.key.byte_len()).sum()
+    }
+
+    /// Makes every key compact (see [`SwitchingKey::compact`]).
+    pub fn compact(&mut self) {
+        self.keys.values_mut().for_each(|k| k.key.compact());
     }
 
     /// One set per key, in increasing element order (to send a large key set as messages
@@ -181,6 +236,12 @@ impl EncapsulationKeys {
     /// Size in bytes.
     pub fn byte_len(&self) -> usize {
         self.to_sparse.byte_len() + self.to_dense.byte_len()
+    }
+
+    /// Makes both keys compact (see [`SwitchingKey::compact`]).
+    pub fn compact(&mut self) {
+        self.to_sparse.compact();
+        self.to_dense.compact();
     }
 }
 
@@ -239,17 +300,18 @@ impl SecretKey {
         let rows = [0, ctx.q_count];
         let mut s_rows = self.s[..n].to_vec();
         s_rows.extend_from_slice(&self.s[ctx.q_count * n..(ctx.q_count + 1) * n]);
-        let (mut b, a) = rlwe_sample(ctx, &s_rows, &rows, rng);
+        let mut key = masked_key(0, rng);
+        let a = key.expand_mask(&ctx.primes, 0, &rows, n);
+        let mut b = rlwe_body(ctx, &a, &s_rows, &rows, rng);
         s_rows.zeroize();
         let m = &ctx.moduli[0];
         let w = m.shoup(m.reduce(ctx.primes[ctx.q_count]));
         for (x, &sv) in b[..n].iter_mut().zip(&s_from[..n]) {
             *x = privopt_math::modarith::add_mod(*x, m.mul_shoup(sv, w), m.value());
         }
-        SwitchingKey {
-            parts: vec![(b, a)],
-            level: 0,
-        }
+        key.b.push(b);
+        key.a = Some(vec![a]);
+        key
     }
 
     /// A fresh secret of the parameters' distribution.
@@ -304,29 +366,34 @@ impl SecretKey {
         for &i in &rows {
             s_rows.extend_from_slice(&self.s[i * n..(i + 1) * n]);
         }
-        let parts = ctx
+        let mut key = masked_key(level, rng);
+        let mut masks = Vec::new();
+        for (j, digit) in ctx
             .digits
             .iter()
             .take_while(|digit| digit.start <= level)
-            .map(|digit| {
-                let (mut b, a) = rlwe_sample(ctx, &s_rows, &rows, rng);
-                // Q rows come first and in order, so prime `i ≤ level` is row `i`.
-                for i in digit.start..digit.end.min(level + 1) {
-                    let m = &ctx.moduli[i];
-                    let w = m.shoup(ctx.p_mod[i]);
-                    let q = m.value();
-                    for (x, &sv) in b[i * n..(i + 1) * n]
-                        .iter_mut()
-                        .zip(&s_from[i * n..(i + 1) * n])
-                    {
-                        *x = privopt_math::modarith::add_mod(*x, m.mul_shoup(sv, w), q);
-                    }
+            .enumerate()
+        {
+            let a = key.expand_mask(&ctx.primes, j, &rows, n);
+            let mut b = rlwe_body(ctx, &a, &s_rows, &rows, rng);
+            // Q rows come first and in order, so prime `i ≤ level` is row `i`.
+            for i in digit.start..digit.end.min(level + 1) {
+                let m = &ctx.moduli[i];
+                let w = m.shoup(ctx.p_mod[i]);
+                let q = m.value();
+                for (x, &sv) in b[i * n..(i + 1) * n]
+                    .iter_mut()
+                    .zip(&s_from[i * n..(i + 1) * n])
+                {
+                    *x = privopt_math::modarith::add_mod(*x, m.mul_shoup(sv, w), q);
                 }
-                (b, a)
-            })
-            .collect();
+            }
+            key.b.push(b);
+            masks.push(a);
+        }
         s_rows.zeroize();
-        SwitchingKey { parts, level }
+        key.a = Some(masks);
+        key
     }
 
     /// The relinearization key, for every level.
@@ -369,6 +436,17 @@ impl SecretKey {
     /// element names (see [`SwitchingKey`]): a circuit that rotates only low in the chain
     /// gets keys a fraction of the top-level size.
     pub fn galois_keys_for(&self, requests: &[KeyRequest], rng: &mut impl CryptoRng) -> GaloisKeys {
+        self.galois_keys_with(requests, false, rng)
+    }
+
+    /// [`SecretKey::galois_keys_for`], each key made compact as soon as it is made if
+    /// `compact` (see [`SwitchingKey::compact`]).
+    pub(crate) fn galois_keys_with(
+        &self,
+        requests: &[KeyRequest],
+        compact: bool,
+        rng: &mut impl CryptoRng,
+    ) -> GaloisKeys {
         let top = self.ctx.max_level();
         let mut levels: BTreeMap<usize, usize> = BTreeMap::new();
         for r in requests {
@@ -385,8 +463,11 @@ impl SecretKey {
         for (g, level) in levels {
             let perm = self.ctx.galois_permutation(g);
             let mut sg = ring::permute(&self.ctx, &self.s, &perm);
-            let key = self.switching_key(&sg, level, rng);
+            let mut key = self.switching_key(&sg, level, rng);
             sg.zeroize();
+            if compact {
+                key.compact();
+            }
             keys.keys.insert(g, GaloisKey { perm, key });
         }
         keys
@@ -480,10 +561,34 @@ fn rlwe_sample(
     rng: &mut impl CryptoRng,
 ) -> (Vec<u64>, Vec<u64>) {
     let a = uniform_rows(ctx, rows, rng);
-    let mut b = ring::error(ctx, rows, rng);
-    let as_ = ring::mul(ctx, &a, s, rows);
-    ring::sub_assign(ctx, &mut b, &as_, rows);
+    let b = rlwe_body(ctx, &a, s, rows, rng);
     (b, a)
+}
+
+/// `−a·s + e` over the primes `rows`.
+fn rlwe_body(
+    ctx: &EvalContext,
+    a: &[u64],
+    s: &[u64],
+    rows: &[usize],
+    rng: &mut impl CryptoRng,
+) -> Vec<u64> {
+    let mut b = ring::error(ctx, rows, rng);
+    let as_ = ring::mul(ctx, a, s, rows);
+    ring::sub_assign(ctx, &mut b, &as_, rows);
+    b
+}
+
+/// An empty switching key at `level` with a fresh mask seed.
+fn masked_key(level: usize, rng: &mut impl CryptoRng) -> SwitchingKey {
+    let mut mask_seed = [0u8; 32];
+    rng.fill_bytes(&mut mask_seed);
+    SwitchingKey {
+        b: Vec::new(),
+        a: None,
+        mask_seed,
+        level,
+    }
 }
 
 /// Uniform residues for the given primes (evaluation form; the NTT is a bijection).

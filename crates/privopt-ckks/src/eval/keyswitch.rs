@@ -9,7 +9,7 @@
 use privopt_math::modarith::inv_mod;
 
 use super::context::{BaseConversion, EvalContext};
-use super::keys::SwitchingKey;
+use super::keys::{SwitchingKey, mask_row};
 use super::ring;
 
 /// Switches `d` (evaluation form over `q_0 … q_level`) with `key`: returns `(k0, k1)` over the
@@ -90,9 +90,16 @@ pub(crate) fn key_product(
             }
             None => digit,
         };
-        let (b, a) = &key.parts[j];
         let split = q_rows * n;
-        for (acc, k) in [(&mut acc0, b), (&mut acc1, a)] {
+        let mut halves = vec![(&mut acc0, &key.b[j])];
+        match &key.a {
+            Some(a) => halves.push((&mut acc1, &a[j])),
+            // A compact key: each row of `a_j` is expanded where it is multiplied.
+            None => ring::mul_acc_with(ctx, &mut acc1, digit, &ext, |row, i| {
+                mask_row(&key.mask_seed, j, i, ctx.primes[i], row);
+            }),
+        }
+        for (acc, k) in halves {
             let (acc_q, acc_p) = acc.split_at_mut(split);
             ring::mul_acc(ctx, acc_q, &digit[..split], &k[..split], q_idx);
             ring::mul_acc(ctx, acc_p, &digit[split..], &k[q_off..], p_idx);
@@ -125,10 +132,13 @@ pub(crate) fn switch_level0(
     digit.extend(raised);
     let from_p0 = BaseConversion::new(&ctx.primes, vec![p0]);
     let inv = [inv_mod(ctx.primes[p0] % ctx.primes[0], ctx.primes[0])];
-    let (b, a) = &key.parts[0];
+    let a = match &key.a {
+        Some(a) => std::borrow::Cow::Borrowed(&a[0]),
+        None => std::borrow::Cow::Owned(key.expand_mask(&ctx.primes, 0, &rows, n)),
+    };
     let down = |k: &[u64]| {
         let x = ring::mul(ctx, &digit, k, &rows);
         ring::divide_and_round(ctx, x, &[0], &[p0], &from_p0, &inv)
     };
-    (down(b), down(a))
+    (down(&key.b[0]), down(&a))
 }

@@ -21,8 +21,20 @@ use crate::error::CkksError;
 #[derive(Debug)]
 pub struct LinearTransform {
     level: usize,
-    /// `giant rotation G_g → [(baby rotation t·b, encoded rot(u, −G_g))]`.
-    blocks: BTreeMap<i64, Vec<(i64, Plaintext)>>,
+    /// The diagonals' scale.
+    scale: f64,
+    /// `giant rotation G_g → [(baby rotation t·b, rot(u, −G_g))]`.
+    blocks: BTreeMap<i64, Vec<(i64, Diagonal)>>,
+}
+
+/// A pre-rotated diagonal, encoded.
+#[derive(Debug)]
+enum Diagonal {
+    /// The plaintext, one row per prime of the level.
+    Whole(Plaintext),
+    /// Its integer coefficients (one row): the plaintext is rebuilt, with an NTT per prime,
+    /// each time it is used.
+    Compact(Vec<i64>),
 }
 
 impl LinearTransform {
@@ -59,6 +71,28 @@ impl LinearTransform {
         level: usize,
         scale: f64,
     ) -> Result<Self, CkksError> {
+        Self::build(ev, diagonals, level, scale, false)
+    }
+
+    /// [`LinearTransform::new_complex_at_scale`] with each diagonal kept as its integer
+    /// coefficients, `1/(level + 1)` of the memory, and encoded again at every use (the same
+    /// plaintext to the bit, so the same result).
+    pub fn new_compact_at_scale(
+        ev: &Evaluator,
+        diagonals: &BTreeMap<usize, Vec<Complex>>,
+        level: usize,
+        scale: f64,
+    ) -> Result<Self, CkksError> {
+        Self::build(ev, diagonals, level, scale, true)
+    }
+
+    fn build(
+        ev: &Evaluator,
+        diagonals: &BTreeMap<usize, Vec<Complex>>,
+        level: usize,
+        scale: f64,
+        compact: bool,
+    ) -> Result<Self, CkksError> {
         let slots = ev.context().slots();
         if let Some((i, d)) = diagonals
             .iter()
@@ -75,7 +109,8 @@ impl LinearTransform {
             ));
         }
         let plan = Plan::new(diagonals.keys().copied(), slots);
-        let mut blocks: BTreeMap<i64, Vec<(i64, Plaintext)>> = BTreeMap::new();
+        super::encode::check_level(ev.context(), level)?;
+        let mut blocks: BTreeMap<i64, Vec<(i64, Diagonal)>> = BTreeMap::new();
         for (&i, diag) in diagonals {
             let (giant, baby) = plan.split(i);
             // rot(u, −G)[j] = u[j − G].
@@ -83,10 +118,27 @@ impl LinearTransform {
             let rotated: Vec<Complex> = (0..slots)
                 .map(|j| diag[(j + slots - shift) % slots])
                 .collect();
-            let pt = super::encode::encode_complex_at(ev.context(), &rotated, level, scale)?;
-            blocks.entry(giant).or_default().push((baby, pt));
+            let diagonal = if compact {
+                Diagonal::Compact(super::encode::complex_integers(
+                    ev.context(),
+                    &rotated,
+                    scale,
+                )?)
+            } else {
+                Diagonal::Whole(super::encode::encode_complex_at(
+                    ev.context(),
+                    &rotated,
+                    level,
+                    scale,
+                )?)
+            };
+            blocks.entry(giant).or_default().push((baby, diagonal));
         }
-        Ok(Self { level, blocks })
+        Ok(Self {
+            level,
+            scale,
+            blocks,
+        })
     }
 
     /// The level the transform runs at (it returns one level lower).
@@ -134,11 +186,22 @@ impl LinearTransform {
         let mut total: Option<Ciphertext> = None;
         for (&giant, terms) in &self.blocks {
             let mut inner: Option<Ciphertext> = None;
-            for (baby, pt) in terms {
+            for (baby, diagonal) in terms {
                 let rb = rotated
                     .get(baby)
                     .ok_or_else(|| CkksError::InvalidParams("baby rotation missing".into()))?;
-                let term = ev.mul_plain_unscaled(rb, pt)?;
+                let term = match diagonal {
+                    Diagonal::Whole(pt) => ev.mul_plain_unscaled(rb, pt)?,
+                    Diagonal::Compact(coeffs) => {
+                        let pt = super::encode::from_integers(
+                            ev.context(),
+                            coeffs,
+                            self.level,
+                            self.scale,
+                        );
+                        ev.mul_plain_unscaled(rb, &pt)?
+                    }
+                };
                 inner = Some(match inner {
                     None => term,
                     Some(acc) => ev.add(&acc, &term)?,

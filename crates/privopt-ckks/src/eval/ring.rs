@@ -156,6 +156,23 @@ pub(crate) fn mul_acc(ctx: &EvalContext, acc: &mut [u64], a: &[u64], b: &[u64], 
     });
 }
 
+/// `acc += a ∘ b` where row `r` of `b` (prime `indices[r]`) is written by `fill(row, prime)`
+/// just before it is used, so `b` never exists whole.
+pub(crate) fn mul_acc_with(
+    ctx: &EvalContext,
+    acc: &mut [u64],
+    a: &[u64],
+    indices: &[usize],
+    fill: impl Fn(&mut [u64], usize) + Sync,
+) {
+    let n = ctx.n();
+    each_row(acc, n, indices, |c, r, i| {
+        let mut row = vec![0u64; n];
+        fill(&mut row, i);
+        ctx.ntt(i).mul_acc(c, &a[r * n..(r + 1) * n], &row);
+    });
+}
+
 /// `a ∘ b` (evaluation form).
 pub(crate) fn mul(ctx: &EvalContext, a: &[u64], b: &[u64], indices: &[usize]) -> Vec<u64> {
     let mut c = vec![0u64; a.len()];

@@ -60,6 +60,11 @@ pub struct BootstrapConfig {
     /// then needs [`super::EncapsulationKeys`] of that weight). `None`: ModRaise under the
     /// parameters' own secret.
     pub encapsulation: Option<usize>,
+    /// Trade time for memory: the transforms keep each diagonal as one row of integer
+    /// coefficients (encoded again at each use) and [`Bootstrapper::keys`] makes compact keys
+    /// (each `a` half regenerated from a seed at each use; see
+    /// [`crate::eval::SwitchingKey::compact`]). The results are the same to the bit.
+    pub compact: bool,
 }
 
 impl Default for BootstrapConfig {
@@ -73,6 +78,7 @@ impl Default for BootstrapConfig {
             interpolation_error: 1e-13,
             arcsine_degree: 0,
             encapsulation: None,
+            compact: false,
         }
     }
 }
@@ -89,6 +95,16 @@ pub struct EvaluationKeys {
 }
 
 impl EvaluationKeys {
+    /// Makes every key compact: about half the memory, each `a` half regenerated from its
+    /// seed where it is used (see [`crate::eval::SwitchingKey::compact`]).
+    pub fn compact(&mut self) {
+        self.relin.compact();
+        self.galois.compact();
+        if let Some(e) = &mut self.encapsulation {
+            e.compact();
+        }
+    }
+
     /// An evaluator over these keys.
     pub fn evaluator(self, ctx: &Arc<EvalContext>) -> Evaluator {
         let ev = Evaluator::new(ctx, Some(self.relin), self.galois);
@@ -124,6 +140,8 @@ pub struct Bootstrapper {
     conjugation_level: usize,
     /// The encapsulation weight the evaluator's keys must have, if any.
     encapsulation: Option<usize>,
+    /// Whether [`Bootstrapper::keys`] makes compact keys.
+    compact: bool,
 }
 
 impl Bootstrapper {
@@ -179,14 +197,21 @@ impl Bootstrapper {
         let into = (ctx.level_scale(top) / (k * q0)).powf(1.0 / cts_factors.len() as f64);
         let cts_factors: Vec<dft::Diagonals> =
             cts_factors.iter().map(|f| dft::scaled(f, into)).collect();
-        let cts = prepare(ev, &cts_factors, 0.5, top, 1)?
+        let cts = prepare(ev, &cts_factors, 0.5, top, 1, cfg.compact)?
             .into_iter()
             .flatten()
             .collect();
         // StC: sin(2πt) ≈ 2π c/q_0 → c/Δ_0, the input message.
         let stc_top = cfg.stc_levels + (top - depth);
         let out = q0 / (2.0 * std::f64::consts::PI * ctx.level_scale(0));
-        let stc = prepare(ev, &stc_matrices, out, stc_top, cfg.stc_factors_per_level)?;
+        let stc = prepare(
+            ev,
+            &stc_matrices,
+            out,
+            stc_top,
+            cfg.stc_factors_per_level,
+            cfg.compact,
+        )?;
         Ok(Self {
             cts,
             stc,
@@ -194,6 +219,7 @@ impl Bootstrapper {
             output_level: top - depth,
             conjugation_level: top - cfg.cts_levels,
             encapsulation: cfg.encapsulation,
+            compact: cfg.compact,
         })
     }
 
@@ -254,14 +280,21 @@ impl Bootstrapper {
         extra: &[KeyRequest],
         rng: &mut impl rand::CryptoRng,
     ) -> Result<EvaluationKeys, CkksError> {
-        let relin = sk.relin_key(rng);
+        let mut relin = sk.relin_key(rng);
         let mut requests = self.key_requests();
         requests.extend_from_slice(extra);
-        let galois = sk.galois_keys_for(&requests, rng);
-        let encapsulation = self
+        // Compacted one by one, so that the full key set never exists.
+        let galois = sk.galois_keys_with(&requests, self.compact, rng);
+        let mut encapsulation = self
             .encapsulation
             .map(|weight| sk.encapsulation_keys(weight, rng))
             .transpose()?;
+        if self.compact {
+            relin.compact();
+            if let Some(e) = &mut encapsulation {
+                e.compact();
+            }
+        }
         Ok(EvaluationKeys {
             relin,
             galois,
@@ -451,6 +484,7 @@ fn prepare(
     c: f64,
     top: usize,
     per_level: usize,
+    compact: bool,
 ) -> Result<Vec<Vec<LinearTransform>>, CkksError> {
     let mut out = Vec::with_capacity(factors.len().div_ceil(per_level));
     for (g, group) in factors.chunks(per_level).enumerate() {
@@ -463,7 +497,11 @@ fn prepare(
             } else {
                 f
             };
-            transforms.push(LinearTransform::new_complex_at_scale(ev, f, level, scale)?);
+            transforms.push(if compact {
+                LinearTransform::new_compact_at_scale(ev, f, level, scale)?
+            } else {
+                LinearTransform::new_complex_at_scale(ev, f, level, scale)?
+            });
         }
         out.push(transforms);
     }

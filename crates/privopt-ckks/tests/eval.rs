@@ -728,6 +728,7 @@ fn compact_keys_switch_bit_for_bit_like_full_ones_and_cross_as_half_the_bytes() 
     assert!(f.max_err(&evs[1].rotate(&ct, -3).unwrap(), &rotated) < 1e-6);
     // A damaged seed decodes to other `a` halves: the key no longer switches.
     let mut bad = evs[0].galois_keys().to_bytes(&params);
+    // The last key's seed precedes its `b` halves: 4 one-prime digits over 4 + 1 rows.
     let seed_at = bad.len() - 8 * 5 * 8192 * 4 - 32;
     bad[seed_at] ^= 1;
     let bad = Evaluator::new(&ctx, None, GaloisKeys::from_bytes(&ctx, &bad).unwrap());

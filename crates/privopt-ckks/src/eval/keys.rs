@@ -90,11 +90,6 @@ impl SwitchingKey {
         if self.a.is_some() { 2 * half } else { half }
     }
 
-    /// Whether the `a_j` are regenerated where they are used instead of kept.
-    pub fn is_compact(&self) -> bool {
-        self.a.is_none()
-    }
-
     /// Drops the `a_j` from memory: half the bytes, for a pseudorandom expansion of each row
     /// at every use.
     pub fn compact(&mut self) {

@@ -74,19 +74,10 @@ impl LinearTransform {
         Self::build(ev, diagonals, level, scale, false)
     }
 
-    /// [`LinearTransform::new_complex_at_scale`] with each diagonal kept as its integer
-    /// coefficients, `1/(level + 1)` of the memory, and encoded again at every use (the same
-    /// plaintext to the bit, so the same result).
-    pub fn new_compact_at_scale(
-        ev: &Evaluator,
-        diagonals: &BTreeMap<usize, Vec<Complex>>,
-        level: usize,
-        scale: f64,
-    ) -> Result<Self, CkksError> {
-        Self::build(ev, diagonals, level, scale, true)
-    }
-
-    fn build(
+    /// [`LinearTransform::new_complex_at_scale`]; with `compact`, each diagonal is kept as
+    /// its integer coefficients, `1/(level + 1)` of the memory, and encoded again at every
+    /// use (the same plaintext to the bit, so the same result).
+    pub(crate) fn build(
         ev: &Evaluator,
         diagonals: &BTreeMap<usize, Vec<Complex>>,
         level: usize,

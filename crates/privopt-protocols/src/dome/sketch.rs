@@ -51,16 +51,16 @@ impl Basis<'_> {
         }
     }
 
-    /// `S^T g` for one gradient `g` of length `d`.
-    pub fn project(&self, g: &[f64]) -> Vec<f64> {
-        self.project_columns(g).pop().unwrap_or_default()
-    }
-
-    /// `S^T g` for each gradient in `columns`, `d` values after `d` values. One matrix product
-    /// reads `S` (208 MB at MNIST's d and k = 256) once for all of them; column by column, the
-    /// products are bound by memory and took most of a simulated round.
+    /// `S^T g` for each gradient `g` in `columns`, `d` values after `d` values (a trailing
+    /// part shorter than `d` is ignored). One matrix product reads `S` (208 MB at MNIST's d
+    /// and k = 256) once for all of them; column by column, the products are bound by memory
+    /// and took most of a simulated round.
     pub fn project_columns(&self, columns: &[f64]) -> Vec<Vec<f64>> {
         let d = self.d();
+        if d == 0 {
+            return Vec::new();
+        }
+        let columns = &columns[..columns.len() - columns.len() % d];
         match self {
             Basis::Identity { .. } => columns.chunks(d).map(<[f64]>::to_vec).collect(),
             Basis::Matrix(s) => {

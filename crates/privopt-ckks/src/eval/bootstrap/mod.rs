@@ -280,26 +280,24 @@ impl Bootstrapper {
         extra: &[KeyRequest],
         rng: &mut impl rand::CryptoRng,
     ) -> Result<EvaluationKeys, CkksError> {
-        let mut relin = sk.relin_key(rng);
+        let relin = sk.relin_key(rng);
         let mut requests = self.key_requests();
         requests.extend_from_slice(extra);
-        // Compacted one by one, so that the full key set never exists.
+        // The Galois keys are compacted one by one, so that the full set never exists.
         let galois = sk.galois_keys_with(&requests, self.compact, rng);
-        let mut encapsulation = self
+        let encapsulation = self
             .encapsulation
             .map(|weight| sk.encapsulation_keys(weight, rng))
             .transpose()?;
-        if self.compact {
-            relin.compact();
-            if let Some(e) = &mut encapsulation {
-                e.compact();
-            }
-        }
-        Ok(EvaluationKeys {
+        let mut keys = EvaluationKeys {
             relin,
             galois,
             encapsulation,
-        })
+        };
+        if self.compact {
+            keys.compact();
+        }
+        Ok(keys)
     }
 
     /// An evaluator holding [`Bootstrapper::keys`].
@@ -497,11 +495,7 @@ fn prepare(
             } else {
                 f
             };
-            transforms.push(if compact {
-                LinearTransform::new_compact_at_scale(ev, f, level, scale)?
-            } else {
-                LinearTransform::new_complex_at_scale(ev, f, level, scale)?
-            });
+            transforms.push(LinearTransform::build(ev, f, level, scale, compact)?);
         }
         out.push(transforms);
     }

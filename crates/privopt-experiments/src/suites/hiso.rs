@@ -85,7 +85,13 @@ struct Curves {
 }
 
 impl Curves {
+    /// Adds `t`'s test accuracy as column `name`.
     fn add(&mut self, name: String, t: &Trajectory) {
+        self.add_values(name, t, &t.test_acc);
+    }
+
+    /// Adds `values` (one per evaluation of `t`) as column `name`.
+    fn add_values(&mut self, name: String, t: &Trajectory, values: &[f64]) {
         let values = self
             .rounds
             .iter()
@@ -93,7 +99,7 @@ impl Curves {
                 t.rounds
                     .iter()
                     .position(|x| x == r)
-                    .map_or(f64::NAN, |i| t.test_acc[i])
+                    .map_or(f64::NAN, |i| values[i])
             })
             .collect();
         self.columns.push((name, values));
@@ -231,6 +237,10 @@ impl Suite for HisoSuiteConfig {
         for (s, (d, h)) in dec.iter().zip(&his).enumerate() {
             curves.add(format!("accuracy/decomfl_seed{s}"), d);
             curves.add(format!("accuracy/hiso_seed{s}"), h);
+            // Loss on the same examples: a finer signal than accuracy when predictions barely
+            // move (full-parameter MiniLM).
+            curves.add_values(format!("test_loss/decomfl_seed{s}"), d, &d.test_loss);
+            curves.add_values(format!("test_loss/hiso_seed{s}"), h, &h.test_loss);
         }
         let comparison = self.compare(ctx.problem()?, &dec, &his);
 

@@ -141,6 +141,16 @@ pub(crate) fn par_sum(
     chunk: usize,
     f: impl Fn(usize) -> f64 + Sync,
 ) -> (f64, usize) {
+    par_sum_chunks(n, idx, chunk, |c| c.iter().map(|&i| f(i)).sum())
+}
+
+/// Like [`par_sum`], with `f` scoring a whole chunk of indices (for models that batch).
+pub(crate) fn par_sum_chunks(
+    n: usize,
+    idx: Option<&[usize]>,
+    chunk: usize,
+    f: impl Fn(&[usize]) -> f64 + Sync + Send,
+) -> (f64, usize) {
     use rayon::prelude::*;
     let all: Vec<usize>;
     let idx = match idx {
@@ -150,10 +160,7 @@ pub(crate) fn par_sum(
             &all
         }
     };
-    let partial: Vec<f64> = idx
-        .par_chunks(chunk.max(1))
-        .map(|c| c.iter().map(|&i| f(i)).sum::<f64>())
-        .collect();
+    let partial: Vec<f64> = idx.par_chunks(chunk.max(1)).map(f).collect();
     (partial.iter().sum(), idx.len())
 }
 

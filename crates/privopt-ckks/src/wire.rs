@@ -652,13 +652,15 @@ impl EncapsulationKeys {
         if all.len() <= q_count {
             return Err(r.bad("the parameters have no key-switching prime"));
         }
-        let to_sparse = r.key_halves(all, &[0, q_count], 1, params.n(), 0)?;
+        let prime = crate::eval::keys::encapsulation_prime(params, weight);
+        let to_sparse = r.key_halves(all, &[0, prime], 1, params.n(), 0)?;
         let to_dense = r.switching_key(params)?;
         r.expect_len(
             HEADER + 4 + 32 + 2 * 8 * params.n() + switching_key_bytes(params, to_dense.level),
         )?;
         Ok(Self {
             to_sparse,
+            prime,
             to_dense,
             weight,
         })

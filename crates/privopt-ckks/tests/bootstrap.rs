@@ -344,7 +344,7 @@ fn a_dense_secret_bootstraps_through_sparse_encapsulation() {
 /// encapsulation is certified there (`SPARSE_128`: weight ≥ 32 and at most 96 bits at 2^15)
 /// and refused beyond, for 128-bit parameters that themselves pass the dense table.
 #[test]
-fn encapsulation_is_certified_at_q0_times_p0_and_refused_beyond() {
+fn encapsulation_is_certified_at_q0_times_pe_and_refused_beyond() {
     let dense = |q0: u32, p0: u32| {
         let params = CkksParamsBuilder::new(1 << 15, &[q0, 50, 50])
             .special_primes(&[p0, 60])
@@ -354,10 +354,15 @@ fn encapsulation_is_certified_at_q0_times_p0_and_refused_beyond() {
         let mut rng = secret_rng(Some(3));
         (SecretKey::generate(&ctx, &mut rng), rng)
     };
-    let (sk, mut rng) = dense(40, 56);
-    let keys = sk.encapsulation_keys(32, &mut rng).unwrap();
-    assert_eq!(keys.weight(), 32);
-    for (weight, q0, p0) in [(31, 40, 56), (32, 42, 56), (64, 40, 58)] {
+    // q_0·p_0 within the 96 bits certified for weight 32 at 2^15; then q_0·p_0 beyond them
+    // but q_0 times a 50-bit ciphertext prime within (the key takes that prime instead).
+    for (q0, p0) in [(40, 56), (42, 56), (40, 58)] {
+        let (sk, mut rng) = dense(q0, p0);
+        let keys = sk.encapsulation_keys(32, &mut rng).unwrap();
+        assert_eq!(keys.weight(), 32);
+    }
+    // No certificate below weight 32; no prime that keeps q_0·p_e within 96 bits.
+    for (weight, q0, p0) in [(31, 40, 56), (32, 47, 56), (64, 47, 58)] {
         let (sk, mut rng) = dense(q0, p0);
         let e = sk.encapsulation_keys(weight, &mut rng).unwrap_err();
         assert!(
@@ -367,12 +372,13 @@ fn encapsulation_is_certified_at_q0_times_p0_and_refused_beyond() {
     }
 }
 
-/// The presets build with the security check on, and their encapsulation key's `q_0·p_0` is
+/// The presets build with the security check on, and their encapsulation key's `q_0·p_e` is
 /// within the sparse-secret certificate for their weight. (Running them takes minutes and
 /// ~10 GB: `privopt bench ckks` and `examples/bootstrap` do.)
 #[test]
 fn presets_are_128_bit_including_the_encapsulation_key() {
     use privopt_ckks::eval::bootstrap::BootstrapPreset;
+    use privopt_ckks::eval::keys::encapsulation_prime;
     use privopt_ckks::params::{HE_STANDARD_128, sparse_max_log_q};
     for preset in BootstrapPreset::ALL {
         let params = preset.params().build().unwrap();
@@ -385,11 +391,14 @@ fn presets_are_128_bit_including_the_encapsulation_key() {
         assert!(params.key_basis().log_modulus() <= f64::from(bound));
         let weight = preset.config().encapsulation.unwrap();
         let moduli = params.key_basis().moduli();
-        let q0_p0 = (moduli[0] as f64).log2() + (moduli[params.max_level() + 1] as f64).log2();
+        let pe = moduli[encapsulation_prime(&params, weight)];
+        let q0_pe = (moduli[0] as f64).log2() + (pe as f64).log2();
         assert!(
-            q0_p0 <= f64::from(sparse_max_log_q(preset.n(), weight).unwrap()),
-            "{}: q0·p0 = 2^{q0_p0:.1}",
+            q0_pe <= f64::from(sparse_max_log_q(preset.n(), weight).unwrap()),
+            "{}: q0·p_e = 2^{q0_pe:.1}",
             preset.name()
         );
+        // p_e large enough that the key's noise d·e/p_e stays small against q_0.
+        assert!(pe > moduli[0], "{}: p_e below q_0", preset.name());
     }
 }

@@ -92,20 +92,22 @@ impl Evaluator {
         self.switched(a, |c1| keyswitch::switch(&self.ctx, c1, a.level, key))
     }
 
-    /// A level-0 ciphertext switched by a key made with [`keyswitch::switch_level0`]'s
-    /// layout (modulo `q_0·p_0` only).
-    pub(crate) fn switch_key_level0(
+    /// A level-0 ciphertext switched to the sparse secret by encapsulation keys (a key made
+    /// with [`keyswitch::switch_level0`]'s layout, modulo `q_0·p_e` only).
+    pub(crate) fn switch_to_sparse(
         &self,
         a: &Ciphertext,
-        key: &SwitchingKey,
+        keys: &super::keys::EncapsulationKeys,
     ) -> Result<Ciphertext, CkksError> {
         if a.level != 0 {
             return Err(CkksError::LevelExhausted(format!(
-                "a q_0·p_0 key switches level 0 only; the ciphertext is at level {}",
+                "a q_0·p_e key switches level 0 only; the ciphertext is at level {}",
                 a.level
             )));
         }
-        self.switched(a, |c1| keyswitch::switch_level0(&self.ctx, c1, key))
+        self.switched(a, |c1| {
+            keyswitch::switch_level0(&self.ctx, c1, &keys.to_sparse, keys.prime)
+        })
     }
 
     /// `(c0 + k0, k1)` with `(k0, k1) = switch(c1)`.

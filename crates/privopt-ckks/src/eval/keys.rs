@@ -19,6 +19,7 @@ use super::ciphertext::{Ciphertext, Plaintext, check_params};
 use super::context::EvalContext;
 use super::ring;
 use crate::error::CkksError;
+use crate::params::CkksParams;
 use crate::params::SecretDistribution;
 
 /// The secret key `s`, in evaluation form over `Q·P`. Wiped on drop.
@@ -213,9 +214,12 @@ impl GaloisKeys {
 /// key, and the data, stay under the dense `s`.
 #[derive(Clone, Debug)]
 pub struct EncapsulationKeys {
-    /// `s → s'`, modulo `q_0·p_0` only (one digit, one special prime): level 0 is all it
-    /// serves, and at a larger modulus the sparse secret would not be certified.
+    /// `s → s'`, modulo `q_0·p_e` only (one digit, one other prime `p_e`, see
+    /// [`encapsulation_prime`]): level 0 is all it serves, and at a larger modulus the sparse
+    /// secret would not be certified.
     pub(crate) to_sparse: SwitchingKey,
+    /// Index of `p_e` in `Q·P`.
+    pub(crate) prime: usize,
     /// `s' → s`, an encryption under the dense `s`.
     pub(crate) to_dense: SwitchingKey,
     /// Non-zeros of `s'`.
@@ -240,6 +244,31 @@ impl EncapsulationKeys {
     }
 }
 
+/// The prime `p_e` the dense-to-sparse encapsulation key is made over with `q_0`, as an index
+/// into `Q·P`: the first special prime when `q_0·p_0` is within [`crate::params::SPARSE_128`]'s
+/// bound for `weight` (or no bound applies), else the largest other prime that keeps `q_0·p_e`
+/// within it. The key's noise `d·e/p_e` wants `p_e` large; the certificate wants `q_0·p_e`
+/// small, and with two-prime digits (`P` of 120 bits) `q_0·p_0` can exceed the bound while a
+/// ciphertext prime of `Q` still fits. The choice depends only on the parameters and the
+/// weight, so a decoder makes the same one. Falls back to `p_0` when nothing fits (insecure
+/// sets; key generation refuses secure ones).
+pub fn encapsulation_prime(params: &CkksParams, weight: usize) -> usize {
+    let primes = params.key_basis().moduli();
+    let q_count = params.basis().moduli().len();
+    let Some(max) = crate::params::sparse_max_log_q(params.n(), weight) else {
+        return q_count;
+    };
+    let log_q0 = (primes[0] as f64).log2();
+    let fits = |i: &usize| log_q0 + (primes[*i] as f64).log2() <= f64::from(max);
+    if fits(&q_count) {
+        return q_count;
+    }
+    (1..primes.len())
+        .filter(fits)
+        .max_by_key(|&i| primes[i])
+        .unwrap_or(q_count)
+}
+
 impl SecretKey {
     /// Encapsulation keys to a fresh sparse secret of `weight` non-zeros (`1..=n`).
     pub fn encapsulation_keys(
@@ -255,11 +284,14 @@ impl SecretKey {
             )));
         }
         let params = ctx.params();
-        let p0 = *ctx.primes.get(ctx.q_count).ok_or_else(|| {
-            CkksError::InvalidParams("encapsulation needs a key-switching prime".into())
-        })?;
-        // The sparse secret exists only in the key modulo q_0·p_0: certify it there.
-        let log_q = (ctx.primes[0] as f64).log2() + (p0 as f64).log2();
+        if ctx.primes.len() <= ctx.q_count {
+            return Err(CkksError::InvalidParams(
+                "encapsulation needs a key-switching prime".into(),
+            ));
+        }
+        // The sparse secret exists only in the key modulo q_0·p_e: certify it there.
+        let prime = encapsulation_prime(params, weight);
+        let log_q = (ctx.primes[0] as f64).log2() + (ctx.primes[prime] as f64).log2();
         let max = crate::params::sparse_max_log_q(n, weight);
         if !params.is_insecure() && !max.is_some_and(|m| log_q <= f64::from(m)) {
             return Err(CkksError::Insecure {
@@ -268,6 +300,19 @@ impl SecretKey {
                 max_log_q: max.unwrap_or(0),
             });
         }
+        Ok(self.encapsulation_keys_over(weight, prime, rng))
+    }
+
+    /// [`Self::encapsulation_keys`] with the level-0 key over `q_0` and prime `prime` of
+    /// `Q·P`, unchecked.
+    fn encapsulation_keys_over(
+        &self,
+        weight: usize,
+        prime: usize,
+        rng: &mut impl CryptoRng,
+    ) -> EncapsulationKeys {
+        let ctx = &self.ctx;
+        let n = ctx.n();
         let mut coeffs = sparse_ternary(n, weight, rng);
         let all: Vec<usize> = (0..ctx.primes.len()).collect();
         let mut s = ring::from_signed(ctx, &coeffs, &all);
@@ -277,30 +322,36 @@ impl SecretKey {
             ctx: Arc::clone(ctx),
             s,
         };
-        let to_sparse = sparse.level0_switching_key(&self.s, rng);
+        let to_sparse = sparse.level0_switching_key(&self.s, prime, rng);
         let to_dense = self.switching_key(&sparse.s, ctx.max_level(), rng);
-        Ok(EncapsulationKeys {
+        EncapsulationKeys {
             to_sparse,
+            prime,
             to_dense,
             weight,
-        })
+        }
     }
 
-    /// A switching key from `s_from` to this secret modulo `q_0·p_0` only, for
-    /// [`super::keyswitch::switch_level0`]: `(−a·s + e + p_0·s_from, a)` on the rows `q_0`,
-    /// `p_0`.
-    fn level0_switching_key(&self, s_from: &[u64], rng: &mut impl CryptoRng) -> SwitchingKey {
+    /// A switching key from `s_from` to this secret modulo `q_0·p_e` only (`p_e` = prime
+    /// `prime` of `Q·P`), for [`super::keyswitch::switch_level0`]: `(−a·s + e + p_e·s_from,
+    /// a)` on the rows `q_0`, `p_e`.
+    fn level0_switching_key(
+        &self,
+        s_from: &[u64],
+        prime: usize,
+        rng: &mut impl CryptoRng,
+    ) -> SwitchingKey {
         let ctx = &self.ctx;
         let n = ctx.n();
-        let rows = [0, ctx.q_count];
+        let rows = [0, prime];
         let mut s_rows = self.s[..n].to_vec();
-        s_rows.extend_from_slice(&self.s[ctx.q_count * n..(ctx.q_count + 1) * n]);
+        s_rows.extend_from_slice(&self.s[prime * n..(prime + 1) * n]);
         let mut key = masked_key(0, rng);
         let a = key.expand_mask(&ctx.primes, 0, &rows, n);
         let mut b = rlwe_body(ctx, &a, &s_rows, &rows, rng);
         s_rows.zeroize();
         let m = &ctx.moduli[0];
-        let w = m.shoup(m.reduce(ctx.primes[ctx.q_count]));
+        let w = m.shoup(m.reduce(ctx.primes[prime]));
         for (x, &sv) in b[..n].iter_mut().zip(&s_from[..n]) {
             *x = privopt_math::modarith::add_mod(*x, m.mul_shoup(sv, w), m.value());
         }
@@ -597,4 +648,82 @@ fn uniform_rows(ctx: &EvalContext, indices: &[usize], rng: &mut impl CryptoRng) 
                 .collect::<Vec<_>>()
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::eval::bootstrap::BootstrapPreset;
+    use crate::eval::encode::encode_at;
+    use crate::eval::evaluator::Evaluator;
+    use crate::params::CkksParamsBuilder;
+
+    fn worst(a: &[f64], b: &[f64]) -> f64 {
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0, f64::max)
+    }
+
+    #[test]
+    fn a_ciphertext_prime_carries_the_encapsulation_key_when_p0_is_too_large() {
+        // A level-0 ciphertext goes to the sparse secret and back to the dense one, with the
+        // level-0 key over q_0 and a ciphertext prime (50 bits) or the first special prime.
+        let params = CkksParamsBuilder::leveled(1 << 12, 60, 50, 3, &[60, 60])
+            .insecure_for_testing(true)
+            .build()
+            .unwrap();
+        let ctx = EvalContext::new(&params).unwrap();
+        let mut rng = ChaCha20Rng::seed_from_u64(3);
+        let sk = SecretKey::generate(&ctx, &mut rng);
+        let v: Vec<f64> = (0..ctx.slots()).map(|i| (i as f64 * 0.37).sin()).collect();
+        let pt = encode_at(&ctx, &v, 0, ctx.level_scale(0)).unwrap();
+        let ct = sk.encrypt(&pt, &mut rng).unwrap();
+        let round_trip = |keys: EncapsulationKeys| {
+            let to_dense = keys.to_dense.clone();
+            let ev = Evaluator::new(&ctx, None, GaloisKeys::default()).with_encapsulation(keys);
+            let keys = ev.encapsulation().unwrap();
+            let sparse = ev.switch_to_sparse(&ct, keys).unwrap();
+            let back = ev.switch_key(&sparse, &to_dense).unwrap();
+            worst(&sk.decrypt_values(&back).unwrap(), &v)
+        };
+        for prime in [1, ctx.q_count] {
+            let err = round_trip(sk.encapsulation_keys_over(32, prime, &mut rng));
+            assert!(err < 1e-6, "p_e = prime {prime}: error {err}");
+        }
+        // The switch must use the prime the key was made over.
+        let mut keys = sk.encapsulation_keys_over(32, 1, &mut rng);
+        keys.prime = ctx.q_count;
+        let err = round_trip(keys);
+        assert!(
+            err > 1.0,
+            "a key over q_1 switched as if over p_0: error {err}"
+        );
+    }
+
+    #[test]
+    fn the_encapsulation_prime_is_p0_when_certified_else_the_largest_prime_that_is() {
+        // N16: q_0·p_0 = 109 bits, within the 121 certified for weight 32 at 2^16.
+        let n16 = BootstrapPreset::N16.params().build().unwrap();
+        assert_eq!(encapsulation_prime(&n16, 32), n16.basis().moduli().len());
+        // N15's two 60-bit special primes: q_0·p_0 = 101 bits exceeds the 96 certified for
+        // weight 32 at 2^15, so the largest prime that keeps q_0·p_e within them is chosen.
+        let two_prime = BootstrapPreset::N15.params().build().unwrap();
+        let primes = two_prime.key_basis().moduli();
+        let log = |i: usize| (primes[i] as f64).log2();
+        let e = encapsulation_prime(&two_prime, 32);
+        assert_ne!(e, two_prime.basis().moduli().len());
+        assert!(log(0) + log(e) <= 96.0, "{} bits", log(0) + log(e));
+        for i in 1..primes.len() {
+            if log(0) + log(i) <= 96.0 {
+                assert!(primes[i] <= primes[e], "prime {i} fits and is larger");
+            }
+        }
+        assert!(log(e) > 54.0, "p_e of {:.1} bits", log(e));
+        // Certified, so key generation accepts it.
+        let ctx = EvalContext::new(&two_prime).unwrap();
+        let sk = SecretKey::generate(&ctx, &mut ChaCha20Rng::seed_from_u64(1));
+        let weight_32 = sk.encapsulation_keys(32, &mut ChaCha20Rng::seed_from_u64(2));
+        assert_eq!(weight_32.map(|k| k.prime).ok(), Some(e));
+    }
 }

@@ -111,18 +111,20 @@ pub(crate) fn key_product(
     (down(acc0), down(acc1))
 }
 
-/// Key switching of a level-0 polynomial with `q_0` as the only digit and the first special
-/// prime `p_0` alone as `P`. Sparse-secret encapsulation's dense-to-sparse key is made for
-/// this, so it exists only modulo `q_0·p_0`, the modulus its sparse secret is certified at
-/// ([`crate::params::SPARSE_128`]). `key` has one part, rows `q_0` then `p_0`; its noise
-/// `d·e/p_0` stays small while `p_0` is not much smaller than `q_0`.
+/// Key switching of a level-0 polynomial with `q_0` as the only digit and one other prime
+/// `p_e` (index `prime` of `Q·P`, see [`super::keys::encapsulation_prime`]) alone as `P`.
+/// Sparse-secret encapsulation's dense-to-sparse key is made for this, so it exists only modulo
+/// `q_0·p_e`, the modulus its sparse secret is certified at ([`crate::params::SPARSE_128`]).
+/// `key` has one part, rows `q_0` then `p_e`; its noise `d·e/p_e` stays small while `p_e` is
+/// not much smaller than `q_0`.
 pub(crate) fn switch_level0(
     ctx: &EvalContext,
     d: &[u64],
     key: &SwitchingKey,
+    prime: usize,
 ) -> (Vec<u64>, Vec<u64>) {
     let n = ctx.n();
-    let p0 = ctx.q_count;
+    let p0 = prime;
     let rows = [0, p0];
     let mut d_coeff = d[..n].to_vec();
     ring::inverse(ctx, &mut d_coeff, &[0]);

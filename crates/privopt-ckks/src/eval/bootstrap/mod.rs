@@ -381,7 +381,7 @@ impl Bootstrapper {
                             "encapsulation keys of weight {weight} for bootstrapping"
                         ))
                     })?;
-                let sparse = ev.switch_key_level0(&ct, &keys.to_sparse)?;
+                let sparse = ev.switch_to_sparse(&ct, keys)?;
                 ev.switch_key(&mod_raise(ev, &sparse), &keys.to_dense)?
             }
         };

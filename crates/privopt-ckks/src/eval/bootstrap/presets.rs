@@ -1,6 +1,6 @@
 //! 128-bit bootstrapping parameter sets: a dense ternary secret with sparse-secret
 //! encapsulation (weight 32), every prime of `Q·P` within the HE standard's bound and the
-//! encapsulation key's `q_0·p_0` within [`crate::params::SPARSE_128`], so both build with the
+//! encapsulation key's `q_0·p_e` within [`crate::params::SPARSE_128`], so both build with the
 //! security check on. `docs/ckks-eval.md` has their measured precision, time and memory.
 //!
 //! The layout, bottom up: `q_0` and the user's levels; SlotsToCoeffs; EvalMod, whose last
@@ -8,7 +8,8 @@
 //! `≈ 2π·c/q_0` is small, and the landing scale sets its noise floor); CoeffsToSlots at the
 //! top. The key-switching primes are what make the precision: their product must exceed
 //! each digit by several bits (ModRaise's overflow `q_0·I` meets the key-switching noise in
-//! CtS), while `p_0` must stay small enough for the encapsulation key's certificate.
+//! CtS), while the encapsulation key needs one prime `p_e` small enough for its certificate
+//! (the first special prime if it is, else a ciphertext prime).
 
 use super::BootstrapConfig;
 use crate::params::{CkksParamsBuilder, SecretDistribution};
@@ -48,8 +49,7 @@ impl BootstrapPreset {
             BootstrapPreset::N15 => {
                 CkksParamsBuilder::profiled(self.n(), N15_Q0, &N15_SCALES, &N15_SPECIAL)
                     .linear_level(N15_STC_LEVEL, 60)
-                    // One digit per ciphertext prime (N15_SCALES covers levels 0 … L).
-                    .digits(N15_SCALES.len())
+                    .digits(N15_DIGITS)
             }
             BootstrapPreset::N16 => {
                 CkksParamsBuilder::profiled(self.n(), N16_Q0, &N16_SCALES, &N16_SPECIAL)
@@ -84,12 +84,15 @@ impl BootstrapPreset {
 /// coefficients `c/q_0` stay below 2^-15, where the sine's cubic error is negligible, and a
 /// larger `c/q_0` lifts EvalMod's output above its noise); StC's two factors on one 60-bit
 /// linear level; EvalMod's eight levels ramp 55 → 56 → 52 → landing at 2^44; CtS at 2^52–2^53.
-/// `p_0` of 55 bits keeps `q_0·p_0` at 96 bits (certified for weight 32), and one-prime
-/// digits keep key-switching noise far below `P` (with two-prime digits of 110 bits against
-/// `P` = 115 bits the precision fell by 5 bits). log QP = 872.
+/// Two 60-bit key-switching primes against two-prime digits (8 digits, so each rotation key
+/// is about half the bytes and products of one-prime digits; with `P` of 115 bits against
+/// 110-bit digits the precision fell by 5 bits). `q_0·p_0` = 101 bits exceeds the 96 the
+/// sparse secret is certified at, so the encapsulation key takes a 55-bit ciphertext prime
+/// instead ([`crate::eval::keys`]' `encapsulation_prime`): `q_0·p_e` = 96 bits. log QP = 877.
 const N15_Q0: u32 = 41;
 const N15_SCALES: [u32; 15] = [35, 35, 35, 35, 44, 52, 56, 55, 55, 55, 55, 55, 55, 53, 52];
-const N15_SPECIAL: [u32; 2] = [55, 60];
+const N15_SPECIAL: [u32; 2] = [60, 60];
+const N15_DIGITS: usize = 8;
 const N15_STC_LEVEL: usize = 4;
 
 /// `n = 2^16`: `q_0` of 49 bits under nine user levels at 2^45 (message ratio 2^4, with the

@@ -637,20 +637,29 @@ mod tests {
         dir.join("model.safetensors").is_file().then_some(dir)
     }
 
+    /// The BitFit model for rows of 32 tokens, its vocabulary and its initial parameters.
+    fn bitfit(dir: &Path) -> (MiniLmClassifier, WordPiece, Vec<f64>) {
+        let model = MiniLmClassifier::load(dir, 32, 2, Trainable::Bitfit).unwrap();
+        let vocab = WordPiece::from_vocab_file(&dir.join("vocab.txt")).unwrap();
+        let w = model.init_params(&mut privopt_math::SeedTree::new(0).stream("t", &[]));
+        (model, vocab, w)
+    }
+
+    /// `text`'s token ids as a row of 32, `-1`-padded.
+    fn padded(vocab: &WordPiece, text: &str) -> Vec<f64> {
+        let mut row: Vec<f64> = vocab.encode(text, 32).into_iter().map(f64::from).collect();
+        row.resize(32, -1.0);
+        row
+    }
+
     #[test]
     fn pretrained_embeddings_rank_paraphrases_above_unrelated_sentences() {
         let Some(dir) = minilm_dir() else {
             eprintln!("skipping: minilm not fetched");
             return;
         };
-        let model = MiniLmClassifier::load(&dir, 32, 2, Trainable::Bitfit).unwrap();
-        let vocab = WordPiece::from_vocab_file(&dir.join("vocab.txt")).unwrap();
-        let w = model.init_params(&mut privopt_math::SeedTree::new(0).stream("t", &[]));
-        let embed = |t: &str| {
-            let mut row: Vec<f64> = vocab.encode(t, 32).into_iter().map(f64::from).collect();
-            row.resize(32, -1.0);
-            model.sentence_embedding(&w, &row)
-        };
+        let (model, vocab, w) = bitfit(&dir);
+        let embed = |t: &str| model.sentence_embedding(&w, &padded(&vocab, t));
         let cos = |a: &[f32], b: &[f32]| dot(a, b) / (dot(a, a) * dot(b, b)).sqrt();
         assert_eq!(
             vocab.encode("a great movie", 32),
@@ -690,12 +699,7 @@ mod tests {
         assert_eq!(all.num_params(), 11_917_824 + 768 + 6 * 1_774_464 + 770);
         assert!(all.frozen.is_empty());
         let vocab = WordPiece::from_vocab_file(&dir.join("vocab.txt")).unwrap();
-        let mut row: Vec<f64> = vocab
-            .encode("a thoughtful, moving film", 32)
-            .into_iter()
-            .map(f64::from)
-            .collect();
-        row.resize(32, -1.0);
+        let row = padded(&vocab, "a thoughtful, moving film");
         let rng = &mut privopt_math::SeedTree::new(0).stream("t", &[]);
         let (wb, mut wa) = (bitfit.init_params(rng), all.init_params(rng));
         let lb = bitfit.example_loss(&wb, &row, 1.0, None);
@@ -715,15 +719,9 @@ mod tests {
             eprintln!("skipping: minilm not fetched");
             return;
         };
-        let model = MiniLmClassifier::load(&dir, 32, 2, Trainable::Bitfit).unwrap();
-        let vocab = WordPiece::from_vocab_file(&dir.join("vocab.txt")).unwrap();
-        let w = model.init_params(&mut privopt_math::SeedTree::new(0).stream("t", &[]));
+        let (model, vocab, w) = bitfit(&dir);
         let p = to_f32(&w);
-        let row = |t: &str| {
-            let mut r: Vec<f64> = vocab.encode(t, 32).into_iter().map(f64::from).collect();
-            r.resize(32, -1.0);
-            r
-        };
+        let row = |t: &str| padded(&vocab, t);
         // Different lengths, and an empty row: attention and pooling must stay per example,
         // and positions restart at each example.
         let rows = [

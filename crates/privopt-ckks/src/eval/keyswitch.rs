@@ -124,23 +124,22 @@ pub(crate) fn switch_level0(
     prime: usize,
 ) -> (Vec<u64>, Vec<u64>) {
     let n = ctx.n();
-    let p0 = prime;
-    let rows = [0, p0];
+    let rows = [0, prime];
     let mut d_coeff = d[..n].to_vec();
     ring::inverse(ctx, &mut d_coeff, &[0]);
-    let mut raised = ring::convert(ctx, &ctx.rescale_from[0], &d_coeff, &[p0]);
-    ring::forward(ctx, &mut raised, &[p0]);
+    let mut raised = ring::convert(ctx, &ctx.rescale_from[0], &d_coeff, &[prime]);
+    ring::forward(ctx, &mut raised, &[prime]);
     let mut digit = d[..n].to_vec();
     digit.extend(raised);
-    let from_p0 = BaseConversion::new(&ctx.primes, vec![p0]);
-    let inv = [inv_mod(ctx.primes[p0] % ctx.primes[0], ctx.primes[0])];
+    let from_pe = BaseConversion::new(&ctx.primes, vec![prime]);
+    let inv = [inv_mod(ctx.primes[prime] % ctx.primes[0], ctx.primes[0])];
     let a = match &key.a {
         Some(a) => std::borrow::Cow::Borrowed(&a[0]),
         None => std::borrow::Cow::Owned(key.expand_mask(&ctx.primes, 0, &rows, n)),
     };
     let down = |k: &[u64]| {
         let x = ring::mul(ctx, &digit, k, &rows);
-        ring::divide_and_round(ctx, x, &[0], &[p0], &from_p0, &inv)
+        ring::divide_and_round(ctx, x, &[0], &[prime], &from_pe, &inv)
     };
     (down(&key.b[0]), down(&a))
 }

@@ -166,13 +166,20 @@ fn main() {
         .zip(&v)
         .map(|(a, b)| (a - b).abs())
         .fold(0.0, f64::max);
+    let rms = (got
+        .iter()
+        .zip(&v)
+        .map(|(a, b)| (a - b).powi(2))
+        .sum::<f64>()
+        / v.len() as f64)
+        .sqrt();
     let left: Vec<String> = (1..=out.level())
         .map(|l| format!("{:.0}", (params.basis().moduli()[l] as f64).log2()))
         .collect();
     println!(
         "n = 2^{log_n}, {} slots, log QP = {:.1} ({}), q0 2^{q0_bits}, scales {scales}, \
          secret {secret_name}, arcsine {arcsine_degree}, encapsulation {encapsulation:?}: \
-         bootstrap {time:.2} s (1 thread), {:.1} bits (max error {err:.2e}), {} levels left \
+         bootstrap {time:.2} s (1 thread), {:.1} bits (max error {err:.2e}, rms {rms:.2e}), {} levels left \
          (primes of {} bits); setup {setup:.1} s, keygen {keygen:.1} s ({} rotation keys, \
          {:.0} MB), peak RSS {:.0} MB",
         ctx.slots(),

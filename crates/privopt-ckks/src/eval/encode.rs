@@ -47,18 +47,40 @@ fn from_coefficients(
     level: usize,
     scale: f64,
 ) -> Result<Plaintext, CkksError> {
-    let scaled = scaled_integers(coeffs, scale)?;
     let idx: Vec<usize> = (0..=level).collect();
+    let data = integer_rows_wide(ctx, &scaled_integers(coeffs, scale)?, &idx);
+    Ok(plaintext(ctx, data, level, scale))
+}
+
+/// The rows (evaluation form) of complex slot values encoded at `scale`, for the primes
+/// `indices` of `Q·P`: [`encode_complex_at`]'s rows where `indices` are `0..=level`, and
+/// rows for key-switching primes too where a product is taken over `Q_l·P`.
+pub(crate) fn complex_rows(
+    ctx: &EvalContext,
+    values: &[Complex],
+    scale: f64,
+    indices: &[usize],
+) -> Result<Vec<u64>, CkksError> {
+    let coeffs = ctx.encoder().coefficients_complex(values)?;
+    Ok(integer_rows_wide(
+        ctx,
+        &scaled_integers(&coeffs, scale)?,
+        indices,
+    ))
+}
+
+/// Integer coefficients reduced modulo each prime of `indices`, in evaluation form.
+fn integer_rows_wide(ctx: &EvalContext, scaled: &[i128], indices: &[usize]) -> Vec<u64> {
     let n = ctx.n();
-    let mut data = vec![0u64; n * idx.len()];
-    for (row, &i) in data.chunks_mut(n).zip(&idx) {
+    let mut data = vec![0u64; n * indices.len()];
+    for (row, &i) in data.chunks_mut(n).zip(indices) {
         let m = &ctx.moduli[i];
-        for (d, &v) in row.iter_mut().zip(&scaled) {
+        for (d, &v) in row.iter_mut().zip(scaled) {
             *d = m.reduce_i128(v);
         }
     }
-    ring::forward(ctx, &mut data, &idx);
-    Ok(plaintext(ctx, data, level, scale))
+    ring::forward(ctx, &mut data, indices);
+    data
 }
 
 /// `coeffs · scale`, rounded.
@@ -87,8 +109,8 @@ fn plaintext(ctx: &EvalContext, data: Vec<u64>, level: usize, scale: f64) -> Pla
     }
 }
 
-/// The integer coefficients [`encode_complex_at`] would reduce modulo each prime: one row in
-/// place of `level + 1`, to be turned into the plaintext by [`from_integers`] where it is
+/// The integer coefficients [`complex_rows`] would reduce modulo each prime: one row in
+/// place of one per prime, to be turned into the rows by [`integer_rows`] where they are
 /// used. Refuses coefficients beyond `i64`.
 pub(crate) fn complex_integers(
     ctx: &EvalContext,
@@ -108,18 +130,12 @@ pub(crate) fn complex_integers(
         .collect()
 }
 
-/// The plaintext of integer coefficients `coeffs` at `level` and `scale` (bit for bit the one
-/// [`encode_complex_at`] makes from the same values).
-pub(crate) fn from_integers(
-    ctx: &EvalContext,
-    coeffs: &[i64],
-    level: usize,
-    scale: f64,
-) -> Plaintext {
-    let idx: Vec<usize> = (0..=level).collect();
-    let mut data = ring::from_signed(ctx, coeffs, &idx);
-    ring::forward(ctx, &mut data, &idx);
-    plaintext(ctx, data, level, scale)
+/// The rows of integer coefficients `coeffs` for the primes `indices`, in evaluation form
+/// (bit for bit the ones [`complex_rows`] makes from the same values).
+pub(crate) fn integer_rows(ctx: &EvalContext, coeffs: &[i64], indices: &[usize]) -> Vec<u64> {
+    let mut data = ring::from_signed(ctx, coeffs, indices);
+    ring::forward(ctx, &mut data, indices);
+    data
 }
 
 /// The real slot values of a decrypted plaintext. The coefficients are reconstructed from the

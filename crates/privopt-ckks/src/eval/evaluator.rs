@@ -15,10 +15,12 @@ use rayon::ThreadPool;
 
 use super::ciphertext::{Ciphertext, Plaintext, Product, check_params};
 use super::context::EvalContext;
-use super::keys::{EncapsulationKeys, GaloisKeys, RelinKey, SwitchingKey};
+use super::keys::{EncapsulationKeys, GaloisKey, GaloisKeys, RelinKey, SwitchingKey};
 use super::{keyswitch, ring};
 use crate::encoding::Complex;
 use crate::error::CkksError;
+
+mod hoisted;
 
 /// Relative scale difference tolerated between operands of an addition (the level-scale
 /// invariant holds to about `2^{-40}`; anything larger is a bug in the caller's circuit).
@@ -272,27 +274,56 @@ impl Evaluator {
         c: f64,
         level: usize,
     ) -> Result<Ciphertext, CkksError> {
-        self.own(a)?;
-        if level >= a.level {
-            return Err(CkksError::LevelExhausted(format!(
-                "a constant product from level {} cannot land on level {level}",
-                a.level
-            )));
+        self.linear_combination_to(&[(a, c)], level)
+    }
+
+    /// `Σ c_i · a_i` delivered at `level` (below every `a_i`'s) with scale `Δ_level`: each
+    /// term's rows above `level + 1` are dropped and its constant is multiplied in as an
+    /// integer that lands it on `Δ_level · q_{level+1}`, so the sum needs one rescale in all
+    /// (a polynomial's leaves would otherwise pay one per term).
+    pub fn linear_combination_to(
+        &self,
+        terms: &[(&Ciphertext, f64)],
+        level: usize,
+    ) -> Result<Ciphertext, CkksError> {
+        let Some(&(first, _)) = terms.first() else {
+            return Err(CkksError::InvalidParams(
+                "a linear combination of no ciphertexts".into(),
+            ));
+        };
+        for &(a, _) in terms {
+            self.own(a)?;
+            if level >= a.level {
+                return Err(CkksError::LevelExhausted(format!(
+                    "a constant product from level {} cannot land on level {level}",
+                    a.level
+                )));
+            }
         }
-        // Copy only the rows that survive the drop.
         let n = self.ctx.n();
         let l = level + 1;
-        let mut t = Ciphertext {
-            c0: a.c0[..(l + 1) * n].to_vec(),
-            c1: a.c1[..(l + 1) * n].to_vec(),
-            level: l,
-            scale: a.scale,
-            params: a.params,
-        };
+        let idx = Self::q_idx(l);
         let target = self.ctx.level_scale(level);
-        let k = scaled_integer(c * target * self.ctx.primes[l] as f64 / t.scale)?;
-        self.scale_by_integer(&mut t, k);
-        let mut r = self.rescale(&t)?;
+        let sum_scale = target * self.ctx.primes[l] as f64;
+        let mut factors = Vec::with_capacity(terms.len());
+        for &(a, c) in terms {
+            factors.push(self.residues_of(scaled_integer(c * sum_scale / a.scale)?, l));
+        }
+        let rows = (l + 1) * n;
+        let mut sum = Ciphertext {
+            c0: vec![0; rows],
+            c1: vec![0; rows],
+            level: l,
+            scale: sum_scale,
+            params: first.params,
+        };
+        self.install(|| {
+            for (&(a, _), k) in terms.iter().zip(&factors) {
+                ring::mul_constants_acc(&self.ctx, &mut sum.c0, &a.c0[..rows], k, &idx);
+                ring::mul_constants_acc(&self.ctx, &mut sum.c1, &a.c1[..rows], k, &idx);
+            }
+        });
+        let mut r = self.rescale(&sum)?;
         r.scale = target;
         Ok(r)
     }
@@ -489,19 +520,7 @@ impl Evaluator {
         steps: &[i64],
     ) -> Result<Vec<Ciphertext>, CkksError> {
         self.own(a)?;
-        let mut keys = Vec::with_capacity(steps.len());
-        for &k in steps {
-            let g = self.ctx.rotation_element(k);
-            keys.push(if g == 1 {
-                None
-            } else {
-                let key = self.galois.keys.get(&g).ok_or_else(|| {
-                    CkksError::MissingKey(format!("Galois key for rotation by {k}"))
-                })?;
-                key.key.check_level(a.level, &format!("rotation by {k}"))?;
-                Some(key)
-            });
-        }
+        let keys = self.rotation_keys(steps, a.level)?;
         Ok(self.install(|| {
             let ctx = &self.ctx;
             let digits = keyswitch::mod_up(ctx, &a.c1, a.level);
@@ -521,6 +540,29 @@ impl Evaluator {
                 })
                 .collect()
         }))
+    }
+
+    /// The Galois key of each rotation in `steps` (`None` for the identity), checked to
+    /// serve `level`.
+    fn rotation_keys(
+        &self,
+        steps: &[i64],
+        level: usize,
+    ) -> Result<Vec<Option<&GaloisKey>>, CkksError> {
+        steps
+            .iter()
+            .map(|&k| {
+                let g = self.ctx.rotation_element(k);
+                if g == 1 {
+                    return Ok(None);
+                }
+                let key = self.galois.keys.get(&g).ok_or_else(|| {
+                    CkksError::MissingKey(format!("Galois key for rotation by {k}"))
+                })?;
+                key.key.check_level(level, &format!("rotation by {k}"))?;
+                Ok(Some(key))
+            })
+            .collect()
     }
 
     /// Complex conjugation of the slots (the identity on real slots; needed by bootstrapping).

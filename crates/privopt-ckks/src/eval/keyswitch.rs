@@ -71,6 +71,20 @@ pub(crate) fn key_product(
     key: &SwitchingKey,
     perm: Option<&[u32]>,
 ) -> (Vec<u64>, Vec<u64>) {
+    let (k0, k1) = key_product_extended(ctx, digits, level, key, perm);
+    (mod_down(ctx, k0, level), mod_down(ctx, k1, level))
+}
+
+/// [`key_product`] before its ModDown: `P·(k0, k1)` over `Q_l·P` (rows in
+/// [`EvalContext::extended_indices`] order). Sums of such products need one ModDown in all
+/// (double hoisting).
+pub(crate) fn key_product_extended(
+    ctx: &EvalContext,
+    digits: &[Vec<u64>],
+    level: usize,
+    key: &SwitchingKey,
+    perm: Option<&[u32]>,
+) -> (Vec<u64>, Vec<u64>) {
     let n = ctx.n();
     let q_rows = level + 1;
     let ext = ctx.extended_indices(level);
@@ -105,10 +119,15 @@ pub(crate) fn key_product(
             ring::mul_acc(ctx, acc_p, &digit[split..], &k[q_off..], p_idx);
         }
     }
-    // ModDown: divide by P.
+    (acc0, acc1)
+}
+
+/// ModDown: `x` over `Q_l·P` (extended order) divided by `P`, rounded, over `q_0 … q_level`.
+pub(crate) fn mod_down(ctx: &EvalContext, x: Vec<u64>, level: usize) -> Vec<u64> {
+    let ext = ctx.extended_indices(level);
+    let (q_idx, p_idx) = ext.split_at(level + 1);
     let p_inv: Vec<u64> = q_idx.iter().map(|&i| ctx.p_inv[i]).collect();
-    let down = |x| ring::divide_and_round(ctx, x, q_idx, p_idx, &ctx.mod_down, &p_inv);
-    (down(acc0), down(acc1))
+    ring::divide_and_round(ctx, x, q_idx, p_idx, &ctx.mod_down, &p_inv)
 }
 
 /// Key switching of a level-0 polynomial with `q_0` as the only digit and one other prime

@@ -8,11 +8,13 @@
 //! `M v = Σ_g rot( Σ_b rot(u_i, −G_g) ∘ rot(v, t·b), G_g )` with `G_g = t·(e_min + g·k)`:
 //! `k − 1` baby rotations of `v` shared by every giant step, and one rotation per giant step,
 //! instead of one per diagonal. The diagonals are pre-rotated and encoded once, at the level
-//! the transform will run at.
+//! the transform will run at, with rows for the key-switching primes too: the rotations are
+//! double-hoisted (one ModUp for the babies, the products and giant rotations over `Q_l·P`,
+//! one ModDown for the whole sum; see `evaluator::hoisted`).
 
 use std::collections::BTreeMap;
 
-use super::ciphertext::{Ciphertext, Plaintext};
+use super::ciphertext::Ciphertext;
 use super::evaluator::Evaluator;
 use crate::encoding::Complex;
 use crate::error::CkksError;
@@ -30,10 +32,10 @@ pub struct LinearTransform {
 /// A pre-rotated diagonal, encoded.
 #[derive(Debug)]
 enum Diagonal {
-    /// The plaintext, one row per prime of the level.
-    Whole(Plaintext),
-    /// Its integer coefficients (one row): the plaintext is rebuilt, with an NTT per prime,
-    /// each time it is used.
+    /// Its rows over `Q_l·P`, evaluation form.
+    Whole(Vec<u64>),
+    /// Its integer coefficients (one row): the rows are rebuilt, with an NTT per prime, each
+    /// time they are used.
     Compact(Vec<i64>),
 }
 
@@ -101,6 +103,7 @@ impl LinearTransform {
         }
         let plan = Plan::new(diagonals.keys().copied(), slots);
         super::encode::check_level(ev.context(), level)?;
+        let ext = ev.context().extended_indices(level);
         let mut blocks: BTreeMap<i64, Vec<(i64, Diagonal)>> = BTreeMap::new();
         for (&i, diag) in diagonals {
             let (giant, baby) = plan.split(i);
@@ -116,11 +119,11 @@ impl LinearTransform {
                     scale,
                 )?)
             } else {
-                Diagonal::Whole(super::encode::encode_complex_at(
+                Diagonal::Whole(super::encode::complex_rows(
                     ev.context(),
                     &rotated,
-                    level,
                     scale,
+                    &ext,
                 )?)
             };
             blocks.entry(giant).or_default().push((baby, diagonal));
@@ -161,7 +164,8 @@ impl LinearTransform {
     /// of several transforms that share one level.
     pub fn apply_unscaled(&self, ev: &Evaluator, v: &Ciphertext) -> Result<Ciphertext, CkksError> {
         let v = ev.drop_to_level(v, self.level)?;
-        // The baby rotations share one ModUp (hoisting).
+        let ctx = ev.context();
+        let ext = ctx.extended_indices(self.level);
         let babies: Vec<i64> = self
             .blocks
             .values()
@@ -169,45 +173,35 @@ impl LinearTransform {
             .collect::<std::collections::BTreeSet<i64>>()
             .into_iter()
             .collect();
-        let rotated: BTreeMap<i64, Ciphertext> = babies
+        let rotated: BTreeMap<i64, _> = babies
             .iter()
             .copied()
-            .zip(ev.rotate_hoisted(&v, &babies)?)
+            .zip(ev.rotations_extended(&v, &babies)?)
             .collect();
-        let mut total: Option<Ciphertext> = None;
+        let mut total = None;
         for (&giant, terms) in &self.blocks {
-            let mut inner: Option<Ciphertext> = None;
+            let mut block = ev.zero_extended(self.level, v.scale() * self.scale);
             for (baby, diagonal) in terms {
                 let rb = rotated
                     .get(baby)
                     .ok_or_else(|| CkksError::InvalidParams("baby rotation missing".into()))?;
-                let term = match diagonal {
-                    Diagonal::Whole(pt) => ev.mul_plain_unscaled(rb, pt)?,
+                let rebuilt;
+                let rows = match diagonal {
+                    Diagonal::Whole(rows) => rows,
                     Diagonal::Compact(coeffs) => {
-                        let pt = super::encode::from_integers(
-                            ev.context(),
-                            coeffs,
-                            self.level,
-                            self.scale,
-                        );
-                        ev.mul_plain_unscaled(rb, &pt)?
+                        rebuilt = ev.install(|| super::encode::integer_rows(ctx, coeffs, &ext));
+                        &rebuilt
                     }
                 };
-                inner = Some(match inner {
-                    None => term,
-                    Some(acc) => ev.add(&acc, &term)?,
-                });
+                ev.mul_plain_acc_extended(&mut block, rb, rows, self.scale)?;
             }
-            if let Some(block) = inner {
-                let moved = ev.rotate(&block, giant)?;
-                total = Some(match total {
-                    None => moved,
-                    Some(acc) => ev.add(&acc, &moved)?,
-                });
-            }
+            ev.add_rotated_extended(&mut total, block, giant)?;
         }
-        // One rescale for the whole sum (the giant rotations work at any scale).
-        total.ok_or_else(|| CkksError::InvalidParams("a transform with no diagonals".into()))
+        // One ModDown and one rescale for the whole sum (the giant rotations work at any
+        // scale).
+        let total = total
+            .ok_or_else(|| CkksError::InvalidParams("a transform with no diagonals".into()))?;
+        Ok(ev.mod_down_extended(total))
     }
 }
 

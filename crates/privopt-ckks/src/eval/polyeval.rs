@@ -187,11 +187,15 @@ impl Steps {
         let target = lowest.checked_sub(1).ok_or_else(|| {
             CkksError::LevelExhausted("no level left for the leaf constants".into())
         })?;
-        let mut acc = ev.mul_const_to(step(&self.baby, 1)?, 0.0, target)?;
+        // Baby step 1 always takes part (at 0 if absent), so the sum exists.
+        let mut combination = vec![(step(&self.baby, 1)?, 0.0)];
         for i in terms {
-            let term = ev.mul_const_to(step(&self.baby, i)?, coeffs[i], target)?;
-            acc = ev.add(&acc, &term)?;
+            match i {
+                1 => combination[0].1 = coeffs[1],
+                _ => combination.push((step(&self.baby, i)?, coeffs[i])),
+            }
         }
+        let acc = ev.linear_combination_to(&combination, target)?;
         ev.add_const(&acc, coeffs[0])
     }
 }

@@ -196,6 +196,24 @@ pub(crate) fn mul_constants(
     });
 }
 
+/// `acc += a · c` where row `r` multiplies by `constants[r]` (already reduced).
+pub(crate) fn mul_constants_acc(
+    ctx: &EvalContext,
+    acc: &mut [u64],
+    a: &[u64],
+    constants: &[u64],
+    indices: &[usize],
+) {
+    let n = ctx.n();
+    each_row(acc, n, indices, |x, r, i| {
+        let m = &ctx.moduli[i];
+        let w = m.shoup(constants[r]);
+        for (u, &v) in x.iter_mut().zip(&a[r * n..(r + 1) * n]) {
+            *u = add_mod(*u, m.mul_shoup(v, w), m.value());
+        }
+    });
+}
+
 /// `a += c` on every evaluation (adds the constant polynomial `c`), row `r` adding
 /// `constants[r]`.
 pub(crate) fn add_constants(

@@ -1,0 +1,185 @@
+//! Double hoisting (Bossuat, Mouchet, Troncoso-Pastoriza and Hubaux, Eurocrypt 2021): the
+//! rotations of a baby-step giant-step sum kept over `Q_l·P`, times `P`, so that neither the
+//! baby rotations nor the giant ones pay a ModDown each; the whole sum pays one.
+//!
+//! A hoisted rotation's key product is `P` times the switched value over `Q_l·P`; adding
+//! `P·σ(c0)` makes it `P` times the rotated ciphertext. Plaintext products and sums keep that
+//! form (the plaintexts carry rows for `P` too). A giant rotation of such a sum divides only
+//! its `c1` by `P` (to raise it again for the key product); its `c0` is permuted as it is.
+
+use super::{Ciphertext, CkksError, Evaluator, keyswitch, ring};
+
+/// `P` times a ciphertext of `level` and `scale`, over `Q_l·P` (rows in
+/// [`super::super::EvalContext::extended_indices`] order).
+#[derive(Debug)]
+pub(crate) struct Extended {
+    c0: Vec<u64>,
+    c1: Vec<u64>,
+    level: usize,
+    scale: f64,
+    params: [u8; 32],
+}
+
+impl Evaluator {
+    /// Rotations of `a` by each of `steps` (0 allowed) over `Q_l·P`, sharing one ModUp of its
+    /// `c1` and with no ModDown.
+    pub(crate) fn rotations_extended(
+        &self,
+        a: &Ciphertext,
+        steps: &[i64],
+    ) -> Result<Vec<Extended>, CkksError> {
+        self.own(a)?;
+        let keys = self.rotation_keys(steps, a.level)?;
+        let ctx = &self.ctx;
+        let (n, rows) = (ctx.n(), a.level + 1);
+        let q_idx = Self::q_idx(a.level);
+        let p_mod = &ctx.p_mod[..rows];
+        let ext_len = ctx.extended_indices(a.level).len() * n;
+        Ok(self.install(|| {
+            let digits = keyswitch::mod_up(ctx, &a.c1, a.level);
+            keys.iter()
+                .map(|key| {
+                    let extended = |c0: Vec<u64>, c1: Vec<u64>| Extended {
+                        c0,
+                        c1,
+                        level: a.level,
+                        scale: a.scale,
+                        params: a.params,
+                    };
+                    match key {
+                        None => {
+                            // P·a: its P rows are 0.
+                            let lift = |c: &[u64]| {
+                                let mut x = vec![0u64; ext_len];
+                                ring::mul_constants_acc(ctx, &mut x[..rows * n], c, p_mod, &q_idx);
+                                x
+                            };
+                            extended(lift(&a.c0), lift(&a.c1))
+                        }
+                        Some(key) => {
+                            let (mut k0, k1) = keyswitch::key_product_extended(
+                                ctx,
+                                &digits,
+                                a.level,
+                                &key.key,
+                                Some(&key.perm),
+                            );
+                            let c0 = ring::permute(ctx, &a.c0, &key.perm);
+                            ring::mul_constants_acc(ctx, &mut k0[..rows * n], &c0, p_mod, &q_idx);
+                            extended(k0, k1)
+                        }
+                    }
+                })
+                .collect()
+        }))
+    }
+
+    /// A zero over `Q_l·P` at `level` and `scale`, to accumulate products into.
+    pub(crate) fn zero_extended(&self, level: usize, scale: f64) -> Extended {
+        let len = self.ctx.extended_indices(level).len() * self.ctx.n();
+        Extended {
+            c0: vec![0; len],
+            c1: vec![0; len],
+            level,
+            scale,
+            params: *self.ctx.params().fingerprint(),
+        }
+    }
+
+    /// `acc += x ∘ p` for plaintext rows `p` over `Q_l·P` at `scale` (`acc` has `x`'s scale
+    /// times `scale`).
+    pub(crate) fn mul_plain_acc_extended(
+        &self,
+        acc: &mut Extended,
+        x: &Extended,
+        p: &[u64],
+        scale: f64,
+    ) -> Result<(), CkksError> {
+        if acc.level != x.level || p.len() != x.c0.len() {
+            return Err(CkksError::InvalidParams(format!(
+                "an extended product at level {} into level {}",
+                x.level, acc.level
+            )));
+        }
+        super::check_scales(acc.scale, x.scale * scale)?;
+        let ext = self.ctx.extended_indices(x.level);
+        self.install(|| {
+            ring::mul_acc(&self.ctx, &mut acc.c0, &x.c0, p, &ext);
+            ring::mul_acc(&self.ctx, &mut acc.c1, &x.c1, p, &ext);
+        });
+        Ok(())
+    }
+
+    /// `total += rot(block, step)`, both over `Q_l·P` (`total` starts as `None`).
+    pub(crate) fn add_rotated_extended(
+        &self,
+        total: &mut Option<Extended>,
+        block: Extended,
+        step: i64,
+    ) -> Result<(), CkksError> {
+        if let Some(t) = total {
+            if t.level != block.level {
+                return Err(CkksError::InvalidParams(format!(
+                    "extended sums at levels {} and {}",
+                    t.level, block.level
+                )));
+            }
+            super::check_scales(t.scale, block.scale)?;
+        }
+        let [key] = self.rotation_keys(&[step], block.level)?[..] else {
+            unreachable!("one key per step")
+        };
+        let ctx = &self.ctx;
+        let level = block.level;
+        let ext = ctx.extended_indices(level);
+        let rotated = match key {
+            None => block,
+            Some(key) => self.install(|| {
+                // c1/P, rotated, raised and switched; c0 rotated as it is.
+                let c1 = keyswitch::mod_down(ctx, block.c1, level);
+                let c1 = ring::permute(ctx, &c1, &key.perm);
+                let digits = keyswitch::mod_up(ctx, &c1, level);
+                let (mut k0, k1) =
+                    keyswitch::key_product_extended(ctx, &digits, level, &key.key, None);
+                ring::add_assign(
+                    ctx,
+                    &mut k0,
+                    &ring::permute(ctx, &block.c0, &key.perm),
+                    &ext,
+                );
+                Extended {
+                    c0: k0,
+                    c1: k1,
+                    ..block
+                }
+            }),
+        };
+        match total {
+            None => *total = Some(rotated),
+            Some(t) => self.install(|| {
+                ring::add_assign(ctx, &mut t.c0, &rotated.c0, &ext);
+                ring::add_assign(ctx, &mut t.c1, &rotated.c1, &ext);
+            }),
+        }
+        Ok(())
+    }
+
+    /// The ciphertext `x` stands for: both components divided by `P` (one ModDown).
+    pub(crate) fn mod_down_extended(&self, x: Extended) -> Ciphertext {
+        let ctx = &self.ctx;
+        let level = x.level;
+        let (c0, c1) = self.install(|| {
+            ring::join(
+                || keyswitch::mod_down(ctx, x.c0, level),
+                || keyswitch::mod_down(ctx, x.c1, level),
+            )
+        });
+        Ciphertext {
+            c0,
+            c1,
+            level,
+            scale: x.scale,
+            params: x.params,
+        }
+    }
+}

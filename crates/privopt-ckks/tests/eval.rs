@@ -155,6 +155,16 @@ fn constants_plaintexts_and_sums() {
     assert!(f.max_err(&mixed, &want) < 1e-6);
     // Same level, different scale: refused, not silently wrong.
     let raw = f.ev.relinearize(f.ev.tensor(&ca, &cb).unwrap()).unwrap();
+    // `multiply` divides by q_l·P at once; it is the relinearization then the rescale, to
+    // a rounding of each (exact base conversions: no stray multiple of q_l·P).
+    let fused = f.ev.multiply(&ca, &cb).unwrap();
+    let steps = f.ev.rescale(&raw).unwrap();
+    assert_eq!(
+        (fused.level(), fused.scale()),
+        (steps.level(), steps.scale())
+    );
+    let gap = f.max_err(&fused, &f.sk.decrypt_values(&steps).unwrap());
+    assert!(gap < 1e-9, "{gap:e}");
     assert!(matches!(
         f.ev.add(&raw, &ca),
         Err(CkksError::ScaleMismatch(_))

@@ -96,6 +96,11 @@ pub struct EvalContext {
     pub(crate) rescale_inv: Vec<Vec<u64>>,
     /// `rescale_from[l]`: conversion from `q_l` alone (a centred lift), for rescaling.
     pub(crate) rescale_from: Vec<BaseConversion>,
+    /// `mod_down_rescale[l]`: conversion from `q_l` and `P`, for a key switch's ModDown and
+    /// the rescale after it in one division by `q_l·P`.
+    pub(crate) mod_down_rescale: Vec<BaseConversion>,
+    /// `mod_down_rescale_inv[l][i] = (q_l·P)^{-1} mod q_i` for `i < l`.
+    pub(crate) mod_down_rescale_inv: Vec<Vec<u64>>,
     /// Evaluation `i` of an NTT is the value at `ψ^{exponents[i]}` (odd, below `2n`).
     exponents: Vec<usize>,
     /// Inverse of `exponents`: position of each odd exponent.
@@ -136,12 +141,12 @@ impl EvalContext {
                     .fold(1u64, |acc, &p| mul_mod(acc, p % q, q))
             })
             .collect();
-        let p_inv = p_mod
+        let p_inv: Vec<u64> = p_mod
             .iter()
             .zip(&moduli)
             .map(|(&pm, m)| inv_mod(pm, m.value()))
             .collect();
-        let rescale_inv = (0..q_count)
+        let rescale_inv: Vec<Vec<u64>> = (0..q_count)
             .map(|l| {
                 (0..l)
                     .map(|i| inv_mod(primes[l] % primes[i], primes[i]))
@@ -150,6 +155,23 @@ impl EvalContext {
             .collect();
         let rescale_from = (0..q_count)
             .map(|l| BaseConversion::new(&primes, vec![l]))
+            .collect();
+        let mod_down_rescale = (0..q_count)
+            .map(|l| {
+                BaseConversion::new(
+                    &primes,
+                    std::iter::once(l).chain(q_count..primes.len()).collect(),
+                )
+            })
+            .collect();
+        let mod_down_rescale_inv = rescale_inv
+            .iter()
+            .map(|row: &Vec<u64>| {
+                row.iter()
+                    .enumerate()
+                    .map(|(i, &ql_inv)| mul_mod(ql_inv, p_inv[i], primes[i]))
+                    .collect()
+            })
             .collect();
         let exponents = evaluation_exponents(params)?;
         let mut position = vec![u32::MAX; 2 * params.n()];
@@ -169,6 +191,8 @@ impl EvalContext {
             p_mod,
             rescale_inv,
             rescale_from,
+            mod_down_rescale,
+            mod_down_rescale_inv,
             exponents,
             position,
             i_monomial: OnceLock::new(),

@@ -458,12 +458,46 @@ impl Evaluator {
         }))
     }
 
-    /// `a · b`: tensor, relinearize, rescale (one level).
+    /// `a · b`: tensor, relinearize, rescale (one level). The key switch's ModDown and the
+    /// rescale are one division by `q_l·P`: `d0` and `d1` join the key product over `Q_l·P`
+    /// (times `P`), which saves a conversion and `l + 1` NTTs per component.
     pub fn multiply(&self, a: &Ciphertext, b: &Ciphertext) -> Result<Ciphertext, CkksError> {
         let (a, b) = self.align(a, b)?;
-        self.need_level(&a, 1, "a product")?;
+        let l = self.need_level(&a, 1, "a product")?;
+        let key = self
+            .relin
+            .as_ref()
+            .ok_or_else(|| CkksError::MissingKey("relinearization key".into()))?;
+        key.0.check_level(l, "relinearization")?;
         let p = self.tensor(&a, &b)?;
-        self.rescale(&self.relinearize(p)?)
+        let ctx = &self.ctx;
+        let n = ctx.n();
+        let (q_idx, keep) = (Self::q_idx(l), Self::q_idx(l - 1));
+        let ext = ctx.extended_indices(l);
+        let p_mod = &ctx.p_mod[..=l];
+        Ok(self.install(|| {
+            let digits = keyswitch::mod_up(ctx, &p.d2, l);
+            let (mut k0, mut k1) = keyswitch::key_product_extended(ctx, &digits, l, &key.0, None);
+            let down = |k: &mut Vec<u64>, d: &[u64]| {
+                ring::mul_constants_acc(ctx, &mut k[..(l + 1) * n], d, p_mod, &q_idx);
+                ring::divide_and_round(
+                    ctx,
+                    std::mem::take(k),
+                    &keep,
+                    &ext[l..],
+                    &ctx.mod_down_rescale[l],
+                    &ctx.mod_down_rescale_inv[l],
+                )
+            };
+            let (c0, c1) = ring::join(|| down(&mut k0, &p.d0), || down(&mut k1, &p.d1));
+            Ciphertext {
+                c0,
+                c1,
+                level: l - 1,
+                scale: p.scale / ctx.primes[l] as f64,
+                params: p.params,
+            }
+        }))
     }
 
     /// `a²`.

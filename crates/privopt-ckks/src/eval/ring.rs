@@ -279,14 +279,20 @@ pub(crate) fn convert(
             *v = m.mul_shoup(*v, w);
         }
     });
-    // How many terms of each coefficient stand for a negative value (y > b_k/2 means y − b_k):
-    // the same for every target, so counted once.
+    // Σ_k y_k·(B/b_k) = x_c + m·B for the centred x_c and m = round(Σ_k y_k/b_k): the same
+    // for every target, so found once. Exact (no stray multiple of B, whose `u·s` would
+    // join the noise after a division by B) but where x_c is within 2^-50 of ±B/2, where
+    // either representative rounds alike.
     let mut wraps = vec![0u8; n];
+    let mut fractions = vec![0f64; n];
     for (k, &src) in conv.sources.iter().enumerate() {
-        let half = ctx.primes[src] / 2;
-        for (w, &v) in wraps.iter_mut().zip(&y[k * n..(k + 1) * n]) {
-            *w += u8::from(v > half);
+        let inv = 1.0 / ctx.primes[src] as f64;
+        for (f, &v) in fractions.iter_mut().zip(&y[k * n..(k + 1) * n]) {
+            *f += v as f64 * inv;
         }
+    }
+    for (w, f) in wraps.iter_mut().zip(&fractions) {
+        *w = f.round() as u8;
     }
     each_row(&mut out, n, targets, |dst, _, t| {
         let m: &Modulus = &ctx.moduli[t];
@@ -351,4 +357,93 @@ pub(crate) fn error(ctx: &EvalContext, indices: &[usize], rng: &mut impl CryptoR
     let mut rows = from_signed(ctx, &e, indices);
     forward(ctx, &mut rows, indices);
     rows
+}
+
+#[cfg(test)]
+mod tests {
+    use num_bigint::{BigInt, BigUint};
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha20Rng;
+
+    use super::*;
+    use crate::params::CkksParamsBuilder;
+
+    #[test]
+    fn base_conversion_is_the_exact_centred_lift() {
+        // Three sources (a rescale prime and two key-switching primes, as a fused ModDown
+        // and rescale uses): every converted coefficient is x_c mod t for the centred x_c,
+        // with no stray multiple of the product: next to ±B/2 (2^-40 of B away), 0 and B.
+        // Within 2^-50 of B/2 either representative is right.
+        let params = CkksParamsBuilder::leveled(1 << 10, 55, 50, 3, &[60, 60])
+            .insecure_for_testing(true)
+            .build()
+            .unwrap();
+        let ctx = EvalContext::new(&params).unwrap();
+        let n = ctx.n();
+        let top = ctx.max_level();
+        let sources: Vec<usize> = std::iter::once(top)
+            .chain(ctx.q_count..ctx.primes.len())
+            .collect();
+        let conv = &ctx.mod_down_rescale[top];
+        let b: BigUint = sources
+            .iter()
+            .map(|&i| BigUint::from(ctx.primes[i]))
+            .product();
+        let half = &b / 2u32;
+        let near = &b >> 40u32;
+        let mut rng = ChaCha20Rng::seed_from_u64(9);
+        let xs: Vec<BigUint> = (0..n)
+            .map(|k| {
+                let k_big = BigUint::from(k as u64);
+                match k % 6 {
+                    0 => &half - &near - &k_big,
+                    1 => &half + &near + &k_big,
+                    2 => k_big,
+                    3 => &b - 1u32 - &k_big,
+                    4 => &half + &k_big - 300u32,
+                    _ => {
+                        let r = BigUint::from(rng.random::<u64>()) << 110u32;
+                        (r + BigUint::from(rng.random::<u64>())) % &b
+                    }
+                }
+            })
+            .collect();
+        let mut src = vec![0u64; n * sources.len()];
+        for (row, &i) in src.chunks_mut(n).zip(&sources) {
+            for (d, x) in row.iter_mut().zip(&xs) {
+                *d = (x % ctx.primes[i])
+                    .to_u64_digits()
+                    .first()
+                    .copied()
+                    .unwrap_or(0);
+            }
+        }
+        let targets: Vec<usize> = (0..top).collect();
+        let out = convert(&ctx, conv, &src, &targets);
+        for (row, &t) in out.chunks(n).zip(&targets) {
+            let q = BigInt::from(ctx.primes[t]);
+            for (k, (&got, x)) in row.iter().zip(&xs).enumerate() {
+                let centred = if x > &half {
+                    BigInt::from(x.clone()) - BigInt::from(b.clone())
+                } else {
+                    BigInt::from(x.clone())
+                };
+                let reduce = |v: BigInt| ((v % &q) + &q) % &q;
+                let got = BigInt::from(got);
+                if k % 6 == 4 {
+                    let other = if x > &half {
+                        BigInt::from(x.clone())
+                    } else {
+                        BigInt::from(x.clone()) - BigInt::from(b.clone())
+                    };
+                    assert!(
+                        got == reduce(centred) || got == reduce(other),
+                        "coefficient {k}"
+                    );
+                } else {
+                    assert_eq!(got, reduce(centred), "coefficient {k}, target {t}");
+                }
+            }
+        }
+    }
 }

@@ -183,3 +183,103 @@ impl Evaluator {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha20Rng;
+
+    use super::*;
+    use crate::eval::encode::{encode_at, integer_rows};
+    use crate::eval::{EvalContext, SecretKey};
+    use crate::params::CkksParamsBuilder;
+
+    fn rot(v: &[f64], k: i64) -> Vec<f64> {
+        let s = v.len() as i64;
+        (0..s).map(|j| v[(j + k).rem_euclid(s) as usize]).collect()
+    }
+
+    #[test]
+    fn extended_rotations_and_their_sums_equal_plain_rotations() {
+        let params = CkksParamsBuilder::leveled(1 << 12, 60, 50, 3, &[60, 60])
+            .insecure_for_testing(true)
+            .build()
+            .unwrap();
+        let ctx = EvalContext::new(&params).unwrap();
+        let mut rng = ChaCha20Rng::seed_from_u64(5);
+        let sk = SecretKey::generate(&ctx, &mut rng);
+        let steps = [1, -3, 5, 8];
+        let ev = Evaluator::new(&ctx, None, sk.galois_keys(&steps, false, &mut rng));
+        let v: Vec<f64> = (0..ctx.slots()).map(|i| (i as f64 * 0.37).sin()).collect();
+        let level = ctx.max_level();
+        let ct = sk
+            .encrypt(
+                &encode_at(&ctx, &v, level, ctx.level_scale(level)).unwrap(),
+                &mut rng,
+            )
+            .unwrap();
+        let worst = |got: &Ciphertext, want: &[f64]| {
+            let got = sk.decrypt_values(got).unwrap();
+            got.iter()
+                .zip(want)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f64::max)
+        };
+
+        // Each hoisted rotation, brought down by P, is the rotation.
+        let mut ext = ev.rotations_extended(&ct, &[0, 1, -3, 5]).unwrap();
+        for (x, k) in ext.iter().zip([0, 1, -3, 5]) {
+            let down = ev.mod_down_extended(Extended {
+                c0: x.c0.clone(),
+                c1: x.c1.clone(),
+                ..*x
+            });
+            assert_eq!(down.level(), level);
+            assert!(worst(&down, &rot(&v, k)) < 1e-7, "rotation by {k}");
+        }
+
+        // Σ_g rot(block_g, G_g) with a plaintext product in one block: rot(2·rot(v, 1), 8) +
+        // rot(v, −3) + rot(rot(v, 5), 0).
+        let ext_idx = ctx.extended_indices(level);
+        let mut two = vec![0i64; ctx.n()];
+        two[0] = 2;
+        let rows = integer_rows(&ctx, &two, &ext_idx);
+        let mut block = ev.zero_extended(level, ct.scale());
+        ev.mul_plain_acc_extended(&mut block, &ext[1], &rows, 1.0)
+            .unwrap();
+        let mut total = None;
+        ev.add_rotated_extended(&mut total, block, 8).unwrap();
+        ev.add_rotated_extended(&mut total, ext.remove(0), -3)
+            .unwrap();
+        ev.add_rotated_extended(&mut total, ext.remove(2), 0)
+            .unwrap();
+        let sum = ev.mod_down_extended(total.unwrap());
+        let want: Vec<f64> = (0..v.len())
+            .map(|j| 2.0 * rot(&v, 9)[j] + rot(&v, -3)[j] + rot(&v, 5)[j])
+            .collect();
+        assert!(worst(&sum, &want) < 1e-6);
+
+        // Mismatched operands are errors, not wrong sums.
+        let mut acc = ev.zero_extended(level, ct.scale());
+        assert!(
+            ev.mul_plain_acc_extended(&mut acc, &ext[0], &rows[..ctx.n()], 1.0)
+                .is_err()
+        );
+        assert!(
+            ev.mul_plain_acc_extended(&mut acc, &ext[0], &rows, 2.0)
+                .is_err()
+        );
+        let mut lower = Some(ev.zero_extended(level - 1, ct.scale()));
+        assert!(
+            ev.add_rotated_extended(&mut lower, ext.remove(0), 1)
+                .is_err()
+        );
+        let mut none = None;
+        let missing = ev.rotations_extended(&ct, &[2]);
+        assert!(missing.is_err());
+        assert!(
+            ev.add_rotated_extended(&mut none, ev.zero_extended(level, 1.0), 2)
+                .is_err()
+        );
+    }
+}

@@ -4,10 +4,12 @@
 //! With `M`'s generalized diagonals `u_i[j] = M[j][(j + i) mod s]` over the `s = n/2` slots,
 //! `M v = Σ_i u_i ∘ rot(v, i)`. The diagonal offsets are read as signed (`i` and `i − s` are
 //! the same rotation) and as multiples of their common stride `t` (a factor of a DFT has
-//! offsets `t·e` for a small range of `e`). Writing `e = e_min + g·k + b`,
-//! `M v = Σ_g rot( Σ_b rot(u_i, −G_g) ∘ rot(v, t·b), G_g )` with `G_g = t·(e_min + g·k)`:
-//! `k − 1` baby rotations of `v` shared by every giant step, and one rotation per giant step,
-//! instead of one per diagonal. The diagonals are pre-rotated and encoded once, at the level
+//! offsets `t·e` for a small range of `e`). Writing `e = e_min + b + g·k` with `0 ≤ b < k`,
+//! `M v = Σ_g rot(B_g, g·S)` with `S = t·k` and `B_g = Σ_b rot(u_i, −g·S) ∘ rot(v, t·(e_min + b))`:
+//! `k` baby rotations of `v` shared by every block, and the giant sum by Horner's rule,
+//! `(…(B_G·rot(S) + B_{G−1})·rot(S) + …) + B_0`: one rotation per block, as with a rotation
+//! per block, but all by `S`, so the giant steps need one key instead of one each (about
+//! half of bootstrapping's keys). The diagonals are pre-rotated and encoded once, at the level
 //! the transform will run at, with rows for the key-switching primes too: the rotations are
 //! double-hoisted (one ModUp for the babies, the products and giant rotations over `Q_l·P`,
 //! one ModDown for the whole sum; see `evaluator::hoisted`).
@@ -25,7 +27,9 @@ pub struct LinearTransform {
     level: usize,
     /// The diagonals' scale.
     scale: f64,
-    /// `giant rotation G_g → [(baby rotation t·b, rot(u, −G_g))]`.
+    /// The giant step `S`.
+    giant_step: i64,
+    /// `block g → [(baby rotation t·(e_min + b), rot(u, −g·S))]`.
     blocks: BTreeMap<i64, Vec<(i64, Diagonal)>>,
 }
 
@@ -106,9 +110,9 @@ impl LinearTransform {
         let ext = ev.context().extended_indices(level);
         let mut blocks: BTreeMap<i64, Vec<(i64, Diagonal)>> = BTreeMap::new();
         for (&i, diag) in diagonals {
-            let (giant, baby) = plan.split(i);
-            // rot(u, −G)[j] = u[j − G].
-            let shift = giant.rem_euclid(slots as i64) as usize;
+            let (block, baby) = plan.split(i);
+            // rot(u, −g·S)[j] = u[j − g·S].
+            let shift = (block * plan.giant_step()).rem_euclid(slots as i64) as usize;
             let rotated: Vec<Complex> = (0..slots)
                 .map(|j| diag[(j + slots - shift) % slots])
                 .collect();
@@ -126,11 +130,12 @@ impl LinearTransform {
                     &ext,
                 )?)
             };
-            blocks.entry(giant).or_default().push((baby, diagonal));
+            blocks.entry(block).or_default().push((baby, diagonal));
         }
         Ok(Self {
             level,
             scale,
+            giant_step: plan.giant_step(),
             blocks,
         })
     }
@@ -146,12 +151,24 @@ impl LinearTransform {
             .blocks
             .values()
             .flat_map(|v| v.iter().map(|(b, _)| *b))
-            .chain(self.blocks.keys().copied())
+            .chain(self.horner_steps().map(|(_, step)| step))
             .filter(|&k| k != 0)
             .collect();
         r.sort_unstable();
         r.dedup();
         r
+    }
+
+    /// Horner's rule from the highest block down: each block after the first with the
+    /// rotation applied to the sum so far (`S` times the gap to the block above; the gap is 1
+    /// unless blocks are missing). Ends at block 0, which holds the lowest offset.
+    fn horner_steps(&self) -> impl Iterator<Item = (i64, i64)> + '_ {
+        let mut above: Option<i64> = None;
+        self.blocks.keys().rev().map(move |&g| {
+            let step = above.map_or(0, |a| (a - g) * self.giant_step);
+            above = Some(g);
+            (g, step)
+        })
     }
 
     /// `M v` (one level): products summed unrescaled, rotated by the giant steps, and
@@ -178,10 +195,10 @@ impl LinearTransform {
             .copied()
             .zip(ev.rotations_extended(&v, &babies)?)
             .collect();
-        let mut total = None;
-        for (&giant, terms) in &self.blocks {
+        let mut total: Option<_> = None;
+        for (g, step) in self.horner_steps() {
             let mut block = ev.zero_extended(self.level, v.scale() * self.scale);
-            for (baby, diagonal) in terms {
+            for (baby, diagonal) in &self.blocks[&g] {
                 let rb = rotated
                     .get(baby)
                     .ok_or_else(|| CkksError::InvalidParams("baby rotation missing".into()))?;
@@ -195,7 +212,12 @@ impl LinearTransform {
                 };
                 ev.mul_plain_acc_extended(&mut block, rb, rows, self.scale)?;
             }
-            ev.add_rotated_extended(&mut total, block, giant)?;
+            // B_g + rot(sum of the blocks above, step).
+            let mut sum = Some(block);
+            if let Some(above) = total.take() {
+                ev.add_rotated_extended(&mut sum, above, step)?;
+            }
+            total = sum;
         }
         // One ModDown and one rescale for the whole sum (the giant rotations work at any
         // scale).
@@ -240,13 +262,18 @@ impl Plan {
         }
     }
 
-    /// `(G, t·b)` with offset `i ≡ G + t·b`.
+    /// The giant step `S = t·k`.
+    fn giant_step(&self) -> i64 {
+        self.stride * self.baby
+    }
+
+    /// `(g, t·(e_min + b))` with offset `i ≡ g·S + t·(e_min + b)`, `g ≥ 0`, `0 ≤ b < k`.
     fn split(&self, i: usize) -> (i64, i64) {
         let half = self.slots as i64 / 2;
         let i = i as i64;
         let e = if i > half { i - self.slots as i64 } else { i } / self.stride - self.lowest;
         let (g, b) = (e / self.baby, e % self.baby);
-        (self.stride * (self.lowest + g * self.baby), self.stride * b)
+        (g, self.stride * (self.lowest + b))
     }
 }
 
@@ -267,8 +294,13 @@ mod tests {
         assert_eq!(plan.baby, 3); // span 8 → ⌈√8⌉
         for &i in &offsets {
             let (g, b) = plan.split(i);
-            assert_eq!((g + b).rem_euclid(slots as i64) as usize, i);
-            assert!((0..3 * 8).contains(&b) && b % 8 == 0, "{b}");
+            assert!(g >= 0);
+            assert_eq!(
+                (g * plan.giant_step() + b).rem_euclid(slots as i64) as usize,
+                i
+            );
+            assert!((-32..-8).contains(&b) && b % 8 == 0, "{b}");
         }
+        assert_eq!(plan.giant_step(), 24);
     }
 }

@@ -323,7 +323,8 @@ fn a_dense_secret_bootstraps_through_sparse_encapsulation() {
     );
     assert!(small < full, "{small} of {full} bytes");
     // Compact keys and transforms (rebuilt where used) from the same key seed: half the key
-    // bytes, and the same bootstrap to the bit.
+    // bytes but for the giant-step keys (one per transform, kept whole), and the same
+    // bootstrap to the bit.
     let compact = Bootstrapper::new(
         &ctx,
         &BootstrapConfig {
@@ -335,7 +336,11 @@ fn a_dense_secret_bootstraps_through_sparse_encapsulation() {
     let lean = compact
         .evaluator(&k.sk, &[], &mut secret_rng(Some(11)))
         .unwrap();
-    assert_eq!(2 * lean.galois_keys().byte_len(), small);
+    let lean_bytes = lean.galois_keys().byte_len();
+    assert!(
+        small / 2 < lean_bytes && lean_bytes < small * 6 / 10,
+        "{lean_bytes} of {small} bytes"
+    );
     let lean_out = compact.bootstrap(&lean, &ct).unwrap();
     assert!(lean_out.to_bytes(&params) == out.to_bytes(&params));
 }

@@ -482,15 +482,15 @@ impl SecretKey {
     /// element names (see [`SwitchingKey`]): a circuit that rotates only low in the chain
     /// gets keys a fraction of the top-level size.
     pub fn galois_keys_for(&self, requests: &[KeyRequest], rng: &mut impl CryptoRng) -> GaloisKeys {
-        self.galois_keys_with(requests, false, rng)
+        self.galois_keys_with(requests, |_| false, rng)
     }
 
-    /// [`SecretKey::galois_keys_for`], each key made compact as soon as it is made if
-    /// `compact` (see [`SwitchingKey::compact`]).
+    /// [`SecretKey::galois_keys_for`], each key made compact as soon as it is made (see
+    /// [`SwitchingKey::compact`]) if `compact` says so for its Galois element.
     pub(crate) fn galois_keys_with(
         &self,
         requests: &[KeyRequest],
-        compact: bool,
+        compact: impl Fn(usize) -> bool,
         rng: &mut impl CryptoRng,
     ) -> GaloisKeys {
         let top = self.ctx.max_level();
@@ -511,7 +511,7 @@ impl SecretKey {
             let mut sg = ring::permute(&self.ctx, &self.s, &perm);
             let mut key = self.switching_key(&sg, level, rng);
             sg.zeroize();
-            if compact {
+            if compact(g) {
                 key.compact();
             }
             keys.keys.insert(g, GaloisKey { perm, key });

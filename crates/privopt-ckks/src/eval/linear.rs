@@ -159,6 +159,12 @@ impl LinearTransform {
         r
     }
 
+    /// The giant step `S`, if the transform has more than one block (its key serves every
+    /// Horner step).
+    pub fn giant_rotation(&self) -> Option<i64> {
+        (self.blocks.len() > 1).then_some(self.giant_step)
+    }
+
     /// Horner's rule from the highest block down: each block after the first with the
     /// rotation applied to the sum so far (`S` times the gap to the block above; the gap is 1
     /// unless blocks are missing). Ends at block 0, which holds the lowest offset.

@@ -61,9 +61,11 @@ pub struct BootstrapConfig {
     /// parameters' own secret.
     pub encapsulation: Option<usize>,
     /// Trade time for memory: the transforms keep each diagonal as one row of integer
-    /// coefficients (encoded again at each use) and [`Bootstrapper::keys`] makes compact keys
-    /// (each `a` half regenerated from a seed at each use; see
-    /// [`crate::eval::SwitchingKey::compact`]). The results are the same to the bit.
+    /// coefficients (encoded again at each use) and [`Bootstrapper::keys`] makes compact Galois
+    /// and encapsulation keys (each `a` half regenerated from a seed at each use; see
+    /// [`crate::eval::SwitchingKey::compact`]). The keys used many times per bootstrap stay
+    /// whole: relinearization (every EvalMod product) and each transform's giant step (every
+    /// Horner step). The results are the same to the bit.
     pub compact: bool,
 }
 
@@ -283,19 +285,32 @@ impl Bootstrapper {
         let relin = sk.relin_key(rng);
         let mut requests = self.key_requests();
         requests.extend_from_slice(extra);
-        // The Galois keys are compacted one by one, so that the full set never exists.
-        let galois = sk.galois_keys_with(&requests, self.compact, rng);
+        // The Galois keys are compacted one by one, so that the full set never exists, except
+        // each transform's giant step: one key per transform, used by every Horner step.
+        let ctx = sk.context();
+        let giants: Vec<usize> = self
+            .cts
+            .iter()
+            .chain(self.stc.iter().flatten())
+            .filter_map(LinearTransform::giant_rotation)
+            .map(|k| ctx.rotation_element(k))
+            .collect();
+        let galois = sk.galois_keys_with(&requests, |g| self.compact && !giants.contains(&g), rng);
         let encapsulation = self
             .encapsulation
             .map(|weight| sk.encapsulation_keys(weight, rng))
             .transpose()?;
+        // Compact keys leave the relinearization key whole: it is one key, and every EvalMod
+        // product would regenerate its `a` half.
         let mut keys = EvaluationKeys {
             relin,
             galois,
             encapsulation,
         };
-        if self.compact {
-            keys.compact();
+        if self.compact
+            && let Some(e) = &mut keys.encapsulation
+        {
+            e.compact();
         }
         Ok(keys)
     }

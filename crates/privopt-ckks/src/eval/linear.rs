@@ -5,8 +5,9 @@
 //! `M v = Σ_i u_i ∘ rot(v, i)`. The diagonal offsets are read as signed (`i` and `i − s` are
 //! the same rotation) and as multiples of their common stride `t` (a factor of a DFT has
 //! offsets `t·e` for a small range of `e`). Writing `e = e_min + b + g·k` with `0 ≤ b < k`,
-//! `M v = Σ_g rot(B_g, g·S)` with `S = t·k` and `B_g = Σ_b rot(u_i, −g·S) ∘ rot(v, t·(e_min + b))`:
-//! `k` baby rotations of `v` shared by every block, and the giant sum by Horner's rule,
+//! `M v = Σ_g rot(B_g, g·S)` with `S = t·k` and
+//! `B_g = Σ_b rot(u_i, −g·S) ∘ rot(v, t·(e_min + b))`: `k` baby rotations of `v` shared by
+//! every block, and the giant sum by Horner's rule,
 //! `(…(B_G·rot(S) + B_{G−1})·rot(S) + …) + B_0`: one rotation per block, as with a rotation
 //! per block, but all by `S`, so the giant steps need one key instead of one each (about
 //! half of bootstrapping's keys). The diagonals are pre-rotated and encoded once, at the level

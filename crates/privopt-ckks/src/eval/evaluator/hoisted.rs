@@ -126,9 +126,7 @@ impl Evaluator {
             }
             super::check_scales(t.scale, block.scale)?;
         }
-        let [key] = self.rotation_keys(&[step], block.level)?[..] else {
-            unreachable!("one key per step")
-        };
+        let key = self.rotation_keys(&[step], block.level)?.pop().flatten();
         let ctx = &self.ctx;
         let level = block.level;
         let ext = ctx.extended_indices(level);

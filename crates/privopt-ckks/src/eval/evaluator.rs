@@ -413,12 +413,8 @@ impl Evaluator {
 
     /// Relinearizes a tensor product back to two components (no rescale).
     pub fn relinearize(&self, p: Product) -> Result<Ciphertext, CkksError> {
-        let key = self
-            .relin
-            .as_ref()
-            .ok_or_else(|| CkksError::MissingKey("relinearization key".into()))?;
         check_params(&self.ctx, &p.params, "a product")?;
-        key.0.check_level(p.level, "relinearization")?;
+        let key = self.relin_key(p.level)?;
         let idx = Self::q_idx(p.level);
         Ok(self.install(|| {
             let (k0, k1) = keyswitch::switch(&self.ctx, &p.d2, p.level, &key.0);
@@ -433,6 +429,16 @@ impl Evaluator {
                 params: p.params,
             }
         }))
+    }
+
+    /// The relinearization key, checked to serve `level`.
+    fn relin_key(&self, level: usize) -> Result<&RelinKey, CkksError> {
+        let key = self
+            .relin
+            .as_ref()
+            .ok_or_else(|| CkksError::MissingKey("relinearization key".into()))?;
+        key.0.check_level(level, "relinearization")?;
+        Ok(key)
     }
 
     /// Divides by the last prime `q_l`: level `l → l − 1`, scale `Δ → Δ / q_l`.
@@ -464,11 +470,7 @@ impl Evaluator {
     pub fn multiply(&self, a: &Ciphertext, b: &Ciphertext) -> Result<Ciphertext, CkksError> {
         let (a, b) = self.align(a, b)?;
         let l = self.need_level(&a, 1, "a product")?;
-        let key = self
-            .relin
-            .as_ref()
-            .ok_or_else(|| CkksError::MissingKey("relinearization key".into()))?;
-        key.0.check_level(l, "relinearization")?;
+        let key = self.relin_key(l)?;
         let p = self.tensor(&a, &b)?;
         let ctx = &self.ctx;
         let n = ctx.n();

@@ -473,15 +473,13 @@ impl Evaluator {
         let key = self.relin_key(l)?;
         let p = self.tensor(&a, &b)?;
         let ctx = &self.ctx;
-        let n = ctx.n();
-        let (q_idx, keep) = (Self::q_idx(l), Self::q_idx(l - 1));
+        let keep = Self::q_idx(l - 1);
         let ext = ctx.extended_indices(l);
-        let p_mod = &ctx.p_mod[..=l];
         Ok(self.install(|| {
             let digits = keyswitch::mod_up(ctx, &p.d2, l);
             let (mut k0, mut k1) = keyswitch::key_product_extended(ctx, &digits, l, &key.0, None);
             let down = |k: &mut Vec<u64>, d: &[u64]| {
-                ring::mul_constants_acc(ctx, &mut k[..(l + 1) * n], d, p_mod, &q_idx);
+                keyswitch::add_times_p(ctx, k, d, l);
                 ring::divide_and_round(
                     ctx,
                     std::mem::take(k),

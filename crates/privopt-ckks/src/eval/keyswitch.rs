@@ -122,6 +122,21 @@ pub(crate) fn key_product_extended(
     (acc0, acc1)
 }
 
+/// `acc += P·x` for `acc` over `Q_l·P` (extended order) and `x` over `q_0 … q_level`: `P·x`
+/// is 0 modulo the `P` primes, so only the first `level + 1` rows change. This is how a
+/// ciphertext component joins a key product before their common ModDown.
+pub(crate) fn add_times_p(ctx: &EvalContext, acc: &mut [u64], x: &[u64], level: usize) {
+    let rows = level + 1;
+    let q_idx: Vec<usize> = (0..rows).collect();
+    ring::mul_constants_acc(
+        ctx,
+        &mut acc[..rows * ctx.n()],
+        x,
+        &ctx.p_mod[..rows],
+        &q_idx,
+    );
+}
+
 /// ModDown: `x` over `Q_l·P` (extended order) divided by `P`, rounded, over `q_0 … q_level`.
 pub(crate) fn mod_down(ctx: &EvalContext, x: Vec<u64>, level: usize) -> Vec<u64> {
     let ext = ctx.extended_indices(level);

@@ -31,10 +31,7 @@ impl Evaluator {
         self.own(a)?;
         let keys = self.rotation_keys(steps, a.level)?;
         let ctx = &self.ctx;
-        let (n, rows) = (ctx.n(), a.level + 1);
-        let q_idx = Self::q_idx(a.level);
-        let p_mod = &ctx.p_mod[..rows];
-        let ext_len = ctx.extended_indices(a.level).len() * n;
+        let ext_len = ctx.extended_indices(a.level).len() * ctx.n();
         Ok(self.install(|| {
             let digits = keyswitch::mod_up(ctx, &a.c1, a.level);
             keys.iter()
@@ -51,7 +48,7 @@ impl Evaluator {
                             // P·a: its P rows are 0.
                             let lift = |c: &[u64]| {
                                 let mut x = vec![0u64; ext_len];
-                                ring::mul_constants_acc(ctx, &mut x[..rows * n], c, p_mod, &q_idx);
+                                keyswitch::add_times_p(ctx, &mut x, c, a.level);
                                 x
                             };
                             extended(lift(&a.c0), lift(&a.c1))
@@ -65,7 +62,7 @@ impl Evaluator {
                                 Some(&key.perm),
                             );
                             let c0 = ring::permute(ctx, &a.c0, &key.perm);
-                            ring::mul_constants_acc(ctx, &mut k0[..rows * n], &c0, p_mod, &q_idx);
+                            keyswitch::add_times_p(ctx, &mut k0, &c0, a.level);
                             extended(k0, k1)
                         }
                     }

@@ -79,7 +79,8 @@ fn main() {
         w = dft::apply(&dft::scaled(f, c), &w);
     }
     let re_clear: Vec<f64> = w.iter().map(|c| 2.0 * c.re).collect();
-    let (re, im) = boot.coeffs_to_slots(&ev, &raised).unwrap();
+    let parts = boot.coeffs_to_slots(&ev, &raised).unwrap();
+    let re = &parts[0];
     let re_got = sk.decrypt_values(&re).unwrap();
     let signal = re_clear
         .iter()
@@ -91,9 +92,9 @@ fn main() {
         re.level(),
         re.scale().log2()
     );
-    let y_re = m.apply(&ev, &re).unwrap();
-    let y_im = m.apply(&ev, &im).unwrap();
-    let y_got = sk.decrypt_values(&y_re).unwrap();
+    let ys: Vec<_> = parts.iter().map(|p| m.apply(&ev, p).unwrap()).collect();
+    let y_re = &ys[0];
+    let y_got = sk.decrypt_values(y_re).unwrap();
     let y_on_got: Vec<f64> = re_got.iter().map(|&s| m.reference(s * m.k)).collect();
     let y_max = y_on_got.iter().fold(0.0f64, |acc, y| acc.max(y.abs()));
     println!(
@@ -103,7 +104,7 @@ fn main() {
         y_re.level(),
         y_re.scale().log2()
     );
-    let out = boot.slots_to_coeffs(&ev, &y_re, &y_im).unwrap();
+    let out = boot.slots_to_coeffs(&ev, &ys).unwrap();
     let got = sk.decrypt_values(&out).unwrap();
     let err = worst(&got, &v);
     println!(

@@ -210,6 +210,96 @@ fn a_chain_of_twenty_bootstraps_keeps_the_slots() {
     assert!(errors[19] < 20.0 * first, "after 20: {:e}", errors[19]);
 }
 
+/// Complex slots repeating with period `s`: encrypted at level 0, with the values.
+fn periodic_at_level_zero(
+    ctx: &Arc<EvalContext>,
+    k: &mut Keys,
+    s: usize,
+) -> (Ciphertext, Vec<Complex>) {
+    let base: Vec<Complex> = (0..s)
+        .map(|j| {
+            Complex::new(
+                (j as f64 * 0.731).sin(),
+                0.5 * (j as f64 * 0.29 + 1.0).cos(),
+            )
+        })
+        .collect();
+    let v: Vec<Complex> = (0..ctx.slots()).map(|j| base[j % s]).collect();
+    let pt = encode_complex_at(ctx, &v, 0, ctx.level_scale(0)).unwrap();
+    (k.sk.encrypt(&pt, &mut k.rng).unwrap(), v)
+}
+
+fn worst_complex(ctx: &Arc<EvalContext>, k: &Keys, ct: &Ciphertext, want: &[Complex]) -> f64 {
+    let got = decode_complex(ctx, &k.sk.decrypt(ct).unwrap()).unwrap();
+    got.iter()
+        .zip(want)
+        .map(|(g, w)| (*g - *w).abs())
+        .fold(0.0, f64::max)
+}
+
+#[test]
+fn sparse_packing_bootstraps_repeated_complex_slots_with_one_eval_mod() {
+    let ctx = context();
+    let full = Bootstrapper::new(&ctx, &BootstrapConfig::default()).unwrap();
+    // Periods of 64 slots (32 copies, five sub-sum rotations) and n/4 (2s = n/2: the packed
+    // real and imaginary parts fill every slot).
+    for s in [64, ctx.slots() / 2] {
+        let cfg = BootstrapConfig {
+            slots: Some(s),
+            ..BootstrapConfig::default()
+        };
+        let boot = Bootstrapper::new(&ctx, &cfg).unwrap();
+        assert_eq!(boot.slots(), Some(s));
+        // The same level budget, so the same output level.
+        assert_eq!(boot.output_level(), full.output_level());
+        let mut k = keys(&ctx, &boot.rotations());
+        let (ct, v) = periodic_at_level_zero(&ctx, &mut k, s);
+        let (out, phases) = boot.bootstrap_timed(&k.ev, &ct).unwrap();
+        let bits = -worst_complex(&ctx, &k, &out, &v).log2();
+        eprintln!(
+            "period {s}: {bits:.1} bits, CtS {:.2} s, EvalMod {:.2} s, StC {:.2} s",
+            phases.coeffs_to_slots, phases.eval_mod, phases.slots_to_coeffs
+        );
+        assert_eq!(out.level(), boot.output_level());
+        assert!(bits >= 14.0, "period {s}: {bits:.1} bits");
+        // The full bootstrap, for scale: same precision class on the same input.
+        let mut kf = keys(&ctx, &full.rotations());
+        let (ctf, vf) = periodic_at_level_zero(&ctx, &mut kf, s);
+        let full_bits =
+            -worst_complex(&ctx, &kf, &full.bootstrap(&kf.ev, &ctf).unwrap(), &vf).log2();
+        assert!(
+            bits >= full_bits - 2.0,
+            "{bits:.1} against full {full_bits:.1}"
+        );
+    }
+    // Slots that do not repeat come out as their mean over the period.
+    let s = 64;
+    let cfg = BootstrapConfig {
+        slots: Some(s),
+        ..BootstrapConfig::default()
+    };
+    let boot = Bootstrapper::new(&ctx, &cfg).unwrap();
+    let mut k = keys(&ctx, &boot.rotations());
+    let v = values(ctx.slots(), 5.0);
+    let ct = at_level_zero(&ctx, &mut k, &v);
+    let copies = ctx.slots() / s;
+    let mean: Vec<f64> = (0..ctx.slots())
+        .map(|j| (0..copies).map(|c| v[j % s + c * s]).sum::<f64>() / copies as f64)
+        .collect();
+    let out = boot.bootstrap(&k.ev, &ct).unwrap();
+    let err = worst(&k.sk.decrypt_values(&out).unwrap(), &mean);
+    assert!(err < 2f64.powi(-14), "{err:e}");
+    // Periods that are not powers of two from 2 to n/2 are refused.
+    for bad in [0, 1, 48, 2 * ctx.slots()] {
+        let cfg = BootstrapConfig {
+            slots: Some(bad),
+            ..BootstrapConfig::default()
+        };
+        let e = Bootstrapper::new(&ctx, &cfg).unwrap_err();
+        assert!(e.to_string().contains("power of two"), "{bad}: {e}");
+    }
+}
+
 #[test]
 fn too_few_levels_are_refused_with_the_count() {
     let params = CkksParamsBuilder::leveled(N, 60, 50, 11, &[60, 60])

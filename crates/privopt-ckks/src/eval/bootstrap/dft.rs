@@ -97,6 +97,28 @@ pub fn scaled(d: &Diagonals, c: f64) -> Diagonals {
         .collect()
 }
 
+/// A `period × period` matrix on slots that repeat with that period (sparse packing), as a
+/// matrix over `slots` slots (a multiple of `period`): each diagonal repeated, and its offset
+/// read signed within the period (a rotation by `−h` moves such slots as `period − h` does),
+/// so the rotations stay as short as the period's.
+pub fn replicated(d: &Diagonals, period: usize, slots: usize) -> Diagonals {
+    d.iter()
+        .map(|(&i, v)| {
+            let offset = if i <= period / 2 {
+                i
+            } else {
+                slots - (period - i)
+            };
+            (offset, (0..slots).map(|j| v[j % period]).collect())
+        })
+        .collect()
+}
+
+/// The diagonal matrix with `d` on its diagonal.
+pub fn diagonal(d: Vec<Complex>) -> Diagonals {
+    Diagonals::from([(0, d)])
+}
+
 /// `M x` in the clear (the reference the homomorphic transforms are tested against).
 pub fn apply(d: &Diagonals, x: &[Complex]) -> Vec<Complex> {
     let slots = x.len();

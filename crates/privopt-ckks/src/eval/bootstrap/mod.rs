@@ -32,6 +32,7 @@ use super::evaluator::Evaluator;
 use super::keys::{EncapsulationKeys, GaloisKeys, KeyRequest, RelinKey, SecretKey};
 use super::linear::LinearTransform;
 use super::ring;
+use crate::encoding::Complex;
 use crate::error::CkksError;
 pub use evalmod::EvalMod;
 pub use presets::BootstrapPreset;
@@ -67,6 +68,14 @@ pub struct BootstrapConfig {
     /// whole: relinearization (every EvalMod product) and each transform's giant step (every
     /// Horner step). The results are the same to the bit.
     pub compact: bool,
+    /// Sparse packing: the number `s` of distinct slots (a power of two below `n/2`) of the
+    /// ciphertexts to bootstrap, whose slots repeat with period `s` (`s` values encoded
+    /// repeated `n/2s` times, i.e. a polynomial in `X^{n/2s}`). The transforms then span
+    /// `log2 s` FFT stages instead of `log2(n/2)`, and the real and imaginary parts share one
+    /// EvalMod; ModRaise is followed by `log2(n/2s)` rotations that clear the other
+    /// coefficients. Slots that do not repeat come out as their average over the period.
+    /// `None` (or `n/2`): full packing.
+    pub slots: Option<usize>,
 }
 
 impl Default for BootstrapConfig {
@@ -81,6 +90,7 @@ impl Default for BootstrapConfig {
             arcsine_degree: 0,
             encapsulation: None,
             compact: false,
+            slots: None,
         }
     }
 }
@@ -122,9 +132,10 @@ impl EvaluationKeys {
 pub struct PhaseSeconds {
     /// ModRaise (with the encapsulation's two key switches, if used).
     pub mod_raise: f64,
-    /// CoeffsToSlots (with the scaling to `t/K`) and the real/imaginary split.
+    /// CoeffsToSlots (with the scaling to `t/K`) and the real/imaginary split; with sparse
+    /// packing, the rotations that clear the other coefficients first.
     pub coeffs_to_slots: f64,
-    /// EvalMod on both halves.
+    /// EvalMod on both halves (one ciphertext with sparse packing).
     pub eval_mod: f64,
     /// SlotsToCoeffs.
     pub slots_to_coeffs: f64,
@@ -144,6 +155,30 @@ pub struct Bootstrapper {
     encapsulation: Option<usize>,
     /// Whether [`Bootstrapper::keys`] makes compact keys.
     compact: bool,
+    /// Sparse packing, if configured.
+    sparse: Option<SparsePacking>,
+}
+
+/// What sparse packing adds to the full-slot bootstrap.
+///
+/// With slots of period `s`, the coefficient pairs `w` of CtS are `s` complex numbers, and
+/// their `2s` real parts fit in one ciphertext: CtS's last factor multiplies the second half
+/// of every period `2s` by `−i`, so that `v = b + b̄` holds `Re w` in `[0, s)` and `Im w` in
+/// `[s, 2s)` (`Re(−i·w) = Im w`), real slots for one EvalMod. StC's first factor `A` then
+/// reads `w = v + i·rot(v, s)` on `[0, s)` (and `rot(v, s) + i·v` on `[s, 2s)`), split into
+/// `A·D_0` applied to `v` and `A·D_1` to `rot(v, s)`, which costs no level.
+#[derive(Debug)]
+struct SparsePacking {
+    /// The period `s`.
+    slots: usize,
+    /// The rotations after ModRaise (at the top level) whose sum keeps only the coefficients
+    /// of the powers of `X^{n/2s}` (the trace onto that subring, times `n/2s`): by
+    /// `s, 2s, …, n/4`.
+    sub_sum: Vec<i64>,
+    /// ModRaise's level.
+    top: usize,
+    /// `A·D_1`, at StC's first level, for `rot(v, s)`.
+    stc_shifted: LinearTransform,
 }
 
 impl Bootstrapper {
@@ -152,7 +187,15 @@ impl Bootstrapper {
     /// [`Bootstrapper::output_level`]). The evaluator that runs it needs the relinearization
     /// key and Galois keys for [`Bootstrapper::rotations`] and conjugation.
     pub fn new(ctx: &Arc<EvalContext>, cfg: &BootstrapConfig) -> Result<Self, CkksError> {
-        let stages = ctx.slots().trailing_zeros() as usize;
+        let full = ctx.slots();
+        let slots = cfg.slots.unwrap_or(full);
+        if !slots.is_power_of_two() || !(2..=full).contains(&slots) {
+            return Err(CkksError::InvalidParams(format!(
+                "sparse packing needs a power of two from 2 to {full} slots, got {slots}"
+            )));
+        }
+        let sparse = slots < full;
+        let stages = slots.trailing_zeros() as usize;
         let stc_factors = cfg.stc_levels * cfg.stc_factors_per_level;
         for (what, factors) in [("CtS", cfg.cts_levels), ("StC", stc_factors)] {
             if !(1..=stages.max(1)).contains(&factors) {
@@ -172,7 +215,7 @@ impl Bootstrapper {
         // Encoding needs no keys.
         let ev = &Evaluator::new(ctx, None, GaloisKeys::default());
         let params = ctx.params();
-        let (n, slots, top) = (ctx.n(), ctx.slots(), ctx.max_level());
+        let (n, top) = (ctx.n(), ctx.max_level());
         let k = match (cfg.k, cfg.encapsulation) {
             (Some(k), _) => k,
             (None, Some(weight)) => overflow_bound(weight as f64),
@@ -192,28 +235,77 @@ impl Bootstrapper {
                 "bootstrapping needs {depth} levels above level 0, the parameters have {top}"
             )));
         }
-        let cts_factors = dft::coeffs_to_slots(slots, cfg.cts_levels);
-        let stc_matrices = dft::slots_to_coeffs(slots, stc_factors);
-        // CtS: slots (c + q_0 I)/Δ_L → half the coefficient pairs (the conjugation doubles
-        // them back) as t/K, the scaling Δ_L/(K q_0) spread over the factors (module docs).
-        let into = (ctx.level_scale(top) / (k * q0)).powf(1.0 / cts_factors.len() as f64);
-        let cts_factors: Vec<dft::Diagonals> =
-            cts_factors.iter().map(|f| dft::scaled(f, into)).collect();
-        let cts = prepare(ev, &cts_factors, 0.5, top, 1, cfg.compact)?
+        // CtS: slots (c + q_0 I)/Δ_L (times n/2s after the sub-sum of sparse packing) →
+        // half the coefficient pairs (the conjugation doubles them back) as t/K, the scaling
+        // spread over the factors (module docs).
+        let gap = (full / slots) as f64;
+        let mut cts_factors = dft::coeffs_to_slots(slots, cfg.cts_levels);
+        let into = (ctx.level_scale(top) / (k * q0 * gap)).powf(1.0 / cts_factors.len() as f64);
+        for (i, f) in cts_factors.iter_mut().enumerate() {
+            *f = dft::scaled(f, if i == 0 { 0.5 * into } else { into });
+        }
+        // StC: sin(2πt) ≈ 2π c/q_0 → c/Δ_0, the input message.
+        let mut stc_factors = dft::slots_to_coeffs(slots, stc_factors);
+        let out = q0 / (2.0 * std::f64::consts::PI * ctx.level_scale(0));
+        stc_factors[0] = dft::scaled(&stc_factors[0], out);
+        let spread = |f: &dft::Diagonals| dft::replicated(f, slots, full);
+        let mut stc_shifted = None;
+        if sparse {
+            // See `SparsePacking`: −i on the second half of each period 2s after CtS; StC's
+            // first factor split into A·D_0 and A·D_1.
+            let (one, i) = (Complex::new(1.0, 0.0), Complex::new(0.0, 1.0));
+            let halves = |a: Complex, b: Complex| {
+                dft::diagonal(
+                    (0..2 * slots)
+                        .map(|j| if j < slots { a } else { b })
+                        .collect(),
+                )
+            };
+            let last = cts_factors.len() - 1;
+            let widened = dft::replicated(&cts_factors[last], slots, 2 * slots);
+            let turned = dft::product(&halves(one, i.scale(-1.0)), &widened, 2 * slots);
+            cts_factors = cts_factors[..last].iter().map(spread).collect();
+            cts_factors.push(dft::replicated(&turned, 2 * slots, full));
+            let first = dft::replicated(&stc_factors[0], slots, 2 * slots);
+            let split = |d: dft::Diagonals| {
+                dft::replicated(&dft::product(&first, &d, 2 * slots), 2 * slots, full)
+            };
+            stc_shifted = Some(split(halves(i, one)));
+            stc_factors[0] = split(halves(one, i));
+            for f in &mut stc_factors[1..] {
+                *f = spread(f);
+            }
+        }
+        let cts = prepare(ev, &cts_factors, top, 1, cfg.compact)?
             .into_iter()
             .flatten()
             .collect();
-        // StC: sin(2πt) ≈ 2π c/q_0 → c/Δ_0, the input message.
         let stc_top = cfg.stc_levels + (top - depth);
-        let out = q0 / (2.0 * std::f64::consts::PI * ctx.level_scale(0));
         let stc = prepare(
             ev,
-            &stc_matrices,
-            out,
+            &stc_factors,
             stc_top,
             cfg.stc_factors_per_level,
             cfg.compact,
         )?;
+        let sparse = match stc_shifted {
+            Some(shifted) => {
+                let scale = group_scale(ev, stc_top, stc[0].len())?;
+                let stc_shifted =
+                    LinearTransform::build(ev, &shifted, stc_top, scale, cfg.compact)?;
+                let sub_sum = std::iter::successors(Some(slots), |&k| Some(2 * k))
+                    .take_while(|&k| k < full)
+                    .map(|k| k as i64)
+                    .collect();
+                Some(SparsePacking {
+                    slots,
+                    sub_sum,
+                    top,
+                    stc_shifted,
+                })
+            }
+            None => None,
+        };
         Ok(Self {
             cts,
             stc,
@@ -222,6 +314,7 @@ impl Bootstrapper {
             conjugation_level: top - cfg.cts_levels,
             encapsulation: cfg.encapsulation,
             compact: cfg.compact,
+            sparse,
         })
     }
 
@@ -240,13 +333,37 @@ impl Bootstrapper {
         &self.eval_mod
     }
 
-    /// The rotations the transforms need Galois keys for (conjugation is needed too).
-    pub fn rotations(&self) -> Vec<i64> {
-        let mut r: Vec<i64> = self
-            .cts
+    /// The transforms, StC's shifted half included.
+    fn transforms(&self) -> impl Iterator<Item = &LinearTransform> {
+        let shifted = self.sparse.as_ref().map(|s| &s.stc_shifted);
+        self.cts
             .iter()
             .chain(self.stc.iter().flatten())
+            .chain(shifted)
+    }
+
+    /// The slot period bootstrapped ciphertexts must have (`n/2`: full packing).
+    pub fn slots(&self) -> Option<usize> {
+        self.sparse.as_ref().map(|s| s.slots)
+    }
+
+    /// Rotations outside the transforms, each with the level it runs at: with sparse packing,
+    /// the sub-sum after ModRaise (at the top) and StC's `rot(v, s)`.
+    fn packing_rotations(&self) -> Vec<(i64, usize)> {
+        let Some(sparse) = &self.sparse else {
+            return Vec::new();
+        };
+        let mut out: Vec<(i64, usize)> = sparse.sub_sum.iter().map(|&k| (k, sparse.top)).collect();
+        out.push((sparse.slots as i64, sparse.stc_shifted.level()));
+        out
+    }
+
+    /// The rotations the bootstrap needs Galois keys for (conjugation is needed too).
+    pub fn rotations(&self) -> Vec<i64> {
+        let mut r: Vec<i64> = self
+            .transforms()
             .flat_map(LinearTransform::rotations)
+            .chain(self.packing_rotations().into_iter().map(|(k, _)| k))
             .collect();
         r.sort_unstable();
         r.dedup();
@@ -257,14 +374,14 @@ impl Bootstrapper {
     /// top, the conjugation below CtS, StC's far down (so their keys are small; see
     /// [`super::SwitchingKey`]).
     pub fn key_requests(&self) -> Vec<KeyRequest> {
-        let transforms = self.cts.iter().chain(self.stc.iter().flatten());
-        let mut out: Vec<KeyRequest> = transforms
+        let mut out: Vec<KeyRequest> = self
+            .transforms()
             .flat_map(|t| {
                 let level = t.level();
-                t.rotations()
-                    .into_iter()
-                    .map(move |steps| KeyRequest::Rotation { steps, level })
+                t.rotations().into_iter().map(move |steps| (steps, level))
             })
+            .chain(self.packing_rotations())
+            .map(|(steps, level)| KeyRequest::Rotation { steps, level })
             .collect();
         out.push(KeyRequest::Conjugation {
             level: self.conjugation_level,
@@ -283,15 +400,13 @@ impl Bootstrapper {
         rng: &mut impl rand::CryptoRng,
     ) -> Result<EvaluationKeys, CkksError> {
         let relin = sk.relin_key(rng);
+        let ctx = sk.context();
         let mut requests = self.key_requests();
         requests.extend_from_slice(extra);
         // The Galois keys are compacted one by one, so that the full set never exists, except
         // each transform's giant step: one key per transform, used by every Horner step.
-        let ctx = sk.context();
         let giants: Vec<usize> = self
-            .cts
-            .iter()
-            .chain(self.stc.iter().flatten())
+            .transforms()
             .filter_map(LinearTransform::giant_rotation)
             .map(|k| ctx.rotation_element(k))
             .collect();
@@ -401,12 +516,14 @@ impl Bootstrapper {
             }
         };
         let mod_raise = lap();
-        let (re, im) = self.coeffs_to_slots(ev, &x)?;
+        let parts = self.coeffs_to_slots(ev, &x)?;
         let coeffs_to_slots = lap();
-        let re = self.eval_mod.apply(ev, &re)?;
-        let im = self.eval_mod.apply(ev, &im)?;
+        let parts = parts
+            .iter()
+            .map(|p| self.eval_mod.apply(ev, p))
+            .collect::<Result<Vec<_>, _>>()?;
         let eval_mod = lap();
-        let out = self.slots_to_coeffs(ev, &re, &im)?;
+        let out = self.slots_to_coeffs(ev, &parts)?;
         let slots_to_coeffs = lap();
         Ok((
             out,
@@ -420,32 +537,64 @@ impl Bootstrapper {
     }
 
     /// CoeffsToSlots of a ModRaised ciphertext: the real and imaginary parts of the
-    /// (bit-reversed) coefficient pairs, each as `t/K` in real slots.
+    /// (bit-reversed) coefficient pairs, each as `t/K` in real slots; two ciphertexts, or one
+    /// holding both with sparse packing ([`SparsePacking`]).
     pub fn coeffs_to_slots(
         &self,
         ev: &Evaluator,
         raised: &Ciphertext,
-    ) -> Result<(Ciphertext, Ciphertext), CkksError> {
-        let mut x = raised.clone();
+    ) -> Result<Vec<Ciphertext>, CkksError> {
+        let mut x = match &self.sparse {
+            Some(sparse) => ev.rotate_and_add(raised, &sparse.sub_sum)?,
+            None => raised.clone(),
+        };
         for t in &self.cts {
             x = t.apply(ev, &x)?;
         }
         let conj = ev.conjugate(&x)?;
         let re = ev.add(&x, &conj)?;
+        if self.sparse.is_some() {
+            return Ok(vec![re]);
+        }
         let im = ev.mul_by_i(&ev.sub(&conj, &x)?)?; // −i(x − x̄) = 2 Im x
-        Ok((re, im))
+        Ok(vec![re, im])
     }
 
-    /// SlotsToCoeffs of EvalMod's outputs: `re + i·im` through the encoding transform, scaled
-    /// back to the input's message.
+    /// SlotsToCoeffs of EvalMod's outputs (as [`Bootstrapper::coeffs_to_slots`] made them)
+    /// through the encoding transform, scaled back to the input's message.
     pub fn slots_to_coeffs(
         &self,
         ev: &Evaluator,
-        re: &Ciphertext,
-        im: &Ciphertext,
+        parts: &[Ciphertext],
     ) -> Result<Ciphertext, CkksError> {
-        let mut y = ev.add(re, &ev.mul_by_i(im)?)?;
-        for group in &self.stc {
+        let mut groups = self.stc.iter();
+        let first = groups
+            .next()
+            .ok_or_else(|| CkksError::InvalidParams("SlotsToCoeffs has no factors".into()))?;
+        let (a, rest) = first
+            .split_first()
+            .ok_or_else(|| CkksError::InvalidParams("SlotsToCoeffs has no factors".into()))?;
+        let mut y = match (parts, &self.sparse) {
+            ([re, im], None) => a.apply_unscaled(ev, &ev.add(re, &ev.mul_by_i(im)?)?)?,
+            ([v], Some(sparse)) => {
+                let shifted = ev.rotate(v, sparse.slots as i64)?;
+                ev.add(
+                    &a.apply_unscaled(ev, v)?,
+                    &sparse.stc_shifted.apply_unscaled(ev, &shifted)?,
+                )?
+            }
+            _ => {
+                return Err(CkksError::InvalidParams(format!(
+                    "SlotsToCoeffs got {} parts for this packing",
+                    parts.len()
+                )));
+            }
+        };
+        for t in rest {
+            y = t.apply_unscaled(ev, &y)?;
+        }
+        y = ev.rescale(&y)?;
+        for group in groups {
             for t in group {
                 y = t.apply_unscaled(ev, &y)?;
             }
@@ -489,32 +638,32 @@ fn eval_mod_depth(
 }
 
 /// The factors as transforms, `per_level` of them at each of the levels `top, top − 1, …`
-/// (each group's plaintexts at the `per_level`-th root of its level's product scale, so one
-/// rescale closes the group), the first factor times `c`.
+/// (each group's plaintexts at [`group_scale`], so one rescale closes the group).
 fn prepare(
     ev: &Evaluator,
     factors: &[dft::Diagonals],
-    c: f64,
     top: usize,
     per_level: usize,
     compact: bool,
 ) -> Result<Vec<Vec<LinearTransform>>, CkksError> {
-    let mut out = Vec::with_capacity(factors.len().div_ceil(per_level));
-    for (g, group) in factors.chunks(per_level).enumerate() {
-        let level = top - g;
-        let scale = ev.product_scale(level)?.powf(1.0 / group.len() as f64);
-        let mut transforms = Vec::with_capacity(group.len());
-        for (i, f) in group.iter().enumerate() {
-            let f = if g == 0 && i == 0 {
-                &dft::scaled(f, c)
-            } else {
-                f
-            };
-            transforms.push(LinearTransform::build(ev, f, level, scale, compact)?);
-        }
-        out.push(transforms);
-    }
-    Ok(out)
+    factors
+        .chunks(per_level)
+        .enumerate()
+        .map(|(g, group)| {
+            let level = top - g;
+            let scale = group_scale(ev, level, group.len())?;
+            group
+                .iter()
+                .map(|f| LinearTransform::build(ev, f, level, scale, compact))
+                .collect()
+        })
+        .collect()
+}
+
+/// The diagonals' scale for `m` factors applied at `level` and rescaled once: the `m`-th root
+/// of the level's product scale.
+fn group_scale(ev: &Evaluator, level: usize, m: usize) -> Result<f64, CkksError> {
+    Ok(ev.product_scale(level)?.powf(1.0 / m as f64))
 }
 
 /// ModRaise: the level-0 ciphertext's components lifted to every prime (centred in `(−q_0/2, q_0/2]`),

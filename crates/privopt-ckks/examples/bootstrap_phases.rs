@@ -81,7 +81,7 @@ fn main() {
     let re_clear: Vec<f64> = w.iter().map(|c| 2.0 * c.re).collect();
     let parts = boot.coeffs_to_slots(&ev, &raised).unwrap();
     let re = &parts[0];
-    let re_got = sk.decrypt_values(&re).unwrap();
+    let re_got = sk.decrypt_values(re).unwrap();
     let signal = re_clear
         .iter()
         .map(|&s| (s * m.k - (s * m.k).round()).abs())

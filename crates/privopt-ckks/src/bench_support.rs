@@ -275,7 +275,7 @@ impl EvalFixture {
 }
 
 /// One preset's bootstrapping, set up for timing: the transforms, the keys (one thread) and a
-/// level-0 ciphertext of full slots.
+/// level-0 ciphertext of full slots (or slots of the sparse packing's period).
 pub struct BootstrapFixture {
     boot: crate::eval::Bootstrapper,
     ev: crate::eval::Evaluator,
@@ -294,10 +294,12 @@ pub struct BootstrapFixture {
 
 impl BootstrapFixture {
     /// Builds `preset` with one evaluation thread (seeded: benchmarks need no OS entropy);
-    /// `compact` trades time for memory (see `BootstrapConfig::compact`).
+    /// `compact` trades time for memory (see `BootstrapConfig::compact`); `slots` is a sparse
+    /// packing's period (see `BootstrapConfig::slots`).
     pub fn new(
         preset: crate::eval::bootstrap::BootstrapPreset,
         compact: bool,
+        slots: Option<usize>,
     ) -> Result<Self, CkksError> {
         use crate::eval::{Bootstrapper, EvalContext, SecretKey, encode_at};
         let params = preset.params().build()?;
@@ -305,6 +307,7 @@ impl BootstrapFixture {
         let clock = std::time::Instant::now();
         let config = crate::eval::bootstrap::BootstrapConfig {
             compact,
+            slots,
             ..preset.config()
         };
         let boot = Bootstrapper::new(&ctx, &config)?;
@@ -316,7 +319,10 @@ impl BootstrapFixture {
         let galois = ev.galois_keys();
         let (galois_bytes, galois_keys) = (galois.byte_len(), galois.elements().count());
         let keygen_seconds = clock.elapsed().as_secs_f64();
-        let values: Vec<f64> = (0..ctx.slots()).map(|i| (i as f64 * 0.731).sin()).collect();
+        let period = slots.unwrap_or(ctx.slots());
+        let values: Vec<f64> = (0..ctx.slots())
+            .map(|i| ((i % period) as f64 * 0.731).sin())
+            .collect();
         let input = sk.encrypt(&encode_at(&ctx, &values, 0, ctx.level_scale(0))?, &mut rng)?;
         Ok(Self {
             boot,

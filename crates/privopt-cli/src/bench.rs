@@ -163,6 +163,9 @@ const SUITES: &[Suite] = &[
     ),
 ];
 
+/// The period of the sparse-packing bootstrapping cases.
+const SPARSE_CASE_SLOTS: usize = 1024;
+
 /// Time of one timed sample; short operations are repeated to fill it.
 const SAMPLE_TARGET: Duration = Duration::from_millis(20);
 /// Warm-up time before sampling.
@@ -190,19 +193,29 @@ pub fn measure(op: &mut dyn FnMut(), runs: usize) -> f64 {
     median(&mut samples)
 }
 
-/// `ckks/n<n>/bootstrap`, or `…/bootstrap-compact` with compact keys and transforms.
-fn bootstrap_case_name(n: usize, compact: bool) -> String {
-    let suffix = if compact { "-compact" } else { "" };
-    format!("ckks/n{n}/bootstrap{suffix}")
+/// `ckks/n<n>/bootstrap`, `…/bootstrap-compact` with compact keys and transforms, and
+/// `…/bootstrap-s<S>` for sparse packing of period `S`.
+fn bootstrap_case_name(n: usize, compact: bool, slots: Option<usize>) -> String {
+    let compact = if compact { "-compact" } else { "" };
+    let sparse = slots.map(|s| format!("-s{s}")).unwrap_or_default();
+    format!("ckks/n{n}/bootstrap{compact}{sparse}")
 }
 
 /// Runs `privopt bench-bootstrap PRESET` as a child process and reads its one JSON line.
-fn run_child_case(preset: &str, runs: usize, compact: bool) -> Result<Measurement> {
+fn run_child_case(
+    preset: &str,
+    runs: usize,
+    compact: bool,
+    slots: Option<usize>,
+) -> Result<Measurement> {
     let exe = std::env::current_exe().context("cannot find the privopt executable")?;
     let mut cmd = std::process::Command::new(exe);
     cmd.args(["bench-bootstrap", preset, "--runs", &runs.to_string()]);
     if compact {
         cmd.arg("--compact");
+    }
+    if let Some(s) = slots {
+        cmd.args(["--slots", &s.to_string()]);
     }
     let text = stdout_of(cmd, &format!("the bootstrapping case {preset}"))?;
     let line = text
@@ -239,8 +252,13 @@ fn peak_rss_mb() -> Option<f64> {
 
 /// `privopt bench-bootstrap PRESET`: one preset's bootstrap timed in this process (one warm-up,
 /// then up to `runs` samples within about a minute), printed as one JSON [`Measurement`] line
-/// with the peak RSS and the precision.
-pub fn bootstrap_child(preset: &str, runs: usize, compact: bool) -> Result<()> {
+/// with the peak RSS and the precision. `slots`: sparse packing of that period.
+pub fn bootstrap_child(
+    preset: &str,
+    runs: usize,
+    compact: bool,
+    slots: Option<usize>,
+) -> Result<()> {
     use privopt_ckks::bench_support::BootstrapFixture;
     use privopt_ckks::eval::bootstrap::BootstrapPreset;
     let Some(p) = BootstrapPreset::ALL
@@ -249,7 +267,7 @@ pub fn bootstrap_child(preset: &str, runs: usize, compact: bool) -> Result<()> {
     else {
         bail!("unknown bootstrapping preset `{preset}`; known: n15, n16");
     };
-    let f = BootstrapFixture::new(p, compact)?;
+    let f = BootstrapFixture::new(p, compact, slots)?;
     let clock = Instant::now();
     let mut out = f.bootstrap()?;
     let first = clock.elapsed().as_secs_f64().max(1e-9);
@@ -262,7 +280,7 @@ pub fn bootstrap_child(preset: &str, runs: usize, compact: bool) -> Result<()> {
     }
     let (bits, level) = f.precision_bits(&out)?;
     let m = Measurement {
-        name: bootstrap_case_name(p.n(), compact),
+        name: bootstrap_case_name(p.n(), compact, slots),
         median_ns: median(&mut samples),
         runs,
         peak_rss_mb: peak_rss_mb(),
@@ -676,12 +694,18 @@ fn ckks_suite() -> Result<Vec<Case>> {
             black_box(g.borrow().rotate().ok());
         }));
     }
+    // Full and compact at full packing; sparse packing of 1024 slots (the dpfhe MNIST
+    // weights' period).
     for preset in privopt_ckks::eval::bootstrap::BootstrapPreset::ALL {
-        for compact in [false, true] {
+        for (compact, slots) in [
+            (false, None),
+            (true, None),
+            (false, Some(SPARSE_CASE_SLOTS)),
+        ] {
             cases.push(Case {
-                name: bootstrap_case_name(preset.n(), compact),
+                name: bootstrap_case_name(preset.n(), compact, slots),
                 op: Op::Child(Box::new(move |runs| {
-                    run_child_case(preset.name(), runs, compact)
+                    run_child_case(preset.name(), runs, compact, slots)
                 })),
             });
         }

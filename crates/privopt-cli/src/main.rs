@@ -136,6 +136,10 @@ enum Command {
         /// diagonal's plaintext rebuilt where used).
         #[arg(long)]
         compact: bool,
+        /// Sparse packing: bootstrap slots that repeat with this period (a power of two
+        /// below n/2).
+        #[arg(long)]
+        slots: Option<usize>,
     },
 }
 
@@ -264,7 +268,8 @@ fn main() -> ExitCode {
             preset,
             runs,
             compact,
-        } => bench::bootstrap_child(&preset, runs, compact),
+            slots,
+        } => bench::bootstrap_child(&preset, runs, compact, slots),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

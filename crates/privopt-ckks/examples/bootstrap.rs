@@ -78,6 +78,7 @@ fn main() {
         "enc",
         "insecure",
         "digits",
+        "slots",
     ];
     if let Some(k) = args.keys().find(|k| !known.contains(&k.as_str())) {
         fail(&format!("unknown argument {k}"));

@@ -17,9 +17,10 @@ use privopt_ckks::params::CkksParamsBuilder;
 use privopt_math::sample::secret_rng;
 use privopt_ml::data::Dataset;
 use privopt_protocols::dpfhe::{
-    Barrier, ClipCircuit, ComputeServer, DataOwner, EncryptedStep, Layout, Refresh, StepStatus,
-    TrainingCircuit, Weights, encapsulation_keys_from_bytes, encapsulation_keys_to_bytes,
-    galois_key_from_bytes, galois_keys_to_messages, relin_key_from_bytes, relin_key_to_bytes,
+    Barrier, Bootstrappers, ClipCircuit, ComputeServer, DataOwner, EncryptedStep, Layout, Refresh,
+    StepStatus, TrainingCircuit, Weights, encapsulation_keys_from_bytes,
+    encapsulation_keys_to_bytes, galois_key_from_bytes, galois_keys_to_messages,
+    relin_key_from_bytes, relin_key_to_bytes,
 };
 use privopt_protocols::wire::damage;
 use privopt_protocols::{DecodeError, Error};
@@ -150,29 +151,59 @@ fn both_algorithms_through_bytes_equal_the_in_process_run() {
     }
 }
 
-/// Trains `steps` steps on a server that bootstraps (n = 2^12, sparse secret, insecure)
-/// and, from the same keys' seed, on one that asks the owner; returns both decrypted
-/// weights, the refreshes the bootstrapping run asked for and the bootstraps it ran.
-fn train_bootstrapping(alg4: bool, steps: u64) -> (Vec<f64>, Vec<f64>, usize, usize) {
+/// Trains `steps` steps on a server that bootstraps (n = 2^12, sparse secret, insecure; with
+/// `sparse_weights`, the weights by sparse packing of the block width) and, from the same
+/// keys' seed, on one that asks the owner; returns both decrypted weights, the refreshes the
+/// bootstrapping run asked for and the bootstraps it ran.
+fn train_bootstrapping(
+    alg4: bool,
+    steps: u64,
+    sparse_weights: bool,
+) -> (Vec<f64>, Vec<f64>, usize, usize) {
     let params = CkksParamsBuilder::leveled(1 << 12, 60, 50, 26, &[60, 60, 60])
         .secret(SecretDistribution::Sparse(64))
         .insecure_for_testing(true)
         .build()
         .unwrap();
     let ctx = EvalContext::new(&params).unwrap();
-    let boot = Arc::new(Bootstrapper::new(&ctx, &BootstrapConfig::default()).unwrap());
     let circuit = circuit(&ctx, alg4);
+    let any = Arc::new(Bootstrapper::new(&ctx, &BootstrapConfig::default()).unwrap());
+    // A period of 16 blocks (three FFT stages at least, one per transform level).
+    let sparse = |period: usize, levels: usize| {
+        let cfg = BootstrapConfig {
+            slots: Some(period),
+            cts_levels: levels,
+            stc_levels: levels,
+            ..BootstrapConfig::default()
+        };
+        Arc::new(Bootstrapper::new(&ctx, &cfg).unwrap())
+    };
+    let boot = Bootstrappers {
+        any: Arc::clone(&any),
+        weights: sparse_weights.then(|| sparse(16 * circuit.layout.block, 3)),
+    };
     let data = data();
     let mut results = Vec::new();
     let (mut refreshes, mut bootstraps) = (0, 0);
     for bootstrapping in [true, false] {
         let mut owner = DataOwner::new(&ctx, circuit.layout, secret_rng(Some(8)));
         let server = if bootstrapping {
-            owner = owner.with_level(boot.output_level()).unwrap();
+            owner = owner.with_level(any.output_level()).unwrap();
             let keys = owner.bootstrapping_keys(&boot).unwrap();
             // This bootstrapper runs under the sparse secret itself: no encapsulation keys.
             assert!(keys.encapsulation.is_none());
-            ComputeServer::bootstrapping(&ctx, keys, Arc::clone(&boot), 1, circuit.clone()).unwrap()
+            if sparse_weights {
+                // A period below the block width would average the weights' slots.
+                let short = Bootstrappers {
+                    any: Arc::clone(&any),
+                    weights: Some(sparse(circuit.layout.block / 2, 1)),
+                };
+                let keys = owner.bootstrapping_keys(&short).unwrap();
+                let e = ComputeServer::bootstrapping(&ctx, keys, short, 1, circuit.clone())
+                    .unwrap_err();
+                assert!(e.to_string().contains("would average"), "{e}");
+            }
+            ComputeServer::bootstrapping(&ctx, keys, boot.clone(), 1, circuit.clone()).unwrap()
         } else {
             let (relin, galois) = owner.evaluation_keys();
             ComputeServer::new(&ctx, relin, galois, 1, circuit.clone()).unwrap()
@@ -205,17 +236,19 @@ fn train_bootstrapping(alg4: bool, steps: u64) -> (Vec<f64>, Vec<f64>, usize, us
 
 #[test]
 fn a_bootstrapping_server_trains_without_the_owner() {
-    for (alg4, steps) in [(false, 2), (true, 1)] {
-        let (boot, refreshed, refreshes, bootstraps) = train_bootstrapping(alg4, steps);
+    // Algorithm 5 also with its weights bootstrapped by sparse packing of the block width.
+    for (alg4, steps, sparse) in [(false, 2, false), (false, 2, true), (true, 1, false)] {
+        let (boot, refreshed, refreshes, bootstraps) = train_bootstrapping(alg4, steps, sparse);
         let diff = boot
             .iter()
             .zip(&refreshed)
             .map(|(a, b)| (a - b).abs())
             .fold(0.0, f64::max);
         eprintln!(
-            "algorithm {}: {bootstraps} bootstraps in {steps} steps, max |Δw| {diff:e} against \
-             owner refreshes, w = {boot:?}",
-            if alg4 { 4 } else { 5 }
+            "algorithm {}{}: {bootstraps} bootstraps in {steps} steps, max |Δw| {diff:e} \
+             against owner refreshes, w = {boot:?}",
+            if alg4 { 4 } else { 5 },
+            if sparse { " (sparse weights)" } else { "" }
         );
         assert_eq!(refreshes, 0);
         // Algorithm 5 outgrows a bootstrap's levels every step from the second on (the

@@ -22,4 +22,4 @@ pub use messages::{
     galois_key_from_bytes, galois_keys_to_messages, relin_key_from_bytes, relin_key_to_bytes,
 };
 pub use owner::DataOwner;
-pub use server::{ComputeServer, Step, StepStatus};
+pub use server::{Bootstrappers, ComputeServer, Step, StepStatus};

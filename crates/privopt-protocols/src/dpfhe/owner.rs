@@ -4,14 +4,15 @@
 use std::sync::Arc;
 
 use privopt_ckks::eval::{
-    Bootstrapper, Ciphertext, EvalContext, EvaluationKeys, GaloisKeys, KeyRequest, PublicKey,
-    RelinKey, SecretKey, encode,
+    Ciphertext, EvalContext, EvaluationKeys, GaloisKeys, KeyRequest, PublicKey, RelinKey,
+    SecretKey, encode,
 };
 use privopt_ml::data::Dataset;
 use rand_chacha::ChaCha20Rng;
 
 use super::circuit::Layout;
 use super::messages::{EncryptedStep, KIND_OWNER_STATE, Refresh};
+use super::server::Bootstrappers;
 use crate::error::{Error, Result};
 use crate::wire::{self, DecodeError, Method};
 
@@ -67,17 +68,20 @@ impl DataOwner {
         Ok(self)
     }
 
-    /// The keys of a server that bootstraps with `boot`: its own, plus the layout's
-    /// rotations at the level the owner encrypts at (they never run higher).
-    pub fn bootstrapping_keys(&mut self, boot: &Bootstrapper) -> Result<EvaluationKeys> {
+    /// The keys of a server that bootstraps with `boot`: the bootstrappers' own, plus the
+    /// layout's rotations at the level the owner encrypts at (they never run higher).
+    pub fn bootstrapping_keys(&mut self, boot: &Bootstrappers) -> Result<EvaluationKeys> {
         let level = self.level;
-        let circuit: Vec<KeyRequest> = self
+        let mut extra: Vec<KeyRequest> = self
             .layout
             .rotations()
             .into_iter()
             .map(|steps| KeyRequest::Rotation { steps, level })
             .collect();
-        Ok(boot.keys(&self.sk, &circuit, &mut self.rng)?)
+        if let Some(weights) = &boot.weights {
+            extra.extend(weights.key_requests());
+        }
+        Ok(boot.any.keys(&self.sk, &extra, &mut self.rng)?)
     }
 
     /// The server's evaluation keys: relinearization and the layout's rotations.

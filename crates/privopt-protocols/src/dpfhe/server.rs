@@ -93,11 +93,42 @@ fn value(values: &BTreeMap<Slot, Ciphertext>, slot: Slot) -> Result<&Ciphertext>
         .ok_or_else(|| Error::OutOfOrder(format!("{slot:?} is not computed")))
 }
 
+/// What a bootstrapping server bootstraps with.
+#[derive(Clone, Debug)]
+pub struct Bootstrappers {
+    /// For any ciphertext (full packing).
+    pub any: Arc<Bootstrapper>,
+    /// For the weights, whose slots repeat with the block width: sparse packing of that period
+    /// (or a multiple of it), which costs less (`BootstrapConfig::slots`). `None`: the
+    /// weights use `any`.
+    pub weights: Option<Arc<Bootstrapper>>,
+}
+
+impl Bootstrappers {
+    /// The bootstrapper for `slot`'s ciphertexts.
+    fn for_slot(&self, slot: Slot) -> &Bootstrapper {
+        match (slot, &self.weights) {
+            (Slot::Weights, Some(w)) => w,
+            _ => &self.any,
+        }
+    }
+
+    fn all(&self) -> impl Iterator<Item = &Arc<Bootstrapper>> {
+        std::iter::once(&self.any).chain(&self.weights)
+    }
+}
+
+impl From<Arc<Bootstrapper>> for Bootstrappers {
+    fn from(any: Arc<Bootstrapper>) -> Self {
+        Self { any, weights: None }
+    }
+}
+
 /// The compute server: an evaluator over the data owner's evaluation keys, and the circuit.
 pub struct ComputeServer {
     ev: Evaluator,
     circuit: TrainingCircuit,
-    bootstrapper: Option<Arc<Bootstrapper>>,
+    bootstrappers: Option<Bootstrappers>,
 }
 
 impl std::fmt::Debug for ComputeServer {
@@ -121,37 +152,50 @@ impl ComputeServer {
         Ok(Self {
             ev,
             circuit,
-            bootstrapper: None,
+            bootstrappers: None,
         })
     }
 
     /// A server that bootstraps where it would ask for a refresh, over the owner's
-    /// [`EvaluationKeys`] for `bootstrapper` (its own key requests and the circuit's
-    /// rotations). Fails when the weights have no bound to divide by or a step needs more
-    /// levels than bootstrapping leaves.
+    /// [`EvaluationKeys`] for the bootstrappers (their key requests and the circuit's
+    /// rotations). Fails when the weights have no bound to divide by, a step needs more
+    /// levels than bootstrapping leaves, or the weights' bootstrapper packs a period that is
+    /// not a multiple of the block width.
     pub fn bootstrapping(
         ctx: &Arc<EvalContext>,
         keys: EvaluationKeys,
-        bootstrapper: Arc<Bootstrapper>,
+        bootstrappers: impl Into<Bootstrappers>,
         threads: usize,
         circuit: TrainingCircuit,
     ) -> Result<Self> {
+        let bootstrappers = bootstrappers.into();
         let bound = circuit.weight_bound;
         if !(bound.is_finite() && bound > 0.0) {
             return Err(Error::Parameters(format!(
                 "bootstrapping needs a finite positive bound on the weights, got {bound}"
             )));
         }
-        let (need, have) = (circuit.step_depth(), bootstrapper.output_level());
-        if need > have {
+        let need = circuit.step_depth();
+        for have in bootstrappers.all().map(|b| b.output_level()) {
+            if need > have {
+                return Err(Error::Parameters(format!(
+                    "a training step needs {need} levels, bootstrapping leaves {have}"
+                )));
+            }
+        }
+        let block = circuit.layout.block;
+        if let Some(period) = bootstrappers.weights.as_ref().and_then(|w| w.slots())
+            && period % block != 0
+        {
             return Err(Error::Parameters(format!(
-                "a training step needs {need} levels, bootstrapping leaves {have}"
+                "the weights repeat every {block} slots; a sparse bootstrap of period {period} \
+                 would average them"
             )));
         }
         Ok(Self {
             ev: keys.evaluator(ctx).with_threads(threads)?,
             circuit,
-            bootstrapper: Some(bootstrapper),
+            bootstrappers: Some(bootstrappers),
         })
     }
 
@@ -207,16 +251,14 @@ impl ComputeServer {
         if ct.level() >= levels {
             return Ok(None);
         }
-        let top = self
-            .bootstrapper
-            .as_ref()
-            .map_or(self.ev.context().max_level(), |b| b.output_level());
+        let boot = self.bootstrappers.as_ref().map(|b| b.for_slot(slot));
+        let top = boot.map_or(self.ev.context().max_level(), |b| b.output_level());
         if levels > top {
             return Err(Error::Parameters(format!(
                 "{slot:?} needs {levels} levels, a refreshed ciphertext has {top}"
             )));
         }
-        if let Some(boot) = &self.bootstrapper {
+        if let Some(boot) = boot {
             let fresh = boot.bootstrap_bounded(&self.ev, ct, self.bound_log2(slot))?;
             step.values.insert(slot, fresh);
             step.bootstraps += 1;

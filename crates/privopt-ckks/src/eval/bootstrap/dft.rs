@@ -206,6 +206,28 @@ mod tests {
             .fold(0.0, f64::max)
     }
 
+    /// A matrix over a period, replicated, acts on repeating slots as on one period, with
+    /// offsets read signed (short rotations).
+    #[test]
+    fn replicated_matrices_act_on_each_period() {
+        let (period, slots) = (16, 128);
+        let m = &coeffs_to_slots(period, 2)[1];
+        let x: Vec<Complex> = (0..period)
+            .map(|j| Complex::new((j as f64 * 0.3).sin(), (j as f64 * 0.7).cos()))
+            .collect();
+        let want = apply(m, &x);
+        let wide = replicated(m, period, slots);
+        assert_eq!(wide.len(), m.len());
+        assert!(
+            wide.keys()
+                .all(|&i| i < period / 2 + 1 || i > slots - period / 2)
+        );
+        let tiled: Vec<Complex> = (0..slots).map(|j| x[j % period]).collect();
+        let got = apply(&wide, &tiled);
+        let tiled_want: Vec<Complex> = (0..slots).map(|j| want[j % period]).collect();
+        assert!(worst(&got, &tiled_want) < 1e-12);
+    }
+
     /// The factors against the encoder's own special FFT, at every level budget.
     #[test]
     fn factors_equal_the_encoders_fft_at_every_budget() {

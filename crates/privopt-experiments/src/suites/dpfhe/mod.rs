@@ -181,6 +181,18 @@ pub struct DpfheSuiteConfig {
     /// instead of asking the data owner to refresh; absent, the n = 2^15 refresh setting.
     #[serde(default)]
     pub encrypted_bootstrap: Option<BootstrapChoice>,
+    /// Encrypted suite, bootstrapping: the weights (whose slots repeat with the block width)
+    /// are bootstrapped by sparse packing of that period, which costs less than a full-slot
+    /// bootstrap; `false` bootstraps them with full slots like the other ciphertexts.
+    #[serde(default = "default_true")]
+    pub encrypted_sparse_weights: bool,
+}
+
+/// The smallest period the weights are bootstrapped with by sparse packing.
+const MIN_SPARSE_PERIOD: usize = 1024;
+
+fn default_true() -> bool {
+    true
 }
 
 /// A bootstrapping preset, by name in configs.
@@ -712,9 +724,10 @@ impl DpfheSuiteConfig {
     fn encrypted(&self, ctx: &mut RunContext<'_>) -> Result<EncryptedReport> {
         use std::sync::Arc;
 
-        use privopt_ckks::eval::{Bootstrapper, EvalContext};
+        use privopt_ckks::eval::{BootstrapConfig, Bootstrapper, EvalContext};
         use privopt_sim::methods::dpfhe::encrypted::{
-            ClipCircuit, EncryptedSession, Layout, encrypted_params, presample, training_circuit,
+            Bootstrappers, ClipCircuit, EncryptedSession, Layout, encrypted_params, presample,
+            training_circuit,
         };
 
         let preset = self.encrypted_bootstrap.map(BootstrapChoice::preset);
@@ -732,6 +745,25 @@ impl DpfheSuiteConfig {
                 Some(Arc::new(boot))
             }
             None => None,
+        };
+        // The weights' sparse-packing bootstrapper for a dataset's block width: a period of
+        // at least 1024 slots (weights that repeat every block repeat every multiple of it).
+        // A sparse message's coefficients grow like 1/√(2s), and with them the sine's cubic
+        // error at the presets' message ratios: 18.4 bits at s = 1024 and 13.4 at s = 32 for
+        // N15, 25.9 and 16.8 for N16 (docs/ckks-eval.md).
+        let weights_boot = |block: usize| -> Result<Option<Arc<Bootstrapper>>> {
+            let (Some(p), true) = (preset, self.encrypted_sparse_weights) else {
+                return Ok(None);
+            };
+            let period = block.max(MIN_SPARSE_PERIOD);
+            if period >= ectx.slots() {
+                return Ok(None);
+            }
+            let cfg = BootstrapConfig {
+                slots: Some(period),
+                ..p.config()
+            };
+            Ok(Some(Arc::new(Bootstrapper::new(&ectx, &cfg)?)))
         };
         let mut report = EncryptedReport {
             ring_dim: params.n(),
@@ -751,6 +783,7 @@ impl DpfheSuiteConfig {
                 alg5: None,
                 alg4: None,
                 output_sgd: None,
+                sparse_weights_period: None,
             };
             let Link::Poly(sigmoid) = plan.noclip.link.clone() else {
                 return Err(privopt_sim::Error::Infeasible(
@@ -759,6 +792,12 @@ impl DpfheSuiteConfig {
             };
             let m = tt.train.n_features() as f64;
             let layout = Layout::new(tt.train.n_features(), plan.batch, ectx.slots())?;
+            let weights = weights_boot(layout.block)?;
+            entry.sparse_weights_period = weights.as_ref().and_then(|w| w.slots());
+            let bootstrappers = boot.as_ref().map(|any| Bootstrappers {
+                any: Arc::clone(any),
+                weights,
+            });
             // Seeded keys: an experiment must be reproducible; deployments use OS entropy.
             let keys = privopt_math::sample::secret_rng(Some(
                 ctx.seeds.child_seed("dpfhe/encrypted/keys", &[di as u64]),
@@ -819,7 +858,7 @@ impl DpfheSuiteConfig {
                             &ectx,
                             circuit.clone(),
                             keys.clone(),
-                            boot.clone(),
+                            bootstrappers.clone(),
                             true,
                         )?;
                         ctx.progress.finish();

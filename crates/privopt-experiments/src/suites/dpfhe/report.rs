@@ -258,6 +258,9 @@ pub struct EncryptedDataset {
     pub alg4: Option<EncryptedRun>,
     /// Output perturbation's SGD steps (noise added after decryption).
     pub output_sgd: Option<EncryptedRun>,
+    /// The period the server bootstrapped the weights with by sparse packing (the block
+    /// width), if it did.
+    pub sparse_weights_period: Option<usize>,
 }
 
 /// One algorithm's encrypted run against the plaintext run with the same noise.
@@ -305,6 +308,9 @@ impl EncryptedReport {
                 }
                 s.insert(format!("{}_{k}", d.name), v);
             };
+            if let Some(period) = d.sparse_weights_period {
+                note("sparse_weights_period".into(), period as f64);
+            }
             for (alg, run) in [
                 ("alg5", &d.alg5),
                 ("alg4", &d.alg4),

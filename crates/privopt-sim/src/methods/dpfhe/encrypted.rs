@@ -12,14 +12,14 @@ use std::time::Instant;
 
 use privopt_approx::ChebPoly;
 use privopt_ckks::CkksParams;
-use privopt_ckks::eval::{Bootstrapper, EvalContext, GaloisKeys};
+use privopt_ckks::eval::{EvalContext, GaloisKeys};
 use privopt_ckks::params::CkksParamsBuilder;
 use privopt_dp::GaussianMechanism;
 use privopt_ml::data::Dataset;
 use rand::Rng;
 use rand_chacha::ChaCha20Rng;
 
-pub use privopt_protocols::dpfhe::{ClipCircuit, Layout, StageDepths};
+pub use privopt_protocols::dpfhe::{Bootstrappers, ClipCircuit, Layout, StageDepths};
 use privopt_protocols::dpfhe::{
     ComputeServer, DataOwner, EncryptedStep, Refresh, StepStatus, TrainingCircuit, Weights,
     galois_key_from_bytes, galois_keys_to_messages, relin_key_from_bytes, relin_key_to_bytes,
@@ -137,7 +137,7 @@ impl EncryptedSession {
         ctx: &Arc<EvalContext>,
         circuit: TrainingCircuit,
         key_rng: ChaCha20Rng,
-        bootstrapper: Option<Arc<Bootstrapper>>,
+        bootstrapper: Option<Bootstrappers>,
         through_bytes: bool,
     ) -> Result<Self> {
         let mut owner = DataOwner::new(ctx, circuit.layout, key_rng);
@@ -155,7 +155,7 @@ impl EncryptedSession {
                 ComputeServer::new(ctx, relin, galois, 1, circuit)?
             }
             Some(boot) => {
-                owner = owner.with_level(boot.output_level())?;
+                owner = owner.with_level(boot.any.output_level())?;
                 let keys = owner.bootstrapping_keys(&boot)?;
                 ComputeServer::bootstrapping(ctx, keys, boot, 1, circuit)?
             }

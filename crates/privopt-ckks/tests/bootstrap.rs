@@ -301,6 +301,33 @@ fn sparse_packing_bootstraps_repeated_complex_slots_with_one_eval_mod() {
 }
 
 #[test]
+fn a_second_bootstrap_of_the_error_adds_precision() {
+    // Scale 2^50 under q_0 = 2^56 (message ratio 2^6, the N15 preset's): one bootstrap gives
+    // about 17 bits; META-BTS with a lift of 2^12 removes most of its error.
+    let params = CkksParamsBuilder::leveled(N, 56, 50, 20, &[60, 60, 60])
+        .secret(SecretDistribution::Sparse(64))
+        .insecure_for_testing(true)
+        .build()
+        .unwrap();
+    let ctx = EvalContext::new(&params).unwrap();
+    let boot = Bootstrapper::new(&ctx, &BootstrapConfig::default()).unwrap();
+    let mut k = keys(&ctx, &boot.rotations());
+    let v = values(ctx.slots(), 6.0);
+    let ct = at_level_zero(&ctx, &mut k, &v);
+    let bits = |c: &Ciphertext| -worst(&k.sk.decrypt_values(c).unwrap(), &v).log2();
+    let once = bits(&boot.bootstrap(&k.ev, &ct).unwrap());
+    let precise = boot.bootstrap_precise(&k.ev, &ct, 12).unwrap();
+    let twice = bits(&precise);
+    eprintln!("META-BTS: {once:.1} bits with one bootstrap, {twice:.1} with two");
+    assert_eq!(precise.level() + 1, boot.output_level());
+    assert!(twice >= once + 6.0, "{once:.1} → {twice:.1}");
+    // Lifts outside 2^1..2^40 are refused.
+    for bad in [0, 41] {
+        assert!(boot.bootstrap_precise(&k.ev, &ct, bad).is_err());
+    }
+}
+
+#[test]
 fn too_few_levels_are_refused_with_the_count() {
     let params = CkksParamsBuilder::leveled(N, 60, 50, 11, &[60, 60])
         .secret(SecretDistribution::Sparse(64))

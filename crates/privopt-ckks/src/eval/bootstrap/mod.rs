@@ -475,6 +475,38 @@ impl Bootstrapper {
         ev.mul_int(&fresh, 1i64 << bound_log2)
     }
 
+    /// Two bootstraps for about twice the precision (META-BTS, Bae et al., 2022): with
+    /// `out = BTS(ct) = m + e_1`, the difference `ct − out` at level 0 holds `−e_1`, which is
+    /// small, so it is lifted by the integer `2^lift_log2` (no level) and bootstrapped too:
+    /// `BTS(2^k·(ct − out)) = −2^k·e_1 + e_2`. Divided by `2^k` (one level) and added to `out`,
+    /// it leaves `m + e_2/2^k`. The result is one level below [`Bootstrapper::output_level`].
+    /// `lift_log2` wants `2^k·|e_1|` well below 1 (EvalMod's range): a few bits under the
+    /// single bootstrap's precision (12 for the N15 preset's 17 bits, 18 for N16's 24).
+    pub fn bootstrap_precise(
+        &self,
+        ev: &Evaluator,
+        ct: &Ciphertext,
+        lift_log2: u32,
+    ) -> Result<Ciphertext, CkksError> {
+        if !(1..=40).contains(&lift_log2) {
+            return Err(CkksError::InvalidParams(format!(
+                "a META-BTS lift of 2^{lift_log2} is outside 2^1..2^40"
+            )));
+        }
+        if self.output_level < 1 {
+            return Err(CkksError::LevelExhausted(
+                "a second bootstrap for precision needs a level left after bootstrapping".into(),
+            ));
+        }
+        let ct = ev.drop_to_level(ct, 0)?;
+        let out = self.bootstrap(ev, &ct)?;
+        let residual = ev.sub(&ct, &ev.drop_to_level(&out, 0)?)?;
+        let lifted = ev.mul_int(&residual, 1i64 << lift_log2)?;
+        let correction = self.bootstrap(ev, &lifted)?;
+        let correction = ev.mul_const(&correction, (-f64::from(lift_log2)).exp2())?;
+        ev.add(&out, &correction)
+    }
+
     /// [`Bootstrapper::bootstrap`], with the seconds each phase took.
     pub fn bootstrap_timed(
         &self,

@@ -200,7 +200,8 @@ impl Bootstrapper {
         for (what, factors) in [("CtS", cfg.cts_levels), ("StC", stc_factors)] {
             if !(1..=stages.max(1)).contains(&factors) {
                 return Err(CkksError::InvalidParams(format!(
-                    "{what} needs 1 to {stages} factors (one per FFT stage at most), got {factors}"
+                    "{what} needs 1 to {stages} factors (one per FFT stage at most of \
+                     {slots} slots), got {factors}"
                 )));
             }
         }
@@ -342,7 +343,8 @@ impl Bootstrapper {
             .chain(shifted)
     }
 
-    /// The slot period bootstrapped ciphertexts must have (`n/2`: full packing).
+    /// The period the slots of bootstrapped ciphertexts must repeat with, under sparse
+    /// packing (`None`: full packing).
     pub fn slots(&self) -> Option<usize> {
         self.sparse.as_ref().map(|s| s.slots)
     }
@@ -480,8 +482,8 @@ impl Bootstrapper {
     /// small, so it is lifted by the integer `2^lift_log2` (no level) and bootstrapped too:
     /// `BTS(2^k·(ct − out)) = −2^k·e_1 + e_2`. Divided by `2^k` (one level) and added to `out`,
     /// it leaves `m + e_2/2^k`. The result is one level below [`Bootstrapper::output_level`].
-    /// `lift_log2` wants `2^k·|e_1|` well below 1 (EvalMod's range): a few bits under the
-    /// single bootstrap's precision (12 for the N15 preset's 17 bits, 18 for N16's 24).
+    /// `lift_log2` wants `2^k·|e_1|` well below 1 (EvalMod's range): about five bits under
+    /// the single bootstrap's precision.
     pub fn bootstrap_precise(
         &self,
         ev: &Evaluator,
@@ -599,40 +601,44 @@ impl Bootstrapper {
         ev: &Evaluator,
         parts: &[Ciphertext],
     ) -> Result<Ciphertext, CkksError> {
-        let mut groups = self.stc.iter();
-        let first = groups
-            .next()
-            .ok_or_else(|| CkksError::InvalidParams("SlotsToCoeffs has no factors".into()))?;
-        let (a, rest) = first
-            .split_first()
-            .ok_or_else(|| CkksError::InvalidParams("SlotsToCoeffs has no factors".into()))?;
-        let mut y = match (parts, &self.sparse) {
-            ([re, im], None) => a.apply_unscaled(ev, &ev.add(re, &ev.mul_by_i(im)?)?)?,
+        let mut y: Option<Ciphertext> = None;
+        for group in &self.stc {
+            for t in group {
+                y = Some(match &y {
+                    Some(y) => t.apply_unscaled(ev, y)?,
+                    None => self.first_stc_factor(ev, t, parts)?,
+                });
+            }
+            let unscaled = y
+                .as_ref()
+                .ok_or_else(|| CkksError::InvalidParams("SlotsToCoeffs has no factors".into()))?;
+            y = Some(ev.rescale(unscaled)?);
+        }
+        y.ok_or_else(|| CkksError::InvalidParams("SlotsToCoeffs has no factors".into()))
+    }
+
+    /// StC's first factor `a` on EvalMod's outputs, unrescaled: on `re + i·im`, or with
+    /// sparse packing on `v` and (its `A·D_1` half) on `rot(v, s)`.
+    fn first_stc_factor(
+        &self,
+        ev: &Evaluator,
+        a: &LinearTransform,
+        parts: &[Ciphertext],
+    ) -> Result<Ciphertext, CkksError> {
+        match (parts, &self.sparse) {
+            ([re, im], None) => a.apply_unscaled(ev, &ev.add(re, &ev.mul_by_i(im)?)?),
             ([v], Some(sparse)) => {
                 let shifted = ev.rotate(v, sparse.slots as i64)?;
                 ev.add(
                     &a.apply_unscaled(ev, v)?,
                     &sparse.stc_shifted.apply_unscaled(ev, &shifted)?,
-                )?
+                )
             }
-            _ => {
-                return Err(CkksError::InvalidParams(format!(
-                    "SlotsToCoeffs got {} parts for this packing",
-                    parts.len()
-                )));
-            }
-        };
-        for t in rest {
-            y = t.apply_unscaled(ev, &y)?;
+            _ => Err(CkksError::InvalidParams(format!(
+                "SlotsToCoeffs got {} parts for this packing",
+                parts.len()
+            ))),
         }
-        y = ev.rescale(&y)?;
-        for group in groups {
-            for t in group {
-                y = t.apply_unscaled(ev, &y)?;
-            }
-            y = ev.rescale(&y)?;
-        }
-        Ok(y)
     }
 }
 

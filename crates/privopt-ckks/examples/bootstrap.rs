@@ -39,6 +39,13 @@ fn peak_rss_mb() -> f64 {
         .map_or(f64::NAN, |kb| kb / 1024.0)
 }
 
+fn max_error(got: &[f64], want: &[f64]) -> f64 {
+    got.iter()
+        .zip(want)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f64::max)
+}
+
 fn fail(msg: &str) -> ! {
     eprintln!("bootstrap example: {msg} (see the file's header for KEY=VALUE arguments)");
     std::process::exit(2)
@@ -167,11 +174,7 @@ fn main() {
     let (out, phases) = boot.bootstrap_timed(&ev, &ct).expect("bootstrap");
     let time = t.elapsed().as_secs_f64();
     let got = sk.decrypt_values(&out).unwrap();
-    let err = got
-        .iter()
-        .zip(&v)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0.0, f64::max);
+    let err = max_error(&got, &v);
     let rms = (got
         .iter()
         .zip(&v)
@@ -213,12 +216,7 @@ fn main() {
             .bootstrap_precise(&ev, &ct, lift as u32)
             .unwrap_or_else(|e| fail(&format!("META-BTS: {e}")));
         let time = t.elapsed().as_secs_f64();
-        let got = sk.decrypt_values(&out).unwrap();
-        let err = got
-            .iter()
-            .zip(&v)
-            .map(|(a, b)| (a - b).abs())
-            .fold(0.0, f64::max);
+        let err = max_error(&sk.decrypt_values(&out).unwrap(), &v);
         println!(
             "META-BTS (lift 2^{lift}): {time:.2} s, {:.1} bits (max error {err:.2e}), {} levels left",
             -err.log2(),

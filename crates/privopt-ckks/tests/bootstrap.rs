@@ -24,7 +24,13 @@ const N: usize = 1 << 12;
 /// q_0 of 60 bits, 19 levels of 50 bits (scale 2^50, so the message ratio q_0/Δ_0 is 2^10),
 /// three 60-bit key-switching primes; secret of weight 64.
 fn context() -> Arc<EvalContext> {
-    let params = CkksParamsBuilder::leveled(N, 60, 50, 19, &[60, 60, 60])
+    context_with(60, 50, 19)
+}
+
+/// `levels` levels at scale `2^scale_bits` over a `q0_bits` q_0, three 60-bit key-switching
+/// primes, secret of weight 64.
+fn context_with(q0_bits: u32, scale_bits: u32, levels: usize) -> Arc<EvalContext> {
+    let params = CkksParamsBuilder::leveled(N, q0_bits, scale_bits, levels, &[60, 60, 60])
         .secret(SecretDistribution::Sparse(64))
         .insecure_for_testing(true)
         .build()
@@ -132,12 +138,7 @@ fn slots_beyond_one_bootstrap_when_divided_by_their_bound_first() {
     // Scale 2^56 under q_0 = 2^60: a message ratio of 2^4, the N16 preset's. The sine's
     // cubic term costs about (2π·m/16)²/6 of a message m: undivided slots of 7.5 lose 64
     // times what they lose divided by 8 (m³ against 8·(m/8)³; measured 7.9e-3 against 1.2e-4).
-    let params = CkksParamsBuilder::leveled(N, 60, 56, 20, &[60, 60, 60])
-        .secret(SecretDistribution::Sparse(64))
-        .insecure_for_testing(true)
-        .build()
-        .unwrap();
-    let ctx = EvalContext::new(&params).unwrap();
+    let ctx = context_with(60, 56, 20);
     let boot = Bootstrapper::new(&ctx, &BootstrapConfig::default()).unwrap();
     let mut k = keys(&ctx, &boot.rotations());
     let big: Vec<f64> = values(ctx.slots(), 1.0).iter().map(|x| 7.5 * x).collect();
@@ -304,12 +305,7 @@ fn sparse_packing_bootstraps_repeated_complex_slots_with_one_eval_mod() {
 fn a_second_bootstrap_of_the_error_adds_precision() {
     // Scale 2^50 under q_0 = 2^56 (message ratio 2^6, the N15 preset's): one bootstrap gives
     // about 17 bits; META-BTS with a lift of 2^12 removes most of its error.
-    let params = CkksParamsBuilder::leveled(N, 56, 50, 20, &[60, 60, 60])
-        .secret(SecretDistribution::Sparse(64))
-        .insecure_for_testing(true)
-        .build()
-        .unwrap();
-    let ctx = EvalContext::new(&params).unwrap();
+    let ctx = context_with(56, 50, 20);
     let boot = Bootstrapper::new(&ctx, &BootstrapConfig::default()).unwrap();
     let mut k = keys(&ctx, &boot.rotations());
     let v = values(ctx.slots(), 6.0);
@@ -360,12 +356,7 @@ fn too_few_levels_are_refused_with_the_count() {
 fn the_arcsine_correction_lifts_precision_at_a_small_message_ratio() {
     // Scale 2^55 under q_0 = 2^60: message ratio 2^5, so the sine's cubic error dominates
     // unless the arcsine removes it (measured: 17.7 bits without, 27.9 with, at 2 levels).
-    let params = CkksParamsBuilder::leveled(N, 60, 55, 20, &[60, 60, 60])
-        .secret(SecretDistribution::Sparse(64))
-        .insecure_for_testing(true)
-        .build()
-        .unwrap();
-    let ctx = EvalContext::new(&params).unwrap();
+    let ctx = context_with(60, 55, 20);
     let plain = Bootstrapper::new(&ctx, &BootstrapConfig::default()).unwrap();
     let corrected = BootstrapConfig {
         arcsine_degree: 3,

@@ -202,6 +202,20 @@ fn train_bootstrapping(
                 let e = ComputeServer::bootstrapping(&ctx, keys, short, 1, circuit.clone())
                     .unwrap_err();
                 assert!(e.to_string().contains("would average"), "{e}");
+                // Nor may the two bootstrappers want encapsulation keys of different weights.
+                let cfg = BootstrapConfig {
+                    slots: Some(16 * circuit.layout.block),
+                    encapsulation: Some(32),
+                    ..BootstrapConfig::default()
+                };
+                let mixed = Bootstrappers {
+                    any: Arc::clone(&any),
+                    weights: Some(Arc::new(Bootstrapper::new(&ctx, &cfg).unwrap())),
+                };
+                let keys = owner.bootstrapping_keys(&mixed).unwrap();
+                let e = ComputeServer::bootstrapping(&ctx, keys, mixed, 1, circuit.clone())
+                    .unwrap_err();
+                assert!(e.to_string().contains("encapsulates"), "{e}");
             }
             ComputeServer::bootstrapping(&ctx, keys, boot.clone(), 1, circuit.clone()).unwrap()
         } else {

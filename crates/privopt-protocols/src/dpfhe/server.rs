@@ -160,7 +160,7 @@ impl ComputeServer {
     /// [`EvaluationKeys`] for the bootstrappers (their key requests and the circuit's
     /// rotations). Fails when the weights have no bound to divide by, a step needs more
     /// levels than bootstrapping leaves, or the weights' bootstrapper packs a period that is
-    /// not a multiple of the block width.
+    /// not a multiple of the block width or encapsulates to another weight.
     pub fn bootstrapping(
         ctx: &Arc<EvalContext>,
         keys: EvaluationKeys,
@@ -182,6 +182,16 @@ impl ComputeServer {
                     "a training step needs {need} levels, bootstrapping leaves {have}"
                 )));
             }
+        }
+        if let Some(w) = &bootstrappers.weights
+            && w.encapsulation() != bootstrappers.any.encapsulation()
+        {
+            return Err(Error::Parameters(format!(
+                "the weights' bootstrapper encapsulates to weight {:?} and the other to {:?}; \
+                 one set of keys serves both only if they agree",
+                w.encapsulation(),
+                bootstrappers.any.encapsulation()
+            )));
         }
         let block = circuit.layout.block;
         if let Some(period) = bootstrappers.weights.as_ref().and_then(|w| w.slots())

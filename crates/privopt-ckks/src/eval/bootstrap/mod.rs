@@ -175,8 +175,6 @@ struct SparsePacking {
     /// of the powers of `X^{n/2s}` (the trace onto that subring, times `n/2s`): by
     /// `s, 2s, …, n/4`.
     sub_sum: Vec<i64>,
-    /// ModRaise's level.
-    top: usize,
     /// `A·D_1`, at StC's first level, for `rot(v, s)`.
     stc_shifted: LinearTransform,
 }
@@ -301,7 +299,6 @@ impl Bootstrapper {
                 Some(SparsePacking {
                     slots,
                     sub_sum,
-                    top,
                     stc_shifted,
                 })
             }
@@ -355,7 +352,9 @@ impl Bootstrapper {
         let Some(sparse) = &self.sparse else {
             return Vec::new();
         };
-        let mut out: Vec<(i64, usize)> = sparse.sub_sum.iter().map(|&k| (k, sparse.top)).collect();
+        // ModRaise's level: CtS runs one level per transform down to the conjugation.
+        let top = self.conjugation_level + self.cts.len();
+        let mut out: Vec<(i64, usize)> = sparse.sub_sum.iter().map(|&k| (k, top)).collect();
         out.push((sparse.slots as i64, sparse.stc_shifted.level()));
         out
     }

@@ -13,6 +13,7 @@
 //!   `enc=32` (sparse-secret encapsulation to 32 non-zeros);
 //! - `slots=1024`: sparse packing, slots repeating with that period (default: full slots);
 //! - `meta=12`: also time META-BTS (`Bootstrapper::bootstrap_precise`) with a lift of `2^12`;
+//! - `runs=3`: the fastest of that many bootstraps (timings here move by 10–20% run to run);
 //! - `insecure=1` to build sets beyond the 128-bit bound (default: the security check is on,
 //!   for the parameters and for the encapsulation key).
 //!
@@ -27,6 +28,10 @@ use privopt_ckks::SecretDistribution;
 use privopt_ckks::eval::{BootstrapConfig, Bootstrapper, EvalContext, SecretKey, encode_at};
 use privopt_ckks::params::CkksParamsBuilder;
 use privopt_math::sample::secret_rng;
+
+/// The allocator `privopt` itself runs with, so these timings are the CLI's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn peak_rss_mb() -> f64 {
     std::fs::read_to_string("/proc/self/status")
@@ -88,6 +93,7 @@ fn main() {
         "digits",
         "slots",
         "meta",
+        "runs",
     ];
     if let Some(k) = args.keys().find(|k| !known.contains(&k.as_str())) {
         fail(&format!("unknown argument {k}"));
@@ -170,9 +176,19 @@ fn main() {
             &mut rng,
         )
         .unwrap();
-    let t = Instant::now();
-    let (out, phases) = boot.bootstrap_timed(&ev, &ct).expect("bootstrap");
-    let time = t.elapsed().as_secs_f64();
+    // The fastest of `runs` bootstraps (this VM's timings move by 10-20% run to run).
+    let mut best: Option<(f64, _, _)> = None;
+    for _ in 0..int("runs", 1).max(1) {
+        let t = Instant::now();
+        let (out, phases) = boot.bootstrap_timed(&ev, &ct).expect("bootstrap");
+        let time = t.elapsed().as_secs_f64();
+        if best.as_ref().is_none_or(|b| time < b.0) {
+            best = Some((time, out, phases));
+        }
+    }
+    let Some((time, out, phases)) = best else {
+        fail("no bootstrap ran")
+    };
     let got = sk.decrypt_values(&out).unwrap();
     let err = max_error(&got, &v);
     let rms = (got

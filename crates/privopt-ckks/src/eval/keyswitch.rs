@@ -33,33 +33,28 @@ pub(crate) fn mod_up(ctx: &EvalContext, d: &[u64], level: usize) -> Vec<Vec<u64>
     let ext = ctx.extended_indices(level);
     let mut d_coeff = d[..q_rows * n].to_vec();
     ring::inverse(ctx, &mut d_coeff, &ext[..q_rows]);
-    let mut out = Vec::new();
-    for (j, digit) in ctx.digits.iter().enumerate() {
-        if digit.start > level {
-            break;
-        }
-        let end = digit.end.min(q_rows);
-        let conv = &ctx.mod_up[j][end - digit.start - 1];
-        let targets: Vec<usize> = ext
-            .iter()
-            .copied()
-            .filter(|&i| !(digit.start..end).contains(&i))
-            .collect();
-        let mut raised = ring::convert(ctx, conv, &d_coeff[digit.start * n..end * n], &targets);
-        ring::forward(ctx, &mut raised, &targets);
-        // Assemble the digit over Q_l·P: its own primes straight from `d`, the rest raised.
-        let mut digit_ext = vec![0u64; n * ext.len()];
-        let mut next_raised = raised.chunks(n);
-        for (row, &i) in digit_ext.chunks_mut(n).zip(&ext) {
-            if (digit.start..end).contains(&i) {
-                row.copy_from_slice(&d[i * n..(i + 1) * n]);
-            } else if let Some(src) = next_raised.next() {
-                row.copy_from_slice(src);
-            }
-        }
-        out.push(digit_ext);
-    }
-    out
+    ctx.digits
+        .iter()
+        .enumerate()
+        .take_while(|(_, digit)| digit.start <= level)
+        .map(|(j, digit)| {
+            let own = digit.start..digit.end.min(q_rows);
+            let conv = &ctx.mod_up[j][own.len() - 1];
+            let from = ring::Conversion::new(ctx, conv, &d_coeff[own.start * n..own.end * n]);
+            // The digit over Q_l·P, row by row: its own primes straight from `d`, the rest
+            // converted and transformed while the row is in cache.
+            let mut digit_ext = vec![0u64; n * ext.len()];
+            ring::each_row(&mut digit_ext, n, &ext, |row, _, i| {
+                if own.contains(&i) {
+                    row.copy_from_slice(&d[i * n..(i + 1) * n]);
+                } else {
+                    from.row(i, row);
+                    ctx.ntt(i).forward(row);
+                }
+            });
+            digit_ext
+        })
+        .collect()
 }
 
 /// The raised digits (permuted by `perm` first, for a hoisted rotation) times `key`, then
@@ -88,37 +83,41 @@ pub(crate) fn key_product_extended(
     let n = ctx.n();
     let q_rows = level + 1;
     let ext = ctx.extended_indices(level);
-    let q_idx = &ext[..q_rows];
-    let p_idx = &ext[q_rows..];
     let mut acc0 = vec![0u64; n * ext.len()];
     let mut acc1 = vec![0u64; n * ext.len()];
     debug_assert!(level <= key.level, "a key below the ciphertext's level");
-    // The key's P rows follow its own Q rows.
-    let q_off = (key.level + 1) * n;
-    for (j, digit) in digits.iter().enumerate() {
-        let permuted;
-        let digit = match perm {
-            Some(perm) => {
-                permuted = ring::permute(ctx, digit, perm);
-                &permuted
-            }
-            None => digit,
+    // Row by row, every digit into both accumulators: a row's two sums stay in cache while
+    // the digits and the key stream past once (digit by digit over whole polynomials, the
+    // sums went through memory once per digit).
+    ring::each_row_pair(&mut acc0, &mut acc1, n, &ext, |a0, a1, r, i| {
+        // The key's P rows follow its own Q rows.
+        let key_row = if r < q_rows {
+            r
+        } else {
+            key.level + 1 + r - q_rows
         };
-        let split = q_rows * n;
-        let mut halves = vec![(&mut acc0, &key.b[j])];
-        match &key.a {
-            Some(a) => halves.push((&mut acc1, &a[j])),
-            // A compact key: each row of `a_j` is expanded where it is multiplied.
-            None => ring::mul_acc_with(ctx, &mut acc1, digit, &ext, |row, i| {
-                mask_row(&key.mask_seed, j, i, ctx.primes[i], row);
-            }),
+        let key_rows = key_row * n..(key_row + 1) * n;
+        let (mut permuted, mut mask) = (Vec::new(), Vec::new());
+        let ntt = ctx.ntt(i);
+        for (j, digit) in digits.iter().enumerate() {
+            let mut row = &digit[r * n..(r + 1) * n];
+            if let Some(perm) = perm {
+                permuted.resize(n, 0);
+                ring::permute_row(&mut permuted, row, perm);
+                row = &permuted;
+            }
+            ntt.mul_acc(a0, row, &key.b[j][key_rows.clone()]);
+            match &key.a {
+                Some(a) => ntt.mul_acc(a1, row, &a[j][key_rows.clone()]),
+                // A compact key: each row of `a_j` is expanded where it is multiplied.
+                None => {
+                    mask.resize(n, 0);
+                    mask_row(&key.mask_seed, j, i, ctx.primes[i], &mut mask);
+                    ntt.mul_acc(a1, row, &mask);
+                }
+            }
         }
-        for (acc, k) in halves {
-            let (acc_q, acc_p) = acc.split_at_mut(split);
-            ring::mul_acc(ctx, acc_q, &digit[..split], &k[..split], q_idx);
-            ring::mul_acc(ctx, acc_p, &digit[split..], &k[q_off..], p_idx);
-        }
-    }
+    });
     (acc0, acc1)
 }
 

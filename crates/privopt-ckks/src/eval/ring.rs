@@ -2,6 +2,7 @@
 //! belongs to prime `indices[r]` of `Q·P`. Rows are independent, so every kernel runs them in
 //! parallel (rayon; the evaluator decides how many threads by installing its own pool).
 
+use privopt_math::ifma::{self, Constant52, Ifma};
 use privopt_math::modarith::{Modulus, add_mod, sub_mod};
 use rand::CryptoRng;
 use rayon::prelude::*;
@@ -29,7 +30,7 @@ fn sequential() -> bool {
 }
 
 /// Calls `f(row, r, prime)` for every row `r` of `data` (in parallel unless sequential).
-fn each_row(
+pub(crate) fn each_row(
     data: &mut [u64],
     n: usize,
     indices: &[usize],
@@ -44,6 +45,33 @@ fn each_row(
             .zip(indices.par_iter())
             .enumerate()
             .for_each(|(r, (row, &i))| f(row, r, i));
+    }
+}
+
+/// Calls `f(a_row, b_row, r, prime)` for every row `r` of `a` and `b` alike (two
+/// polynomials over the same primes, such as a ciphertext's two components).
+pub(crate) fn each_row_pair(
+    a: &mut [u64],
+    b: &mut [u64],
+    n: usize,
+    indices: &[usize],
+    f: impl Fn(&mut [u64], &mut [u64], usize, usize) + Sync,
+) {
+    if sequential() {
+        for (r, ((x, y), &i)) in a
+            .chunks_mut(n)
+            .zip(b.chunks_mut(n))
+            .zip(indices)
+            .enumerate()
+        {
+            f(x, y, r, i);
+        }
+    } else {
+        a.par_chunks_mut(n)
+            .zip(b.par_chunks_mut(n))
+            .zip(indices.par_iter())
+            .enumerate()
+            .for_each(|(r, ((x, y), &i))| f(x, y, r, i));
     }
 }
 
@@ -156,23 +184,6 @@ pub(crate) fn mul_acc(ctx: &EvalContext, acc: &mut [u64], a: &[u64], b: &[u64], 
     });
 }
 
-/// `acc += a ∘ b` where row `r` of `b` (prime `indices[r]`) is written by `fill(row, prime)`
-/// just before it is used, so `b` never exists whole.
-pub(crate) fn mul_acc_with(
-    ctx: &EvalContext,
-    acc: &mut [u64],
-    a: &[u64],
-    indices: &[usize],
-    fill: impl Fn(&mut [u64], usize) + Sync,
-) {
-    let n = ctx.n();
-    each_row(acc, n, indices, |c, r, i| {
-        let mut row = vec![0u64; n];
-        fill(&mut row, i);
-        ctx.ntt(i).mul_acc(c, &a[r * n..(r + 1) * n], &row);
-    });
-}
-
 /// `a ∘ b` (evaluation form).
 pub(crate) fn mul(ctx: &EvalContext, a: &[u64], b: &[u64], indices: &[usize]) -> Vec<u64> {
     let mut c = vec![0u64; a.len()];
@@ -187,8 +198,14 @@ pub(crate) fn mul_constants(
     constants: &[u64],
     indices: &[usize],
 ) {
+    let fast = Ifma::detect();
     each_row(a, ctx.n(), indices, |x, r, i| {
         let m = &ctx.moduli[i];
+        let q = m.value();
+        let c = Constant52::new(constants[r], q);
+        if fast.is_some_and(|f| f.dot(q, x, Some(c), &[], &[], q)) {
+            return;
+        }
         let w = m.shoup(constants[r]);
         for u in x.iter_mut() {
             *u = m.mul_shoup(*u, w);
@@ -205,10 +222,17 @@ pub(crate) fn mul_constants_acc(
     indices: &[usize],
 ) {
     let n = ctx.n();
+    let fast = Ifma::detect();
     each_row(acc, n, indices, |x, r, i| {
         let m = &ctx.moduli[i];
+        let q = m.value();
+        let (one, c) = (Constant52::new(1, q), Constant52::new(constants[r], q));
+        let a_row = &a[r * n..(r + 1) * n];
+        if fast.is_some_and(|f| f.dot(q, x, Some(one), &[a_row], &[c], q)) {
+            return;
+        }
         let w = m.shoup(constants[r]);
-        for (u, &v) in x.iter_mut().zip(&a[r * n..(r + 1) * n]) {
+        for (u, &v) in x.iter_mut().zip(a_row) {
             *u = add_mod(*u, m.mul_shoup(v, w), m.value());
         }
     });
@@ -236,12 +260,16 @@ pub(crate) fn permute(ctx: &EvalContext, a: &[u64], perm: &[u32]) -> Vec<u64> {
     let rows: Vec<usize> = (0..a.len() / n).collect();
     let mut out = vec![0u64; a.len()];
     each_row(&mut out, n, &rows, |dst, r, _| {
-        let src = &a[r * n..(r + 1) * n];
-        for (d, &p) in dst.iter_mut().zip(perm) {
-            *d = src[p as usize];
-        }
+        permute_row(dst, &a[r * n..(r + 1) * n], perm);
     });
     out
+}
+
+/// One row of [`permute`]: `dst[j] = src[perm[j]]`.
+pub(crate) fn permute_row(dst: &mut [u64], src: &[u64], perm: &[u32]) {
+    for (d, &p) in dst.iter_mut().zip(perm) {
+        *d = src[p as usize];
+    }
 }
 
 /// Fast base conversion of coefficient-form rows `src` (one per source prime of `conv`) into
@@ -253,50 +281,119 @@ pub(crate) fn convert(
     targets: &[usize],
 ) -> Vec<u64> {
     let n = ctx.n();
+    let prepared = Conversion::new(ctx, conv, src);
     let mut out = vec![0u64; n * targets.len()];
-    if let [source] = conv.sources[..] {
-        // One source prime b (hybrid key switching with one-prime digits, rescaling): the
-        // conversion is the centred residue, `x − b` for `x > b/2`, reduced mod each target.
-        let (b, half) = (ctx.primes[source], ctx.primes[source] / 2);
-        each_row(&mut out, n, targets, |dst, _, t| {
-            let m: &Modulus = &ctx.moduli[t];
-            let b_mod = m.reduce(b);
-            let fits = b <= m.value();
-            for (d, &x) in dst.iter_mut().zip(src) {
-                let r = if fits { x } else { m.reduce(x) };
-                // Branch-free: the sign of a secret-dependent residue is unpredictable.
-                *d = sub_mod(r, b_mod & u64::from(x > half).wrapping_neg(), m.value());
+    each_row(&mut out, n, targets, |dst, _, t| prepared.row(t, dst));
+    out
+}
+
+/// A base conversion's source rows, prepared once for any number of target rows (so a
+/// caller can convert a row and use it while it is still in cache).
+pub(crate) struct Conversion<'a> {
+    ctx: &'a EvalContext,
+    conv: &'a BaseConversion,
+    /// `y_k = x_k · (B/b_k)^{-1} mod b_k` per source (the source rows themselves for one
+    /// source prime, which needs no scaling).
+    y: std::borrow::Cow<'a, [u64]>,
+    /// `round(Σ_k y_k/b_k)` per coefficient; for one source prime, whether the residue is
+    /// above `b/2` (only for the IFMA kernel: the scalar path reads it off the residue).
+    wraps: Vec<u64>,
+    /// The IFMA kernel, when the CPU has it and every source prime is small enough.
+    ifma: Option<Ifma>,
+}
+
+impl<'a> Conversion<'a> {
+    pub(crate) fn new(ctx: &'a EvalContext, conv: &'a BaseConversion, src: &'a [u64]) -> Self {
+        let n = ctx.n();
+        if let [source] = conv.sources[..] {
+            // One source prime b: the conversion is the centred residue, `x − b` where
+            // `x > b/2`; the flags of those are the one extra row (times `−b`).
+            let half = ctx.primes[source] / 2;
+            let ifma = Ifma::detect().filter(|_| ctx.primes[source] < ifma::MAX_MODULUS);
+            return Self {
+                ctx,
+                conv,
+                y: std::borrow::Cow::Borrowed(src),
+                wraps: match ifma {
+                    Some(_) => src.iter().map(|&x| u64::from(x > half)).collect(),
+                    None => Vec::new(),
+                },
+                ifma,
+            };
+        }
+        let mut y = src.to_vec();
+        each_row(&mut y, n, &conv.sources, |row, r, s| {
+            let m = &ctx.moduli[s];
+            let w = conv.hat_inv[r];
+            for v in row.iter_mut() {
+                *v = m.mul_shoup(*v, w);
             }
         });
-        return out;
-    }
-    // y_k = x_k · (B/b_k)^{-1} mod b_k.
-    let mut y = src.to_vec();
-    each_row(&mut y, n, &conv.sources, |row, r, s| {
-        let m = &ctx.moduli[s];
-        let w = conv.hat_inv[r];
-        for v in row.iter_mut() {
-            *v = m.mul_shoup(*v, w);
+        // Σ_k y_k·(B/b_k) = x_c + m·B for the centred x_c and m = round(Σ_k y_k/b_k): the
+        // same for every target, so found once. Exact (no stray multiple of B, whose `u·s`
+        // would join the noise after a division by B) but where x_c is within 2^-50 of ±B/2,
+        // where either representative rounds alike.
+        let mut fractions = vec![0f64; n];
+        for (k, &src) in conv.sources.iter().enumerate() {
+            let inv = 1.0 / ctx.primes[src] as f64;
+            for (f, &v) in fractions.iter_mut().zip(&y[k * n..(k + 1) * n]) {
+                *f += v as f64 * inv;
+            }
         }
-    });
-    // Σ_k y_k·(B/b_k) = x_c + m·B for the centred x_c and m = round(Σ_k y_k/b_k): the same
-    // for every target, so found once. Exact (no stray multiple of B, whose `u·s` would
-    // join the noise after a division by B) but where x_c is within 2^-50 of ±B/2, where
-    // either representative rounds alike.
-    let mut wraps = vec![0u8; n];
-    let mut fractions = vec![0f64; n];
-    for (k, &src) in conv.sources.iter().enumerate() {
-        let inv = 1.0 / ctx.primes[src] as f64;
-        for (f, &v) in fractions.iter_mut().zip(&y[k * n..(k + 1) * n]) {
-            *f += v as f64 * inv;
+        let wraps = fractions.iter().map(|f| f.round() as u64).collect();
+        let small = conv
+            .sources
+            .iter()
+            .all(|&s| ctx.primes[s] < ifma::MAX_MODULUS);
+        Self {
+            ctx,
+            conv,
+            y: std::borrow::Cow::Owned(y),
+            wraps,
+            ifma: Ifma::detect().filter(|_| small),
         }
     }
-    for (w, f) in wraps.iter_mut().zip(&fractions) {
-        *w = f.round() as u8;
-    }
-    each_row(&mut out, n, targets, |dst, _, t| {
+
+    /// The conversion modulo prime `t`, written to `dst` (coefficient form).
+    pub(crate) fn row(&self, t: usize, dst: &mut [u64]) {
+        let (ctx, conv, y) = (self.ctx, self.conv, &self.y[..]);
+        let n = ctx.n();
         let m: &Modulus = &ctx.moduli[t];
         let q = m.value();
+        if let Some(ifma) = self.ifma {
+            // Σ_k y_k·(B/b_k) − wraps·B, eight coefficients at a time (the wraps are one
+            // more row, times −B; with one source, `B/b = 1`).
+            let rows: Vec<&[u64]> = y
+                .chunks(n)
+                .chain(std::iter::once(&self.wraps[..]))
+                .collect();
+            let hats: &[u64] = if conv.sources.len() == 1 {
+                &[1]
+            } else {
+                &conv.hat_mod[t]
+            };
+            let constants: Vec<Constant52> = hats
+                .iter()
+                .chain(std::iter::once(&(q - conv.product_mod[t] % q)))
+                .map(|&c| Constant52::new(c, q))
+                .collect();
+            if ifma.dot(q, dst, None, &rows, &constants, ifma::MAX_MODULUS) {
+                return;
+            }
+        }
+        if let [source] = conv.sources[..] {
+            // One source prime b (hybrid key switching with one-prime digits, rescaling): the
+            // conversion is the centred residue, `x − b` for `x > b/2`, reduced mod `t`.
+            let (b, half) = (ctx.primes[source], ctx.primes[source] / 2);
+            let b_mod = m.reduce(b);
+            let fits = b <= q;
+            for (d, &x) in dst.iter_mut().zip(y) {
+                let r = if fits { x } else { m.reduce(x) };
+                // Branch-free: the sign of a secret-dependent residue is unpredictable.
+                *d = sub_mod(r, b_mod & u64::from(x > half).wrapping_neg(), q);
+            }
+            return;
+        }
         let consts: Vec<_> = conv.hat_mod[t].iter().map(|&c| m.shoup(c)).collect();
         // c·B mod t for every possible count c: a wrapped term is corrected by subtracting B.
         let corrections: Vec<u64> = (0..=conv.sources.len() as u64)
@@ -307,6 +404,7 @@ pub(crate) fn convert(
         // (7 for 60-bit primes, 2^13 for 50-bit ones); longer sums are reduced once per batch.
         let batch = usize::try_from(u64::MAX / (2 * q) - 1).unwrap_or(usize::MAX);
         const BLOCK: usize = 256;
+        dst.fill(0);
         for (start, block) in (0..n).step_by(BLOCK).zip(dst.chunks_mut(BLOCK)) {
             for (part, chunk) in consts.chunks(batch).enumerate() {
                 for (k, &w) in chunk.iter().enumerate() {
@@ -320,12 +418,11 @@ pub(crate) fn convert(
                     *acc = m.reduce(*acc);
                 }
             }
-            for (d, &wrap) in block.iter_mut().zip(&wraps[start..]) {
-                *d = sub_mod(*d, corrections[usize::from(wrap)], q);
+            for (d, &wrap) in block.iter_mut().zip(&self.wraps[start..]) {
+                *d = sub_mod(*d, corrections[wrap as usize], q);
             }
         }
-    });
-    out
+    }
 }
 
 /// `(x_keep − conv(x_drop)) · D^{-1}` over the `keep` primes: divides by the product `D` of

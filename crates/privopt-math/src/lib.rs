@@ -2,8 +2,8 @@
 //!
 //! - [`prg`]: the one source of reproducible randomness — every random stream of an
 //!   experiment is derived from one master seed by a domain-separated key.
-//! - [`ifma`]: AVX-512 IFMA row kernels (sums of products by constants) for primes below
-//!   2^50, where the CPU has them.
+//! - [`simd`]: AVX-512 row kernels (sums of rows times constants modulo a prime), with IFMA
+//!   for primes below 2^51, where the CPU has them.
 //! - [`modarith`]: word-size modular arithmetic and NTT-friendly prime generation.
 //! - [`ntt`]: the negacyclic number-theoretic transform behind a small trait, with a fast
 //!   backend (`tfhe-ntt`) and a plain reference used by differential tests.
@@ -12,12 +12,12 @@
 //!   polynomial arithmetic.
 //! - [`sample`]: uniform, ternary, sign, discrete-Gaussian and wide-Gaussian samplers.
 
-pub mod ifma;
 pub mod modarith;
 pub mod ntt;
 pub mod prg;
 pub mod rns;
 pub mod sample;
+pub mod simd;
 
 pub use prg::{SeedTree, StreamRng};
 

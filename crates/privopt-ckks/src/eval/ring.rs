@@ -2,8 +2,8 @@
 //! belongs to prime `indices[r]` of `Q·P`. Rows are independent, so every kernel runs them in
 //! parallel (rayon; the evaluator decides how many threads by installing its own pool).
 
-use privopt_math::ifma::{self, Constant52, Ifma};
 use privopt_math::modarith::{Modulus, add_mod, sub_mod};
+use privopt_math::simd::{Constant, Kernels};
 use rand::CryptoRng;
 use rayon::prelude::*;
 use std::cell::Cell;
@@ -198,11 +198,11 @@ pub(crate) fn mul_constants(
     constants: &[u64],
     indices: &[usize],
 ) {
-    let fast = Ifma::detect();
+    let fast = Kernels::detect();
     each_row(a, ctx.n(), indices, |x, r, i| {
         let m = &ctx.moduli[i];
         let q = m.value();
-        let c = Constant52::new(constants[r], q);
+        let c = Constant::new(constants[r], q);
         if fast.is_some_and(|f| f.dot(q, x, Some(c), &[], &[], q)) {
             return;
         }
@@ -222,11 +222,11 @@ pub(crate) fn mul_constants_acc(
     indices: &[usize],
 ) {
     let n = ctx.n();
-    let fast = Ifma::detect();
+    let fast = Kernels::detect();
     each_row(acc, n, indices, |x, r, i| {
         let m = &ctx.moduli[i];
         let q = m.value();
-        let (one, c) = (Constant52::new(1, q), Constant52::new(constants[r], q));
+        let (one, c) = (Constant::new(1, q), Constant::new(constants[r], q));
         let a_row = &a[r * n..(r + 1) * n];
         if fast.is_some_and(|f| f.dot(q, x, Some(one), &[a_row], &[c], q)) {
             return;
@@ -296,10 +296,12 @@ pub(crate) struct Conversion<'a> {
     /// source prime, which needs no scaling).
     y: std::borrow::Cow<'a, [u64]>,
     /// `round(Σ_k y_k/b_k)` per coefficient; for one source prime, whether the residue is
-    /// above `b/2` (only for the IFMA kernel: the scalar path reads it off the residue).
+    /// above `b/2` (only for the AVX-512 kernels: the scalar path reads it off the residue).
     wraps: Vec<u64>,
-    /// The IFMA kernel, when the CPU has it and every source prime is small enough.
-    ifma: Option<Ifma>,
+    /// The AVX-512 kernels, when the CPU has them.
+    simd: Option<Kernels>,
+    /// Every source row entry (and wrap count) is below this: the largest source prime.
+    entries_below: u64,
 }
 
 impl<'a> Conversion<'a> {
@@ -309,16 +311,17 @@ impl<'a> Conversion<'a> {
             // One source prime b: the conversion is the centred residue, `x − b` where
             // `x > b/2`; the flags of those are the one extra row (times `−b`).
             let half = ctx.primes[source] / 2;
-            let ifma = Ifma::detect().filter(|_| ctx.primes[source] < ifma::MAX_MODULUS);
+            let simd = Kernels::detect();
             return Self {
                 ctx,
                 conv,
                 y: std::borrow::Cow::Borrowed(src),
-                wraps: match ifma {
+                wraps: match simd {
                     Some(_) => src.iter().map(|&x| u64::from(x > half)).collect(),
                     None => Vec::new(),
                 },
-                ifma,
+                simd,
+                entries_below: ctx.primes[source],
             };
         }
         let mut y = src.to_vec();
@@ -341,16 +344,18 @@ impl<'a> Conversion<'a> {
             }
         }
         let wraps = fractions.iter().map(|f| f.round() as u64).collect();
-        let small = conv
-            .sources
-            .iter()
-            .all(|&s| ctx.primes[s] < ifma::MAX_MODULUS);
         Self {
             ctx,
             conv,
             y: std::borrow::Cow::Owned(y),
             wraps,
-            ifma: Ifma::detect().filter(|_| small),
+            simd: Kernels::detect(),
+            entries_below: conv
+                .sources
+                .iter()
+                .map(|&s| ctx.primes[s])
+                .max()
+                .unwrap_or(0),
         }
     }
 
@@ -360,7 +365,7 @@ impl<'a> Conversion<'a> {
         let n = ctx.n();
         let m: &Modulus = &ctx.moduli[t];
         let q = m.value();
-        if let Some(ifma) = self.ifma {
+        if let Some(simd) = self.simd {
             // Σ_k y_k·(B/b_k) − wraps·B, eight coefficients at a time (the wraps are one
             // more row, times −B; with one source, `B/b = 1`).
             let rows: Vec<&[u64]> = y
@@ -372,12 +377,12 @@ impl<'a> Conversion<'a> {
             } else {
                 &conv.hat_mod[t]
             };
-            let constants: Vec<Constant52> = hats
+            let constants: Vec<Constant> = hats
                 .iter()
                 .chain(std::iter::once(&(q - conv.product_mod[t] % q)))
-                .map(|&c| Constant52::new(c, q))
+                .map(|&c| Constant::new(c, q))
                 .collect();
-            if ifma.dot(q, dst, None, &rows, &constants, ifma::MAX_MODULUS) {
+            if simd.dot(q, dst, None, &rows, &constants, self.entries_below) {
                 return;
             }
         }

@@ -5,8 +5,8 @@
 //! same `K`. With a dense secret every rounding noise is about `√(2n/3)/√33` times larger.
 //!
 //! `cargo run --release -p privopt-ckks --example bootstrap_phases -- LOG_N Q0_BITS SCALES
-//! SPECIAL DIGITS [LINEAR_STC_LEVEL]`, e.g. `15 41 35,35,35,35,44,52,56,55,55,55,55,55,55,53,52
-//! 60,60 8 4` (the N15 preset's layout: two CtS levels, StC's two factors on the linear level).
+//! SPECIAL DIGITS [LINEAR_STC_LEVEL]`, e.g. `15 39 35,35,35,35,44,47,48,49,50,50,50,50,50,50,50
+//! 50,50,50 8 4` (the N15 preset's layout: two CtS levels, StC's two factors on the linear level).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use privopt_ckks::SecretDistribution;

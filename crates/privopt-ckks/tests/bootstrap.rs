@@ -303,7 +303,7 @@ fn sparse_packing_bootstraps_repeated_complex_slots_with_one_eval_mod() {
 
 #[test]
 fn a_second_bootstrap_of_the_error_adds_precision() {
-    // Scale 2^50 under q_0 = 2^56 (message ratio 2^6, the N15 preset's): one bootstrap gives
+    // Scale 2^50 under q_0 = 2^56 (message ratio 2^6): one bootstrap gives
     // about 17 bits; META-BTS with a lift of 2^12 removes most of its error.
     let ctx = context_with(56, 50, 20);
     let boot = Bootstrapper::new(&ctx, &BootstrapConfig::default()).unwrap();

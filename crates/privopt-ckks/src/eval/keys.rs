@@ -706,9 +706,18 @@ mod tests {
         // N16: q_0·p_0 = 109 bits, within the 121 certified for weight 32 at 2^16.
         let n16 = BootstrapPreset::N16.params().build().unwrap();
         assert_eq!(encapsulation_prime(&n16, 32), n16.basis().moduli().len());
-        // N15's two 60-bit special primes: q_0·p_0 = 101 bits exceeds the 96 certified for
-        // weight 32 at 2^15, so the largest prime that keeps q_0·p_e within them is chosen.
-        let two_prime = BootstrapPreset::N15.params().build().unwrap();
+        // N15: q_0·p_0 = 89 bits, within the 96 certified for weight 32 at 2^15.
+        let n15 = BootstrapPreset::N15.params().build().unwrap();
+        assert_eq!(encapsulation_prime(&n15, 32), n15.basis().moduli().len());
+        // Two 60-bit special primes over q_0 of 41 bits (N15's earlier layout): q_0·p_0 = 101
+        // bits exceeds the 96, so the largest prime that keeps q_0·p_e within them is chosen.
+        let scales = [35, 35, 35, 35, 44, 52, 56, 55, 55, 55, 55, 55, 55, 53, 52];
+        let two_prime = crate::params::CkksParamsBuilder::profiled(1 << 15, 41, &scales, &[60, 60])
+            .linear_level(4, 60)
+            .digits(8)
+            .secret(crate::params::SecretDistribution::Ternary)
+            .build()
+            .unwrap();
         let primes = two_prime.key_basis().moduli();
         let log = |i: usize| (primes[i] as f64).log2();
         let e = encapsulation_prime(&two_prime, 32);

@@ -80,18 +80,21 @@ impl BootstrapPreset {
     }
 }
 
-/// `n = 2^15`: `q_0` of 41 bits under three user levels at 2^35 (message ratio 2^6: the
-/// coefficients `c/q_0` stay below 2^-15, where the sine's cubic error is negligible, and a
-/// larger `c/q_0` lifts EvalMod's output above its noise); StC's two factors on one 60-bit
-/// linear level; EvalMod's eight levels ramp 55 → 56 → 52 → landing at 2^44; CtS at 2^52–2^53.
-/// Two 60-bit key-switching primes against two-prime digits (8 digits, so each rotation key
-/// is about half the bytes and products of one-prime digits; with `P` of 115 bits against
-/// 110-bit digits the precision fell by 5 bits). `q_0·p_0` = 101 bits exceeds the 96 the
-/// sparse secret is certified at, so the encapsulation key takes a 55-bit ciphertext prime
-/// instead ([`crate::eval::keys`]' `encapsulation_prime`): `q_0·p_e` = 96 bits. log QP = 877.
-const N15_Q0: u32 = 41;
-const N15_SCALES: [u32; 15] = [35, 35, 35, 35, 44, 52, 56, 55, 55, 55, 55, 55, 55, 53, 52];
-const N15_SPECIAL: [u32; 2] = [60, 60];
+/// `n = 2^15`: every prime but StC's below 2^51, where the NTT, the key products and the
+/// base conversions run on AVX-512 IFMA's 52-bit lanes (2–3× faster than 64-bit primes on
+/// such CPUs; the same work elsewhere). `q_0` of 39 bits under three user levels at 2^35
+/// (message ratio 2^4: the coefficients `c/q_0` stay below 2^-13, where the sine's cubic error
+/// is still negligible, and the smaller ratio leaves EvalMod's own error, set by its 2^50
+/// scale, less to amplify: 17.0 bits, against 15.1 at `q_0` of 41 bits). StC's two factors
+/// on one 60-bit linear level (at 50 bits its diagonals' rounding costs 3 bits); EvalMod's
+/// eight levels ramp 50 → 49 → 48 → 47, landing at 2^44; CtS at 2^50. Three 50-bit
+/// key-switching primes against two-prime digits (8 digits; `P` of 150 bits is far above
+/// the digits' 100, so key switching adds next to no noise). `q_0·p_0` = 89 bits is within the
+/// 96 the sparse secret is certified at, so the encapsulation key takes the first special
+/// prime. log QP = 854.
+const N15_Q0: u32 = 39;
+const N15_SCALES: [u32; 15] = [35, 35, 35, 35, 44, 47, 48, 49, 50, 50, 50, 50, 50, 50, 50];
+const N15_SPECIAL: [u32; 3] = [50, 50, 50];
 const N15_DIGITS: usize = 8;
 const N15_STC_LEVEL: usize = 4;
 

@@ -749,8 +749,8 @@ impl DpfheSuiteConfig {
         // The weights' sparse-packing bootstrapper for a dataset's block width: a period of
         // at least 1024 slots (weights that repeat every block repeat every multiple of it).
         // A sparse message's coefficients grow like 1/√(2s), and with them the sine's cubic
-        // error at the presets' message ratios: 18.4 bits at s = 1024 and 13.4 at s = 32 for
-        // N15, 25.9 and 16.8 for N16 (docs/ckks-eval.md).
+        // error at the presets' message ratios: 15.3 bits at s = 1024 and 10.8 at s = 64 for
+        // N15, 25.9 and 16.8 (s = 32) for N16 (docs/ckks-eval.md).
         let weights_boot = |block: usize| -> Result<Option<Arc<Bootstrapper>>> {
             let (Some(p), true) = (preset, self.encrypted_sparse_weights) else {
                 return Ok(None);

@@ -122,10 +122,11 @@ def test_pdsgd_bad_graphs_are_refused(pdsgd_config, graph):
 
 
 def test_dpfhe_trains_on_ciphertexts_with_refreshes_from_the_owner(dpfhe_config):
-    out = inprocess.run({**dpfhe_config, "rounds": 10, "eval-every": 10, "dpfhe.epsilon": 0.0})
-    # The batches are the owner's secret draws (OS randomness), so ten steps land anywhere in
-    # 0.66-0.83 (seven runs); above 0.6 is learned on this roughly balanced task (0.75 flaked).
-    assert out["accuracy"] > 0.6 and out["refreshes"] >= 10
+    out = inprocess.run({**dpfhe_config, "rounds": 20, "eval-every": 20, "dpfhe.epsilon": 0.0})
+    # The batches are the owner's secret draws (OS randomness). Ten steps landed anywhere in
+    # 0.51-0.81 (accuracy 0.57 failed a CI run); twenty land in 0.77-0.82 with a test loss of
+    # 0.54-0.55 (eleven runs), well past the zero model's ln 2 = 0.693.
+    assert out["accuracy"] > 0.7 and out["test_loss"] < 0.62 and out["refreshes"] >= 20
     private = inprocess.run(dpfhe_config)
     assert private["epsilon_spent"] == pytest.approx(1.0, rel=1e-3) and private["sigma"] > 0
 

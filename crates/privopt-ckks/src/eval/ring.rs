@@ -337,13 +337,8 @@ impl<'a> Conversion<'a> {
             };
         }
         let mut y = src.to_vec();
-        each_row(&mut y, n, &conv.sources, |row, r, s| {
-            let m = &ctx.moduli[s];
-            let w = conv.hat_inv[r];
-            for v in row.iter_mut() {
-                *v = m.mul_shoup(*v, w);
-            }
-        });
+        let hat_inv: Vec<u64> = conv.hat_inv.iter().map(|w| w.value()).collect();
+        mul_constants(ctx, &mut y, &hat_inv, &conv.sources);
         // Σ_k y_k·(B/b_k) = x_c + m·B for the centred x_c and m = round(Σ_k y_k/b_k): the
         // same for every target, so found once. Exact (no stray multiple of B, whose `u·s`
         // would join the noise after a division by B) but where x_c is within 2^-50 of ±B/2,

@@ -112,14 +112,20 @@ impl Kernels {
                     .vectorize(
                         #[inline(always)]
                         || {
-                            let p = Shoup52::new(dq.avx512f, simd.avx512ifma, q);
+                            let p = Shoup52 {
+                                lanes: Lanes::new(dq.avx512f, q),
+                                ifma: simd.avx512ifma,
+                            };
                             accumulate(p, dst, dst_weight, &rows, constants);
                         },
                     ),
                 _ => dq.vectorize(
                     #[inline(always)]
                     || {
-                        let p = Shoup64::new(dq.avx512f, dq.avx512dq, q);
+                        let p = Shoup64 {
+                            lanes: Lanes::new(dq.avx512f, q),
+                            dq: dq.avx512dq,
+                        };
                         accumulate(p, dst, dst_weight, &rows, constants);
                     },
                 ),
@@ -138,6 +144,25 @@ use pulp::core_arch::x86::{Avx512dq, Avx512f, Avx512ifma};
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::__m512i;
 
+/// The lanes' common state: the AVX-512F token and the modulus, splat.
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy)]
+struct Lanes {
+    f: Avx512f,
+    q: __m512i,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Lanes {
+    #[inline(always)]
+    fn new(f: Avx512f, q: u64) -> Self {
+        Self {
+            f,
+            q: f._mm512_set1_epi64(q as i64),
+        }
+    }
+}
+
 /// Shoup's product by a constant splat across the lanes, landing in `[0, 2q)`. (Named
 /// functions, not closures: only `#[inline(always)]` code is compiled with the caller's
 /// target features, and closures cannot carry the attribute here.)
@@ -145,8 +170,7 @@ use std::arch::x86_64::__m512i;
 trait ShoupProduct: Copy {
     /// The constant, splat.
     type Splat;
-    fn avx512f(self) -> Avx512f;
-    fn q(self) -> __m512i;
+    fn lanes(self) -> Lanes;
     fn splat(self, c: &Constant) -> Self::Splat;
     fn product(self, y: __m512i, c: &Self::Splat) -> __m512i;
 }
@@ -155,37 +179,20 @@ trait ShoupProduct: Copy {
 #[cfg(target_arch = "x86_64")]
 #[derive(Clone, Copy)]
 struct Shoup52 {
-    f: Avx512f,
+    lanes: Lanes,
     ifma: Avx512ifma,
-    q: __m512i,
-}
-
-#[cfg(target_arch = "x86_64")]
-impl Shoup52 {
-    #[inline(always)]
-    fn new(f: Avx512f, ifma: Avx512ifma, q: u64) -> Self {
-        Self {
-            f,
-            ifma,
-            q: f._mm512_set1_epi64(q as i64),
-        }
-    }
 }
 
 #[cfg(target_arch = "x86_64")]
 impl ShoupProduct for Shoup52 {
     type Splat = (__m512i, __m512i);
     #[inline(always)]
-    fn avx512f(self) -> Avx512f {
-        self.f
-    }
-    #[inline(always)]
-    fn q(self) -> __m512i {
-        self.q
+    fn lanes(self) -> Lanes {
+        self.lanes
     }
     #[inline(always)]
     fn splat(self, c: &Constant) -> Self::Splat {
-        let f = self.f;
+        let f = self.lanes.f;
         (
             f._mm512_set1_epi64(c.w as i64),
             f._mm512_set1_epi64(c.shoup52 as i64),
@@ -193,13 +200,13 @@ impl ShoupProduct for Shoup52 {
     }
     #[inline(always)]
     fn product(self, y: __m512i, &(w, shoup): &Self::Splat) -> __m512i {
-        let (f, ifma) = (self.f, self.ifma);
+        let (Lanes { f, q }, ifma) = (self.lanes, self.ifma);
         let zero = f._mm512_setzero_si512();
         let hi = ifma._mm512_madd52hi_epu64(zero, y, shoup);
         f._mm512_and_si512(
             f._mm512_sub_epi64(
                 ifma._mm512_madd52lo_epu64(zero, y, w),
-                ifma._mm512_madd52lo_epu64(zero, hi, self.q),
+                ifma._mm512_madd52lo_epu64(zero, hi, q),
             ),
             f._mm512_set1_epi64(((1u64 << 52) - 1) as i64),
         )
@@ -211,37 +218,20 @@ impl ShoupProduct for Shoup52 {
 #[cfg(target_arch = "x86_64")]
 #[derive(Clone, Copy)]
 struct Shoup64 {
-    f: Avx512f,
+    lanes: Lanes,
     dq: Avx512dq,
-    q: __m512i,
-}
-
-#[cfg(target_arch = "x86_64")]
-impl Shoup64 {
-    #[inline(always)]
-    fn new(f: Avx512f, dq: Avx512dq, q: u64) -> Self {
-        Self {
-            f,
-            dq,
-            q: f._mm512_set1_epi64(q as i64),
-        }
-    }
 }
 
 #[cfg(target_arch = "x86_64")]
 impl ShoupProduct for Shoup64 {
     type Splat = (__m512i, __m512i, __m512i);
     #[inline(always)]
-    fn avx512f(self) -> Avx512f {
-        self.f
-    }
-    #[inline(always)]
-    fn q(self) -> __m512i {
-        self.q
+    fn lanes(self) -> Lanes {
+        self.lanes
     }
     #[inline(always)]
     fn splat(self, c: &Constant) -> Self::Splat {
-        let f = self.f;
+        let f = self.lanes.f;
         let shoup = f._mm512_set1_epi64(c.shoup64 as i64);
         (
             f._mm512_set1_epi64(c.w as i64),
@@ -251,7 +241,7 @@ impl ShoupProduct for Shoup64 {
     }
     #[inline(always)]
     fn product(self, y: __m512i, &(w, shoup, shoup_hi): &Self::Splat) -> __m512i {
-        let f = self.f;
+        let Lanes { f, q } = self.lanes;
         let y_hi = f._mm512_srli_epi64::<32>(y);
         let lo_lo = f._mm512_mul_epu32(y, shoup);
         let lo_hi = f._mm512_mul_epu32(y, shoup_hi);
@@ -269,7 +259,7 @@ impl ShoupProduct for Shoup64 {
         );
         f._mm512_sub_epi64(
             self.dq._mm512_mullo_epi64(y, w),
-            self.dq._mm512_mullo_epi64(hi, self.q),
+            self.dq._mm512_mullo_epi64(hi, q),
         )
     }
 }
@@ -291,7 +281,7 @@ fn accumulate<P: ShoupProduct>(
     rows: &[&[[u64; 8]]],
     constants: &[Constant],
 ) {
-    let (f, q) = (p.avx512f(), p.q());
+    let Lanes { f, q } = p.lanes();
     let consts: Vec<P::Splat> = constants.iter().map(|c| p.splat(c)).collect();
     let keep = dst_weight.map(|c| p.splat(&c));
     for (i, out) in dst.iter_mut().enumerate() {

@@ -312,8 +312,6 @@ pub(crate) struct Conversion<'a> {
     wraps: Vec<u64>,
     /// The AVX-512 kernels, when the CPU has them.
     simd: Option<Kernels>,
-    /// Every source row entry (and wrap count) is below this: the largest source prime.
-    entries_below: u64,
 }
 
 impl<'a> Conversion<'a> {
@@ -333,7 +331,6 @@ impl<'a> Conversion<'a> {
                     None => Vec::new(),
                 },
                 simd,
-                entries_below: ctx.primes[source],
             };
         }
         let mut y = src.to_vec();
@@ -357,12 +354,6 @@ impl<'a> Conversion<'a> {
             y: std::borrow::Cow::Owned(y),
             wraps,
             simd: Kernels::detect(),
-            entries_below: conv
-                .sources
-                .iter()
-                .map(|&s| ctx.primes[s])
-                .max()
-                .unwrap_or(0),
         }
     }
 
@@ -389,7 +380,14 @@ impl<'a> Conversion<'a> {
                 .chain(std::iter::once(&(q - conv.product_mod[t] % q)))
                 .map(|&c| Constant::new(c, q))
                 .collect();
-            if simd.dot(q, dst, None, &rows, &constants, self.entries_below) {
+            // Every entry (a residue, a wrap count) is below the largest source prime.
+            let below = conv
+                .sources
+                .iter()
+                .map(|&s| ctx.primes[s])
+                .max()
+                .unwrap_or(0);
+            if simd.dot(q, dst, None, &rows, &constants, below) {
                 return;
             }
         }

@@ -706,7 +706,7 @@ mod tests {
         // N16: q_0·p_0 = 109 bits, within the 121 certified for weight 32 at 2^16.
         let n16 = BootstrapPreset::N16.params().build().unwrap();
         assert_eq!(encapsulation_prime(&n16, 32), n16.basis().moduli().len());
-        // N15: q_0·p_0 = 89 bits, within the 96 certified for weight 32 at 2^15.
+        // N15: q_0·p_0 = 96 bits, within the 96 certified for weight 32 at 2^15.
         let n15 = BootstrapPreset::N15.params().build().unwrap();
         assert_eq!(encapsulation_prime(&n15, 32), n15.basis().moduli().len());
         // Two 60-bit special primes over q_0 of 41 bits (N15's earlier layout): q_0·p_0 = 101

@@ -62,7 +62,7 @@ impl BootstrapPreset {
     pub fn config(self) -> BootstrapConfig {
         match self {
             BootstrapPreset::N15 => BootstrapConfig {
-                cts_levels: 2,
+                cts_levels: 3,
                 stc_levels: 1,
                 stc_factors_per_level: 2,
                 encapsulation: Some(32),
@@ -80,22 +80,26 @@ impl BootstrapPreset {
     }
 }
 
-/// `n = 2^15`: every prime but StC's below 2^51, where the NTT, the key products and the
-/// base conversions run on AVX-512 IFMA's 52-bit lanes (2–3× faster than 64-bit primes on
-/// such CPUs; the same work elsewhere). `q_0` of 39 bits under three user levels at 2^35
-/// (message ratio 2^4: the coefficients `c/q_0` stay below 2^-13, where the sine's cubic error
-/// is still negligible, and the smaller ratio leaves EvalMod's own error, set by its 2^50
-/// scale, less to amplify: 17.0 bits, against 15.1 at `q_0` of 41 bits). StC's two factors
-/// on one 60-bit linear level (at 50 bits its diagonals' rounding costs 3 bits); EvalMod's
-/// eight levels ramp 50 → 49 → 48 → 47, landing at 2^44; CtS at 2^50. Three 50-bit
-/// key-switching primes against two-prime digits (8 digits; `P` of 150 bits is far above
-/// the digits' 100, so key switching adds next to no noise). `q_0·p_0` = 89 bits is within the
-/// 96 the sparse secret is certified at, so the encapsulation key takes the first special
-/// prime. log QP = 854.
+/// `n = 2^15`: every ciphertext prime but StC's below 2^51, where the NTT, the key products
+/// and the base conversions run on AVX-512 IFMA's 52-bit lanes (2–3× faster than 64-bit
+/// primes on such CPUs; the same work elsewhere). `q_0` of 39 bits under three user levels at
+/// 2^35 (message ratio 2^4: the coefficients `c/q_0` stay below 2^-13, where the sine's cubic
+/// error is still negligible, and the smaller ratio leaves EvalMod's own error, set by its
+/// 2^50 scale, less to amplify: 17.0 bits, against 15.1 at `q_0` of 41 bits). StC's two
+/// factors on one 60-bit linear level (at 50 bits its diagonals' rounding costs 3 bits);
+/// EvalMod's levels ramp 50 → 49 → 48 → 47, landing at 2^44; CtS in three factors at 2^50
+/// (radices 2^5, 2^5, 2^4 instead of two of 2^7: about a third of the diagonals, CtS 3.2 →
+/// 2.0 s and 5.4 → 3.8 GB peak, for one level and more rotation keys: 52 of 1.9 GB, not 30).
+/// Two 57-bit key-switching primes against two-prime digits (9 digits; `P` of 114 bits above
+/// the digits' 100: two 50-bit primes, equal to a digit, cost 9 bits, and three would not fit
+/// the bound with CtS's third level). `q_0·p_0` = 96 bits is within the 96 the sparse secret
+/// is certified at, so the encapsulation key takes the first special prime. log QP = 868.
 const N15_Q0: u32 = 39;
-const N15_SCALES: [u32; 15] = [35, 35, 35, 35, 44, 47, 48, 49, 50, 50, 50, 50, 50, 50, 50];
-const N15_SPECIAL: [u32; 3] = [50, 50, 50];
-const N15_DIGITS: usize = 8;
+const N15_SCALES: [u32; 16] = [
+    35, 35, 35, 35, 44, 47, 48, 49, 50, 50, 50, 50, 50, 50, 50, 50,
+];
+const N15_SPECIAL: [u32; 2] = [57, 57];
+const N15_DIGITS: usize = 9;
 const N15_STC_LEVEL: usize = 4;
 
 /// `n = 2^16`: `q_0` of 49 bits under nine user levels at 2^45 (message ratio 2^4, with the

@@ -476,8 +476,7 @@ impl Evaluator {
         let keep = Self::q_idx(l - 1);
         let ext = ctx.extended_indices(l);
         Ok(self.install(|| {
-            let digits = keyswitch::mod_up(ctx, &p.d2, l);
-            let (mut k0, mut k1) = keyswitch::key_product_extended(ctx, &digits, l, &key.0, None);
+            let (mut k0, mut k1) = keyswitch::switch_extended(ctx, &p.d2, l, &key.0);
             let down = |k: &mut Vec<u64>, d: &[u64]| {
                 keyswitch::add_times_p(ctx, k, d, l);
                 ring::divide_and_round(

@@ -20,7 +20,21 @@ pub(crate) fn switch(
     level: usize,
     key: &SwitchingKey,
 ) -> (Vec<u64>, Vec<u64>) {
-    key_product(ctx, &mod_up(ctx, d, level), level, key, None)
+    let (k0, k1) = switch_extended(ctx, d, level, key);
+    (mod_down(ctx, k0, level), mod_down(ctx, k1, level))
+}
+
+/// [`switch`] before its ModDown: `P·(k0, k1)` over `Q_l·P`. One key product per ModUp, so
+/// the raised digits are never stored: each digit row is raised where the product reads it
+/// (the NTTs are the same; the `dnum` raised polynomials are not written and read back).
+pub(crate) fn switch_extended(
+    ctx: &EvalContext,
+    d: &[u64],
+    level: usize,
+    key: &SwitchingKey,
+) -> (Vec<u64>, Vec<u64>) {
+    let d_coeff = coefficients(ctx, d, level);
+    key_product_rows(ctx, &Raise::new(ctx, d, &d_coeff, level), level, key)
 }
 
 /// ModUp: `d`'s digits, each raised to `Q_l·P` (evaluation form, rows in
@@ -29,32 +43,106 @@ pub(crate) fn switch(
 /// ModUp (hoisting), each permuting the digits in [`key_product`].
 pub(crate) fn mod_up(ctx: &EvalContext, d: &[u64], level: usize) -> Vec<Vec<u64>> {
     let n = ctx.n();
-    let q_rows = level + 1;
     let ext = ctx.extended_indices(level);
-    let mut d_coeff = d[..q_rows * n].to_vec();
-    ring::inverse(ctx, &mut d_coeff, &ext[..q_rows]);
-    ctx.digits
-        .iter()
-        .enumerate()
-        .take_while(|(_, digit)| digit.start <= level)
-        .map(|(j, digit)| {
-            let own = digit.start..digit.end.min(q_rows);
-            let conv = &ctx.mod_up[j][own.len() - 1];
-            let from = ring::Conversion::new(ctx, conv, &d_coeff[own.start * n..own.end * n]);
-            // The digit over Q_l·P, row by row: its own primes straight from `d`, the rest
-            // converted and transformed while the row is in cache.
+    let d_coeff = coefficients(ctx, d, level);
+    let raise = Raise::new(ctx, d, &d_coeff, level);
+    (0..raise.count())
+        .map(|j| {
             let mut digit_ext = vec![0u64; n * ext.len()];
-            ring::each_row(&mut digit_ext, n, &ext, |row, _, i| {
-                if own.contains(&i) {
-                    row.copy_from_slice(&d[i * n..(i + 1) * n]);
-                } else {
-                    from.row(i, row);
-                    ctx.ntt(i).forward(row);
+            ring::each_row(&mut digit_ext, n, &ext, |row, r, i| {
+                if let Some(own) = raise.row(j, r, i, row) {
+                    row.copy_from_slice(own);
                 }
             });
             digit_ext
         })
         .collect()
+}
+
+/// `d`'s rows `q_0 … q_level` in coefficient form (what ModUp converts from).
+fn coefficients(ctx: &EvalContext, d: &[u64], level: usize) -> Vec<u64> {
+    let q_rows = level + 1;
+    let mut d_coeff = d[..q_rows * ctx.n()].to_vec();
+    ring::inverse(ctx, &mut d_coeff, &ctx.extended_indices(level)[..q_rows]);
+    d_coeff
+}
+
+/// The digits a key product reads, row by row.
+trait DigitRows: Sync {
+    /// How many digits.
+    fn count(&self) -> usize;
+    /// Row `r` (prime `i`) of digit `j`: borrowed if it exists as it is, else written to
+    /// `scratch` (`None`).
+    fn row(&self, j: usize, r: usize, i: usize, scratch: &mut [u64]) -> Option<&[u64]>;
+}
+
+/// ModUp's output, permuted by a hoisted rotation's `perm` as each row is read.
+struct Raised<'a> {
+    digits: &'a [Vec<u64>],
+    perm: Option<&'a [u32]>,
+}
+
+impl DigitRows for Raised<'_> {
+    fn count(&self) -> usize {
+        self.digits.len()
+    }
+
+    fn row(&self, j: usize, r: usize, _: usize, scratch: &mut [u64]) -> Option<&[u64]> {
+        let n = scratch.len();
+        let row = &self.digits[j][r * n..(r + 1) * n];
+        match self.perm {
+            None => Some(row),
+            Some(perm) => {
+                ring::permute_row(scratch, row, perm);
+                None
+            }
+        }
+    }
+}
+
+/// ModUp row by row: a digit's own primes are `d`'s rows; any other row is converted from
+/// the digit's primes and transformed while it is in cache.
+struct Raise<'a> {
+    ctx: &'a EvalContext,
+    d: &'a [u64],
+    /// Per digit below the level: its primes (cut at the level) and its conversion.
+    digits: Vec<(std::ops::Range<usize>, ring::Conversion<'a>)>,
+}
+
+impl<'a> Raise<'a> {
+    fn new(ctx: &'a EvalContext, d: &'a [u64], d_coeff: &'a [u64], level: usize) -> Self {
+        let n = ctx.n();
+        let digits = ctx
+            .digits
+            .iter()
+            .enumerate()
+            .take_while(|(_, digit)| digit.start <= level)
+            .map(|(j, digit)| {
+                let own = digit.start..digit.end.min(level + 1);
+                let conv = &ctx.mod_up[j][own.len() - 1];
+                let from = ring::Conversion::new(ctx, conv, &d_coeff[own.start * n..own.end * n]);
+                (own, from)
+            })
+            .collect();
+        Self { ctx, d, digits }
+    }
+}
+
+impl DigitRows for Raise<'_> {
+    fn count(&self) -> usize {
+        self.digits.len()
+    }
+
+    fn row(&self, j: usize, _: usize, i: usize, scratch: &mut [u64]) -> Option<&[u64]> {
+        let n = scratch.len();
+        let (own, from) = &self.digits[j];
+        if own.contains(&i) {
+            return Some(&self.d[i * n..(i + 1) * n]);
+        }
+        from.row(i, scratch);
+        self.ctx.ntt(i).forward(scratch);
+        None
+    }
 }
 
 /// The raised digits (permuted by `perm` first, for a hoisted rotation) times `key`, then
@@ -80,15 +168,24 @@ pub(crate) fn key_product_extended(
     key: &SwitchingKey,
     perm: Option<&[u32]>,
 ) -> (Vec<u64>, Vec<u64>) {
+    key_product_rows(ctx, &Raised { digits, perm }, level, key)
+}
+
+/// `Σ_j digit_j · key_j` over `Q_l·P`, row by row: a row's two sums stay in cache while the
+/// digits and the key stream past once (digit by digit over whole polynomials, the sums went
+/// through memory once per digit).
+fn key_product_rows(
+    ctx: &EvalContext,
+    digits: &impl DigitRows,
+    level: usize,
+    key: &SwitchingKey,
+) -> (Vec<u64>, Vec<u64>) {
     let n = ctx.n();
     let q_rows = level + 1;
     let ext = ctx.extended_indices(level);
     let mut acc0 = vec![0u64; n * ext.len()];
     let mut acc1 = vec![0u64; n * ext.len()];
     debug_assert!(level <= key.level, "a key below the ciphertext's level");
-    // Row by row, every digit into both accumulators: a row's two sums stay in cache while
-    // the digits and the key stream past once (digit by digit over whole polynomials, the
-    // sums went through memory once per digit).
     ring::each_row_pair(&mut acc0, &mut acc1, n, &ext, |a0, a1, r, i| {
         // The key's P rows follow its own Q rows.
         let key_row = if r < q_rows {
@@ -97,15 +194,13 @@ pub(crate) fn key_product_extended(
             key.level + 1 + r - q_rows
         };
         let key_rows = key_row * n..(key_row + 1) * n;
-        let (mut permuted, mut mask) = (Vec::new(), Vec::new());
+        let (mut scratch, mut mask) = (vec![0u64; n], Vec::new());
         let ntt = ctx.ntt(i);
-        for (j, digit) in digits.iter().enumerate() {
-            let mut row = &digit[r * n..(r + 1) * n];
-            if let Some(perm) = perm {
-                permuted.resize(n, 0);
-                ring::permute_row(&mut permuted, row, perm);
-                row = &permuted;
-            }
+        for j in 0..digits.count() {
+            let row = match digits.row(j, r, i, &mut scratch) {
+                Some(row) => row,
+                None => &scratch,
+            };
             ntt.mul_acc(a0, row, &key.b[j][key_rows.clone()]);
             match &key.a {
                 Some(a) => ntt.mul_acc(a1, row, &a[j][key_rows.clone()]),

@@ -133,9 +133,7 @@ impl Evaluator {
                 // c1/P, rotated, raised and switched; c0 rotated as it is.
                 let c1 = keyswitch::mod_down(ctx, block.c1, level);
                 let c1 = ring::permute(ctx, &c1, &key.perm);
-                let digits = keyswitch::mod_up(ctx, &c1, level);
-                let (mut k0, k1) =
-                    keyswitch::key_product_extended(ctx, &digits, level, &key.key, None);
+                let (mut k0, k1) = keyswitch::switch_extended(ctx, &c1, level, &key.key);
                 ring::add_assign(
                     ctx,
                     &mut k0,

@@ -110,8 +110,7 @@ fn plaintext(ctx: &EvalContext, data: Vec<u64>, level: usize, scale: f64) -> Pla
 }
 
 /// The integer coefficients [`complex_rows`] would reduce modulo each prime: one row in
-/// place of one per prime, to be turned into the rows by [`integer_rows`] where they are
-/// used. Refuses coefficients beyond `i64`.
+/// place of one per prime, reduced and transformed row by row where they are used. Refuses coefficients beyond `i64`.
 pub(crate) fn complex_integers(
     ctx: &EvalContext,
     values: &[Complex],
@@ -131,7 +130,9 @@ pub(crate) fn complex_integers(
 }
 
 /// The rows of integer coefficients `coeffs` for the primes `indices`, in evaluation form
-/// (bit for bit the ones [`complex_rows`] makes from the same values).
+/// (bit for bit the ones [`complex_rows`] makes from the same values; a compact transform
+/// diagonal builds them row by row where it is multiplied).
+#[cfg(test)]
 pub(crate) fn integer_rows(ctx: &EvalContext, coeffs: &[i64], indices: &[usize]) -> Vec<u64> {
     let mut data = ring::from_signed(ctx, coeffs, indices);
     ring::forward(ctx, &mut data, indices);

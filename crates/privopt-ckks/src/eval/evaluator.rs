@@ -22,6 +22,8 @@ use crate::error::CkksError;
 
 mod hoisted;
 
+pub(crate) use hoisted::PlainRows;
+
 /// Relative scale difference tolerated between operands of an addition (the level-scale
 /// invariant holds to about `2^{-40}`; anything larger is a bug in the caller's circuit).
 const SCALE_TOLERANCE: f64 = 1e-9;

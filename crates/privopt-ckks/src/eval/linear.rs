@@ -17,8 +17,12 @@
 
 use std::collections::BTreeMap;
 
+use privopt_math::simd::Kernels;
+
 use super::ciphertext::Ciphertext;
-use super::evaluator::Evaluator;
+use super::context::EvalContext;
+use super::evaluator::{Evaluator, PlainRows};
+use super::ring;
 use crate::encoding::Complex;
 use crate::error::CkksError;
 
@@ -42,6 +46,27 @@ enum Diagonal {
     /// Its integer coefficients (one row): the rows are rebuilt, with an NTT per prime, each
     /// time they are used.
     Compact(Vec<i64>),
+}
+
+impl PlainRows for Diagonal {
+    fn has_rows(&self, rows: usize, n: usize) -> bool {
+        match self {
+            Diagonal::Whole(data) => data.has_rows(rows, n),
+            Diagonal::Compact(coeffs) => coeffs.len() == n,
+        }
+    }
+
+    fn row(&self, ctx: &EvalContext, r: usize, i: usize, scratch: &mut [u64]) -> Option<&[u64]> {
+        match self {
+            Diagonal::Whole(data) => data.row(ctx, r, i, scratch),
+            // Encoded where it is multiplied, while the row is in cache.
+            Diagonal::Compact(coeffs) => {
+                ring::from_signed_row(ctx, coeffs, i, scratch, Kernels::detect());
+                ctx.ntt(i).forward(scratch);
+                None
+            }
+        }
+    }
 }
 
 impl LinearTransform {
@@ -188,8 +213,6 @@ impl LinearTransform {
     /// of several transforms that share one level.
     pub fn apply_unscaled(&self, ev: &Evaluator, v: &Ciphertext) -> Result<Ciphertext, CkksError> {
         let v = ev.drop_to_level(v, self.level)?;
-        let ctx = ev.context();
-        let ext = ctx.extended_indices(self.level);
         let babies: Vec<i64> = self
             .blocks
             .values()
@@ -205,20 +228,16 @@ impl LinearTransform {
         let mut total: Option<_> = None;
         for (g, step) in self.horner_steps() {
             let mut block = ev.zero_extended(self.level, v.scale() * self.scale);
-            for (baby, diagonal) in &self.blocks[&g] {
-                let rb = rotated
-                    .get(baby)
-                    .ok_or_else(|| CkksError::InvalidParams("baby rotation missing".into()))?;
-                let rebuilt;
-                let rows = match diagonal {
-                    Diagonal::Whole(rows) => rows,
-                    Diagonal::Compact(coeffs) => {
-                        rebuilt = ev.install(|| super::encode::integer_rows(ctx, coeffs, &ext));
-                        &rebuilt
-                    }
-                };
-                ev.mul_plain_acc_extended(&mut block, rb, rows, self.scale)?;
-            }
+            let terms = self.blocks[&g]
+                .iter()
+                .map(|(baby, diagonal)| {
+                    let rb = rotated
+                        .get(baby)
+                        .ok_or_else(|| CkksError::InvalidParams("baby rotation missing".into()))?;
+                    Ok((rb, diagonal as &dyn PlainRows))
+                })
+                .collect::<Result<Vec<_>, CkksError>>()?;
+            ev.mul_plain_sum_extended(&mut block, &terms, self.scale)?;
             // B_g + rot(sum of the blocks above, step).
             let mut sum = Some(block);
             if let Some(above) = total.take() {

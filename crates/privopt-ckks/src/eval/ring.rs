@@ -103,25 +103,36 @@ pub(crate) fn from_signed(ctx: &EvalContext, coeffs: &[i64], indices: &[usize]) 
     let mut out = vec![0u64; n * indices.len()];
     let fast = Kernels::detect();
     each_row(&mut out, n, indices, |row, _, i| {
-        let m = &ctx.moduli[i];
-        let q = m.value();
-        for (dst, &c) in row.iter_mut().zip(coeffs) {
-            *dst = c.unsigned_abs();
-        }
-        // |c| mod q: eight at a time where the CPU can (a Shoup product by 1 reduces any
-        // word), else one by one.
-        let one = Constant::new(1, q);
-        if !fast.is_some_and(|f| f.dot(q, row, Some(one), &[], &[], u64::MAX)) {
-            for x in row.iter_mut() {
-                *x = m.reduce(*x);
-            }
-        }
-        for (dst, &c) in row.iter_mut().zip(coeffs) {
-            let negate = u64::from(c < 0 && *dst != 0).wrapping_neg();
-            *dst = (*dst & !negate) | ((q - *dst) & negate);
-        }
+        from_signed_row(ctx, coeffs, i, row, fast)
     });
     out
+}
+
+/// One row of [`from_signed`]: `coeffs` modulo prime `i`, into `row`.
+pub(crate) fn from_signed_row(
+    ctx: &EvalContext,
+    coeffs: &[i64],
+    i: usize,
+    row: &mut [u64],
+    fast: Option<Kernels>,
+) {
+    let m = &ctx.moduli[i];
+    let q = m.value();
+    for (dst, &c) in row.iter_mut().zip(coeffs) {
+        *dst = c.unsigned_abs();
+    }
+    // |c| mod q: eight at a time where the CPU can (a Shoup product by 1 reduces any word),
+    // else one by one.
+    let one = Constant::new(1, q);
+    if !fast.is_some_and(|f| f.dot(q, row, Some(one), &[], &[], u64::MAX)) {
+        for x in row.iter_mut() {
+            *x = m.reduce(*x);
+        }
+    }
+    for (dst, &c) in row.iter_mut().zip(coeffs) {
+        let negate = u64::from(c < 0 && *dst != 0).wrapping_neg();
+        *dst = (*dst & !negate) | ((q - *dst) & negate);
+    }
 }
 
 /// `a + b` row-wise, into a new vector.

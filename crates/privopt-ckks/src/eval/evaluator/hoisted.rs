@@ -7,7 +7,28 @@
 //! form (the plaintexts carry rows for `P` too). A giant rotation of such a sum divides only
 //! its `c1` by `P` (to raise it again for the key product); its `c0` is permuted as it is.
 
+use super::super::EvalContext;
 use super::{Ciphertext, CkksError, Evaluator, keyswitch, ring};
+
+/// A plaintext's rows over `Q_l·P` (evaluation form), as a product reads them.
+pub(crate) trait PlainRows: Sync {
+    /// Whether it has `rows` rows of `n` coefficients.
+    fn has_rows(&self, rows: usize, n: usize) -> bool;
+    /// Row `r` (prime `i`): borrowed if stored, else written to `scratch` (`None`).
+    fn row(&self, ctx: &EvalContext, r: usize, i: usize, scratch: &mut [u64]) -> Option<&[u64]>;
+}
+
+/// Stored rows.
+impl PlainRows for Vec<u64> {
+    fn has_rows(&self, rows: usize, n: usize) -> bool {
+        self.len() == rows * n
+    }
+
+    fn row(&self, _: &EvalContext, r: usize, _: usize, scratch: &mut [u64]) -> Option<&[u64]> {
+        let n = scratch.len();
+        Some(&self[r * n..(r + 1) * n])
+    }
+}
 
 /// `P` times a ciphertext of `level` and `scale`, over `Q_l·P` (rows in
 /// [`super::super::EvalContext::extended_indices`] order).
@@ -83,26 +104,41 @@ impl Evaluator {
         }
     }
 
-    /// `acc += x ∘ p` for plaintext rows `p` over `Q_l·P` at `scale` (`acc` has `x`'s scale
-    /// times `scale`).
-    pub(crate) fn mul_plain_acc_extended(
+    /// `acc += Σ_t x_t ∘ p_t` for plaintexts `p_t` over `Q_l·P` at `scale` (`acc` has each
+    /// `x_t`'s scale times `scale`). Row by row: a row of the two sums stays in cache while
+    /// the terms stream past (term by term, the sums went through memory once per term).
+    pub(crate) fn mul_plain_sum_extended(
         &self,
         acc: &mut Extended,
-        x: &Extended,
-        p: &[u64],
+        terms: &[(&Extended, &dyn PlainRows)],
         scale: f64,
     ) -> Result<(), CkksError> {
-        if acc.level != x.level || p.len() != x.c0.len() {
-            return Err(CkksError::InvalidParams(format!(
-                "an extended product at level {} into level {}",
-                x.level, acc.level
-            )));
+        let n = self.ctx.n();
+        let ext = self.ctx.extended_indices(acc.level);
+        for (x, p) in terms {
+            if acc.level != x.level || !p.has_rows(ext.len(), n) {
+                return Err(CkksError::InvalidParams(format!(
+                    "an extended product at level {} into level {}, or a plaintext of other rows",
+                    x.level, acc.level
+                )));
+            }
+            super::check_scales(acc.scale, x.scale * scale)?;
         }
-        super::check_scales(acc.scale, x.scale * scale)?;
-        let ext = self.ctx.extended_indices(x.level);
+        let ctx = &self.ctx;
         self.install(|| {
-            ring::mul_acc(&self.ctx, &mut acc.c0, &x.c0, p, &ext);
-            ring::mul_acc(&self.ctx, &mut acc.c1, &x.c1, p, &ext);
+            ring::each_row_pair(&mut acc.c0, &mut acc.c1, n, &ext, |a0, a1, r, i| {
+                let ntt = ctx.ntt(i);
+                let rows = r * n..(r + 1) * n;
+                let mut scratch = vec![0u64; n];
+                for (x, p) in terms {
+                    let p = match p.row(ctx, r, i, &mut scratch) {
+                        Some(p) => p,
+                        None => &scratch,
+                    };
+                    ntt.mul_acc(a0, &x.c0[rows.clone()], p);
+                    ntt.mul_acc(a1, &x.c1[rows.clone()], p);
+                }
+            });
         });
         Ok(())
     }
@@ -238,7 +274,7 @@ mod tests {
         two[0] = 2;
         let rows = integer_rows(&ctx, &two, &ext_idx);
         let mut block = ev.zero_extended(level, ct.scale());
-        ev.mul_plain_acc_extended(&mut block, &ext[1], &rows, 1.0)
+        ev.mul_plain_sum_extended(&mut block, &[(&ext[1], &rows)], 1.0)
             .unwrap();
         let mut total = None;
         ev.add_rotated_extended(&mut total, block, 8).unwrap();
@@ -255,11 +291,11 @@ mod tests {
         // Mismatched operands are errors, not wrong sums.
         let mut acc = ev.zero_extended(level, ct.scale());
         assert!(
-            ev.mul_plain_acc_extended(&mut acc, &ext[0], &rows[..ctx.n()], 1.0)
+            ev.mul_plain_sum_extended(&mut acc, &[(&ext[0], &rows[..ctx.n()].to_vec())], 1.0)
                 .is_err()
         );
         assert!(
-            ev.mul_plain_acc_extended(&mut acc, &ext[0], &rows, 2.0)
+            ev.mul_plain_sum_extended(&mut acc, &[(&ext[0], &rows)], 2.0)
                 .is_err()
         );
         let mut lower = Some(ev.zero_extended(level - 1, ct.scale()));

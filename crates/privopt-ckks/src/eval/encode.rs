@@ -110,7 +110,8 @@ fn plaintext(ctx: &EvalContext, data: Vec<u64>, level: usize, scale: f64) -> Pla
 }
 
 /// The integer coefficients [`complex_rows`] would reduce modulo each prime: one row in
-/// place of one per prime, reduced and transformed row by row where they are used. Refuses coefficients beyond `i64`.
+/// place of one per prime, reduced and transformed row by row where they are used. Refuses
+/// coefficients beyond `i64`.
 pub(crate) fn complex_integers(
     ctx: &EvalContext,
     values: &[Complex],

@@ -88,8 +88,9 @@ impl BootstrapPreset {
 /// 2^50 scale, less to amplify: 17.0 bits, against 15.1 at `q_0` of 41 bits). StC's two
 /// factors on one 60-bit linear level (at 50 bits its diagonals' rounding costs 3 bits);
 /// EvalMod's levels ramp 50 → 49 → 48 → 47, landing at 2^44; CtS in three factors at 2^50
-/// (radices 2^5, 2^5, 2^4 instead of two of 2^7: about a third of the diagonals, CtS 3.2 →
-/// 2.0 s and 5.4 → 3.8 GB peak, for one level and more rotation keys: 52 of 1.9 GB, not 30).
+/// (radices 2^5, 2^5, 2^4 instead of two of 2^7: about a third of the diagonals and fewer
+/// rotations, CtS about 40% faster and 5.4 → 3.8 GB peak, for one level and more, smaller
+/// rotation keys: 52 of 1.9 GB, not 30 of 2.1).
 /// Two 57-bit key-switching primes against two-prime digits (9 digits; `P` of 114 bits above
 /// the digits' 100: two 50-bit primes, equal to a digit, cost 9 bits, and three would not fit
 /// the bound with CtS's third level). `q_0·p_0` = 96 bits is within the 96 the sparse secret

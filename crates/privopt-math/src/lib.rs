@@ -2,6 +2,7 @@
 //!
 //! - [`prg`]: the one source of reproducible randomness — every random stream of an
 //!   experiment is derived from one master seed by a domain-separated key.
+//! - [`chacha`]: the ChaCha20 keystream sixteen blocks at a time on AVX-512 (seed expansion).
 //! - [`simd`]: AVX-512 row kernels (sums of rows times constants modulo a prime), with IFMA
 //!   for primes below 2^51, where the CPU has them.
 //! - [`modarith`]: word-size modular arithmetic and NTT-friendly prime generation.
@@ -12,6 +13,7 @@
 //!   polynomial arithmetic.
 //! - [`sample`]: uniform, ternary, sign, discrete-Gaussian and wide-Gaussian samplers.
 
+pub mod chacha;
 pub mod modarith;
 pub mod ntt;
 pub mod prg;

@@ -10,8 +10,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use privopt_math::chacha::{BLOCK_WORDS, BLOCKS, ChaCha20x16};
 use privopt_math::sample::{signs, sparse_ternary, ternary};
-use rand::{CryptoRng, Rng, SeedableRng};
+use rand::{CryptoRng, Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use zeroize::Zeroize;
 
@@ -115,13 +116,67 @@ impl SwitchingKey {
 }
 
 /// Row `prime` of digit `digit`'s uniform `a_j`, expanded from `seed`: ChaCha20 keyed by the
-/// seed, one stream per (digit, prime), so any row can be regenerated alone.
+/// seed, one stream per (digit, prime), so any row can be regenerated alone. Each coefficient
+/// is `rand`'s `random_range(0..q)` on that stream (Canon's widening multiply, a second word
+/// where the first is near a wrap), so this definition is pinned by the wire format; on
+/// AVX-512 the stream comes sixteen blocks at a time ([`ChaCha20x16`]), the same words.
 pub(crate) fn mask_row(seed: &[u8; 32], digit: usize, prime: usize, q: u64, out: &mut [u64]) {
-    let mut rng = ChaCha20Rng::from_seed(*seed);
-    rng.set_stream(((digit as u64) << 32) | prime as u64);
-    for x in out {
-        *x = rng.random_range(0..q);
+    mask_row_with(ChaCha20x16::detect(), seed, digit, prime, q, out);
+}
+
+/// [`mask_row`] with the wide kernel or (`None`) `rand_chacha`'s generator.
+fn mask_row_with(
+    kernel: Option<ChaCha20x16>,
+    seed: &[u8; 32],
+    digit: usize,
+    prime: usize,
+    q: u64,
+    out: &mut [u64],
+) {
+    let stream = ((digit as u64) << 32) | prime as u64;
+    match kernel {
+        Some(kernel) => {
+            let key: [u32; 8] = std::array::from_fn(|i| {
+                u32::from_le_bytes([
+                    seed[4 * i],
+                    seed[4 * i + 1],
+                    seed[4 * i + 2],
+                    seed[4 * i + 3],
+                ])
+            });
+            let mut words = [0u32; BLOCKS * BLOCK_WORDS];
+            let (mut counter, mut pos) = (0u64, words.len());
+            let mut next = || {
+                if pos == words.len() {
+                    kernel.blocks(&key, stream, counter, &mut words);
+                    counter += BLOCKS as u64;
+                    pos = 0;
+                }
+                let word = u64::from(words[pos]) | (u64::from(words[pos + 1]) << 32);
+                pos += 2;
+                word
+            };
+            out.iter_mut().for_each(|x| *x = below(q, &mut next));
+        }
+        None => {
+            let mut rng = ChaCha20Rng::from_seed(*seed);
+            rng.set_stream(stream);
+            out.iter_mut()
+                .for_each(|x| *x = below(q, &mut || rng.next_u64()));
+        }
     }
+}
+
+/// `rand` 0.9's `random_range(0..q)` over the words `next` draws: the high half of `v·q`,
+/// plus the carry from a second word's high half where the low half is within `q` of a wrap.
+fn below(q: u64, next: &mut impl FnMut() -> u64) -> u64 {
+    let wide = u128::from(next()) * u128::from(q);
+    let (mut hi, lo) = ((wide >> 64) as u64, wide as u64);
+    if lo > q.wrapping_neg() {
+        let second = ((u128::from(next()) * u128::from(q)) >> 64) as u64;
+        hi += u64::from(lo.checked_add(second).is_none());
+    }
+    hi
 }
 
 /// The relinearization key (`s² → s`).
@@ -699,6 +754,32 @@ mod tests {
             err > 1.0,
             "a key over q_1 switched as if over p_0: error {err}"
         );
+    }
+
+    #[test]
+    fn mask_rows_are_rands_random_range_on_the_row_stream() {
+        // The wire carries only the seed, so the expansion must stay `random_range(0..q)`
+        // on ChaCha20's stream (digit, prime), whichever path the CPU takes. The 62-bit
+        // modulus takes the second-word branch about once in four coefficients.
+        let mut seeds = ChaCha20Rng::seed_from_u64(12);
+        for (q, digit, prime, len) in [
+            (3u64, 0usize, 0usize, 40usize),
+            ((1 << 35) + 1, 1, 2, 1000),
+            ((1 << 50) - (1 << 17) + 1, 8, 17, 4096),
+            ((1 << 57) + (1 << 20) + 1, 3, 19, 777),
+            ((1 << 62) - 57, 0, 5, 2048),
+        ] {
+            let mut seed = [0u8; 32];
+            seeds.fill_bytes(&mut seed);
+            let mut rng = ChaCha20Rng::from_seed(seed);
+            rng.set_stream(((digit as u64) << 32) | prime as u64);
+            let want: Vec<u64> = (0..len).map(|_| rng.random_range(0..q)).collect();
+            for kernel in [ChaCha20x16::detect(), None] {
+                let mut got = vec![0u64; len];
+                mask_row_with(kernel, &seed, digit, prime, q, &mut got);
+                assert_eq!(got, want, "q = {q}, wide kernel {}", kernel.is_some());
+            }
+        }
     }
 
     #[test]

@@ -66,6 +66,73 @@ impl ChaCha20x16 {
     }
 }
 
+/// The keystream of one seed and stream as a random number generator: the same words, in
+/// the same order, as `rand_chacha::ChaCha20Rng` seeded alike with `set_stream(stream)`, so
+/// `rand`'s samplers draw the same values from either.
+#[derive(Clone, Debug)]
+pub struct Keystream {
+    kernel: ChaCha20x16,
+    key: [u32; 8],
+    stream: u64,
+    /// The first block of the next batch.
+    counter: u64,
+    words: [u32; BLOCKS * BLOCK_WORDS],
+    /// The next unread word of `words`.
+    pos: usize,
+}
+
+impl ChaCha20x16 {
+    /// The keystream of `seed` (read as eight little-endian words, as `rand_chacha` reads
+    /// it) and `stream`, from block 0.
+    pub fn keystream(self, seed: &[u8; 32], stream: u64) -> Keystream {
+        let mut key = [0u32; 8];
+        for (k, bytes) in key.iter_mut().zip(seed.chunks_exact(4)) {
+            *k = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+        }
+        Keystream {
+            kernel: self,
+            key,
+            stream,
+            counter: 0,
+            words: [0; BLOCKS * BLOCK_WORDS],
+            pos: BLOCKS * BLOCK_WORDS,
+        }
+    }
+}
+
+impl rand::RngCore for Keystream {
+    fn next_u32(&mut self) -> u32 {
+        if self.pos == self.words.len() {
+            self.kernel
+                .blocks(&self.key, self.stream, self.counter, &mut self.words);
+            self.counter = self.counter.wrapping_add(BLOCKS as u64);
+            self.pos = 0;
+        }
+        self.pos += 1;
+        self.words[self.pos - 1]
+    }
+
+    /// Two words, the first the low half (also across a batch boundary, as `rand_core`'s
+    /// block generator does).
+    fn next_u64(&mut self) -> u64 {
+        match self.words.get(self.pos..self.pos + 2) {
+            Some(&[low, high]) => {
+                self.pos += 2;
+                u64::from(low) | (u64::from(high) << 32)
+            }
+            _ => u64::from(self.next_u32()) | (u64::from(self.next_u32()) << 32),
+        }
+    }
+
+    /// Whole words, little-endian; the unused bytes of the last word are dropped.
+    fn fill_bytes(&mut self, dst: &mut [u8]) {
+        for chunk in dst.chunks_mut(4) {
+            let word = self.next_u32().to_le_bytes();
+            chunk.copy_from_slice(&word[..chunk.len()]);
+        }
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::__m512i;
 
@@ -150,6 +217,31 @@ mod tests {
             let mut got = [0u32; 256];
             kernel.blocks(&key, stream, counter, &mut got);
             assert_eq!(&got[..], &want[..], "stream {stream}, counter {counter}");
+        }
+    }
+
+    #[test]
+    fn the_keystream_draws_what_chacha20rng_draws() {
+        let Some(kernel) = ChaCha20x16::detect() else {
+            return;
+        };
+        let seed = [5u8; 32];
+        let mut wide = kernel.keystream(&seed, 77);
+        let mut reference = ChaCha20Rng::from_seed(seed);
+        reference.set_stream(77);
+        // Mixed widths, so that a u64 straddles a batch boundary (256 words) and a byte
+        // fill ends inside a word.
+        for step in 0..600 {
+            match step % 3 {
+                0 => assert_eq!(wide.next_u32(), reference.next_u32()),
+                1 => assert_eq!(wide.next_u64(), reference.next_u64()),
+                _ => {
+                    let (mut a, mut b) = ([0u8; 7], [0u8; 7]);
+                    wide.fill_bytes(&mut a);
+                    reference.fill_bytes(&mut b);
+                    assert_eq!(a, b);
+                }
+            }
         }
     }
 

@@ -10,9 +10,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use privopt_math::chacha::{BLOCK_WORDS, BLOCKS, ChaCha20x16};
+use privopt_math::chacha::ChaCha20x16;
 use privopt_math::sample::{signs, sparse_ternary, ternary};
-use rand::{CryptoRng, Rng, RngCore, SeedableRng};
+use rand::{CryptoRng, Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use zeroize::Zeroize;
 
@@ -116,10 +116,10 @@ impl SwitchingKey {
 }
 
 /// Row `prime` of digit `digit`'s uniform `a_j`, expanded from `seed`: ChaCha20 keyed by the
-/// seed, one stream per (digit, prime), so any row can be regenerated alone. Each coefficient
-/// is `rand`'s `random_range(0..q)` on that stream (Canon's widening multiply, a second word
-/// where the first is near a wrap), so this definition is pinned by the wire format; on
-/// AVX-512 the stream comes sixteen blocks at a time ([`ChaCha20x16`]), the same words.
+/// seed, one stream per (digit, prime), so any row can be regenerated alone, each
+/// coefficient `random_range(0..q)` on it (the wire carries only the seed, so this is part
+/// of the format). On AVX-512 the stream comes sixteen blocks at a time
+/// ([`ChaCha20x16::keystream`]), the same words.
 pub(crate) fn mask_row(seed: &[u8; 32], digit: usize, prime: usize, q: u64, out: &mut [u64]) {
     mask_row_with(ChaCha20x16::detect(), seed, digit, prime, q, out);
 }
@@ -133,50 +133,18 @@ fn mask_row_with(
     q: u64,
     out: &mut [u64],
 ) {
+    fn fill(rng: &mut impl Rng, q: u64, out: &mut [u64]) {
+        out.iter_mut().for_each(|x| *x = rng.random_range(0..q));
+    }
     let stream = ((digit as u64) << 32) | prime as u64;
     match kernel {
-        Some(kernel) => {
-            let key: [u32; 8] = std::array::from_fn(|i| {
-                u32::from_le_bytes([
-                    seed[4 * i],
-                    seed[4 * i + 1],
-                    seed[4 * i + 2],
-                    seed[4 * i + 3],
-                ])
-            });
-            let mut words = [0u32; BLOCKS * BLOCK_WORDS];
-            let (mut counter, mut pos) = (0u64, words.len());
-            let mut next = || {
-                if pos == words.len() {
-                    kernel.blocks(&key, stream, counter, &mut words);
-                    counter += BLOCKS as u64;
-                    pos = 0;
-                }
-                let word = u64::from(words[pos]) | (u64::from(words[pos + 1]) << 32);
-                pos += 2;
-                word
-            };
-            out.iter_mut().for_each(|x| *x = below(q, &mut next));
-        }
+        Some(kernel) => fill(&mut kernel.keystream(seed, stream), q, out),
         None => {
             let mut rng = ChaCha20Rng::from_seed(*seed);
             rng.set_stream(stream);
-            out.iter_mut()
-                .for_each(|x| *x = below(q, &mut || rng.next_u64()));
+            fill(&mut rng, q, out);
         }
     }
-}
-
-/// `rand` 0.9's `random_range(0..q)` over the words `next` draws: the high half of `v·q`,
-/// plus the carry from a second word's high half where the low half is within `q` of a wrap.
-fn below(q: u64, next: &mut impl FnMut() -> u64) -> u64 {
-    let wide = u128::from(next()) * u128::from(q);
-    let (mut hi, lo) = ((wide >> 64) as u64, wide as u64);
-    if lo > q.wrapping_neg() {
-        let second = ((u128::from(next()) * u128::from(q)) >> 64) as u64;
-        hi += u64::from(lo.checked_add(second).is_none());
-    }
-    hi
 }
 
 /// The relinearization key (`s² → s`).
@@ -707,6 +675,8 @@ fn uniform_rows(ctx: &EvalContext, indices: &[usize], rng: &mut impl CryptoRng) 
 
 #[cfg(test)]
 mod tests {
+    use rand::RngCore;
+
     use super::*;
     use crate::eval::bootstrap::BootstrapPreset;
     use crate::eval::encode::encode_at;

@@ -56,11 +56,12 @@ impl PlainRows for Diagonal {
         }
     }
 
-    fn row(&self, ctx: &EvalContext, r: usize, i: usize, scratch: &mut [u64]) -> Option<&[u64]> {
+    fn row(&self, ctx: &EvalContext, r: usize, i: usize, scratch: &mut Vec<u64>) -> Option<&[u64]> {
         match self {
             Diagonal::Whole(data) => data.row(ctx, r, i, scratch),
             // Encoded where it is multiplied, while the row is in cache.
             Diagonal::Compact(coeffs) => {
+                scratch.resize(ctx.n(), 0);
                 ring::from_signed_row(ctx, coeffs, i, scratch, Kernels::detect());
                 ctx.ntt(i).forward(scratch);
                 None

@@ -14,8 +14,9 @@ use super::{Ciphertext, CkksError, Evaluator, keyswitch, ring};
 pub(crate) trait PlainRows: Sync {
     /// Whether it has `rows` rows of `n` coefficients.
     fn has_rows(&self, rows: usize, n: usize) -> bool;
-    /// Row `r` (prime `i`): borrowed if stored, else written to `scratch` (`None`).
-    fn row(&self, ctx: &EvalContext, r: usize, i: usize, scratch: &mut [u64]) -> Option<&[u64]>;
+    /// Row `r` (prime `i`): borrowed if stored, else written to `scratch` (`None`), which
+    /// the implementation sizes (stored rows never touch it).
+    fn row(&self, ctx: &EvalContext, r: usize, i: usize, scratch: &mut Vec<u64>) -> Option<&[u64]>;
 }
 
 /// Stored rows.
@@ -24,8 +25,8 @@ impl PlainRows for Vec<u64> {
         self.len() == rows * n
     }
 
-    fn row(&self, _: &EvalContext, r: usize, _: usize, scratch: &mut [u64]) -> Option<&[u64]> {
-        let n = scratch.len();
+    fn row(&self, ctx: &EvalContext, r: usize, _: usize, _: &mut Vec<u64>) -> Option<&[u64]> {
+        let n = ctx.n();
         Some(&self[r * n..(r + 1) * n])
     }
 }
@@ -129,7 +130,7 @@ impl Evaluator {
             ring::each_row_pair(&mut acc.c0, &mut acc.c1, n, &ext, |a0, a1, r, i| {
                 let ntt = ctx.ntt(i);
                 let rows = r * n..(r + 1) * n;
-                let mut scratch = vec![0u64; n];
+                let mut scratch = Vec::new();
                 for (x, p) in terms {
                     let p = match p.row(ctx, r, i, &mut scratch) {
                         Some(p) => p,

@@ -13,6 +13,8 @@
 //!   `enc=32` (sparse-secret encapsulation to 32 non-zeros);
 //! - `slots=1024`: sparse packing, slots repeating with that period (default: full slots);
 //! - `meta=12`: also time META-BTS (`Bootstrapper::bootstrap_precise`) with a lift of `2^12`;
+//! - `compact=1`: trade time for memory (`BootstrapConfig::compact`); `group=2`: baby rotations
+//!   two at a time (`BabySteps::Grouped`; default `0`, all hoisted);
 //! - `runs=3`: the fastest of that many bootstraps (timings here move by 10–20% run to run);
 //! - `insecure=1` to build sets beyond the 128-bit bound (default: the security check is on,
 //!   for the parameters and for the encapsulation key).
@@ -25,7 +27,9 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use privopt_ckks::SecretDistribution;
-use privopt_ckks::eval::{BootstrapConfig, Bootstrapper, EvalContext, SecretKey, encode_at};
+use privopt_ckks::eval::{
+    BabySteps, BootstrapConfig, Bootstrapper, EvalContext, SecretKey, encode_at,
+};
 use privopt_ckks::params::CkksParamsBuilder;
 use privopt_math::sample::secret_rng;
 
@@ -94,6 +98,8 @@ fn main() {
         "slots",
         "meta",
         "runs",
+        "compact",
+        "group",
     ];
     if let Some(k) = args.keys().find(|k| !known.contains(&k.as_str())) {
         fail(&format!("unknown argument {k}"));
@@ -149,6 +155,11 @@ fn main() {
         double_angles: int("double_angles", defaults.double_angles as usize) as u32,
         encapsulation,
         slots: Some(int("slots", 0)).filter(|&s| s > 0),
+        compact: int("compact", 0) != 0,
+        babies: match int("group", 0) {
+            0 => BabySteps::Hoisted,
+            m => BabySteps::Grouped(m),
+        },
         ..defaults
     };
     let t = Instant::now();
@@ -205,7 +216,7 @@ fn main() {
         "n = 2^{log_n}, {} slots of period {period}, log QP = {:.1} ({}), q0 2^{q0_bits}, scales {scales}, \
          secret {secret_name}, arcsine {arcsine_degree}, encapsulation {encapsulation:?}: \
          bootstrap {time:.2} s (1 thread), {:.1} bits (max error {err:.2e}, rms {rms:.2e}), {} levels left \
-         (primes of {} bits); setup {setup:.1} s, keygen {keygen:.1} s ({} rotation keys, \
+         (primes of {} bits); setup {setup:.1} s ({:.0} MB of diagonals), keygen {keygen:.1} s ({} rotation keys, \
          {:.0} MB), peak RSS {:.0} MB",
         ctx.slots(),
         params.key_basis().log_modulus(),
@@ -217,6 +228,7 @@ fn main() {
         -err.log2(),
         out.level(),
         left.join(","),
+        boot.transform_bytes() as f64 / 1e6,
         rotations.len(),
         key_bytes as f64 / 1e6,
         peak_rss_mb()

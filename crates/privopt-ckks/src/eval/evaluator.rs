@@ -22,7 +22,7 @@ use crate::error::CkksError;
 
 mod hoisted;
 
-pub(crate) use hoisted::PlainRows;
+pub(crate) use hoisted::{Extended, PlainRows};
 
 /// Relative scale difference tolerated between operands of an addition (the level-scale
 /// invariant holds to about `2^{-40}`; anything larger is a bug in the caller's circuit).

@@ -25,5 +25,5 @@ pub use evaluator::Evaluator;
 pub use keys::{
     EncapsulationKeys, GaloisKeys, KeyRequest, PublicKey, RelinKey, SecretKey, SwitchingKey,
 };
-pub use linear::LinearTransform;
+pub use linear::{BabySteps, LinearTransform};
 pub use polyeval::PolyBasis;

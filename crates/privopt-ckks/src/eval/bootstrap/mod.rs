@@ -30,7 +30,7 @@ use super::ciphertext::Ciphertext;
 use super::context::EvalContext;
 use super::evaluator::Evaluator;
 use super::keys::{EncapsulationKeys, GaloisKeys, KeyRequest, RelinKey, SecretKey};
-use super::linear::LinearTransform;
+use super::linear::{BabySteps, LinearTransform};
 use super::ring;
 use crate::encoding::Complex;
 use crate::error::CkksError;
@@ -68,6 +68,11 @@ pub struct BootstrapConfig {
     /// whole: relinearization (every EvalMod product) and each transform's giant step (every
     /// Horner step). The results are the same to the bit.
     pub compact: bool,
+    /// How each transform makes its baby rotations: all hoisted from its input (a Galois key
+    /// each, the fastest), or a few at a time (a few keys per transform: at `n = 2^15` about
+    /// 30% of the bytes, for a ModUp and a ModDown per group; see [`BabySteps`]). Unlike
+    /// `compact`, this changes the result (within its noise).
+    pub babies: BabySteps,
     /// Sparse packing: the number `s` of distinct slots (a power of two below `n/2`) of the
     /// ciphertexts to bootstrap, whose slots repeat with period `s` (`s` values encoded
     /// repeated `n/2s` times, i.e. a polynomial in `X^{n/2s}`). The transforms then span
@@ -90,6 +95,7 @@ impl Default for BootstrapConfig {
             arcsine_degree: 0,
             encapsulation: None,
             compact: false,
+            babies: BabySteps::Hoisted,
             slots: None,
         }
     }
@@ -275,23 +281,17 @@ impl Bootstrapper {
                 *f = spread(f);
             }
         }
-        let cts = prepare(ev, &cts_factors, top, 1, cfg.compact)?
+        let cts = prepare(ev, &cts_factors, top, 1, cfg)?
             .into_iter()
             .flatten()
             .collect();
         let stc_top = cfg.stc_levels + (top - depth);
-        let stc = prepare(
-            ev,
-            &stc_factors,
-            stc_top,
-            cfg.stc_factors_per_level,
-            cfg.compact,
-        )?;
+        let stc = prepare(ev, &stc_factors, stc_top, cfg.stc_factors_per_level, cfg)?;
         let sparse = match stc_shifted {
             Some(shifted) => {
                 let scale = group_scale(ev, stc_top, stc[0].len())?;
                 let stc_shifted =
-                    LinearTransform::build(ev, &shifted, stc_top, scale, cfg.compact)?;
+                    LinearTransform::build(ev, &shifted, stc_top, scale, cfg.compact, cfg.babies)?;
                 let sub_sum = std::iter::successors(Some(slots), |&k| Some(2 * k))
                     .take_while(|&k| k < full)
                     .map(|k| k as i64)
@@ -329,6 +329,11 @@ impl Bootstrapper {
     /// EvalMod's approximation.
     pub fn eval_mod(&self) -> &EvalMod {
         &self.eval_mod
+    }
+
+    /// Bytes held by the transforms' encoded diagonals.
+    pub fn transform_bytes(&self) -> usize {
+        self.transforms().map(LinearTransform::byte_len).sum()
     }
 
     /// The transforms, StC's shifted half included.
@@ -405,13 +410,15 @@ impl Bootstrapper {
         let mut requests = self.key_requests();
         requests.extend_from_slice(extra);
         // The Galois keys are compacted one by one, so that the full set never exists, except
-        // each transform's giant step: one key per transform, used by every Horner step.
-        let giants: Vec<usize> = self
+        // the ones each transform uses many times: its giant step (every Horner step) and
+        // its chain's stride.
+        let repeated: Vec<usize> = self
             .transforms()
-            .filter_map(LinearTransform::giant_rotation)
+            .flat_map(LinearTransform::repeated_rotations)
             .map(|k| ctx.rotation_element(k))
             .collect();
-        let galois = sk.galois_keys_with(&requests, |g| self.compact && !giants.contains(&g), rng);
+        let galois =
+            sk.galois_keys_with(&requests, |g| self.compact && !repeated.contains(&g), rng);
         let encapsulation = self
             .encapsulation
             .map(|weight| sk.encapsulation_keys(weight, rng))
@@ -683,7 +690,7 @@ fn prepare(
     factors: &[dft::Diagonals],
     top: usize,
     per_level: usize,
-    compact: bool,
+    cfg: &BootstrapConfig,
 ) -> Result<Vec<Vec<LinearTransform>>, CkksError> {
     factors
         .chunks(per_level)
@@ -693,7 +700,7 @@ fn prepare(
             let scale = group_scale(ev, level, group.len())?;
             group
                 .iter()
-                .map(|f| LinearTransform::build(ev, f, level, scale, compact))
+                .map(|f| LinearTransform::build(ev, f, level, scale, cfg.compact, cfg.babies))
                 .collect()
         })
         .collect()

@@ -144,6 +144,56 @@ impl Evaluator {
         Ok(())
     }
 
+    /// Rotations of `x` (over `Q_l·P`) by each of `steps`, sharing one ModDown and one ModUp
+    /// of its `c1` (`c0` is permuted as it is). One step takes the fused switch, which
+    /// stores no raised digit.
+    pub(crate) fn rotations_of_extended(
+        &self,
+        x: &Extended,
+        steps: &[i64],
+    ) -> Result<Vec<Extended>, CkksError> {
+        let level = x.level;
+        let keys = self.rotation_keys(steps, level)?;
+        let ctx = &self.ctx;
+        let ext = ctx.extended_indices(level);
+        Ok(self.install(|| {
+            let c1 = keyswitch::mod_down(ctx, x.c1.clone(), level);
+            let digits = (keys.len() > 1).then(|| keyswitch::mod_up(ctx, &c1, level));
+            keys.iter()
+                .map(|key| {
+                    let Some(key) = key else {
+                        return Extended {
+                            c0: x.c0.clone(),
+                            c1: x.c1.clone(),
+                            ..*x
+                        };
+                    };
+                    let (mut k0, k1) = match &digits {
+                        Some(digits) => keyswitch::key_product_extended(
+                            ctx,
+                            digits,
+                            level,
+                            &key.key,
+                            Some(&key.perm),
+                        ),
+                        None => keyswitch::switch_extended(
+                            ctx,
+                            &ring::permute(ctx, &c1, &key.perm),
+                            level,
+                            &key.key,
+                        ),
+                    };
+                    ring::add_assign(ctx, &mut k0, &ring::permute(ctx, &x.c0, &key.perm), &ext);
+                    Extended {
+                        c0: k0,
+                        c1: k1,
+                        ..*x
+                    }
+                })
+                .collect()
+        }))
+    }
+
     /// `total += rot(block, step)`, both over `Q_l·P` (`total` starts as `None`).
     pub(crate) fn add_rotated_extended(
         &self,
@@ -160,36 +210,22 @@ impl Evaluator {
             }
             super::check_scales(t.scale, block.scale)?;
         }
-        let key = self.rotation_keys(&[step], block.level)?.pop().flatten();
-        let ctx = &self.ctx;
-        let level = block.level;
-        let ext = ctx.extended_indices(level);
-        let rotated = match key {
-            None => block,
-            Some(key) => self.install(|| {
-                // c1/P, rotated, raised and switched; c0 rotated as it is.
-                let c1 = keyswitch::mod_down(ctx, block.c1, level);
-                let c1 = ring::permute(ctx, &c1, &key.perm);
-                let (mut k0, k1) = keyswitch::switch_extended(ctx, &c1, level, &key.key);
-                ring::add_assign(
-                    ctx,
-                    &mut k0,
-                    &ring::permute(ctx, &block.c0, &key.perm),
-                    &ext,
-                );
-                Extended {
-                    c0: k0,
-                    c1: k1,
-                    ..block
-                }
-            }),
+        let rotated = if self.ctx.rotation_element(step) == 1 {
+            block
+        } else {
+            self.rotations_of_extended(&block, &[step])?
+                .pop()
+                .ok_or_else(|| CkksError::InvalidParams("no rotation made".into()))?
         };
         match total {
             None => *total = Some(rotated),
-            Some(t) => self.install(|| {
-                ring::add_assign(ctx, &mut t.c0, &rotated.c0, &ext);
-                ring::add_assign(ctx, &mut t.c1, &rotated.c1, &ext);
-            }),
+            Some(t) => {
+                let ext = self.ctx.extended_indices(t.level);
+                self.install(|| {
+                    ring::add_assign(&self.ctx, &mut t.c0, &rotated.c0, &ext);
+                    ring::add_assign(&self.ctx, &mut t.c1, &rotated.c1, &ext);
+                })
+            }
         }
         Ok(())
     }

@@ -38,11 +38,16 @@ use privopt_math::sample::secret_rng;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn peak_rss_mb() -> f64 {
+    status_mb("VmHWM:")
+}
+
+/// A `/proc/self/status` line in MB (`VmHWM:` the peak RSS, `VmRSS:` the current one).
+fn status_mb(field: &str) -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
             s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
+                .find(|l| l.starts_with(field))
                 .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
         })
         .map_or(f64::NAN, |kb| kb / 1024.0)
@@ -166,6 +171,7 @@ fn main() {
     let boot =
         Bootstrapper::new(&ctx, &cfg).unwrap_or_else(|e| fail(&format!("bootstrapper: {e}")));
     let setup = t.elapsed().as_secs_f64();
+    let setup_peak = peak_rss_mb();
     let t = Instant::now();
     let mut rng = secret_rng(Some(1));
     let sk = SecretKey::generate(&ctx, &mut rng);
@@ -177,6 +183,7 @@ fn main() {
     let rotations = boot.rotations();
     let key_bytes = ev.galois_keys().byte_len();
     let keygen = t.elapsed().as_secs_f64();
+    let keygen_rss = (status_mb("VmRSS:"), peak_rss_mb());
     let period = cfg.slots.unwrap_or(ctx.slots());
     let v: Vec<f64> = (0..ctx.slots())
         .map(|i| ((i % period) as f64 * 0.731).sin())
@@ -232,6 +239,10 @@ fn main() {
         rotations.len(),
         key_bytes as f64 / 1e6,
         peak_rss_mb()
+    );
+    println!(
+        "RSS: peak {setup_peak:.0} MB after setup; {:.0} MB after keygen (peak {:.0} MB)",
+        keygen_rss.0, keygen_rss.1
     );
     println!(
         "phases: ModRaise {:.2} s, CoeffsToSlots {:.2} s, EvalMod {:.2} s, SlotsToCoeffs {:.2} s",

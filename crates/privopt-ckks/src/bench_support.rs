@@ -295,10 +295,12 @@ pub struct BootstrapFixture {
 impl BootstrapFixture {
     /// Builds `preset` with one evaluation thread (seeded: benchmarks need no OS entropy);
     /// `compact` trades time for memory (see `BootstrapConfig::compact`); `slots` is a sparse
-    /// packing's period (see `BootstrapConfig::slots`).
+    /// packing's period (see `BootstrapConfig::slots`); `babies` how the transforms make
+    /// their baby rotations (see `BootstrapConfig::babies`).
     pub fn new(
         preset: crate::eval::bootstrap::BootstrapPreset,
         compact: bool,
+        babies: crate::eval::BabySteps,
         slots: Option<usize>,
     ) -> Result<Self, CkksError> {
         use crate::eval::{Bootstrapper, EvalContext, SecretKey, encode_at};
@@ -307,6 +309,7 @@ impl BootstrapFixture {
         let clock = std::time::Instant::now();
         let config = crate::eval::bootstrap::BootstrapConfig {
             compact,
+            babies,
             slots,
             ..preset.config()
         };

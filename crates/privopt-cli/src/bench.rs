@@ -193,28 +193,39 @@ pub fn measure(op: &mut dyn FnMut(), runs: usize) -> f64 {
     median(&mut samples)
 }
 
-/// `ckks/n<n>/bootstrap`, `…/bootstrap-compact` with compact keys and transforms, and
-/// `…/bootstrap-s<S>` for sparse packing of period `S`.
-fn bootstrap_case_name(n: usize, compact: bool, slots: Option<usize>) -> String {
-    let compact = if compact { "-compact" } else { "" };
-    let sparse = slots.map(|s| format!("-s{s}")).unwrap_or_default();
-    format!("ckks/n{n}/bootstrap{compact}{sparse}")
+/// How a bootstrapping case departs from its preset.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BootstrapVariant {
+    /// Compact keys and transforms (`BootstrapConfig::compact`).
+    pub compact: bool,
+    /// Baby rotations this many at a time (`BabySteps::Grouped`); `None`: all hoisted.
+    pub baby_group: Option<usize>,
+    /// Sparse packing of this period.
+    pub slots: Option<usize>,
+}
+
+/// `ckks/n<n>/bootstrap`, `…/bootstrap-compact` with compact keys and transforms,
+/// `…/bootstrap-g<M>` with baby rotations `M` at a time, and `…/bootstrap-s<S>` for sparse
+/// packing of period `S`.
+fn bootstrap_case_name(n: usize, v: BootstrapVariant) -> String {
+    let compact = if v.compact { "-compact" } else { "" };
+    let group = v.baby_group.map(|m| format!("-g{m}")).unwrap_or_default();
+    let sparse = v.slots.map(|s| format!("-s{s}")).unwrap_or_default();
+    format!("ckks/n{n}/bootstrap{compact}{group}{sparse}")
 }
 
 /// Runs `privopt bench-bootstrap PRESET` as a child process and reads its one JSON line.
-fn run_child_case(
-    preset: &str,
-    runs: usize,
-    compact: bool,
-    slots: Option<usize>,
-) -> Result<Measurement> {
+fn run_child_case(preset: &str, runs: usize, v: BootstrapVariant) -> Result<Measurement> {
     let exe = std::env::current_exe().context("cannot find the privopt executable")?;
     let mut cmd = std::process::Command::new(exe);
     cmd.args(["bench-bootstrap", preset, "--runs", &runs.to_string()]);
-    if compact {
+    if v.compact {
         cmd.arg("--compact");
     }
-    if let Some(s) = slots {
+    if let Some(m) = v.baby_group {
+        cmd.args(["--baby-group", &m.to_string()]);
+    }
+    if let Some(s) = v.slots {
         cmd.args(["--slots", &s.to_string()]);
     }
     let text = stdout_of(cmd, &format!("the bootstrapping case {preset}"))?;
@@ -252,14 +263,10 @@ fn peak_rss_mb() -> Option<f64> {
 
 /// `privopt bench-bootstrap PRESET`: one preset's bootstrap timed in this process (one warm-up,
 /// then up to `runs` samples within about a minute), printed as one JSON [`Measurement`] line
-/// with the peak RSS and the precision. `slots`: sparse packing of that period.
-pub fn bootstrap_child(
-    preset: &str,
-    runs: usize,
-    compact: bool,
-    slots: Option<usize>,
-) -> Result<()> {
+/// with the peak RSS and the precision.
+pub fn bootstrap_child(preset: &str, runs: usize, v: BootstrapVariant) -> Result<()> {
     use privopt_ckks::bench_support::BootstrapFixture;
+    use privopt_ckks::eval::BabySteps;
     use privopt_ckks::eval::bootstrap::BootstrapPreset;
     let Some(p) = BootstrapPreset::ALL
         .into_iter()
@@ -267,7 +274,11 @@ pub fn bootstrap_child(
     else {
         bail!("unknown bootstrapping preset `{preset}`; known: n15, n16");
     };
-    let f = BootstrapFixture::new(p, compact, slots)?;
+    if v.baby_group == Some(0) {
+        bail!("--baby-group needs at least one baby rotation per group");
+    }
+    let babies = v.baby_group.map_or(BabySteps::Hoisted, BabySteps::Grouped);
+    let f = BootstrapFixture::new(p, v.compact, babies, v.slots)?;
     let clock = Instant::now();
     let mut out = f.bootstrap()?;
     let first = clock.elapsed().as_secs_f64().max(1e-9);
@@ -280,7 +291,7 @@ pub fn bootstrap_child(
     }
     let (bits, level) = f.precision_bits(&out)?;
     let m = Measurement {
-        name: bootstrap_case_name(p.n(), compact, slots),
+        name: bootstrap_case_name(p.n(), v),
         median_ns: median(&mut samples),
         runs,
         peak_rss_mb: peak_rss_mb(),
@@ -694,19 +705,27 @@ fn ckks_suite() -> Result<Vec<Case>> {
             black_box(g.borrow().rotate().ok());
         }));
     }
-    // Full and compact at full packing; sparse packing of 1024 slots (the dpfhe MNIST
-    // weights' period).
+    // Full, compact and with baby rotations one at a time at full packing; sparse packing of
+    // 1024 slots (the dpfhe MNIST weights' period).
     for preset in privopt_ckks::eval::bootstrap::BootstrapPreset::ALL {
-        for (compact, slots) in [
-            (false, None),
-            (true, None),
-            (false, Some(SPARSE_CASE_SLOTS)),
+        for v in [
+            BootstrapVariant::default(),
+            BootstrapVariant {
+                compact: true,
+                ..BootstrapVariant::default()
+            },
+            BootstrapVariant {
+                baby_group: Some(1),
+                ..BootstrapVariant::default()
+            },
+            BootstrapVariant {
+                slots: Some(SPARSE_CASE_SLOTS),
+                ..BootstrapVariant::default()
+            },
         ] {
             cases.push(Case {
-                name: bootstrap_case_name(preset.n(), compact, slots),
-                op: Op::Child(Box::new(move |runs| {
-                    run_child_case(preset.name(), runs, compact, slots)
-                })),
+                name: bootstrap_case_name(preset.n(), v),
+                op: Op::Child(Box::new(move |runs| run_child_case(preset.name(), runs, v))),
             });
         }
     }

@@ -136,6 +136,11 @@ enum Command {
         /// diagonal's plaintext rebuilt where used).
         #[arg(long)]
         compact: bool,
+        /// Baby rotations this many at a time (a few Galois keys per transform instead of one
+        /// per baby rotation: far less memory, a ModUp and a ModDown per group more, a little
+        /// precision); default: all hoisted.
+        #[arg(long)]
+        baby_group: Option<usize>,
         /// Sparse packing: bootstrap slots that repeat with this period (a power of two
         /// below n/2).
         #[arg(long)]
@@ -268,8 +273,17 @@ fn main() -> ExitCode {
             preset,
             runs,
             compact,
+            baby_group,
             slots,
-        } => bench::bootstrap_child(&preset, runs, compact, slots),
+        } => bench::bootstrap_child(
+            &preset,
+            runs,
+            bench::BootstrapVariant {
+                compact,
+                baby_group,
+                slots,
+            },
+        ),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

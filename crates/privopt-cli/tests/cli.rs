@@ -323,6 +323,11 @@ fn bench_bootstrap_cases_refuse_an_unknown_preset_in_one_line() {
     let err = stderr(&o);
     assert!(err.contains("unknown bootstrapping preset `n99`"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
+    let o = privopt(&["bench-bootstrap", "n15", "--baby-group", "0"], tmp.path());
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(err.contains("at least one baby rotation"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
 
 #[test]

@@ -100,7 +100,9 @@ impl ChaCha20x16 {
     }
 }
 
+// `#[inline]`: a key's seed expansion draws one word pair per coefficient from another crate.
 impl rand::RngCore for Keystream {
+    #[inline]
     fn next_u32(&mut self) -> u32 {
         if self.pos == self.words.len() {
             self.kernel
@@ -114,6 +116,7 @@ impl rand::RngCore for Keystream {
 
     /// Two words, the first the low half (also across a batch boundary, as `rand_core`'s
     /// block generator does).
+    #[inline]
     fn next_u64(&mut self) -> u64 {
         match self.words.get(self.pos..self.pos + 2) {
             Some(&[low, high]) => {

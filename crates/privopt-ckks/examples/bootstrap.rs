@@ -13,8 +13,9 @@
 //!   `enc=32` (sparse-secret encapsulation to 32 non-zeros);
 //! - `slots=1024`: sparse packing, slots repeating with that period (default: full slots);
 //! - `meta=12`: also time META-BTS (`Bootstrapper::bootstrap_precise`) with a lift of `2^12`;
-//! - `compact=1`: trade time for memory (`BootstrapConfig::compact`); `group=2`: baby rotations
-//!   two at a time (`BabySteps::Grouped`; default `0`, all hoisted);
+//! - `compact=1`: trade time for memory (`BootstrapConfig::compact`); `group=2`: CtS's baby
+//!   rotations two at a time (`BabySteps::Grouped`; default `0`, all hoisted), `stc_group=`
+//!   the same for StC;
 //! - `runs=3`: the fastest of that many bootstraps (timings here move by 10–20% run to run);
 //! - `insecure=1` to build sets beyond the 128-bit bound (default: the security check is on,
 //!   for the parameters and for the encapsulation key).
@@ -71,6 +72,14 @@ fn list<T: std::str::FromStr>(s: &str) -> Vec<T> {
         .collect()
 }
 
+/// `0`: hoisted; `m`: grouped by `m`.
+fn babies(m: usize) -> BabySteps {
+    match m {
+        0 => BabySteps::Hoisted,
+        m => BabySteps::Grouped(m),
+    }
+}
+
 fn main() {
     let mut args: BTreeMap<String, String> = BTreeMap::new();
     for a in std::env::args().skip(1) {
@@ -105,6 +114,7 @@ fn main() {
         "runs",
         "compact",
         "group",
+        "stc_group",
     ];
     if let Some(k) = args.keys().find(|k| !known.contains(&k.as_str())) {
         fail(&format!("unknown argument {k}"));
@@ -161,10 +171,8 @@ fn main() {
         encapsulation,
         slots: Some(int("slots", 0)).filter(|&s| s > 0),
         compact: int("compact", 0) != 0,
-        babies: match int("group", 0) {
-            0 => BabySteps::Hoisted,
-            m => BabySteps::Grouped(m),
-        },
+        cts_babies: babies(int("group", 0)),
+        stc_babies: babies(int("stc_group", 0)),
         ..defaults
     };
     let t = Instant::now();

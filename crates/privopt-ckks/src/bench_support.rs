@@ -295,12 +295,12 @@ pub struct BootstrapFixture {
 impl BootstrapFixture {
     /// Builds `preset` with one evaluation thread (seeded: benchmarks need no OS entropy);
     /// `compact` trades time for memory (see `BootstrapConfig::compact`); `slots` is a sparse
-    /// packing's period (see `BootstrapConfig::slots`); `babies` how the transforms make
-    /// their baby rotations (see `BootstrapConfig::babies`).
+    /// packing's period (see `BootstrapConfig::slots`); `babies` how CoeffsToSlots and
+    /// SlotsToCoeffs make their baby rotations (see `BootstrapConfig::cts_babies`).
     pub fn new(
         preset: crate::eval::bootstrap::BootstrapPreset,
         compact: bool,
-        babies: crate::eval::BabySteps,
+        babies: [crate::eval::BabySteps; 2],
         slots: Option<usize>,
     ) -> Result<Self, CkksError> {
         use crate::eval::{Bootstrapper, EvalContext, SecretKey, encode_at};
@@ -309,7 +309,8 @@ impl BootstrapFixture {
         let clock = std::time::Instant::now();
         let config = crate::eval::bootstrap::BootstrapConfig {
             compact,
-            babies,
+            cts_babies: babies[0],
+            stc_babies: babies[1],
             slots,
             ..preset.config()
         };

@@ -459,7 +459,8 @@ fn a_dense_secret_bootstraps_through_sparse_encapsulation() {
     let grouped = Bootstrapper::new(
         &ctx,
         &BootstrapConfig {
-            babies: BabySteps::Grouped(1),
+            cts_babies: BabySteps::Grouped(1),
+            stc_babies: BabySteps::Grouped(1),
             ..cfg
         },
     )

@@ -278,7 +278,7 @@ pub fn bootstrap_child(preset: &str, runs: usize, v: BootstrapVariant) -> Result
         bail!("--baby-group needs at least one baby rotation per group");
     }
     let babies = v.baby_group.map_or(BabySteps::Hoisted, BabySteps::Grouped);
-    let f = BootstrapFixture::new(p, v.compact, babies, v.slots)?;
+    let f = BootstrapFixture::new(p, v.compact, [babies, babies], v.slots)?;
     let clock = Instant::now();
     let mut out = f.bootstrap()?;
     let first = clock.elapsed().as_secs_f64().max(1e-9);

@@ -68,11 +68,15 @@ pub struct BootstrapConfig {
     /// whole: relinearization (every EvalMod product) and each transform's giant step (every
     /// Horner step). The results are the same to the bit.
     pub compact: bool,
-    /// How each transform makes its baby rotations: all hoisted from its input (a Galois key
-    /// each, the fastest), or a few at a time (a few keys per transform: at `n = 2^15` about
-    /// 30% of the bytes, for a ModUp and a ModDown per group; see [`BabySteps`]). Unlike
-    /// `compact`, this changes the result (within its noise).
-    pub babies: BabySteps,
+    /// How CoeffsToSlots' transforms make their baby rotations: all hoisted from the input (a
+    /// Galois key each, the fastest), or a few at a time (a few keys per transform, for a
+    /// ModUp and a ModDown per group; see [`BabySteps`]). CtS runs at the top levels, where
+    /// its keys are most of the bytes. Unlike `compact`, this changes the result (within its
+    /// noise).
+    pub cts_babies: BabySteps,
+    /// [`BootstrapConfig::cts_babies`] for SlotsToCoeffs, whose keys are made at its low
+    /// level and are small.
+    pub stc_babies: BabySteps,
     /// Sparse packing: the number `s` of distinct slots (a power of two below `n/2`) of the
     /// ciphertexts to bootstrap, whose slots repeat with period `s` (`s` values encoded
     /// repeated `n/2s` times, i.e. a polynomial in `X^{n/2s}`). The transforms then span
@@ -95,7 +99,8 @@ impl Default for BootstrapConfig {
             arcsine_degree: 0,
             encapsulation: None,
             compact: false,
-            babies: BabySteps::Hoisted,
+            cts_babies: BabySteps::Hoisted,
+            stc_babies: BabySteps::Hoisted,
             slots: None,
         }
     }
@@ -281,17 +286,30 @@ impl Bootstrapper {
                 *f = spread(f);
             }
         }
-        let cts = prepare(ev, &cts_factors, top, 1, cfg)?
+        let cts = prepare(ev, &cts_factors, top, 1, cfg.compact, cfg.cts_babies)?
             .into_iter()
             .flatten()
             .collect();
         let stc_top = cfg.stc_levels + (top - depth);
-        let stc = prepare(ev, &stc_factors, stc_top, cfg.stc_factors_per_level, cfg)?;
+        let stc = prepare(
+            ev,
+            &stc_factors,
+            stc_top,
+            cfg.stc_factors_per_level,
+            cfg.compact,
+            cfg.stc_babies,
+        )?;
         let sparse = match stc_shifted {
             Some(shifted) => {
                 let scale = group_scale(ev, stc_top, stc[0].len())?;
-                let stc_shifted =
-                    LinearTransform::build(ev, &shifted, stc_top, scale, cfg.compact, cfg.babies)?;
+                let stc_shifted = LinearTransform::build(
+                    ev,
+                    &shifted,
+                    stc_top,
+                    scale,
+                    cfg.compact,
+                    cfg.stc_babies,
+                )?;
                 let sub_sum = std::iter::successors(Some(slots), |&k| Some(2 * k))
                     .take_while(|&k| k < full)
                     .map(|k| k as i64)
@@ -690,7 +708,8 @@ fn prepare(
     factors: &[dft::Diagonals],
     top: usize,
     per_level: usize,
-    cfg: &BootstrapConfig,
+    compact: bool,
+    babies: BabySteps,
 ) -> Result<Vec<Vec<LinearTransform>>, CkksError> {
     factors
         .chunks(per_level)
@@ -700,7 +719,7 @@ fn prepare(
             let scale = group_scale(ev, level, group.len())?;
             group
                 .iter()
-                .map(|f| LinearTransform::build(ev, f, level, scale, cfg.compact, cfg.babies))
+                .map(|f| LinearTransform::build(ev, f, level, scale, compact, babies))
                 .collect()
         })
         .collect()

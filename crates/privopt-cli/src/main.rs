@@ -136,9 +136,9 @@ enum Command {
         /// diagonal's plaintext rebuilt where used).
         #[arg(long)]
         compact: bool,
-        /// Baby rotations this many at a time (a few Galois keys per transform instead of one
-        /// per baby rotation: far less memory, a ModUp and a ModDown per group more, a little
-        /// precision); default: all hoisted.
+        /// CoeffsToSlots' baby rotations this many at a time (a few Galois keys per transform
+        /// instead of one per baby rotation: far less memory, a ModUp and a ModDown per group
+        /// more, a little precision); default: all hoisted.
         #[arg(long)]
         baby_group: Option<usize>,
         /// Sparse packing: bootstrap slots that repeat with this period (a power of two

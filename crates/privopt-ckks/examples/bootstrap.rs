@@ -8,7 +8,7 @@
 //! - `special=60,60,60,60` (key-switching prime sizes), `digits=` (hybrid key-switching
 //!   digits; default `⌈#q/#p⌉`);
 //! - `cts=3`, `stc=3`, `stc_per_level=1` (transform levels, StC factors per level),
-//!   `arcsine=0`, `double_angles=3`;
+//!   `arcsine=0`, `double_angles=3`, `evalmod_error=1e-13` (EvalMod's interpolation target);
 //! - `secret=sparse64` (a sparse secret of weight 64 throughout) or `secret=dense` with
 //!   `enc=32` (sparse-secret encapsulation to 32 non-zeros);
 //! - `slots=1024`: sparse packing, slots repeating with that period (default: full slots);
@@ -105,6 +105,7 @@ fn main() {
         "stc_per_level",
         "arcsine",
         "double_angles",
+        "evalmod_error",
         "secret",
         "enc",
         "insecure",
@@ -168,6 +169,9 @@ fn main() {
         stc_levels: int("stc", defaults.stc_levels),
         stc_factors_per_level: int("stc_per_level", 1),
         double_angles: int("double_angles", defaults.double_angles as usize) as u32,
+        interpolation_error: get("evalmod_error", &defaults.interpolation_error.to_string())
+            .parse()
+            .unwrap_or_else(|_| fail("evalmod_error is not a number")),
         encapsulation,
         slots: Some(int("slots", 0)).filter(|&s| s > 0),
         compact: int("compact", 0) != 0,

@@ -401,11 +401,6 @@ struct Plan {
 
 impl Plan {
     fn new(offsets: impl Iterator<Item = usize> + Clone, slots: usize) -> Self {
-        let half = slots as i64 / 2;
-        let signed = |i: usize| {
-            let i = i as i64;
-            if i > half { i - slots as i64 } else { i }
-        };
         // The common power-of-two stride (slots is a power of two, so only those matter).
         let stride = offsets
             .clone()
@@ -414,14 +409,18 @@ impl Plan {
             .min()
             .unwrap_or(1);
         let (lo, hi) = offsets
-            .map(|i| signed(i) / stride)
+            .map(|i| signed(i, slots) / stride)
             .fold((i64::MAX, i64::MIN), |(lo, hi), e| (lo.min(e), hi.max(e)));
-        let span = (hi - lo + 1).max(1);
+        // Offsets that fill the whole cycle of `slots / t` multiples are read from 0, so
+        // that the first baby is `v` itself (no rotation, no key).
+        let cycle = slots as i64 / stride;
+        let span = (hi - lo + 1).clamp(1, cycle);
+        let lowest = if span == cycle { 0 } else { lo };
         let baby = (span as f64).sqrt().ceil().max(1.0) as i64;
         Self {
             slots,
             stride,
-            lowest: lo,
+            lowest,
             baby,
         }
     }
@@ -433,12 +432,18 @@ impl Plan {
 
     /// `(g, t·(e_min + b))` with offset `i ≡ g·S + t·(e_min + b)`, `g ≥ 0`, `0 ≤ b < k`.
     fn split(&self, i: usize) -> (i64, i64) {
-        let half = self.slots as i64 / 2;
-        let i = i as i64;
-        let e = if i > half { i - self.slots as i64 } else { i } / self.stride - self.lowest;
+        let e = signed(i, self.slots) / self.stride - self.lowest;
+        // A whole cycle read from 0: negative offsets wrap to the top of the cycle.
+        let e = e.rem_euclid(self.slots as i64 / self.stride);
         let (g, b) = (e / self.baby, e % self.baby);
         (g, self.stride * (self.lowest + b))
     }
+}
+
+/// Offset `i` of `slots` read as signed (`i` and `i − slots` are the same rotation).
+fn signed(i: usize, slots: usize) -> i64 {
+    let (i, slots) = (i as i64, slots as i64);
+    if i > slots / 2 { i - slots } else { i }
 }
 
 #[cfg(test)]
@@ -578,5 +583,26 @@ mod tests {
             assert!((-32..-8).contains(&b) && b % 8 == 0, "{b}");
         }
         assert_eq!(plan.giant_step(), 24);
+        // Offsets filling the whole cycle (every multiple of 8 of 64 slots) are read from 0:
+        // the first baby is no rotation.
+        let slots = 64;
+        let plan = Plan::new((0..slots).step_by(8), slots);
+        assert_eq!((plan.stride, plan.lowest, plan.baby), (8, 0, 3));
+        let babies: std::collections::BTreeSet<i64> = (0..slots)
+            .step_by(8)
+            .map(|i| {
+                let (g, b) = plan.split(i);
+                assert!(
+                    g >= 0 && (0..24).contains(&b) && b % 8 == 0,
+                    "{i}: {g}, {b}"
+                );
+                assert_eq!(
+                    (g * plan.giant_step() + b).rem_euclid(slots as i64) as usize,
+                    i
+                );
+                b
+            })
+            .collect();
+        assert_eq!(babies.into_iter().collect::<Vec<_>>(), [0, 8, 16]);
     }
 }

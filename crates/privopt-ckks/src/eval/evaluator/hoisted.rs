@@ -144,30 +144,38 @@ impl Evaluator {
         Ok(())
     }
 
-    /// Rotations of `x` (over `Q_l·P`) by each of `steps`, sharing one ModDown and one ModUp
-    /// of its `c1` (`c0` is permuted as it is). One step takes the fused switch, which
-    /// stores no raised digit.
+    /// Rotations of `x` (over `Q_l·P`) by each of `steps` (none by 0), sharing one ModDown
+    /// and one ModUp of its `c1`; `c0` is permuted as it is. One step takes the fused
+    /// switch, which stores no raised digit.
     pub(crate) fn rotations_of_extended(
         &self,
         x: &Extended,
         steps: &[i64],
     ) -> Result<Vec<Extended>, CkksError> {
+        self.rotations_of_parts(x, x.c1.clone(), steps)
+    }
+
+    /// [`Evaluator::rotations_of_extended`] with `x`'s `c1` handed over to be consumed (by
+    /// ModDown, in place).
+    fn rotations_of_parts(
+        &self,
+        x: &Extended,
+        c1: Vec<u64>,
+        steps: &[i64],
+    ) -> Result<Vec<Extended>, CkksError> {
         let level = x.level;
-        let keys = self.rotation_keys(steps, level)?;
+        let keys = self
+            .rotation_keys(steps, level)?
+            .into_iter()
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| CkksError::InvalidParams("a rotation by 0 of an extended sum".into()))?;
         let ctx = &self.ctx;
         let ext = ctx.extended_indices(level);
         Ok(self.install(|| {
-            let c1 = keyswitch::mod_down(ctx, x.c1.clone(), level);
+            let c1 = keyswitch::mod_down(ctx, c1, level);
             let digits = (keys.len() > 1).then(|| keyswitch::mod_up(ctx, &c1, level));
             keys.iter()
                 .map(|key| {
-                    let Some(key) = key else {
-                        return Extended {
-                            c0: x.c0.clone(),
-                            c1: x.c1.clone(),
-                            ..*x
-                        };
-                    };
                     let (mut k0, k1) = match &digits {
                         Some(digits) => keyswitch::key_product_extended(
                             ctx,
@@ -198,7 +206,7 @@ impl Evaluator {
     pub(crate) fn add_rotated_extended(
         &self,
         total: &mut Option<Extended>,
-        block: Extended,
+        mut block: Extended,
         step: i64,
     ) -> Result<(), CkksError> {
         if let Some(t) = total {
@@ -213,7 +221,8 @@ impl Evaluator {
         let rotated = if self.ctx.rotation_element(step) == 1 {
             block
         } else {
-            self.rotations_of_extended(&block, &[step])?
+            let c1 = std::mem::take(&mut block.c1);
+            self.rotations_of_parts(&block, c1, &[step])?
                 .pop()
                 .ok_or_else(|| CkksError::InvalidParams("no rotation made".into()))?
         };

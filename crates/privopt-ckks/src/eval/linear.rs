@@ -50,8 +50,9 @@ pub enum BabySteps {
     Hoisted,
     /// `m` at a time, each group hoisted from the last rotation of the group before (the
     /// first from `v`): `m + 1` keys (`first` and `t, 2t, …, m·t`) for a ModDown and a
-    /// ModUp more per group. Keys for fewer bytes and a little precision (each group adds
-    /// its key-switching noise to the next).
+    /// ModUp more per group (`0` counts as 1; a group as large as the babies is hoisting).
+    /// Fewer key bytes for a little precision (each group adds its key-switching noise to the
+    /// next).
     Grouped(usize),
 }
 

@@ -296,7 +296,8 @@ impl BootstrapFixture {
     /// Builds `preset` with one evaluation thread (seeded: benchmarks need no OS entropy);
     /// `compact` trades time for memory (see `BootstrapConfig::compact`); `slots` is a sparse
     /// packing's period (see `BootstrapConfig::slots`); `babies` how CoeffsToSlots and
-    /// SlotsToCoeffs make their baby rotations (see `BootstrapConfig::cts_babies`).
+    /// SlotsToCoeffs (in that order) make their baby rotations (see
+    /// `BootstrapConfig::cts_babies`).
     pub fn new(
         preset: crate::eval::bootstrap::BootstrapPreset,
         compact: bool,

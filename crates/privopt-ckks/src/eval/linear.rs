@@ -4,7 +4,8 @@
 //! With `M`'s generalized diagonals `u_i[j] = M[j][(j + i) mod s]` over the `s = n/2` slots,
 //! `M v = Σ_i u_i ∘ rot(v, i)`. The diagonal offsets are read as signed (`i` and `i − s` are
 //! the same rotation) and as multiples of their common stride `t` (a factor of a DFT has
-//! offsets `t·e` for a small range of `e`). Writing `e = e_min + b + g·k` with `0 ≤ b < k`,
+//! offsets `t·e` for a small range of `e`; offsets filling the whole cycle of `s/t` are read
+//! from 0, so that no baby rotation is needed for the first). Writing `e = e_min + b + g·k` with `0 ≤ b < k`,
 //! `M v = Σ_g rot(B_g, g·S)` with `S = t·k` and
 //! `B_g = Σ_b rot(u_i, −g·S) ∘ rot(v, t·(e_min + b))`: `k` baby rotations of `v` shared by
 //! every block, and the giant sum by Horner's rule,
@@ -13,7 +14,9 @@
 //! half of bootstrapping's keys). The diagonals are pre-rotated and encoded once, at the level
 //! the transform will run at, with rows for the key-switching primes too: the rotations are
 //! double-hoisted (one ModUp for the babies, the products and giant rotations over `Q_l·P`,
-//! one ModDown for the whole sum; see `evaluator::hoisted`).
+//! one ModDown for the whole sum; see `evaluator::hoisted`). A diagonal whose slots repeat
+//! is stored as runs of equal values (`Diagonal::Runs`), and the babies can be made a few at
+//! a time for fewer keys ([`BabySteps`]).
 
 use std::collections::BTreeMap;
 

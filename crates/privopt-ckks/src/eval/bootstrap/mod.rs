@@ -61,12 +61,13 @@ pub struct BootstrapConfig {
     /// then needs [`super::EncapsulationKeys`] of that weight). `None`: ModRaise under the
     /// parameters' own secret.
     pub encapsulation: Option<usize>,
-    /// Trade time for memory: the transforms keep each diagonal as one row of integer
-    /// coefficients (encoded again at each use) and [`Bootstrapper::keys`] makes compact Galois
-    /// and encapsulation keys (each `a` half regenerated from a seed at each use; see
-    /// [`crate::eval::SwitchingKey::compact`]). The keys used many times per bootstrap stay
-    /// whole: relinearization (every EvalMod product) and each transform's giant step (every
-    /// Horner step). The results are the same to the bit.
+    /// Trade time for memory: the transforms keep each diagonal not stored as runs (see
+    /// [`LinearTransform`]) as one row of integer coefficients (encoded again at each use)
+    /// and [`Bootstrapper::keys`] makes compact Galois and encapsulation keys (each `a` half
+    /// regenerated from a seed at each use; see [`crate::eval::SwitchingKey::compact`]). The
+    /// keys used many times per bootstrap stay whole: relinearization (every EvalMod product),
+    /// each transform's giant step (every Horner step) and grouped babies' steps. The
+    /// results are the same to the bit.
     pub compact: bool,
     /// How CoeffsToSlots' transforms make their baby rotations: all hoisted from the input (a
     /// Galois key each, the fastest), or a few at a time (a few keys per transform, for a

@@ -8,6 +8,7 @@
 //! its `c1` by `P` (to raise it again for the key product); its `c0` is permuted as it is.
 
 use super::super::EvalContext;
+use super::super::keys::GaloisKey;
 use super::{Ciphertext, CkksError, Evaluator, keyswitch, ring};
 
 /// A plaintext's rows over `Q_l·P` (evaluation form), as a product reads them.
@@ -54,43 +55,60 @@ impl Evaluator {
         let keys = self.rotation_keys(steps, a.level)?;
         let ctx = &self.ctx;
         let ext_len = ctx.extended_indices(a.level).len() * ctx.n();
+        let extended = |c0: Vec<u64>, c1: Vec<u64>| Extended {
+            c0,
+            c1,
+            level: a.level,
+            scale: a.scale,
+            params: a.params,
+        };
         Ok(self.install(|| {
-            let digits = keyswitch::mod_up(ctx, &a.c1, a.level);
+            let rotating: Vec<&GaloisKey> = keys.iter().flatten().copied().collect();
+            let mut switched = self
+                .switched_rotations(&a.c1, a.level, &rotating)
+                .into_iter();
             keys.iter()
-                .map(|key| {
-                    let extended = |c0: Vec<u64>, c1: Vec<u64>| Extended {
-                        c0,
-                        c1,
-                        level: a.level,
-                        scale: a.scale,
-                        params: a.params,
-                    };
-                    match key {
-                        None => {
-                            // P·a: its P rows are 0.
-                            let lift = |c: &[u64]| {
-                                let mut x = vec![0u64; ext_len];
-                                keyswitch::add_times_p(ctx, &mut x, c, a.level);
-                                x
-                            };
-                            extended(lift(&a.c0), lift(&a.c1))
-                        }
-                        Some(key) => {
-                            let (mut k0, k1) = keyswitch::key_product_extended(
-                                ctx,
-                                &digits,
-                                a.level,
-                                &key.key,
-                                Some(&key.perm),
-                            );
-                            let c0 = ring::permute(ctx, &a.c0, &key.perm);
-                            keyswitch::add_times_p(ctx, &mut k0, &c0, a.level);
-                            extended(k0, k1)
-                        }
+                // One switched pair per key, in order (`switched` has one for each).
+                .map(|key| match key.map(|key| (key, switched.next())) {
+                    Some((key, Some((mut k0, k1)))) => {
+                        let c0 = ring::permute(ctx, &a.c0, &key.perm);
+                        keyswitch::add_times_p(ctx, &mut k0, &c0, a.level);
+                        extended(k0, k1)
+                    }
+                    // P·a: its P rows are 0.
+                    _ => {
+                        let lift = |c: &[u64]| {
+                            let mut x = vec![0u64; ext_len];
+                            keyswitch::add_times_p(ctx, &mut x, c, a.level);
+                            x
+                        };
+                        extended(lift(&a.c0), lift(&a.c1))
                     }
                 })
                 .collect()
         }))
+    }
+
+    /// `σ(c1)` switched by each key, over `Q_l·P` (no ModDown). Several keys share one ModUp
+    /// of `c1` (its digits permuted as they are read); one key takes the fused switch, which
+    /// raises the permuted `c1` row by row and stores no digit.
+    fn switched_rotations(
+        &self,
+        c1: &[u64],
+        level: usize,
+        keys: &[&GaloisKey],
+    ) -> Vec<(Vec<u64>, Vec<u64>)> {
+        let ctx = &self.ctx;
+        if let [key] = keys {
+            let c1 = ring::permute(ctx, c1, &key.perm);
+            return vec![keyswitch::switch_extended(ctx, &c1, level, &key.key)];
+        }
+        let digits = keyswitch::mod_up(ctx, c1, level);
+        keys.iter()
+            .map(|key| {
+                keyswitch::key_product_extended(ctx, &digits, level, &key.key, Some(&key.perm))
+            })
+            .collect()
     }
 
     /// A zero over `Q_l·P` at `level` and `scale`, to accumulate products into.
@@ -173,24 +191,10 @@ impl Evaluator {
         let ext = ctx.extended_indices(level);
         Ok(self.install(|| {
             let c1 = keyswitch::mod_down(ctx, c1, level);
-            let digits = (keys.len() > 1).then(|| keyswitch::mod_up(ctx, &c1, level));
+            let switched = self.switched_rotations(&c1, level, &keys);
             keys.iter()
-                .map(|key| {
-                    let (mut k0, k1) = match &digits {
-                        Some(digits) => keyswitch::key_product_extended(
-                            ctx,
-                            digits,
-                            level,
-                            &key.key,
-                            Some(&key.perm),
-                        ),
-                        None => keyswitch::switch_extended(
-                            ctx,
-                            &ring::permute(ctx, &c1, &key.perm),
-                            level,
-                            &key.key,
-                        ),
-                    };
+                .zip(switched)
+                .map(|(key, (mut k0, k1))| {
                     ring::add_assign(ctx, &mut k0, &ring::permute(ctx, &x.c0, &key.perm), &ext);
                     Extended {
                         c0: k0,

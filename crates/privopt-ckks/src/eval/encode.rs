@@ -55,22 +55,33 @@ fn from_coefficients(
 /// The rows (evaluation form) of complex slot values encoded at `scale`, for the primes
 /// `indices` of `Q·P`: [`encode_complex_at`]'s rows where `indices` are `0..=level`, and
 /// rows for key-switching primes too where a product is taken over `Q_l·P`.
+#[cfg(test)]
 pub(crate) fn complex_rows(
     ctx: &EvalContext,
     values: &[Complex],
     scale: f64,
     indices: &[usize],
 ) -> Result<Vec<u64>, CkksError> {
-    let coeffs = ctx.encoder().coefficients_complex(values)?;
     Ok(integer_rows_wide(
         ctx,
-        &scaled_integers(&coeffs, scale)?,
+        &complex_integers(ctx, values, scale)?,
         indices,
     ))
 }
 
+/// The integer coefficients of complex slot values encoded at `scale` (rounded), which
+/// [`integer_rows_wide`] reduces into a plaintext's rows.
+pub(crate) fn complex_integers(
+    ctx: &EvalContext,
+    values: &[Complex],
+    scale: f64,
+) -> Result<Vec<i128>, CkksError> {
+    let coeffs = ctx.encoder().coefficients_complex(values)?;
+    scaled_integers(&coeffs, scale)
+}
+
 /// Integer coefficients reduced modulo each prime of `indices`, in evaluation form.
-fn integer_rows_wide(ctx: &EvalContext, scaled: &[i128], indices: &[usize]) -> Vec<u64> {
+pub(crate) fn integer_rows_wide(ctx: &EvalContext, scaled: &[i128], indices: &[usize]) -> Vec<u64> {
     let n = ctx.n();
     let mut data = vec![0u64; n * indices.len()];
     for (row, &i) in data.chunks_mut(n).zip(indices) {
@@ -109,18 +120,12 @@ fn plaintext(ctx: &EvalContext, data: Vec<u64>, level: usize, scale: f64) -> Pla
     }
 }
 
-/// The integer coefficients [`complex_rows`] would reduce modulo each prime: one row in
-/// place of one per prime, reduced and transformed row by row where they are used. Refuses
-/// coefficients beyond `i64`.
-pub(crate) fn complex_integers(
-    ctx: &EvalContext,
-    values: &[Complex],
-    scale: f64,
-) -> Result<Vec<i64>, CkksError> {
-    let coeffs = ctx.encoder().coefficients_complex(values)?;
-    scaled_integers(&coeffs, scale)?
-        .into_iter()
-        .map(|v| {
+/// [`complex_integers`] kept as one row of `i64` in place of one row per prime (reduced and
+/// transformed row by row where they are used). Refuses coefficients beyond `i64`.
+pub(crate) fn narrow_integers(scaled: &[i128], scale: f64) -> Result<Vec<i64>, CkksError> {
+    scaled
+        .iter()
+        .map(|&v| {
             i64::try_from(v).map_err(|_| {
                 CkksError::Encoding(format!(
                     "a coefficient beyond 64 bits at scale {scale:e}: keep this plaintext whole"

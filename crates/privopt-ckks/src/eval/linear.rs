@@ -223,11 +223,12 @@ impl LinearTransform {
             let rotated: Vec<Complex> = (0..slots)
                 .map(|j| diag[(j + slots - shift) % slots])
                 .collect();
-            let rows = super::encode::complex_rows(ev.context(), &rotated, scale, &ext)?;
+            let integers = super::encode::complex_integers(ev.context(), &rotated, scale)?;
+            let rows = super::encode::integer_rows_wide(ev.context(), &integers, &ext);
             let diagonal = match Diagonal::from_rows(rows, ev.context().n()) {
-                Diagonal::Whole(_) if compact => Diagonal::Compact(
-                    super::encode::complex_integers(ev.context(), &rotated, scale)?,
-                ),
+                Diagonal::Whole(_) if compact => {
+                    Diagonal::Compact(super::encode::narrow_integers(&integers, scale)?)
+                }
                 d => d,
             };
             blocks.entry(block).or_default().push((baby, diagonal));

@@ -32,6 +32,9 @@ impl PlainRows for Vec<u64> {
     }
 }
 
+/// A rotation's switched `c1` over `Q_l·P`, `(k0, k1)`, with the key's permutation (for `c0`).
+type Switched<'k> = (Vec<u64>, Vec<u64>, &'k [u32]);
+
 /// `P` times a ciphertext of `level` and `scale`, over `Q_l·P` (rows in
 /// [`super::super::EvalContext::extended_indices`] order).
 #[derive(Debug)]
@@ -63,20 +66,16 @@ impl Evaluator {
             params: a.params,
         };
         Ok(self.install(|| {
-            let rotating: Vec<&GaloisKey> = keys.iter().flatten().copied().collect();
-            let mut switched = self
-                .switched_rotations(&a.c1, a.level, &rotating)
-                .into_iter();
-            keys.iter()
-                // One switched pair per key, in order (`switched` has one for each).
-                .map(|key| match key.map(|key| (key, switched.next())) {
-                    Some((key, Some((mut k0, k1)))) => {
-                        let c0 = ring::permute(ctx, &a.c0, &key.perm);
+            self.switched_rotations(&a.c1, a.level, &keys)
+                .into_iter()
+                .map(|switched| match switched {
+                    Some((mut k0, k1, perm)) => {
+                        let c0 = ring::permute(ctx, &a.c0, perm);
                         keyswitch::add_times_p(ctx, &mut k0, &c0, a.level);
                         extended(k0, k1)
                     }
                     // P·a: its P rows are 0.
-                    _ => {
+                    None => {
                         let lift = |c: &[u64]| {
                             let mut x = vec![0u64; ext_len];
                             keyswitch::add_times_p(ctx, &mut x, c, a.level);
@@ -89,24 +88,37 @@ impl Evaluator {
         }))
     }
 
-    /// `σ(c1)` switched by each key, over `Q_l·P` (no ModDown). Several keys share one ModUp
-    /// of `c1` (its digits permuted as they are read); one key takes the fused switch, which
-    /// raises the permuted `c1` row by row and stores no digit.
-    fn switched_rotations(
+    /// `σ(c1)` switched by each key, over `Q_l·P` (no ModDown), with the key's permutation
+    /// (`None` where there is no key: a rotation by 0). Several keys share one ModUp of `c1`
+    /// (its digits permuted as they are read); one key takes the fused switch, which raises
+    /// the permuted `c1` row by row and stores no digit.
+    fn switched_rotations<'k>(
         &self,
         c1: &[u64],
         level: usize,
-        keys: &[&GaloisKey],
-    ) -> Vec<(Vec<u64>, Vec<u64>)> {
+        keys: &[Option<&'k GaloisKey>],
+    ) -> Vec<Option<Switched<'k>>> {
         let ctx = &self.ctx;
-        if let [key] = keys {
-            let c1 = ring::permute(ctx, c1, &key.perm);
-            return vec![keyswitch::switch_extended(ctx, &c1, level, &key.key)];
-        }
-        let digits = keyswitch::mod_up(ctx, c1, level);
+        let digits = (keys.iter().flatten().count() > 1).then(|| keyswitch::mod_up(ctx, c1, level));
         keys.iter()
             .map(|key| {
-                keyswitch::key_product_extended(ctx, &digits, level, &key.key, Some(&key.perm))
+                let key = (*key)?;
+                let (k0, k1) = match &digits {
+                    Some(digits) => keyswitch::key_product_extended(
+                        ctx,
+                        digits,
+                        level,
+                        &key.key,
+                        Some(&key.perm),
+                    ),
+                    None => keyswitch::switch_extended(
+                        ctx,
+                        &ring::permute(ctx, c1, &key.perm),
+                        level,
+                        &key.key,
+                    ),
+                };
+                Some((k0, k1, key.perm.as_slice()))
             })
             .collect()
     }
@@ -182,20 +194,21 @@ impl Evaluator {
         steps: &[i64],
     ) -> Result<Vec<Extended>, CkksError> {
         let level = x.level;
-        let keys = self
-            .rotation_keys(steps, level)?
-            .into_iter()
-            .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| CkksError::InvalidParams("a rotation by 0 of an extended sum".into()))?;
+        let keys = self.rotation_keys(steps, level)?;
+        if keys.iter().any(Option::is_none) {
+            return Err(CkksError::InvalidParams(
+                "a rotation by 0 of an extended sum".into(),
+            ));
+        }
         let ctx = &self.ctx;
         let ext = ctx.extended_indices(level);
         Ok(self.install(|| {
             let c1 = keyswitch::mod_down(ctx, c1, level);
-            let switched = self.switched_rotations(&c1, level, &keys);
-            keys.iter()
-                .zip(switched)
-                .map(|(key, (mut k0, k1))| {
-                    ring::add_assign(ctx, &mut k0, &ring::permute(ctx, &x.c0, &key.perm), &ext);
+            self.switched_rotations(&c1, level, &keys)
+                .into_iter()
+                .flatten()
+                .map(|(mut k0, k1, perm)| {
+                    ring::add_assign(ctx, &mut k0, &ring::permute(ctx, &x.c0, perm), &ext);
                     Extended {
                         c0: k0,
                         c1: k1,

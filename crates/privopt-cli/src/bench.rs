@@ -142,6 +142,11 @@ const SUITES: &[Suite] = &[
         prg_suite,
     ),
     (
+        "ntt",
+        "the NTT backend at n = 2^16 for primes of 30 to 60 bits (AVX-512 IFMA's 52-bit lanes serve primes below 2^51, the 64-bit path the rest): forward, inverse, pointwise product-accumulate",
+        ntt_suite,
+    ),
+    (
         "mkckks",
         "xMK-CKKS with 10 parties, both paper parameter sets, one thread",
         mkckks_suite,
@@ -666,6 +671,43 @@ fn prg_suite() -> Result<Vec<Case>> {
             black_box(&buf);
         }),
     ])
+}
+
+/// The NTT suite's prime sizes: below 2^51 (the IFMA path where the CPU has it), just above,
+/// and the sizes the N16 bootstrapping preset's CtS, EvalMod and key-switching primes take.
+const NTT_CASE_BITS: [i32; 6] = [30, 45, 50, 52, 58, 60];
+
+fn ntt_suite() -> Result<Vec<Case>> {
+    use privopt_math::modarith::ntt_prime_near;
+    use privopt_math::ntt::{FastNtt, Ntt};
+    use std::rc::Rc;
+
+    let n = 1usize << 16;
+    let mut cases = Vec::new();
+    for bits in NTT_CASE_BITS {
+        // Just below 2^bits, so that 50 bits stays under IFMA's 2^51 and 52 bits above it.
+        let q = ntt_prime_near(n, 2f64.powi(bits) * 0.9, &[])?;
+        let ntt = Rc::new(FastNtt::new(n, q)?);
+        let row = |salt: u64| -> Vec<u64> {
+            (0..n as u64)
+                .map(|i| (i.wrapping_mul(0x9e37_79b9) ^ salt) % q)
+                .collect()
+        };
+        let name = |op: &str| format!("ntt/n{n}/q{bits}/{op}");
+        let (t, mut a) = (Rc::clone(&ntt), row(1));
+        cases.push(Case::new(name("forward"), move || {
+            t.forward(black_box(&mut a))
+        }));
+        let (t, mut a) = (Rc::clone(&ntt), row(2));
+        cases.push(Case::new(name("inverse"), move || {
+            t.inverse(black_box(&mut a))
+        }));
+        let (mut acc, x, y) = (row(3), row(4), row(5));
+        cases.push(Case::new(name("mul_acc"), move || {
+            ntt.mul_acc(black_box(&mut acc), &x, &y)
+        }));
+    }
+    Ok(cases)
 }
 
 fn ckks_suite() -> Result<Vec<Case>> {

@@ -353,6 +353,22 @@ fn bench_mkckks_names_every_operation() {
 }
 
 #[test]
+fn bench_ntt_names_every_prime_size_and_operation() {
+    let list = bench_json("ntt", "1");
+    let names: Vec<&str> = list.iter().map(|m| m["name"].as_str().unwrap()).collect();
+    for bits in [30, 45, 50, 52, 58, 60] {
+        for op in ["forward", "inverse", "mul_acc"] {
+            let want = format!("ntt/n65536/q{bits}/{op}");
+            assert!(
+                names.contains(&want.as_str()),
+                "{want} missing from {names:?}"
+            );
+        }
+    }
+    assert!(list.iter().all(|m| m["median_ns"].as_f64().unwrap() > 0.0));
+}
+
+#[test]
 fn bench_paillier_names_every_operation() {
     let list = bench_json("paillier", "1");
     let names: Vec<&str> = list.iter().map(|m| m["name"].as_str().unwrap()).collect();

@@ -105,14 +105,14 @@ impl Lines {
         }
         self.written = now;
         let elapsed = now.duration_since(self.started);
-        let eta = match self.done {
-            0 => String::new(),
-            d if d < self.total => {
-                let left = elapsed.mul_f64((self.total - d) as f64 / d as f64);
-                format!(", about {} left", clock(left))
-            }
-            _ => String::new(),
-        };
+        // No estimate before the first unit, after the last, or past what a Duration holds.
+        let left = (self.done > 0 && self.done < self.total)
+            .then(|| {
+                let ratio = (self.total - self.done) as f64 / self.done as f64;
+                Duration::try_from_secs_f64(elapsed.as_secs_f64() * ratio).ok()
+            })
+            .flatten();
+        let eta = left.map_or_else(String::new, |l| format!(", about {} left", clock(l)));
         Some(format!(
             "{}: {}/{} after {}{eta}",
             self.label,
@@ -172,6 +172,17 @@ mod tests {
         // Finishing twice, or before any start, writes nothing more.
         assert_eq!(l.finish(t0 + Duration::from_secs(3726)), None);
         assert_eq!(Lines::new(t0).finish(t0), None);
+    }
+
+    #[test]
+    fn an_estimate_beyond_a_duration_is_left_out_not_a_panic() {
+        let t0 = Instant::now();
+        let mut l = Lines::new(t0);
+        l.start("huge", u64::MAX, t0);
+        assert_eq!(
+            l.advance(1, t0 + Duration::from_secs(3600)).as_deref(),
+            Some(format!("huge: 1/{} after 1:00:00", u64::MAX).as_str())
+        );
     }
 
     #[test]

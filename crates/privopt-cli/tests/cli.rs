@@ -289,6 +289,20 @@ fn bench_writes_the_json_convention() {
     }
 }
 
+/// Asserts that `list` names `{suite}/{group}/{op}` for every group and operation.
+fn assert_every_case(list: &[serde_json::Value], suite: &str, groups: &[&str], ops: &[&str]) {
+    let names: Vec<&str> = list.iter().map(|m| m["name"].as_str().unwrap()).collect();
+    for group in groups {
+        for op in ops {
+            let want = format!("{suite}/{group}/{op}");
+            assert!(
+                names.contains(&want.as_str()),
+                "{want} missing from {names:?}"
+            );
+        }
+    }
+}
+
 #[test]
 fn bench_ckks_names_every_operation_at_every_parameter_set() {
     // The bootstrapping cases take minutes and ~10 GB each: skipped here (and only them).
@@ -296,22 +310,19 @@ fn bench_ckks_names_every_operation_at_every_parameter_set() {
     let names: Vec<&str> = list.iter().map(|m| m["name"].as_str().unwrap()).collect();
     assert_eq!(names.len(), 18, "{names:?}");
     assert!(names.iter().all(|n| !n.contains("bootstrap")), "{names:?}");
-    for set in ["n8192", "n32768", "seal8192"] {
-        for op in [
+    assert_every_case(
+        &list,
+        "ckks",
+        &["n8192", "n32768", "seal8192"],
+        &[
             "encode",
             "encrypt",
             "decrypt",
             "add",
             "mul_relin_rescale",
             "rotate",
-        ] {
-            let want = format!("ckks/{set}/{op}");
-            assert!(
-                names.contains(&want.as_str()),
-                "{want} missing from {names:?}"
-            );
-        }
-    }
+        ],
+    );
     assert!(list.iter().all(|m| m["median_ns"].as_f64().unwrap() > 0.0));
 }
 
@@ -333,47 +344,41 @@ fn bench_bootstrap_cases_refuse_an_unknown_preset_in_one_line() {
 #[test]
 fn bench_mkckks_names_every_operation() {
     let list = bench_json("mkckks", "1");
-    let names: Vec<&str> = list.iter().map(|m| m["name"].as_str().unwrap()).collect();
-    for n in ["n4096", "n8192"] {
-        for op in [
+    assert_every_case(
+        &list,
+        "mkckks",
+        &["n4096", "n8192"],
+        &[
             "keygen",
             "encrypt_scalar",
             "encrypt_vector",
             "aggregate10",
             "partial_decrypt",
             "fusion10",
-        ] {
-            let want = format!("mkckks/{n}/{op}");
-            assert!(
-                names.contains(&want.as_str()),
-                "{want} missing from {names:?}"
-            );
-        }
-    }
+        ],
+    );
 }
 
 #[test]
 fn bench_ntt_names_every_prime_size_and_operation() {
     let list = bench_json("ntt", "1");
-    let names: Vec<&str> = list.iter().map(|m| m["name"].as_str().unwrap()).collect();
-    for bits in [30, 45, 50, 52, 58, 60] {
-        for op in ["forward", "inverse", "mul_acc"] {
-            let want = format!("ntt/n65536/q{bits}/{op}");
-            assert!(
-                names.contains(&want.as_str()),
-                "{want} missing from {names:?}"
-            );
-        }
-    }
+    assert_every_case(
+        &list,
+        "ntt/n65536",
+        &["q30", "q45", "q50", "q52", "q58", "q60"],
+        &["forward", "inverse", "mul_acc"],
+    );
     assert!(list.iter().all(|m| m["median_ns"].as_f64().unwrap() > 0.0));
 }
 
 #[test]
 fn bench_paillier_names_every_operation() {
     let list = bench_json("paillier", "1");
-    let names: Vec<&str> = list.iter().map(|m| m["name"].as_str().unwrap()).collect();
-    for bits in ["2048", "3072"] {
-        for op in [
+    assert_every_case(
+        &list,
+        "paillier",
+        &["2048", "3072"],
+        &[
             "keygen",
             "encrypt",
             "encrypt_online",
@@ -381,14 +386,8 @@ fn bench_paillier_names_every_operation() {
             "add",
             "mul16",
             "mul64",
-        ] {
-            let want = format!("paillier/{bits}/{op}");
-            assert!(
-                names.contains(&want.as_str()),
-                "{want} missing from {names:?}"
-            );
-        }
-    }
+        ],
+    );
 }
 
 /// The data directory with fetched real datasets: `PRIVOPT_DATA`, else the workspace's

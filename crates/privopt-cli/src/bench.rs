@@ -153,7 +153,7 @@ const SUITES: &[Suite] = &[
     ),
     (
         "ckks",
-        "leveled CKKS (n8192, n32768, seal8192), one thread: encode … rotate; 128-bit bootstrapping at 2^15 and 2^16, full and compact (keys and transforms), each in its own process with its peak RSS (minutes and ~12 GB; --skip bootstrap leaves it out)",
+        "leveled CKKS (n8192, n32768, seal8192), one thread: encode … rotate; 128-bit bootstrapping at 2^15 and 2^16, full and compact (keys and transforms), each in its own process with its peak RSS (minutes and ~6 GB per process; --skip bootstrap leaves it out)",
         ckks_suite,
     ),
     (

@@ -305,7 +305,7 @@ fn assert_every_case(list: &[serde_json::Value], suite: &str, groups: &[&str], o
 
 #[test]
 fn bench_ckks_names_every_operation_at_every_parameter_set() {
-    // The bootstrapping cases take minutes and ~10 GB each: skipped here (and only them).
+    // The bootstrapping cases take minutes and up to ~6 GB each: skipped here (and only them).
     let list = bench_json_with("ckks", "1", &["--skip", "bootstrap"]);
     let names: Vec<&str> = list.iter().map(|m| m["name"].as_str().unwrap()).collect();
     assert_eq!(names.len(), 18, "{names:?}");

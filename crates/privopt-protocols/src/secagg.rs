@@ -342,6 +342,11 @@ secagg_message!(
             .unzip();
         put_shares(w, &masks);
         put_shares(w, &seeds);
+        w.u8(u8::from(s.answered.is_some()));
+        if let Some(list) = &s.answered {
+            w.len(list.len());
+            list.iter().for_each(|&c| w.u32(c));
+        }
     },
     |r| {
         let context = context(r)?;
@@ -367,6 +372,7 @@ secagg_message!(
         if masks.len() != seeds.len() || masks.iter().zip(&seeds).any(|(a, b)| a.0 != b.0) {
             return Err(r.invalid("masking-key and self-seed shares name different owners"));
         }
+        let answered = if r.bool()? { Some(clients(r)?) } else { None };
         Ok(Self {
             config: ClientConfig {
                 context,
@@ -385,6 +391,7 @@ secagg_message!(
                 .zip(seeds)
                 .map(|((owner, m), (_, s))| (owner, m, s))
                 .collect(),
+            answered,
         })
     }
 );

@@ -83,7 +83,7 @@ fn digital(rounds: u64, bytes: bool) -> Vec<f64> {
                 sum = SumBroadcast::from_bytes(&params, &sum.to_bytes()).unwrap();
             }
             let shares: Vec<ShareUpload> = devices
-                .iter()
+                .iter_mut()
                 .map(|d| {
                     let s = d.decryption_share(&sum, &mut rng).unwrap();
                     if bytes {
@@ -156,13 +156,80 @@ fn digital_server_refuses_missing_duplicate_and_stale_uploads() {
     ));
     // Fusion needs every member's share; the round stays open until it has them.
     let shares: Vec<ShareUpload> = devices
-        .iter()
+        .iter_mut()
         .map(|d| d.decryption_share(&sum, &mut rng).unwrap())
         .collect();
     assert!(server.fuse(&shares[..2]).is_err());
     let v = server.fuse(&shares).unwrap();
     assert!((v - 1.5).abs() < 1e-4, "{v}");
     assert_eq!(server.round(), 1);
+}
+
+/// Finding 3 of the third adversarial pass: a server that relabels one device's upload as
+/// "the sum" got every device's decryption share of it (and so that device's scalar), and a
+/// device answered a second request in the same round. Now a device answers once per round,
+/// only a sum of one encryption per member, also after being saved and restored, and encrypts
+/// only for rounds after the last one it decrypted.
+#[test]
+fn a_device_decrypts_only_the_rounds_sum_and_only_once() {
+    let params = params();
+    let seeds = SeedTree::new(16);
+    let crs = CommonPoly::from_seed(&params, seeds.key("crs", &[]));
+    let mut rng = seeds.stream("keys", &[]);
+    let mut devices: Vec<DigitalDevice> = (0..3)
+        .map(|i| DigitalDevice::generate(i, &params, &crs, &mut rng))
+        .collect();
+    let shares = devices.iter().map(DigitalDevice::key_share).collect();
+    let (mut server, relay) = DigitalServer::setup(&params, &crs, &[0, 1, 2], shares).unwrap();
+    for d in &mut devices {
+        d.set_key(&crs, &relay).unwrap();
+    }
+    let ups: Vec<Upload> = devices
+        .iter_mut()
+        .enumerate()
+        .map(|(i, d)| {
+            let m = encode_scalar(0.25 * (i as f64 + 1.0), &params).unwrap();
+            d.encrypt(0, m, &mut rng).unwrap()
+        })
+        .collect();
+    let sum = server.sum(&ups).unwrap();
+    // The relabelled upload: device 1's ciphertext broadcast as round 0's sum.
+    let relabelled = SumBroadcast {
+        round: 0,
+        sum: ups[1].ct.clone(),
+    };
+    for d in &mut devices {
+        let refused = d.decryption_share(&relabelled, &mut rng).unwrap_err();
+        assert!(
+            refused.to_string().contains("sum of 1 encryptions"),
+            "{refused}"
+        );
+    }
+    // The honest sum is answered once; a second request, even for the same bytes and from a
+    // device restored from its save, is refused.
+    let first: Vec<ShareUpload> = devices
+        .iter_mut()
+        .map(|d| d.decryption_share(&sum, &mut rng).unwrap())
+        .collect();
+    for d in &mut devices {
+        assert!(matches!(
+            d.decryption_share(&sum, &mut rng),
+            Err(Error::PeerMisbehaved { .. })
+        ));
+        let mut restored = DigitalDevice::restore(&params, &crs, &d.save()).unwrap();
+        assert!(matches!(
+            restored.decryption_share(&sum, &mut rng),
+            Err(Error::PeerMisbehaved { .. })
+        ));
+        // Re-encrypting for the decrypted round would open a second share of it.
+        assert!(matches!(
+            restored.encrypt(0, 1, &mut rng),
+            Err(Error::PeerMisbehaved { .. })
+        ));
+        restored.encrypt(1, 1, &mut rng).unwrap();
+    }
+    let v = server.fuse(&first).unwrap();
+    assert!((v - 1.5).abs() < 1e-4, "{v}");
 }
 
 /// One over-the-air round with unit gains and no channel noise; with `bytes`, every

@@ -104,10 +104,17 @@ impl PyDevice {
     }
 
     /// This device's decryption share of the server's summed ciphertext.
-    fn decryption_share<'py>(&self, py: Python<'py>, sum: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+    /// Given once per round, for the round's sum only (:class:`~privopt.errors.PeerMisbehaved`
+    /// otherwise): save the device after this call, before sending the share.
+    fn decryption_share<'py>(
+        &mut self,
+        py: Python<'py>,
+        sum: &[u8],
+    ) -> PyResult<Bound<'py, PyBytes>> {
         let sum = SumBroadcast::from_bytes(&self.params, sum).map_err(errors::decode)?;
+        let device = &mut self.device;
         let share = py
-            .detach(|| self.device.decryption_share(&sum, &mut secret_rng(None)))
+            .detach(|| device.decryption_share(&sum, &mut secret_rng(None)))
             .map_err(errors::protocol)?;
         Ok(PyBytes::new(py, &share.to_bytes(&self.params)))
     }

@@ -68,7 +68,8 @@ pub fn secagg(e: privopt_secagg::Error) -> PyErr {
         | E::Duplicate(_)
         | E::UnexpectedClient { .. }
         | E::Authentication { .. }
-        | E::Reconstruction(_) => PeerMisbehaved::new_err(msg),
+        | E::Reconstruction(_)
+        | E::Equivocation { .. } => PeerMisbehaved::new_err(msg),
         // Out of order, below threshold, aborted, and whatever a later version adds.
         _ => ProtocolError::new_err(msg),
     }

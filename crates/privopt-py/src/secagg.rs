@@ -2,6 +2,7 @@
 //! finder, the graph and the quantizer.
 
 use std::collections::BTreeMap;
+use std::sync::{LazyLock, Mutex};
 
 use numpy::PyArray1;
 use privopt_math::sample::secret_rng;
@@ -10,7 +11,7 @@ use privopt_protocols::secagg::{MAX_CLIENTS, MAX_VECTOR};
 use privopt_secagg::{
     AdvertiseKeys, Client, ClientConfig, ClientSnapshot, Context, Graph, IncomingShares,
     MaskedInput, NeighbourKeys, Quantizer, Server, ServerConfig, SessionId, ShareKeys, Stage,
-    ThreatModel, UnmaskRequest, UnmaskShares, find_parameters,
+    ThreatModel, UnmaskLedger, UnmaskRequest, UnmaskShares, find_parameters,
 };
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -198,6 +199,10 @@ impl PyQuantizer {
     }
 }
 
+/// The unmask answers released by this process's clients, so that two clients restored from
+/// one snapshot cannot answer two survivor lists (docs/security.md).
+static UNMASK_LEDGER: LazyLock<Mutex<UnmaskLedger>> = LazyLock::new(Mutex::default);
+
 /// One client in one SecAgg+ round. Construct it, send :attr:`advertisement` to the server,
 /// then answer each server message with the method of the stage (or :meth:`handle`). A
 /// refused message raises and leaves the client as it was.
@@ -300,10 +305,17 @@ impl PyClient {
         Ok(PyBytes::new(py, &out.to_bytes()))
     }
 
-    /// Stage 4: the survivors in, this client's shares for the unmasking out.
+    /// Stage 4: the survivors in, this client's shares for the unmasking out. Single-use: a
+    /// client answers one survivor list per round, also across copies restored from one
+    /// snapshot in this process (a second list raises :class:`ProtocolError`); across
+    /// processes, store the :meth:`snapshot` taken after this call before sending its reply.
     fn unmask<'py>(&mut self, py: Python<'py>, message: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
         let msg: UnmaskRequest = decode(message)?;
-        let out = self.client.unmask(&msg).map_err(errors::secagg)?;
+        let out = UNMASK_LEDGER
+            .lock()
+            .map_err(|_| errors::ProtocolError::new_err("the unmask ledger is poisoned"))?
+            .unmask(&mut self.client, &msg)
+            .map_err(errors::secagg)?;
         Ok(PyBytes::new(py, &out.to_bytes()))
     }
 
@@ -332,8 +344,8 @@ impl PyClient {
                     .map_err(errors::secagg)?;
                 Ok(PyBytes::new(py, &out.to_bytes()))
             }
-            Stage::MaskedInput => self.unmask(py, message),
-            Stage::Unmask | Stage::Done => Err(errors::ProtocolError::new_err(
+            Stage::MaskedInput | Stage::Done => self.unmask(py, message),
+            Stage::Unmask => Err(errors::ProtocolError::new_err(
                 "the client has finished its round",
             )),
         }

@@ -1,8 +1,9 @@
 //! The client's side of a round.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use rand::{CryptoRng, Rng};
+use sha2::{Digest, Sha256};
 use zeroize::Zeroizing;
 
 use crate::keys::{self, SecretKey, SharePair};
@@ -61,6 +62,9 @@ pub struct ClientSnapshot {
     /// The shares neighbours gave this client, by owner: (masking-key share, self-seed share)
     /// (from stage 3 on).
     pub held: Vec<(ClientId, Share, Share)>,
+    /// The survivor list the unmask stage answered (stage `Done` only). A client restored
+    /// from this snapshot answers that list again, identically, and refuses any other.
+    pub answered: Option<Vec<ClientId>>,
 }
 
 impl std::fmt::Debug for ClientSnapshot {
@@ -82,6 +86,7 @@ pub struct Client {
     self_seed: MaskSeed,
     peers: BTreeMap<ClientId, PublicKeys>,
     held: BTreeMap<ClientId, SharePair>,
+    answered: Option<Vec<ClientId>>,
 }
 
 impl Client {
@@ -103,6 +108,7 @@ impl Client {
             self_seed: MaskSeed(seed),
             peers: BTreeMap::new(),
             held: BTreeMap::new(),
+            answered: None,
         };
         let advert = client.advertisement();
         Ok((client, advert))
@@ -144,7 +150,21 @@ impl Client {
                 .iter()
                 .map(|(&c, p)| (c, p.mask_key.clone(), p.self_seed.clone()))
                 .collect(),
+            answered: self.answered.clone(),
         }
+    }
+
+    /// This client's round, named by what only this client of this round holds: the session,
+    /// the round, its id and its fresh masking public key. Hosts key an [`UnmaskLedger`] by it,
+    /// so every copy restored from one snapshot is the same client to the ledger.
+    pub fn round_key(&self) -> [u8; 32] {
+        let mut h = Sha256::new();
+        h.update(b"privopt secagg client round");
+        h.update(self.config.context.session.0);
+        h.update(self.config.context.round.to_le_bytes());
+        h.update(self.config.id.to_le_bytes());
+        h.update(self.masking.public());
+        h.finalize().into()
     }
 
     /// The client a [`Client::snapshot`] was taken of. Refuses a snapshot no client could
@@ -159,6 +179,7 @@ impl Client {
             self_seed,
             peers: peer_list,
             held: held_list,
+            answered,
         } = snapshot;
         config.check()?;
         let malformed = |what: &str| Err(Error::Malformed(format!("client snapshot: {what}")));
@@ -188,13 +209,19 @@ impl Client {
             }
         }
         let consistent = match stage {
-            Stage::AdvertiseKeys => peers.is_empty() && held.is_empty(),
-            Stage::ShareKeys => held.is_empty(),
-            Stage::MaskedInput | Stage::Done => true,
+            Stage::AdvertiseKeys => peers.is_empty() && held.is_empty() && answered.is_none(),
+            Stage::ShareKeys => held.is_empty() && answered.is_none(),
+            Stage::MaskedInput => answered.is_none(),
+            Stage::Done => true,
             Stage::Unmask => false,
         };
         if !consistent {
             return malformed("state its stage cannot hold");
+        }
+        if let Some(list) = &answered
+            && list.windows(2).any(|w| w[0] >= w[1])
+        {
+            return malformed("an answered survivor list that is not increasing");
         }
         Ok(Self {
             config,
@@ -204,6 +231,7 @@ impl Client {
             self_seed: MaskSeed(*self_seed),
             peers,
             held,
+            answered,
         })
     }
 
@@ -215,6 +243,10 @@ impl Client {
                 got: stage,
             });
         }
+        self.check_recipient(recipient)
+    }
+
+    fn check_recipient(&self, recipient: ClientId) -> Result<(), Error> {
         if recipient != self.config.id {
             return Err(Error::UnexpectedClient {
                 client: recipient,
@@ -354,7 +386,26 @@ impl Client {
 
     /// Stage 4: reveals, for each neighbour that shared, its self-mask seed share if it
     /// survived and its masking-key share if it dropped.
+    ///
+    /// The answer is single-use: once given, the client (and any client restored from a
+    /// snapshot taken after it) answers only the same survivor list again, with the same
+    /// shares, and refuses another list with [`Error::Equivocation`]. A server that could ask
+    /// twice with the victim alive in one list and dropped in the other would collect both
+    /// of its secrets. Restoring a snapshot taken *before* the answer escapes this record: see
+    /// [`UnmaskLedger`] and docs/security.md for what a snapshot's storage must guarantee.
     pub fn unmask(&mut self, message: &UnmaskRequest) -> Result<UnmaskShares, Error> {
+        check_context(&self.config.context, &message.context)?;
+        if let Some(answered) = &self.answered {
+            self.check_recipient(message.recipient)?;
+            let mut asked = message.survivors.clone();
+            asked.sort_unstable();
+            if &asked != answered {
+                return Err(Error::Equivocation {
+                    client: self.config.id,
+                });
+            }
+            return Ok(self.unmask_reply(answered));
+        }
         self.expect(Stage::MaskedInput, &message.context, message.recipient)?;
         let survivors: BTreeSet<ClientId> = message.survivors.iter().copied().collect();
         if survivors.len() != message.survivors.len() {
@@ -378,21 +429,91 @@ impl Client {
         }
         let live = self.held.keys().filter(|c| survivors.contains(c)).count();
         self.enough(Stage::MaskedInput, live)?;
+        // Recorded before the reply exists: the state that releases it already holds it.
+        let answered: Vec<ClientId> = survivors.into_iter().collect();
+        let reply = self.unmask_reply(&answered);
+        self.answered = Some(answered);
+        self.stage = Stage::Done;
+        Ok(reply)
+    }
+
+    /// The unmask reply for `survivors` (increasing): a function of the held shares alone.
+    fn unmask_reply(&self, survivors: &[ClientId]) -> UnmaskShares {
         let mut self_seed_shares: Vec<(ClientId, Share)> = Vec::new();
         let mut mask_key_shares: Vec<(ClientId, Share)> = Vec::new();
         for (&owner, pair) in &self.held {
-            if survivors.contains(&owner) {
+            if survivors.binary_search(&owner).is_ok() {
                 self_seed_shares.push((owner, pair.self_seed.clone()));
             } else {
                 mask_key_shares.push((owner, pair.mask_key.clone()));
             }
         }
-        self.stage = Stage::Done;
-        Ok(UnmaskShares {
+        UnmaskShares {
             context: self.config.context,
             sender: self.id(),
             self_seed_shares,
             mask_key_shares,
-        })
+        }
+    }
+}
+
+/// Most client rounds an [`UnmaskLedger`] remembers.
+pub const UNMASK_LEDGER_CAPACITY: usize = 1 << 20;
+
+/// The unmask answers a host has released, by [`Client::round_key`]: what makes a snapshot
+/// single-use for the unmask stage when the host restores clients from snapshots. A client
+/// restored from a snapshot taken before its answer does not know it answered; the ledger does,
+/// and lets it answer only the survivor list it answered before.
+///
+/// The ledger is as good as its storage: a host whose clients live in several processes keeps
+/// one ledger per process and must persist each client's snapshot after `unmask` and before
+/// sending the reply (docs/security.md).
+#[derive(Debug, Default)]
+pub struct UnmaskLedger {
+    answered: HashMap<[u8; 32], Vec<ClientId>>,
+}
+
+impl UnmaskLedger {
+    /// An empty ledger.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Client rounds recorded.
+    pub fn len(&self) -> usize {
+        self.answered.len()
+    }
+
+    /// Whether no answer is recorded.
+    pub fn is_empty(&self) -> bool {
+        self.answered.is_empty()
+    }
+
+    /// [`Client::unmask`], refused with [`Error::Equivocation`] when another copy of this
+    /// client's round answered another survivor list, and recorded before it is returned.
+    pub fn unmask(
+        &mut self,
+        client: &mut Client,
+        message: &UnmaskRequest,
+    ) -> Result<UnmaskShares, Error> {
+        let key = client.round_key();
+        if let Some(answered) = self.answered.get(&key) {
+            let mut asked = message.survivors.clone();
+            asked.sort_unstable();
+            if &asked != answered {
+                return Err(Error::Equivocation {
+                    client: client.id(),
+                });
+            }
+        } else if self.answered.len() >= UNMASK_LEDGER_CAPACITY {
+            return Err(Error::Parameters(format!(
+                "the unmask ledger holds {UNMASK_LEDGER_CAPACITY} rounds; start a new one"
+            )));
+        }
+        let reply = client.unmask(message)?;
+        if let Some(list) = &client.answered {
+            self.answered.insert(key, list.clone());
+        }
+        Ok(reply)
     }
 }

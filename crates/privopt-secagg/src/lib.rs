@@ -35,7 +35,7 @@ mod server;
 pub mod shamir;
 pub mod simulation;
 
-pub use client::{Client, ClientConfig, ClientSnapshot};
+pub use client::{Client, ClientConfig, ClientSnapshot, UNMASK_LEDGER_CAPACITY, UnmaskLedger};
 pub use graph::Graph;
 pub use messages::*;
 pub use params::{GraphParameters, ThreatModel, find_parameters, threshold_for_degree};
@@ -111,6 +111,14 @@ pub enum Error {
     /// The round aborted earlier; start a new one.
     #[error("the round has aborted")]
     Aborted,
+    /// A second unmask request with another survivor list, to a client that answered one
+    /// already (directly or through an earlier copy of its snapshot): answering would reveal
+    /// both secrets of a neighbour.
+    #[error("client {client} already answered the unmask stage for another survivor list")]
+    Equivocation {
+        /// The client asked.
+        client: ClientId,
+    },
 }
 
 /// Checks a message's session and round against the expected context.

@@ -36,7 +36,9 @@ pub struct Aggregate {
 /// The server in one round: `receive_*` takes one client message of the current stage,
 /// `finish_*` closes the stage (whoever has not answered has dropped) and returns the messages
 /// for the next one. A refused message changes nothing; a round that falls below the threshold
-/// aborts with [`Error::BelowThreshold`] and refuses everything afterwards.
+/// aborts with [`Error::BelowThreshold`] and refuses everything afterwards. A clone is a
+/// checkpoint of the server's own (public) state.
+#[derive(Clone)]
 pub struct Server {
     config: ServerConfig,
     stage: Stage,

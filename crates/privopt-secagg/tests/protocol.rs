@@ -311,13 +311,103 @@ fn a_client_reveals_one_kind_of_share_per_neighbour() {
         server.receive_unmask(greedy),
         Err(Error::Malformed(_))
     ));
-    server.receive_unmask(reply).unwrap();
-    // A request claiming that client 4 survived (it never masked) after client 0 answered is a
-    // second request for client 0 and is refused by its stage.
+    server.receive_unmask(reply.clone()).unwrap();
+    // Asked again for the same list, client 0 repeats its answer (a lost reply can be resent);
+    // a list claiming that client 4 survived is a second view and is refused.
+    assert_eq!(clients[0].unmask(&requests[0]).unwrap(), reply);
+    let mut other = requests[0].clone();
+    other.survivors.push(4);
     assert!(matches!(
-        clients[0].unmask(&requests[0]),
-        Err(Error::OutOfOrder { .. })
+        clients[0].unmask(&other),
+        Err(Error::Equivocation { client: 0 })
     ));
+}
+
+/// Finding 1 of the third adversarial pass: a server that gets every client's masked-input
+/// snapshot restored twice asks once with the victim alive and once with it dropped. Each
+/// neighbour then reveals both the victim's self-seed share and its masking-key share, and the
+/// two sums differ by exactly the victim's input. An [`UnmaskLedger`] (one per host process, as
+/// the Python binding keeps) refuses the second survivor list, so the second sum never exists.
+#[test]
+fn a_client_restored_twice_from_one_snapshot_answers_one_survivor_list() {
+    let n = 5;
+    let victim: ClientId = 4;
+    let (mut with_victim, mut clients, routed) = through_sharing(n, 3, context(9), 11);
+    let mut rng = ChaCha20Rng::seed_from_u64(12);
+    let inputs = random_inputs(n, 8, &mut rng);
+    for (i, client) in clients.iter_mut().enumerate().take(4) {
+        with_victim
+            .receive_masked(&client.mask_input(&routed[i], &inputs[i]).unwrap())
+            .unwrap();
+    }
+    // The server forks its state before the victim's masked input: one fork saw it, the other
+    // claims the victim dropped.
+    let mut without_victim = with_victim.clone();
+    with_victim
+        .receive_masked(&clients[4].mask_input(&routed[4], &inputs[4]).unwrap())
+        .unwrap();
+    let snapshots: Vec<ClientSnapshot> = clients.iter().map(Client::snapshot).collect();
+    let alive = with_victim.finish_masking().unwrap();
+    let dropped = without_victim.finish_masking().unwrap();
+    assert!(dropped[0].survivors.iter().all(|&c| c != victim));
+
+    // Without a ledger the attack works: this is what the ledger is for.
+    let attack = |ledger: Option<&mut UnmaskLedger>| -> Option<Vec<u32>> {
+        let mut a = with_victim.clone();
+        let mut b = without_victim.clone();
+        let mut ledger = ledger;
+        for (i, snap) in snapshots.iter().enumerate() {
+            let mut first = Client::restore(snap.clone()).unwrap();
+            let mut second = Client::restore(snap.clone()).unwrap();
+            let mut answer = |c: &mut Client, req: &UnmaskRequest| match ledger.as_deref_mut() {
+                Some(l) => l.unmask(c, req),
+                None => c.unmask(req),
+            };
+            a.receive_unmask(answer(&mut first, &alive[i]).unwrap())
+                .unwrap();
+            if let Some(req) = dropped.iter().find(|r| r.recipient == i as ClientId) {
+                match answer(&mut second, req) {
+                    Ok(reply) => b.receive_unmask(reply).unwrap(),
+                    Err(e) => assert_eq!(
+                        e,
+                        Error::Equivocation {
+                            client: i as ClientId
+                        }
+                    ),
+                }
+            }
+        }
+        let sum_all = a.finish().unwrap().sum;
+        assert_eq!(sum_all, expected_sum(&inputs, &[0, 1, 2, 3, 4]));
+        let sum_rest = b.finish().ok()?.sum;
+        Some(
+            sum_all
+                .iter()
+                .zip(&sum_rest)
+                .map(|(x, y)| x.wrapping_sub(*y))
+                .collect(),
+        )
+    };
+    assert_eq!(
+        attack(None),
+        Some(inputs[4].clone()),
+        "the attack needs no ledger to work"
+    );
+    let mut ledger = UnmaskLedger::new();
+    let recovered = attack(Some(&mut ledger));
+    assert_ne!(recovered, Some(inputs[4].clone()));
+    assert_eq!(ledger.len(), 5);
+
+    // A snapshot taken after the answer carries it: restored, the client repeats the answer and
+    // refuses the other list without any ledger.
+    let mut answered = Client::restore(snapshots[0].clone()).unwrap();
+    let reply = answered.unmask(&alive[0]).unwrap();
+    let mut again = Client::restore(answered.snapshot()).unwrap();
+    assert_eq!(again.unmask(&alive[0]).unwrap(), reply);
+    assert_eq!(
+        again.unmask(&dropped[0]),
+        Err(Error::Equivocation { client: 0 })
+    );
 }
 
 /// Pearson χ² of `words`' byte at `shift` over 256 bins.

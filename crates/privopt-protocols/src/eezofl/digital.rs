@@ -49,6 +49,9 @@ pub struct DigitalDevice {
     relay: Option<KeyRelay>,
     /// The round it last encrypted for (the only sum it will help decrypt).
     encrypted: Option<u64>,
+    /// The last round it gave a decryption share for: it gives one share per round, and
+    /// encrypts only for later rounds.
+    decrypted: Option<u64>,
 }
 
 impl DigitalDevice {
@@ -65,6 +68,7 @@ impl DigitalDevice {
             key: None,
             relay: None,
             encrypted: None,
+            decrypted: None,
         }
     }
 
@@ -75,6 +79,7 @@ impl DigitalDevice {
             &self.party,
             self.relay.as_ref(),
             self.encrypted,
+            self.decrypted,
             &self.params,
         )
     }
@@ -82,13 +87,14 @@ impl DigitalDevice {
     /// The device [`DigitalDevice::save`] wrote, its collective key rebuilt from the saved
     /// relay under `crs`.
     pub fn restore(params: &Arc<CkksParams>, crs: &CommonPoly, bytes: &[u8]) -> Result<Self> {
-        let (party, relay, encrypted) = device_state_from_bytes(params, bytes)?;
+        let (party, relay, encrypted, decrypted) = device_state_from_bytes(params, bytes)?;
         let mut device = Self {
             party,
             params: Arc::clone(params),
             key: None,
             relay: None,
             encrypted,
+            decrypted,
         };
         if let Some(relay) = relay {
             device.set_key(crs, &relay)?;
@@ -132,6 +138,17 @@ impl DigitalDevice {
             .key
             .as_ref()
             .ok_or_else(|| Error::OutOfOrder("encrypt before the key is set".into()))?;
+        if let Some(done) = self.decrypted
+            && round <= done
+        {
+            return Err(misbehaved(
+                Peer::Server,
+                format!(
+                    "asked device {} to encrypt for round {round}, but round {done} is decrypted",
+                    self.id()
+                ),
+            ));
+        }
         let mut coeffs = vec![0i64; self.params.n()];
         coeffs[0] = m;
         let ct = key.encrypt(&coeffs, rng)?;
@@ -143,26 +160,44 @@ impl DigitalDevice {
         })
     }
 
-    /// Round step 2: this device's decryption share of the broadcast sum, only for the round
-    /// it encrypted for (it never helps decrypt anything else).
+    /// Round step 2: this device's decryption share of the broadcast sum: only for the round
+    /// it encrypted for, only for a sum of one encryption per member, and only once per round
+    /// (a second smudged share of the same secret is what key-recovery attacks on multiparty
+    /// HE collect). A server that relabels one device's upload as the sum is refused by the
+    /// member count unless it also forges the count (docs/security.md).
     pub fn decryption_share(
-        &self,
+        &mut self,
         sum: &SumBroadcast,
         rng: &mut impl CryptoRng,
     ) -> Result<ShareUpload> {
+        let refuse = |reason: String| Err(misbehaved(Peer::Server, reason));
         if self.encrypted != Some(sum.round) {
-            return Err(misbehaved(
-                Peer::Server,
-                format!(
-                    "asked device {} to decrypt a sum of round {}, which it did not encrypt for",
-                    self.id(),
-                    sum.round
-                ),
+            return refuse(format!(
+                "asked device {} to decrypt a sum of round {}, which it did not encrypt for",
+                self.id(),
+                sum.round
             ));
         }
+        if self.decrypted == Some(sum.round) {
+            return refuse(format!(
+                "asked device {} for a second decryption share in round {}",
+                self.id(),
+                sum.round
+            ));
+        }
+        let members = self.key.as_ref().map_or(0, |k| k.members().len());
+        if usize::try_from(sum.sum.count()).ok() != Some(members) {
+            return refuse(format!(
+                "asked device {} to decrypt a sum of {} encryptions; the round has {members} members",
+                self.id(),
+                sum.sum.count()
+            ));
+        }
+        let share = self.party.partial_decrypt(&sum.sum, rng)?;
+        self.decrypted = Some(sum.round);
         Ok(ShareUpload {
             round: sum.round,
-            share: self.party.partial_decrypt(&sum.sum, rng)?,
+            share,
         })
     }
 }

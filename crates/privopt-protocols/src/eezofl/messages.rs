@@ -151,6 +151,7 @@ pub(crate) fn device_state_to_bytes(
     party: &Party,
     relay: Option<&KeyRelay>,
     encrypted: Option<u64>,
+    decrypted: Option<u64>,
     params: &CkksParams,
 ) -> Vec<u8> {
     wire::encode(Method::Eezofl, KIND_DEVICE_STATE, |w| {
@@ -159,16 +160,21 @@ pub(crate) fn device_state_to_bytes(
         if let Some(relay) = relay {
             put_nested(w, &relay.to_bytes(params));
         }
-        w.u8(u8::from(encrypted.is_some()));
-        w.u64(encrypted.unwrap_or(0));
+        for round in [encrypted, decrypted] {
+            w.u8(u8::from(round.is_some()));
+            w.u64(round.unwrap_or(0));
+        }
     })
 }
+
+/// A saved device: its party, the key relay, the round it encrypted for, the round it decrypted.
+pub(crate) type DeviceState = (Party, Option<KeyRelay>, Option<u64>, Option<u64>);
 
 /// Parses what [`device_state_to_bytes`] wrote.
 pub(crate) fn device_state_from_bytes(
     params: &Arc<CkksParams>,
     bytes: &[u8],
-) -> Result<(Party, Option<KeyRelay>, Option<u64>), DecodeError> {
+) -> Result<DeviceState, DecodeError> {
     wire::decode(
         bytes,
         "eezofl device state",
@@ -181,9 +187,14 @@ pub(crate) fn device_state_from_bytes(
                 true => Some(KeyRelay::from_bytes(params, r.bytes()?)?),
                 false => None,
             };
-            let has_round = r.bool()?;
-            let round = r.u64()?;
-            Ok((party, relay, has_round.then_some(round)))
+            let mut round = || -> Result<Option<u64>, DecodeError> {
+                let present = r.bool()?;
+                let round = r.u64()?;
+                Ok(present.then_some(round))
+            };
+            let encrypted = round()?;
+            let decrypted = round()?;
+            Ok((party, relay, encrypted, decrypted))
         },
     )
 }

@@ -522,7 +522,7 @@ impl ScalarAggregation for DigitalHe {
         }
         let shares = self
             .devices
-            .iter()
+            .iter_mut()
             .map(|d| {
                 let s = d.decryption_share(&sum, &mut rng)?;
                 if self.through_bytes {

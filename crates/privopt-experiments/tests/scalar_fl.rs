@@ -13,7 +13,7 @@ use privopt_math::SeedTree;
 use privopt_ml::zo::{Difference, gaussian_fill};
 use privopt_protocols::scalar_fl::{
     CatchUp, Client, ModelState, Probe, ReplaySpec, Reply, RoundRecord, Rule, Scratch, Server,
-    direction_key,
+    Update, direction_key,
 };
 use rand::Rng;
 
@@ -167,14 +167,14 @@ fn a_client_past_the_staleness_bound_gets_the_full_state_and_its_bytes_are_count
         let now = server.state().round;
         for (c, msg) in round(&mut server, &mut clients, &spec, 2, &mut rng) {
             let behind = now - before[c];
-            match &msg {
-                CatchUp::UpToDate { .. } => assert_eq!((behind, msg.bytes()), (0, 0)),
-                CatchUp::Replay(recs) => {
+            match &msg.update {
+                Update::UpToDate { .. } => assert_eq!((behind, msg.bytes()), (0, 0)),
+                Update::Replay(recs) => {
                     assert!(behind >= 1 && behind <= bound);
                     assert_eq!(recs.len() as u64, behind);
                     assert_eq!(msg.bytes(), per_record * behind);
                 }
-                CatchUp::Full(s) => {
+                Update::Full(s) => {
                     saw_full = true;
                     assert!(behind > bound, "client {c} was only {behind} rounds behind");
                     assert_eq!(s.round, now);
@@ -246,11 +246,25 @@ fn wrong_round_duplicate_foreign_and_malformed_replies_are_rejected_and_change_n
     let rec = server.history().next().unwrap().clone();
     let mut skipped = rec.clone();
     skipped.round = 1;
-    assert!(c.receive(CatchUp::Replay(vec![skipped]), &spec).is_err());
-    assert!(c.receive(CatchUp::UpToDate { round: 1 }, &spec).is_err());
+    let to_c = |update| CatchUp {
+        session: server.session(),
+        client: 0,
+        ticket: [0; 32],
+        update,
+    };
+    assert!(
+        c.receive(to_c(Update::Replay(vec![skipped])), &spec)
+            .is_err()
+    );
+    assert!(
+        c.receive(to_c(Update::UpToDate { round: 1 }), &spec)
+            .is_err()
+    );
     let mut short = rec.clone();
     short.scalars.pop();
-    assert!(c.receive(CatchUp::Replay(vec![short]), &spec).is_err());
+    assert!(c.receive(to_c(Update::Replay(vec![short])), &spec).is_err());
+    c.receive(to_c(Update::UpToDate { round: 0 }), &spec)
+        .unwrap();
     let mut wrong_plan = plan.clone();
     wrong_plan.round = 5;
     assert!(

@@ -14,7 +14,7 @@ use privopt_ckks::{CkksParams, eval};
 use privopt_math::sample::secret_rng;
 use privopt_protocols::Message;
 use privopt_protocols::dome::{BasisChunk, RoundBroadcast};
-use privopt_protocols::scalar_fl::{CatchUp, Reply, RoundPlan, RoundRecord};
+use privopt_protocols::scalar_fl::{CatchUp, Reply, RoundPlan, RoundRecord, Update};
 use privopt_secagg::{
     AdvertiseKeys, Client, ClientConfig, ClientSnapshot, Context, Graph, IncomingShares,
     MaskedInput, NeighbourKeys, Server, ServerConfig, SessionId, ShareKeys, UnmaskRequest,
@@ -444,7 +444,7 @@ fn bytes<M: Message>(messages: &[M]) -> Vec<Vec<u8>> {
 }
 
 /// The scalar-only FL server finishing a round with one hostile reply among the honest ones
-/// (a fresh server per input, opened with the same seeded plan).
+/// (a copy of one server per input, with the round open and every catch-up sent).
 fn scalar_fl_server_target() -> Result<Target, privopt_protocols::Error> {
     use privopt_protocols::scalar_fl::{ModelState, ReplaySpec, Rule, Server};
     let server = || -> Result<(Server, RoundPlan), privopt_protocols::Error> {
@@ -464,21 +464,27 @@ fn scalar_fl_server_target() -> Result<Target, privopt_protocols::Error> {
         let plan = s.begin_round(3, &mut <ChaCha20Rng as rand::SeedableRng>::seed_from_u64(8))?;
         Ok((s, plan))
     };
-    let (_, plan) = server()?;
+    // One server for every input (its session and ticket key are random), cloned per input.
+    let (mut base, plan) = server()?;
     let replies: Vec<Reply> = plan
         .clients
         .iter()
-        .map(|&client| Reply {
-            client,
-            round: plan.round,
-            scalars: vec![0.25, -0.5, 1.0, 0.0],
+        .map(|&client| {
+            Ok(Reply {
+                session: plan.session,
+                client,
+                ticket: base.catch_up(client)?.ticket,
+                round: plan.round,
+                scalars: vec![0.25, -0.5, 1.0, 0.0],
+            })
         })
-        .collect();
+        .collect::<Result<_, privopt_protocols::Error>>()?;
     let seeds = bytes(&replies);
     Ok(framed("scalar_fl/server-reply-handler", seeds, move |b| {
-        let (Ok(hostile), Ok((mut s, _))) = (Reply::from_bytes(b), server()) else {
+        let Ok(hostile) = Reply::from_bytes(b) else {
             return;
         };
+        let mut s = base.clone();
         let mut received: Vec<Reply> = replies
             .iter()
             .filter(|r| r.client != hostile.client)
@@ -491,12 +497,15 @@ fn scalar_fl_server_target() -> Result<Target, privopt_protocols::Error> {
 
 fn protocol_targets() -> Vec<Target> {
     let plan = RoundPlan {
+        session: 0x5eed,
         round: 3,
         seeds: vec![1, 2, 3, u64::MAX],
         clients: vec![0, 4, 9],
     };
     let reply = Reply {
+        session: 0x5eed,
         client: 4,
+        ticket: [7; 32],
         round: 3,
         scalars: vec![0.5, -1.25, f32::MIN_POSITIVE],
     };
@@ -515,9 +524,15 @@ fn protocol_targets() -> Vec<Target> {
         first: 0,
         values: (0..12).map(f64::from).collect(),
     };
+    let addressed = |update| CatchUp {
+        session: 0x5eed,
+        client: 4,
+        ticket: [7; 32],
+        update,
+    };
     let catch_up = [
-        CatchUp::UpToDate { round: 5 },
-        CatchUp::Replay(vec![
+        addressed(Update::UpToDate { round: 5 }),
+        addressed(Update::Replay(vec![
             RoundRecord {
                 round: 3,
                 seeds: vec![9, 10],
@@ -528,7 +543,7 @@ fn protocol_targets() -> Vec<Target> {
                 seeds: vec![11, 12],
                 scalars: vec![-1.5; 4],
             },
-        ]),
+        ])),
     ];
     vec![
         message::<CatchUp>("scalar_fl/catch-up", bytes(&catch_up)),

@@ -6,7 +6,7 @@
 use privopt_math::SeedTree;
 use privopt_ml::zo::Difference;
 use privopt_protocols::scalar_fl::{
-    CatchUp, Client, ModelState, Probe, ReplaySpec, Reply, RoundPlan, Rule, Server,
+    CatchUp, Client, ModelState, Probe, ReplaySpec, Reply, RoundPlan, Rule, Server, Update,
 };
 use privopt_protocols::wire::damage;
 use privopt_protocols::{DecodeError, Error, Message};
@@ -29,6 +29,16 @@ fn probe() -> Probe {
     Probe {
         mu: 1e-3,
         difference: Difference::TwoPoint,
+    }
+}
+
+/// `update` addressed to client `client` of session 5 (a catch-up no server sent).
+fn to(client: usize, update: Update) -> CatchUp {
+    CatchUp {
+        session: 5,
+        client,
+        ticket: [1; 32],
+        update,
     }
 }
 
@@ -121,7 +131,7 @@ fn a_client_restarted_from_an_old_save_catches_up_by_replay() {
             }
             let msg = server.catch_up(c).unwrap();
             if c == 2 && r == 6 {
-                assert!(matches!(msg, CatchUp::Replay(ref v) if v.len() == 3));
+                assert!(matches!(msg.update, Update::Replay(ref v) if v.len() == 3));
                 assert!(
                     server.rewind(2, 3).is_err(),
                     "not once sent this round's catch-up"
@@ -158,7 +168,10 @@ fn a_client_restarted_from_an_old_save_catches_up_by_replay() {
     server.finish_round(&[]).unwrap();
     server.rewind(1, 0).unwrap();
     server.begin_round(3, &mut rng).unwrap();
-    assert!(matches!(server.catch_up(1).unwrap(), CatchUp::Full(_)));
+    assert!(matches!(
+        server.catch_up(1).unwrap().update,
+        Update::Full(_)
+    ));
 }
 
 #[test]
@@ -174,16 +187,16 @@ fn a_replay_that_skips_a_round_the_client_lacks_is_refused() {
     let records: Vec<_> = server.history().cloned().collect();
     let mut client = Client::new(0, initial);
     client
-        .receive(CatchUp::Replay(records[..2].to_vec()), &spec)
+        .receive(to(0, Update::Replay(records[..2].to_vec())), &spec)
         .unwrap();
     let before = bits(client.state());
     // Records 0, 1 again (held, skipped) then 3: round 2 is missing.
     let gap = vec![records[0].clone(), records[1].clone(), records[3].clone()];
-    assert!(client.receive(CatchUp::Replay(gap), &spec).is_err());
+    assert!(client.receive(to(0, Update::Replay(gap)), &spec).is_err());
     assert_eq!(bits(client.state()), before);
     // Repeated delivery of held records and the rest is fine.
     client
-        .receive(CatchUp::Replay(records.clone()), &spec)
+        .receive(to(0, Update::Replay(records.clone())), &spec)
         .unwrap();
     assert_eq!(client.state().round, 4);
 }
@@ -191,12 +204,15 @@ fn a_replay_that_skips_a_round_the_client_lacks_is_refused() {
 /// One message of every kind and variant.
 fn samples() -> Vec<(&'static str, Vec<u8>)> {
     let plan = RoundPlan {
+        session: 5,
         round: 7,
         seeds: vec![1, u64::MAX],
         clients: vec![0, 3, 9],
     };
     let reply = Reply {
+        session: 5,
         client: 3,
+        ticket: [1; 32],
         round: 7,
         scalars: vec![0.25, -1.5, 3.0],
     };
@@ -213,9 +229,15 @@ fn samples() -> Vec<(&'static str, Vec<u8>)> {
     vec![
         ("plan", plan.to_bytes()),
         ("reply", reply.to_bytes()),
-        ("up to date", CatchUp::UpToDate { round: 2 }.to_bytes()),
-        ("replay", CatchUp::Replay(vec![rec(2), rec(3)]).to_bytes()),
-        ("full", CatchUp::Full(full).to_bytes()),
+        (
+            "up to date",
+            to(3, Update::UpToDate { round: 2 }).to_bytes(),
+        ),
+        (
+            "replay",
+            to(3, Update::Replay(vec![rec(2), rec(3)])).to_bytes(),
+        ),
+        ("full", to(3, Update::Full(full)).to_bytes()),
     ]
 }
 
@@ -230,16 +252,20 @@ fn decode_any(bytes: &[u8]) -> Vec<Result<(), DecodeError>> {
 #[test]
 fn every_message_round_trips() {
     let plan = RoundPlan {
+        session: 5,
         round: 7,
         seeds: vec![1, 2],
         clients: vec![0, 3],
     };
     assert_eq!(RoundPlan::from_bytes(&plan.to_bytes()).unwrap(), plan);
-    let full = CatchUp::Full(ModelState {
-        x: vec![0.1],
-        h: None,
-        round: 4,
-    });
+    let full = to(
+        0,
+        Update::Full(ModelState {
+            x: vec![0.1],
+            h: None,
+            round: 4,
+        }),
+    );
     assert_eq!(CatchUp::from_bytes(&full.to_bytes()).unwrap(), full);
 }
 
@@ -260,6 +286,9 @@ fn damaged_bytes_are_typed_errors_for_every_decoder() {
     ));
 }
 
+/// Bytes of a catch-up's addressing: session, recipient, ticket.
+const ADDRESS: usize = 8 + 4 + 32;
+
 #[test]
 fn forged_fields_are_refused_by_validation() {
     let s = samples();
@@ -272,7 +301,7 @@ fn forged_fields_are_refused_by_validation() {
     let e = RoundPlan::from_bytes(&unsorted).unwrap_err().to_string();
     assert!(e.contains("ascending"), "{e}");
     // A count far beyond the bytes: refused before any allocation.
-    let huge = damage::forge(plan, |f| f[8..12].copy_from_slice(&u32::MAX.to_le_bytes()));
+    let huge = damage::forge(plan, |f| f[16..20].copy_from_slice(&u32::MAX.to_le_bytes()));
     assert!(matches!(
         RoundPlan::from_bytes(&huge),
         Err(DecodeError::Truncated { .. })
@@ -288,9 +317,9 @@ fn forged_fields_are_refused_by_validation() {
             .to_string()
             .contains("non-finite")
     );
-    // Replayed rounds with a gap.
+    // Replayed rounds with a gap (after the session, the recipient and the ticket).
     let gap = damage::forge(replay, |f| {
-        let second = 1 + 4 + 8 + 4 + 8 + 4 + 2 * 4;
+        let second = ADDRESS + 1 + 4 + 8 + 4 + 8 + 4 + 2 * 4;
         f[second..second + 8].copy_from_slice(&9u64.to_le_bytes());
     });
     assert!(
@@ -305,14 +334,14 @@ fn forged_fields_are_refused_by_validation() {
         f[at..].copy_from_slice(&(-1.0f64).to_le_bytes());
     });
     assert!(CatchUp::from_bytes(&neg).is_err());
-    let variant = damage::forge(full, |f| f[0] = 9);
+    let variant = damage::forge(full, |f| f[ADDRESS] = 9);
     assert!(
         CatchUp::from_bytes(&variant)
             .unwrap_err()
             .to_string()
             .contains("variant")
     );
-    let flag = damage::forge(full, |f| f[1 + 8 + 4 + 3 * 8] = 2);
+    let flag = damage::forge(full, |f| f[ADDRESS + 1 + 8 + 4 + 3 * 8] = 2);
     assert!(CatchUp::from_bytes(&flag).is_err());
     let mut future = full.clone();
     future[4] = 2;
@@ -335,20 +364,29 @@ fn a_hostile_catch_up_or_plan_is_a_peer_error_and_changes_nothing() {
         scalars: vec![0.0; 6],
     };
     for bad in [
-        CatchUp::Replay(vec![rec]),
-        CatchUp::Full(ModelState {
+        Update::Replay(vec![rec]),
+        Update::Full(ModelState {
             x: vec![0.0; D + 1],
             h: Some(vec![1.0; D + 1]),
             round: 0,
         }),
-        CatchUp::UpToDate { round: 3 },
+        Update::UpToDate { round: 3 },
     ] {
-        let e = client.receive(bad, &spec).unwrap_err();
+        let e = client.receive(to(0, bad), &spec).unwrap_err();
         assert!(matches!(e, Error::PeerMisbehaved { .. }), "{e}");
         assert_eq!(client.state(), &initial);
     }
+    // Another client's catch-up, even a harmless one.
+    let e = client
+        .receive(to(1, Update::UpToDate { round: 0 }), &spec)
+        .unwrap_err();
+    assert!(e.to_string().contains("catch-up of client 1"), "{e}");
     // A plan with a million seeds would make the client train a million steps.
+    client
+        .receive(to(0, Update::UpToDate { round: 0 }), &spec)
+        .unwrap();
     let plan = RoundPlan {
+        session: 5,
         round: 0,
         seeds: vec![0; 1_000_000],
         clients: vec![0],
@@ -370,4 +408,93 @@ proptest! {
         let forged = damage::forge(&frame, |f| f.extend_from_slice(&body));
         let _ = decode_any(&forged);
     }
+}
+
+/// Finding 2 of the third adversarial pass: the server trusted every reply. Now a huge scalar
+/// is refused naming its sender; a reply under another client's id (without that client's
+/// ticket) is refused and the real client's reply still counts; a reply or plan of another
+/// server run is refused; and a model driven to infinity stops the round with `Diverged`.
+#[test]
+fn replies_are_bounded_and_bound_to_their_sender_and_session() {
+    let spec = ReplaySpec {
+        local_steps: 1,
+        perturbations: 1,
+        ..spec()
+    };
+    let initial = ModelState::initial(vec![0.5; D], spec.rule);
+    let new_server = || Server::new(spec, initial.clone(), 3, None).unwrap();
+    let mut server = new_server();
+    let mut other_run = new_server();
+    assert_ne!(server.session(), other_run.session());
+    let mut rng = SeedTree::new(21).stream("test/bounds", &[]);
+    let plan = server.begin_round(3, &mut rng).unwrap();
+    let mut clients: Vec<Client> = (0..3).map(|c| Client::new(c, initial.clone())).collect();
+    let replies: Vec<Reply> = clients
+        .iter_mut()
+        .enumerate()
+        .map(|(c, client)| {
+            client.receive(server.catch_up(c).unwrap(), &spec).unwrap();
+            client
+                .local_update(&plan, &spec, probe(), &loss(c))
+                .unwrap()
+        })
+        .collect();
+    let peer = |e: Error| match e {
+        Error::PeerMisbehaved {
+            peer: privopt_protocols::error::Peer::Party(p),
+            reason,
+        } => (p, reason),
+        other => panic!("{other}"),
+    };
+    // 3e38 from client 1: refused, named.
+    let mut huge = replies[1].clone();
+    huge.scalars[0] = 3e38;
+    let (who, why) = peer(server.check_reply(&huge, &[]).unwrap_err());
+    assert_eq!(who, 1);
+    assert!(why.contains("beyond the bound"), "{why}");
+    server.set_scalar_bound(1e3).unwrap();
+    let mut big = replies[1].clone();
+    big.scalars[0] = 2e3;
+    assert!(server.check_reply(&big, &[]).is_err());
+    assert!(server.set_scalar_bound(f32::NAN).is_err() && server.set_scalar_bound(0.0).is_err());
+    // Client 0 replies under client 2's id: no ticket of client 2, refused.
+    let mut impostor = replies[0].clone();
+    impostor.client = 2;
+    let (who, why) = peer(server.check_reply(&impostor, &[]).unwrap_err());
+    assert_eq!(who, 2);
+    assert!(why.contains("ticket"), "{why}");
+    // A reply made in another server run.
+    let other_plan = other_run.begin_round(3, &mut rng).unwrap();
+    let mut stranger = Client::new(0, initial.clone());
+    stranger
+        .receive(other_run.catch_up(0).unwrap(), &spec)
+        .unwrap();
+    let foreign = stranger
+        .local_update(&other_plan, &spec, probe(), &loss(0))
+        .unwrap();
+    let (_, why) = peer(server.check_reply(&foreign, &[]).unwrap_err());
+    assert!(why.contains("session"), "{why}");
+    // A client refuses to train a plan of another run than its catch-up.
+    let e = clients[0]
+        .local_update(&other_plan, &spec, probe(), &loss(0))
+        .unwrap_err();
+    assert!(matches!(e, Error::PeerMisbehaved { .. }), "{e}");
+    // The honest replies, client 2's included, complete the round.
+    let before = server.state().x.clone();
+    server.finish_round(&replies).unwrap();
+    assert_ne!(server.state().x, before);
+
+    // A learning rate that overflows the model: the round reports divergence.
+    let wild = ReplaySpec { lr: 1e305, ..spec };
+    let mut server = Server::new(wild, initial.clone(), 1, None).unwrap();
+    let plan = server.begin_round(1, &mut rng).unwrap();
+    let mut client = Client::new(0, initial.clone());
+    client.receive(server.catch_up(0).unwrap(), &wild).unwrap();
+    let mut reply = client
+        .local_update(&plan, &wild, probe(), &loss(0))
+        .unwrap();
+    reply.scalars[0] = 1e5;
+    server.set_scalar_bound(1e6).unwrap();
+    let e = server.finish_round(&[reply]).unwrap_err();
+    assert!(matches!(e, Error::Diverged { .. }), "{e}");
 }

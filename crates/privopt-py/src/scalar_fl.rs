@@ -245,7 +245,7 @@ impl PyClient {
     /// in a fresh client of the same spec and dimension to resume where this one stands.
     #[getter]
     fn state<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        bytes(py, &CatchUp::Full(self.client.state().clone()))
+        bytes(py, &self.client.saved())
     }
 
     /// Applies the server's catch-up message.

@@ -3,7 +3,7 @@
 
 use privopt_ml::zo::{Difference, gaussian_fill};
 
-use super::messages::{CatchUp, Reply, RoundPlan};
+use super::messages::{CatchUp, Reply, RoundPlan, Ticket, Update};
 use super::state::{ModelState, ReplaySpec, Scratch, add_scaled_direction, direction_key};
 use crate::error::{Error, Peer, Result, misbehaved};
 
@@ -55,6 +55,8 @@ pub struct Client {
     id: usize,
     state: ModelState,
     scratch: Scratch,
+    /// The session, round and ticket of the last catch-up received: the round it may train.
+    invited: Option<(u64, u64, Ticket)>,
 }
 
 impl Client {
@@ -64,6 +66,7 @@ impl Client {
             id,
             state: initial,
             scratch: Scratch::default(),
+            invited: None,
         }
     }
 
@@ -77,19 +80,51 @@ impl Client {
         &self.state
     }
 
-    /// Brings the state to the round the server says, by replay or replacement. Records must
-    /// continue exactly where the client stands.
+    /// The held state as a full catch-up addressed to this client, with the session and
+    /// ticket of the last catch-up it received (zeros if none): what a fresh client of the
+    /// same spec receives to resume where this one stands, reply included.
+    pub fn saved(&self) -> CatchUp {
+        let (session, ticket) = match self.invited {
+            Some((session, round, ticket)) if round == self.state.round => (session, ticket),
+            _ => (0, [0; 32]),
+        };
+        CatchUp {
+            session,
+            client: self.id,
+            ticket,
+            update: Update::Full(self.state.clone()),
+        }
+    }
+
+    /// Brings the state to the round the server says, by replay or replacement, and keeps the
+    /// catch-up's session and ticket for the reply. Records must continue exactly where the
+    /// client stands; a catch-up addressed to another client is refused.
     pub fn receive(&mut self, msg: CatchUp, spec: &ReplaySpec) -> Result<()> {
-        match msg {
-            CatchUp::UpToDate { round } if round == self.state.round => Ok(()),
-            CatchUp::UpToDate { round } => Err(misbehaved(
+        if msg.client != self.id {
+            return Err(misbehaved(
+                Peer::Server,
+                format!(
+                    "sent client {} the catch-up of client {}",
+                    self.id, msg.client
+                ),
+            ));
+        }
+        self.apply(msg.update, spec)?;
+        self.invited = Some((msg.session, self.state.round, msg.ticket));
+        Ok(())
+    }
+
+    fn apply(&mut self, update: Update, spec: &ReplaySpec) -> Result<()> {
+        match update {
+            Update::UpToDate { round } if round == self.state.round => Ok(()),
+            Update::UpToDate { round } => Err(misbehaved(
                 Peer::Server,
                 format!(
                     "said client {} is up to date at round {round}; it is at round {}",
                     self.id, self.state.round
                 ),
             )),
-            CatchUp::Replay(records) => {
+            Update::Replay(records) => {
                 // A replay may start before the held round (the server resends what it cannot
                 // know arrived): skip what is held, then the records must continue exactly.
                 let held = records
@@ -134,7 +169,7 @@ impl Client {
                 }
                 Ok(())
             }
-            CatchUp::Full(state) => {
+            Update::Full(state) => {
                 if state.x.len() != self.state.x.len()
                     || state.h.as_ref().map(Vec::len) != self.state.h.as_ref().map(Vec::len)
                 {
@@ -151,7 +186,8 @@ impl Client {
 
     /// The local steps of `plan`'s round from the held state. `batch_loss(k, x)` is the loss
     /// of local step `k`'s minibatch at `x`. The local iterate is discarded afterwards
-    /// (Alg. 1 line 13): only the scalars leave.
+    /// (Alg. 1 line 13): only the scalars leave. The plan must be of the session and round of
+    /// the last catch-up received, and name this client.
     pub fn local_update(
         &mut self,
         plan: &RoundPlan,
@@ -164,6 +200,31 @@ impl Client {
                 "client {} holds round {} but was asked to train round {} (catch up first)",
                 self.id, self.state.round, plan.round
             )));
+        }
+        let Some((session, round, ticket)) = self.invited else {
+            return Err(Error::OutOfOrder(format!(
+                "client {} has received no catch-up for round {} (catch up first)",
+                self.id, plan.round
+            )));
+        };
+        if plan.session != session || plan.round != round {
+            return Err(misbehaved(
+                Peer::Server,
+                format!(
+                    "planned round {} of session {:#x}; client {}'s catch-up was for round \
+                     {round} of session {session:#x}",
+                    plan.round, plan.session, self.id
+                ),
+            ));
+        }
+        if plan.clients.binary_search(&self.id).is_err() {
+            return Err(misbehaved(
+                Peer::Server,
+                format!(
+                    "asked client {} to train round {}, whose plan leaves it out",
+                    self.id, plan.round
+                ),
+            ));
         }
         if plan.seeds.len() != spec.local_steps {
             return Err(misbehaved(
@@ -206,7 +267,9 @@ impl Client {
             spec.step(&mut x, &s.delta);
         }
         Ok(Reply {
+            session,
             client: self.id,
+            ticket,
             round: plan.round,
             scalars,
         })

@@ -3,6 +3,12 @@
 //! A round is: the server broadcasts a [`RoundPlan`]; each participant receives a [`CatchUp`]
 //! and answers with a [`Reply`]. Client ids are `u32` on the wire; [`Server::new`] bounds them.
 //!
+//! Every message names the server's session (a random id per server run), so a message of
+//! another run is refused rather than applied along another run's directions. A catch-up is
+//! addressed to one client and carries its [`Ticket`] for the round, which its reply must
+//! return: a client cannot reply under another's id without having seen that client's
+//! catch-up (which the transport delivers to that client alone).
+//!
 //! [`Server::new`]: super::Server::new
 
 use super::state::{ModelState, RoundRecord};
@@ -15,9 +21,15 @@ pub const SCALAR_BYTES: u64 = 4;
 /// Bytes of a parameter of a full-model catch-up: `f64`, so the client's copy is exact.
 pub const FULL_PARAM_BYTES: u64 = 8;
 
+/// A participant's proof, in its reply, that it received its own catch-up of the round: a MAC
+/// of (session, round, client) under a key only the server holds.
+pub type Ticket = [u8; 32];
+
 /// The start of a round, broadcast to its participants.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RoundPlan {
+    /// The server run.
+    pub session: u64,
     /// The round.
     pub round: u64,
     /// One seed per local step.
@@ -26,9 +38,30 @@ pub struct RoundPlan {
     pub clients: Vec<usize>,
 }
 
-/// What a participant receives to hold the round's starting state.
+/// What one participant receives: the round's session, its id, its reply ticket, and what it
+/// needs to hold the round's starting state.
 #[derive(Clone, Debug, PartialEq)]
-pub enum CatchUp {
+pub struct CatchUp {
+    /// The server run.
+    pub session: u64,
+    /// The participant it is addressed to.
+    pub client: usize,
+    /// What its reply must carry.
+    pub ticket: Ticket,
+    /// The state update.
+    pub update: Update,
+}
+
+impl CatchUp {
+    /// Payload bytes (seeds, scalars, or full vectors; the addressing is not counted).
+    pub fn bytes(&self) -> u64 {
+        self.update.bytes()
+    }
+}
+
+/// How a participant reaches the round's starting state.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Update {
     /// The client already holds the state of this round.
     UpToDate {
         /// The round.
@@ -40,16 +73,16 @@ pub enum CatchUp {
     Full(ModelState),
 }
 
-impl CatchUp {
+impl Update {
     /// Payload bytes (seeds, scalars, or full vectors).
     pub fn bytes(&self) -> u64 {
         match self {
-            CatchUp::UpToDate { .. } => 0,
-            CatchUp::Replay(records) => records
+            Update::UpToDate { .. } => 0,
+            Update::Replay(records) => records
                 .iter()
                 .map(|r| SEED_BYTES * r.seeds.len() as u64 + SCALAR_BYTES * r.scalars.len() as u64)
                 .sum(),
-            CatchUp::Full(s) => {
+            Update::Full(s) => {
                 let vectors = 1 + u64::from(s.h.is_some());
                 FULL_PARAM_BYTES * vectors * s.x.len() as u64
             }
@@ -60,8 +93,12 @@ impl CatchUp {
 /// A participant's answer: its `τ·P` scalars for the round.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Reply {
+    /// The server run.
+    pub session: u64,
     /// The sender.
     pub client: usize,
+    /// The ticket of the sender's catch-up.
+    pub ticket: Ticket,
     /// The round the scalars are for.
     pub round: u64,
     /// Step-major scalars.
@@ -81,6 +118,7 @@ impl Message for RoundPlan {
     const NAME: &'static str = "scalar_fl round plan";
 
     fn write_fields(&self, w: &mut Writer) {
+        w.u64(self.session);
         w.u64(self.round);
         w.u64s(&self.seeds);
         w.len(self.clients.len());
@@ -88,6 +126,7 @@ impl Message for RoundPlan {
     }
 
     fn read_fields(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        let session = r.u64()?;
         let round = r.u64()?;
         let seeds = r.u64s()?;
         let n = r.count(4)?;
@@ -96,6 +135,7 @@ impl Message for RoundPlan {
             return Err(r.invalid("participants are not strictly ascending"));
         }
         Ok(Self {
+            session,
             round,
             seeds,
             clients,
@@ -109,14 +149,18 @@ impl Message for Reply {
     const NAME: &'static str = "scalar_fl reply";
 
     fn write_fields(&self, w: &mut Writer) {
+        w.u64(self.session);
         w.len(self.client);
+        w.raw(&self.ticket);
         w.u64(self.round);
         w.f32s(&self.scalars);
     }
 
     fn read_fields(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
         Ok(Self {
+            session: r.u64()?,
             client: r.index()?,
+            ticket: ticket(r)?,
             round: r.u64()?,
             scalars: r.f32s()?,
         })
@@ -133,12 +177,15 @@ impl Message for CatchUp {
     const NAME: &'static str = "scalar_fl catch-up";
 
     fn write_fields(&self, w: &mut Writer) {
-        match self {
-            CatchUp::UpToDate { round } => {
+        w.u64(self.session);
+        w.len(self.client);
+        w.raw(&self.ticket);
+        match &self.update {
+            Update::UpToDate { round } => {
                 w.u8(UP_TO_DATE);
                 w.u64(*round);
             }
-            CatchUp::Replay(records) => {
+            Update::Replay(records) => {
                 w.u8(REPLAY);
                 w.len(records.len());
                 for rec in records {
@@ -147,7 +194,7 @@ impl Message for CatchUp {
                     w.f32s(&rec.scalars);
                 }
             }
-            CatchUp::Full(state) => {
+            Update::Full(state) => {
                 w.u8(FULL);
                 w.u64(state.round);
                 w.f64s(&state.x);
@@ -160,47 +207,62 @@ impl Message for CatchUp {
     }
 
     fn read_fields(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
-        match r.u8()? {
-            UP_TO_DATE => Ok(CatchUp::UpToDate { round: r.u64()? }),
-            REPLAY => {
-                // A record is at least its round and two counts.
-                let n = r.count(16)?;
-                let mut records: Vec<RoundRecord> = Vec::with_capacity(n);
-                for _ in 0..n {
-                    let rec = RoundRecord {
-                        round: r.u64()?,
-                        seeds: r.u64s()?,
-                        scalars: r.f32s()?,
-                    };
-                    if let Some(prev) = records.last()
-                        && prev.round.checked_add(1) != Some(rec.round)
-                    {
-                        return Err(r.invalid(format!(
-                            "replayed rounds are not consecutive ({} then {})",
-                            prev.round, rec.round
-                        )));
-                    }
-                    records.push(rec);
-                }
-                Ok(CatchUp::Replay(records))
-            }
-            FULL => {
-                let round = r.u64()?;
-                let x = r.f64s()?;
-                let h = if r.bool()? {
-                    let h = r.f64s()?;
-                    if h.len() != x.len() || h.iter().any(|&v| v <= 0.0) {
-                        return Err(r.invalid(
-                            "the Hessian diagonal is not positive or not the model's length",
-                        ));
-                    }
-                    Some(h)
-                } else {
-                    None
+        Ok(Self {
+            session: r.u64()?,
+            client: r.index()?,
+            ticket: ticket(r)?,
+            update: update(r)?,
+        })
+    }
+}
+
+fn ticket(r: &mut Reader<'_>) -> Result<Ticket, DecodeError> {
+    let mut t = [0u8; 32];
+    t.copy_from_slice(r.fixed(32)?);
+    Ok(t)
+}
+
+fn update(r: &mut Reader<'_>) -> Result<Update, DecodeError> {
+    match r.u8()? {
+        UP_TO_DATE => Ok(Update::UpToDate { round: r.u64()? }),
+        REPLAY => {
+            // A record is at least its round and two counts.
+            let n = r.count(16)?;
+            let mut records: Vec<RoundRecord> = Vec::with_capacity(n);
+            for _ in 0..n {
+                let rec = RoundRecord {
+                    round: r.u64()?,
+                    seeds: r.u64s()?,
+                    scalars: r.f32s()?,
                 };
-                Ok(CatchUp::Full(ModelState { x, h, round }))
+                if let Some(prev) = records.last()
+                    && prev.round.checked_add(1) != Some(rec.round)
+                {
+                    return Err(r.invalid(format!(
+                        "replayed rounds are not consecutive ({} then {})",
+                        prev.round, rec.round
+                    )));
+                }
+                records.push(rec);
             }
-            tag => Err(r.invalid(format!("unknown catch-up variant {tag}"))),
+            Ok(Update::Replay(records))
         }
+        FULL => {
+            let round = r.u64()?;
+            let x = r.f64s()?;
+            let h = if r.bool()? {
+                let h = r.f64s()?;
+                if h.len() != x.len() || h.iter().any(|&v| v <= 0.0) {
+                    return Err(r.invalid(
+                        "the Hessian diagonal is not positive or not the model's length",
+                    ));
+                }
+                Some(h)
+            } else {
+                None
+            };
+            Ok(Update::Full(ModelState { x, h, round }))
+        }
+        tag => Err(r.invalid(format!("unknown catch-up variant {tag}"))),
     }
 }

@@ -12,7 +12,9 @@ mod server;
 mod state;
 
 pub use client::{Client, Probe};
-pub use messages::{CatchUp, FULL_PARAM_BYTES, Reply, RoundPlan, SCALAR_BYTES, SEED_BYTES};
+pub use messages::{
+    CatchUp, FULL_PARAM_BYTES, Reply, RoundPlan, SCALAR_BYTES, SEED_BYTES, Ticket, Update,
+};
 pub use server::{MAX_CLIENTS, Server};
 pub use state::{
     ModelState, ReplaySpec, RoundRecord, Rule, Scratch, add_scaled_direction, direction_key,

@@ -4,19 +4,31 @@
 
 use std::collections::VecDeque;
 
-use rand::Rng;
+use privopt_math::sample::secret_rng;
 use rand::seq::index::sample;
+use rand::{Rng, RngCore};
+use zeroize::Zeroizing;
 
-use super::messages::{CatchUp, Reply, RoundPlan};
+use super::messages::{CatchUp, Reply, RoundPlan, Ticket, Update};
 use super::state::{ModelState, ReplaySpec, RoundRecord, Scratch};
 use crate::error::{Error, Peer, Result, check_param, misbehaved};
 
 /// Most clients a server tracks (its per-client state is 8 bytes each).
 pub const MAX_CLIENTS: usize = 1 << 24;
 
-/// Server state.
-#[derive(Debug)]
+/// The default bound on a reply's scalars ([`Server::set_scalar_bound`]): directional
+/// derivatives of a sane loss are far below it, while one huge scalar would move the model
+/// along its direction for good.
+pub const DEFAULT_SCALAR_BOUND: f32 = 1e6;
+
+/// Server state. A clone is a checkpoint (the same session and ticket key).
+#[derive(Clone)]
 pub struct Server {
+    /// This run's id, in every message (drawn from OS randomness: it changes no number).
+    session: u64,
+    /// The key of the participants' tickets (OS randomness).
+    ticket_key: Zeroizing<[u8; 32]>,
+    scalar_bound: f32,
     spec: ReplaySpec,
     state: ModelState,
     history: VecDeque<RoundRecord>,
@@ -32,6 +44,17 @@ pub struct Server {
     scratch: Scratch,
 }
 
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("session", &self.session)
+            .field("round", &self.state.round)
+            .field("clients", &self.synced.len())
+            .field("open", &self.open.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
 impl Server {
     /// A server for `clients` clients that all start from `initial` (round 0). A client more
     /// than `staleness_bound` rounds behind is sent the full state instead of a replay.
@@ -45,7 +68,13 @@ impl Server {
             format!("clients must be in 1..={MAX_CLIENTS}, got {clients}")
         })?;
         spec.validate()?;
+        let mut os = secret_rng(None);
+        let mut ticket_key = Zeroizing::new([0u8; 32]);
+        os.fill_bytes(&mut *ticket_key);
         Ok(Self {
+            session: os.next_u64(),
+            ticket_key,
+            scalar_bound: DEFAULT_SCALAR_BOUND,
             spec,
             synced: vec![initial.round; clients],
             sent: Vec::new(),
@@ -56,6 +85,31 @@ impl Server {
             full_downloads: 0,
             scratch: Scratch::default(),
         })
+    }
+
+    /// Refuses replies with a scalar beyond `±bound` (naming the client) instead of averaging
+    /// it in; [`DEFAULT_SCALAR_BOUND`] until set.
+    pub fn set_scalar_bound(&mut self, bound: f32) -> Result<()> {
+        check_param(bound.is_finite() && bound > 0.0, || {
+            format!("the scalar bound must be finite and > 0, got {bound}")
+        })?;
+        self.scalar_bound = bound;
+        Ok(())
+    }
+
+    /// This server run's session id.
+    pub fn session(&self) -> u64 {
+        self.session
+    }
+
+    /// The ticket of `client` for `round`.
+    fn ticket(&self, round: u64, client: usize) -> Ticket {
+        let mut h = blake3::Hasher::new_keyed(&self.ticket_key);
+        h.update(b"privopt scalar_fl ticket");
+        h.update(&self.session.to_le_bytes());
+        h.update(&round.to_le_bytes());
+        h.update(&(client as u64).to_le_bytes());
+        *h.finalize().as_bytes()
     }
 
     /// The global state (the start of the next round).
@@ -96,6 +150,7 @@ impl Server {
         let mut clients = sample(rng, n, per_round).into_vec();
         clients.sort_unstable();
         let plan = RoundPlan {
+            session: self.session,
             round: self.state.round,
             seeds: (0..self.spec.local_steps).map(|_| rng.random()).collect(),
             clients,
@@ -123,10 +178,10 @@ impl Server {
         let from = self.synced[client];
         let within_bound = self.staleness_bound.is_none_or(|b| now - from <= b);
         let kept_from = self.history.front().map_or(now, |r| r.round);
-        let msg = if from == now {
-            CatchUp::UpToDate { round: now }
+        let update = if from == now {
+            Update::UpToDate { round: now }
         } else if within_bound && from >= kept_from {
-            CatchUp::Replay(
+            Update::Replay(
                 self.history
                     .iter()
                     .skip((from - kept_from) as usize)
@@ -135,7 +190,13 @@ impl Server {
             )
         } else {
             self.full_downloads += 1;
-            CatchUp::Full(self.state.clone())
+            Update::Full(self.state.clone())
+        };
+        let msg = CatchUp {
+            session: self.session,
+            client,
+            ticket: self.ticket(now, client),
+            update,
         };
         if !self.sent.iter().any(|&(c, _)| c == client) {
             self.sent.push((client, from));
@@ -174,9 +235,10 @@ impl Server {
         Ok(())
     }
 
-    /// Checks one reply against the open round: refused if it is for another round, from a
-    /// non-participant, already among `accepted` (the clients whose replies were taken), of
-    /// the wrong length or not finite. A driver that receives replies one at a time calls
+    /// Checks one reply against the open round: refused if it is for another session or
+    /// round, from a non-participant, without the ticket of the client it names, already
+    /// among `accepted` (the clients whose replies were taken), of the wrong length, not
+    /// finite, or beyond the scalar bound. A driver that receives replies one at a time calls
     /// this on each before keeping it.
     pub fn check_reply(&self, reply: &Reply, accepted: &[usize]) -> Result<()> {
         let plan = self
@@ -185,6 +247,12 @@ impl Server {
             .ok_or_else(|| Error::OutOfOrder("no round is open".into()))?;
         let want = self.spec.scalars_per_round();
         let peer = Peer::Party(reply.client as u64);
+        if reply.session != self.session {
+            return Err(misbehaved(
+                peer,
+                "replied for another server session (a message of another run)",
+            ));
+        }
         if reply.round != plan.round {
             return Err(misbehaved(
                 peer,
@@ -200,6 +268,15 @@ impl Server {
                 format!("replied in round {}, which it is not in", plan.round),
             ));
         }
+        // blake3's `Hash` compares in constant time.
+        if blake3::Hash::from(reply.ticket)
+            != blake3::Hash::from(self.ticket(plan.round, reply.client))
+        {
+            return Err(misbehaved(
+                peer,
+                "replied without the ticket of its own catch-up (another client's reply?)",
+            ));
+        }
         if accepted.contains(&reply.client) {
             return Err(misbehaved(
                 peer,
@@ -212,6 +289,15 @@ impl Server {
                 format!(
                     "sent {} scalars (expected {want} finite ones)",
                     reply.scalars.len()
+                ),
+            ));
+        }
+        if let Some(s) = reply.scalars.iter().find(|s| s.abs() > self.scalar_bound) {
+            return Err(misbehaved(
+                peer,
+                format!(
+                    "sent the scalar {s:e}, beyond the bound ±{:e}",
+                    self.scalar_bound
                 ),
             ));
         }
@@ -247,6 +333,12 @@ impl Server {
             scalars,
         };
         self.state.apply(&record, &self.spec, &mut self.scratch)?;
+        if self.state.x.iter().any(|v| !v.is_finite()) {
+            return Err(Error::Diverged {
+                round: record.round,
+                what: "the global model".into(),
+            });
+        }
         for &(client, from) in &self.sent {
             if !seen.contains(&client) {
                 self.synced[client] = from;

@@ -129,7 +129,7 @@ pub struct ModelState {
 }
 
 /// Reusable buffers of a replay or local update (no per-round allocation).
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Scratch {
     /// A direction `u`.
     pub u: Vec<f64>,

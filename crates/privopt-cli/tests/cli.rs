@@ -711,3 +711,29 @@ fn failed_run_leaves_no_folder() {
     assert!(!out.exists());
     assert!(staging_leftovers(tmp.path()).is_empty());
 }
+
+/// Findings 4 and 6 of the third adversarial pass: a DOME sketch rank above the model's
+/// parameter count panicked (exit 101), and `lr = 1e300` ran to exit 0 with a loss of 5.6e298.
+#[test]
+fn a_sketch_rank_above_the_parameter_count_and_an_absurd_lr_are_one_line_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/quickstart");
+    let dome = std::fs::read_to_string(root.join("dome.toml")).unwrap();
+    let cfg = tmp.path().join("dome.toml");
+    // The logistic model on 20 features has 21 parameters.
+    std::fs::write(&cfg, dome.replace("k = 8", "k = 1000")).unwrap();
+    let o = privopt(&["run", cfg.to_str().unwrap()], tmp.path());
+    assert_clean_failure(&o, &["sketch rank", "1000"]);
+
+    let sgd = std::fs::read_to_string(root.join("sgd.toml")).unwrap();
+    assert!(sgd.contains("lr = "), "the sgd quickstart sets lr");
+    let lr = sgd
+        .lines()
+        .find(|l| l.starts_with("lr = "))
+        .unwrap()
+        .to_string();
+    let cfg = tmp.path().join("sgd.toml");
+    std::fs::write(&cfg, sgd.replace(&lr, "lr = 1e300")).unwrap();
+    let o = privopt(&["run", cfg.to_str().unwrap()], tmp.path());
+    assert_clean_failure(&o, &["method.lr", "1e300"]);
+}

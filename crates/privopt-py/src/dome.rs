@@ -100,7 +100,7 @@ impl PyServer {
                 SketchKind::Learned { .. } | SketchKind::LearnedNoProbes
             ),
         };
-        let sketch = Sketch::new(kind, d, k, &mut rng);
+        let sketch = Sketch::new(kind, d, k, &mut rng).map_err(errors::protocol)?;
         let server = DomeServer::new(settings, w0, sketch).map_err(errors::protocol)?;
         Ok(Self { server, rng })
     }
@@ -207,7 +207,7 @@ fn client_release<'py>(
     let words = py
         .detach(|| {
             let out = release(&mut grad, &round, basis, &mut secret_rng(None))?;
-            Ok::<_, privopt_protocols::Error>(quantizer(&round)?.encode(&out.vector))
+            Ok::<_, privopt_protocols::Error>(quantizer(&round)?.encode(&out.vector)?)
         })
         .map_err(errors::protocol)?;
     Ok(array(py, words))

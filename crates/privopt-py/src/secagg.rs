@@ -183,9 +183,15 @@ impl PyQuantizer {
         self.0.max_summands()
     }
 
-    /// ``uint32`` words of ``values``: clipped, scaled, rounded to nearest (NaN encodes as 0).
-    fn encode<'py>(&self, py: Python<'py>, values: Reals<'_>) -> Bound<'py, PyArray1<u32>> {
-        array(py, self.0.encode(&to_vec(&values)))
+    /// ``uint32`` words of ``values``: clipped, scaled, rounded to nearest; a NaN or infinite
+    /// value raises :class:`~privopt.errors.ParameterError` naming its index.
+    fn encode<'py>(
+        &self,
+        py: Python<'py>,
+        values: Reals<'_>,
+    ) -> PyResult<Bound<'py, PyArray1<u32>>> {
+        let words = self.0.encode(&to_vec(&values)).map_err(errors::secagg)?;
+        Ok(array(py, words))
     }
 
     /// The reals whose encodings sum to ``total`` (modulo 2^32).

@@ -8,6 +8,9 @@
 
 use crate::Error;
 
+/// Most vectors one code sums (2^24: the scale keeps 2^7 levels per sign per summand).
+pub const MAX_SUMMANDS: usize = 1 << 24;
+
 /// A fixed-point code for one aggregation.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Quantizer {
@@ -17,14 +20,22 @@ pub struct Quantizer {
 }
 
 impl Quantizer {
-    /// A code for values clipped to `[−clip, clip]`, summed over at most `max_summands` vectors.
+    /// A code for values clipped to `[−clip, clip]`, summed over at most `max_summands` vectors
+    /// (at most [`MAX_SUMMANDS`], so each summand keeps at least 2^7 levels per sign).
     pub fn new(clip: f64, max_summands: usize) -> Result<Self, Error> {
-        if !(clip.is_finite() && clip > 0.0) || max_summands == 0 {
+        if !(clip.is_finite() && clip > 0.0) || !(1..=MAX_SUMMANDS).contains(&max_summands) {
             return Err(Error::Parameters(format!(
-                "quantizer needs a finite clip > 0 and ≥ 1 summand, got {clip} and {max_summands}"
+                "quantizer needs a finite clip > 0 and 1..={MAX_SUMMANDS} summands, got {clip} \
+                 and {max_summands}"
             )));
         }
         let scale = f64::from(i32::MAX) / (max_summands as f64 * clip);
+        // A clip so small that the scale overflows has no representable step.
+        if !scale.is_finite() {
+            return Err(Error::Parameters(format!(
+                "quantizer clip {clip:e} is too small to encode at any resolution"
+            )));
+        }
         Ok(Self {
             clip,
             max_summands,
@@ -37,20 +48,23 @@ impl Quantizer {
         self.clip
     }
 
-    /// Encodes one vector (values beyond the clip are clipped; NaN encodes as 0).
-    pub fn encode(&self, values: &[f64]) -> Vec<u32> {
-        values
+    /// Encodes one vector: values beyond the clip are clipped; a NaN or infinite value is
+    /// refused (naming its index) rather than encoded as a number it is not.
+    pub fn encode(&self, values: &[f64]) -> Result<Vec<u32>, Error> {
+        if let Some(i) = values.iter().position(|x| !x.is_finite()) {
+            return Err(Error::Parameters(format!(
+                "value {i} is {}: only finite values can be quantized",
+                values[i]
+            )));
+        }
+        Ok(values
             .iter()
             .map(|&x| {
-                let x = if x.is_nan() {
-                    0.0
-                } else {
-                    x.clamp(-self.clip, self.clip)
-                };
+                let x = x.clamp(-self.clip, self.clip);
                 // |x·scale| ≤ (2^31 − 1)/max_summands: the rounded value fits an i32.
                 ((x * self.scale).round() as i32) as u32
             })
-            .collect()
+            .collect())
     }
 
     /// Decodes a sum of at most `max_summands` encoded vectors.
@@ -98,7 +112,7 @@ mod tests {
             .collect();
         let mut sum = vec![0u32; 64];
         for v in &vectors {
-            for (s, w) in sum.iter_mut().zip(q.encode(v)) {
+            for (s, w) in sum.iter_mut().zip(q.encode(v).unwrap()) {
                 *s = s.wrapping_add(w);
             }
         }
@@ -115,9 +129,25 @@ mod tests {
         // Coordinate 0 is the extreme 100 × 2.5 and must not wrap.
         assert!((decoded[0] - 250.0).abs() <= bound);
         // Clipping: a value beyond the clip decodes as the clip.
-        let clipped = q.decode_sum(&q.encode(&[1e9, -1e9]));
+        let clipped = q.decode_sum(&q.encode(&[1e9, -1e9]).unwrap());
         assert!((clipped[0] - 2.5).abs() <= q.sum_error_bound(1));
         assert!((clipped[1] + 2.5).abs() <= q.sum_error_bound(1));
         assert!(Quantizer::new(0.0, 3).is_err());
+    }
+
+    /// Finding 6 of the third adversarial pass: NaN and infinity were encoded as 0 (and ±clip),
+    /// and a code whose step exceeded the clip encoded everything as 0 without a word.
+    #[test]
+    fn non_finite_values_and_collapsed_resolutions_are_refused() {
+        let q = Quantizer::new(1.0, 10).unwrap();
+        for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            let e = q.encode(&[0.5, bad]).unwrap_err().to_string();
+            assert!(e.contains("value 1"), "{e}");
+        }
+        assert!(Quantizer::new(1.0, MAX_SUMMANDS + 1).is_err());
+        assert!(Quantizer::new(1e-320, 1).is_err());
+        // At the bounds the code still resolves: one unit step is below the clip.
+        let coarse = Quantizer::new(1.0, MAX_SUMMANDS).unwrap();
+        assert_ne!(coarse.encode(&[0.5]).unwrap(), vec![0]);
     }
 }

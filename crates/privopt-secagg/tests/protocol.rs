@@ -439,7 +439,7 @@ fn one_masked_vector_looks_uniform_to_the_server() {
     let d = 1 << 17;
     let q = Quantizer::new(1.0, 10).unwrap();
     let values: Vec<f64> = (0..d).map(|i| ((i % 97) as f64 - 48.0) / 4800.0).collect();
-    let input = q.encode(&values);
+    let input = q.encode(&values).unwrap();
     let (_, mut clients, routed) = through_sharing_len(3, 2, context(0), 77, d);
     let masked = clients[0].mask_input(&routed[0], &input).unwrap().masked;
     let critical = chi_square_critical(255.0);

@@ -51,6 +51,18 @@ pub fn release_many(
             round.m_hat.len(),
         )));
     }
+    // A non-finite gradient would clip to NaN and reach the sum as zeros: refuse it.
+    if let Some(i) = grads.iter().position(|g| !g.is_finite()) {
+        return Err(Error::Diverged {
+            round: round.round,
+            what: format!(
+                "gradient value {} of client vector {} ({})",
+                i % d,
+                i / d,
+                grads[i]
+            ),
+        });
+    }
     let noise = Normal::new(0.0, round.noise_std)
         .map_err(|e| Error::Parameters(format!("DOME noise: {e}")))?;
     for grad in grads.chunks_mut(d) {

@@ -6,6 +6,11 @@ use faer::{Mat, MatRef};
 use rand::Rng;
 use rand_distr::StandardNormal;
 
+use crate::error::{Result, check_param};
+
+/// Most entries of a sketch matrix (`d · k`, 2 GiB of `f64`).
+pub const MAX_SKETCH_ENTRIES: usize = 1 << 28;
+
 /// How the sketch evolves.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum SketchKind {
@@ -98,13 +103,26 @@ fn gaussian(d: usize, k: usize, rng: &mut impl Rng) -> Mat<f64> {
 }
 
 impl Sketch {
-    /// `S_0`: an orthonormalized Gaussian d × k matrix (identity for `Identity`).
-    pub fn new(kind: SketchKind, d: usize, k: usize, rng: &mut impl Rng) -> Self {
+    /// `S_0`: an orthonormalized Gaussian d × k matrix (identity for `Identity`). The rank
+    /// must be in `1..=d` (a d × k matrix with k > d has no orthonormal columns), and `d · k`
+    /// at most [`MAX_SKETCH_ENTRIES`].
+    pub fn new(kind: SketchKind, d: usize, k: usize, rng: &mut impl Rng) -> Result<Self> {
+        check_param(d >= 1, || "the model has no parameters to sketch".into())?;
         let (k, s) = match kind {
             SketchKind::Identity => (d, Mat::zeros(0, 0)),
-            _ => (k, orthonormalize(gaussian(d, k, rng).as_ref())),
+            _ => {
+                check_param((1..=d).contains(&k), || {
+                    format!("the sketch rank k must be in 1..={d} (the parameter count), got {k}")
+                })?;
+                check_param(d.saturating_mul(k) <= MAX_SKETCH_ENTRIES, || {
+                    format!(
+                        "a {d} × {k} sketch has more than {MAX_SKETCH_ENTRIES} entries; lower k"
+                    )
+                })?;
+                (k, orthonormalize(gaussian(d, k, rng).as_ref()))
+            }
         };
-        Self {
+        Ok(Self {
             kind,
             d,
             k,
@@ -112,7 +130,7 @@ impl Sketch {
             u: Mat::zeros(0, 0),
             lambda: Vec::new(),
             kept: 0,
-        }
+        })
     }
 
     /// Sketch dimension `k` (`d` for the identity).
@@ -273,7 +291,7 @@ mod tests {
     fn the_factored_update_equals_a_direct_qr_of_y() {
         let (d, k) = (300, 6);
         let mut rng = ChaCha8Rng::seed_from_u64(1);
-        let mut sk = Sketch::new(SketchKind::LearnedNoProbes, d, k, &mut rng);
+        let mut sk = Sketch::new(SketchKind::LearnedNoProbes, d, k, &mut rng).unwrap();
         for _ in 0..3 {
             let g: Vec<f64> = (0..d).map(|_| rng.sample(StandardNormal)).collect();
             // Direct: Y = U Λ + g g^T U, compare the spanned projector and the R column norms.
@@ -306,7 +324,7 @@ mod tests {
         let mut rng = ChaCha8Rng::seed_from_u64(2);
         // Gradients in a fixed 2-dimensional subspace.
         let basis = orthonormalize(gaussian(d, 2, &mut rng).as_ref());
-        let mut sk = Sketch::new(SketchKind::Learned { energy: 0.99 }, d, k, &mut rng);
+        let mut sk = Sketch::new(SketchKind::Learned { energy: 0.99 }, d, k, &mut rng).unwrap();
         for _ in 0..20 {
             let (a, b): (f64, f64) = (rng.sample(StandardNormal), rng.sample(StandardNormal));
             let g: Vec<f64> = (0..d)
@@ -340,8 +358,8 @@ mod tests {
         // sketch never learns it; the probed one finds part of it.
         let (d, k) = (400, 4);
         let mut rng = ChaCha8Rng::seed_from_u64(3);
-        let mut noprobe = Sketch::new(SketchKind::LearnedNoProbes, d, k, &mut rng);
-        let mut probed = Sketch::new(SketchKind::Learned { energy: 0.9 }, d, k, &mut rng);
+        let mut noprobe = Sketch::new(SketchKind::LearnedNoProbes, d, k, &mut rng).unwrap();
+        let mut probed = Sketch::new(SketchKind::Learned { energy: 0.9 }, d, k, &mut rng).unwrap();
         let target: Vec<f64> = (0..d).map(|_| rng.sample(StandardNormal)).collect();
         let observe = |sk: &Sketch, g: &[f64]| {
             let col = MatRef::from_column_major_slice(g, g.len(), 1);
@@ -379,10 +397,17 @@ mod tests {
     #[test]
     fn diag_of_s_st_sums_to_k() {
         let mut rng = ChaCha8Rng::seed_from_u64(4);
-        let sk = Sketch::new(SketchKind::Random, 200, 7, &mut rng);
+        let sk = Sketch::new(SketchKind::Random, 200, 7, &mut rng).unwrap();
         let total: f64 = sk.diag_sst().iter().sum();
         assert!((total - 7.0).abs() < 1e-10);
-        let id = Sketch::new(SketchKind::Identity, 5, 0, &mut rng);
+        let id = Sketch::new(SketchKind::Identity, 5, 0, &mut rng).unwrap();
+        // Finding 4 of the third adversarial pass: a rank above the parameter count panicked.
+        for (d, k) in [(5, 6), (5, 0), (0, 1), (1 << 20, 1 << 9)] {
+            assert!(
+                Sketch::new(SketchKind::Random, d, k, &mut rng).is_err(),
+                "{d} × {k}"
+            );
+        }
         assert_eq!(id.dim(), 5);
         assert_eq!(
             id.decompress(&[1.0, 2.0, 3.0, 4.0, 5.0]),

@@ -176,10 +176,15 @@ impl LrSchedule {
     }
 }
 
+/// The largest learning rate a config accepts: far beyond any stable step of the models
+/// privopt trains (inputs scaled to unit range), and small enough that a run given a typo such
+/// as `lr = 1e300` is refused up front instead of ending with a finite but absurd loss.
+pub const MAX_LR: f64 = 1e4;
+
 /// Checks a learning rate.
 pub fn check_lr(lr: f64) -> Result<()> {
-    ensure(lr > 0.0 && lr.is_finite(), || {
-        format!("method.lr must be > 0, got {lr}")
+    ensure(lr > 0.0 && lr <= MAX_LR, || {
+        format!("method.lr must be in (0, {MAX_LR:e}], got {lr:e}")
     })
 }
 

@@ -452,7 +452,7 @@ pub fn train(
     };
     let mut rng = seeds.stream("dome/run", &[]);
     let w0 = model.init_params(&mut rng);
-    let sketch = Sketch::new(cfg.sketch_kind(), d, cfg.k, &mut rng);
+    let sketch = Sketch::new(cfg.sketch_kind(), d, cfg.k, &mut rng)?;
     let dim = sketch.dim();
     let eval_test = eval_subset(&problem.test, cfg.eval_examples);
     let rounds_per_epoch = problem
@@ -553,7 +553,7 @@ pub fn train(
                 let mut encoded = Vec::with_capacity(bp);
                 let mut noises = Vec::with_capacity(bp);
                 for r in release_many(cols, &broadcast, server.basis(), &mut rng)? {
-                    encoded.push(q.encode(&r.vector));
+                    encoded.push(q.encode(&r.vector)?);
                     noises.push(r.noise);
                 }
                 // A driver knows who sent a masked vector before it asks SecAgg+ to unmask;

@@ -172,7 +172,32 @@ impl PublicKey {
         }
     }
 
-    /// `E(k · a) = E(a)^k` for a signed integer `k` (a negative `k` inverts first).
+    /// `a · obfuscator`: the same plaintext under fresh randomness (a DJN obfuscator), so that
+    /// a product, a negation or a sum reveals nothing of the ciphertexts it came from (`E(a)·0`
+    /// is otherwise the ciphertext 1, which shows the zero).
+    pub fn rerandomize(&self, a: &Ciphertext, rng: &mut impl CryptoRng) -> Ciphertext {
+        let r = self.obfuscator_djn(rng);
+        // c·R times r·R² over R: (c·r)·R, the product's Montgomery form.
+        Ciphertext {
+            c: self.n2.mul_new(&a.c, &r.0),
+        }
+    }
+
+    /// Refuses a factor `k` with `|k| ≥ n/2`: plaintexts live in `(−n/2, n/2]`, so such a
+    /// factor aliases another one and the product decrypts to a wrapped value.
+    pub fn check_factor(&self, k: &BigInt) -> Result<(), PaillierError> {
+        self.plaintext(k).map(drop).map_err(|_| {
+            PaillierError::OutOfRange(format!(
+                "a factor of {} bits; factors must be below n/2 ({} bits) in magnitude",
+                k.bits(),
+                self.bits - 1
+            ))
+        })
+    }
+
+    /// `E(k · a) = E(a)^k` for a signed integer `k` (a negative `k` inverts first). Not
+    /// re-randomized (see [`PublicKey::rerandomize`]); `k` should pass
+    /// [`PublicKey::check_factor`].
     pub fn mul_scalar(&self, a: &Ciphertext, k: &BigInt) -> Ciphertext {
         let base = if k.is_negative() {
             self.n2.to_mont(&self.inverse(&self.value(a)))

@@ -39,7 +39,22 @@ pub enum Method {
     Dome = 5,
     /// SecAgg+ (what DOME sums with).
     SecAgg = 6,
+    /// Objects a user keeps or moves outside any protocol (Paillier arrays, CKKS ciphertexts
+    /// from Python): the same framing and checksum, with [`MAX_STANDALONE_BYTES`] as the limit.
+    Standalone = 7,
 }
+
+/// Kinds of [`Method::Standalone`] frames.
+pub mod standalone {
+    /// A Paillier encrypted array (the Python `EncryptedArray`).
+    pub const PAILLIER_ARRAY: u8 = 1;
+    /// A leveled CKKS ciphertext (the Python `ckks.Ciphertext`): its own encoding, nested.
+    pub const CKKS_CIPHERTEXT: u8 = 2;
+}
+
+/// Largest standalone object a decoder accepts (4 GiB: a user's own storage, not a peer's
+/// message).
+pub const MAX_STANDALONE_BYTES: usize = 4 << 30;
 
 /// Why bytes were refused. Decoding changes no state, so the caller may drop the message
 /// and carry on.
@@ -64,13 +79,15 @@ pub enum DecodeError {
         /// How many.
         extra: usize,
     },
-    /// More than [`MAX_MESSAGE_BYTES`].
-    #[error("{what}: {len} bytes exceeds the {MAX_MESSAGE_BYTES}-byte limit")]
+    /// More than [`MAX_MESSAGE_BYTES`] ([`MAX_STANDALONE_BYTES`] for standalone objects).
+    #[error("{what}: {len} bytes exceeds the {limit}-byte limit")]
     TooLarge {
         /// The message type.
         what: &'static str,
         /// Bytes given.
         len: usize,
+        /// The limit.
+        limit: usize,
     },
     /// The checksum does not match: the bytes were damaged on the way.
     #[error("{what}: checksum mismatch (damaged in transit)")]
@@ -170,7 +187,11 @@ pub fn decode<T>(
     kind: u8,
     read: impl FnOnce(&mut Reader<'_>) -> Result<T, DecodeError>,
 ) -> Result<T, DecodeError> {
-    let body = verify_checksum(bytes, what)?;
+    let limit = match method {
+        Method::Standalone => MAX_STANDALONE_BYTES,
+        _ => MAX_MESSAGE_BYTES,
+    };
+    let body = verify_checksum(bytes, what, limit)?;
     let mut r = Reader::new(body, what);
     r.header(method as u8, kind)?;
     let msg = read(&mut r)?;
@@ -186,11 +207,16 @@ fn checksum(framed: &[u8]) -> [u8; CHECKSUM_BYTES] {
 }
 
 /// Header and fields of `bytes` once its size and checksum are right.
-fn verify_checksum<'a>(bytes: &'a [u8], what: &'static str) -> Result<&'a [u8], DecodeError> {
-    if bytes.len() > MAX_MESSAGE_BYTES {
+fn verify_checksum<'a>(
+    bytes: &'a [u8],
+    what: &'static str,
+    limit: usize,
+) -> Result<&'a [u8], DecodeError> {
+    if bytes.len() > limit {
         return Err(DecodeError::TooLarge {
             what,
             len: bytes.len(),
+            limit,
         });
     }
     let Some(split) = bytes

@@ -12,6 +12,8 @@ use privopt_math::sample::secret_rng;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
+use privopt_protocols::wire::{self, Method, standalone};
+
 use crate::errors;
 use crate::numpy_io::{Reals, array, to_vec};
 
@@ -424,13 +426,30 @@ impl PyCiphertext {
         self.ct.byte_len()
     }
 
+    /// The ciphertext's encoding (with its parameters' fingerprint) in a checksummed frame, so
+    /// a damaged copy is refused instead of decrypting to wrong values.
     fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, &self.ct.to_bytes(self.ctx.params()))
+        let inner = self.ct.to_bytes(self.ctx.params());
+        let framed = wire::encode(Method::Standalone, standalone::CKKS_CIPHERTEXT, |w| {
+            w.bytes(&inner);
+        });
+        PyBytes::new(py, &framed)
     }
 
     #[staticmethod]
     fn from_bytes(ctx: &PyContext, data: &[u8]) -> PyResult<Self> {
-        let ct = EvalCiphertext::from_bytes(ctx.0.params(), data).map_err(errors::ckks)?;
+        let params = ctx.0.params();
+        let ct = wire::decode(
+            data,
+            "ckks ciphertext",
+            Method::Standalone,
+            standalone::CKKS_CIPHERTEXT,
+            |r| {
+                let inner = r.bytes()?;
+                EvalCiphertext::from_bytes(params, inner).map_err(|e| r.invalid(e.to_string()))
+            },
+        )
+        .map_err(errors::decode)?;
         Ok(Self {
             ct,
             ctx: Arc::clone(&ctx.0),

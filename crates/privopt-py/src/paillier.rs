@@ -16,6 +16,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PySlice};
 use rayon::prelude::*;
 
+use privopt_protocols::wire::{self, Method, standalone};
+
 use crate::errors;
 use crate::numpy_io::{Exact, Reals, array, exact_vec, scalar_or_reals, to_vec};
 
@@ -23,8 +25,10 @@ use crate::numpy_io::{Exact, Reals, array, exact_vec, scalar_or_reals, to_vec};
 const MAX_EXPONENT: u32 = 1000;
 /// Default fractional bits of encoded reals.
 const DEFAULT_FRAC_BITS: u32 = 32;
-/// Magic of an encrypted array's bytes.
-const ARRAY_MAGIC: &[u8; 4] = b"PVPA";
+/// What names a public key in an array's bytes: BLAKE3 of `n`.
+fn key_fingerprint(pk: &PublicKey) -> [u8; 32] {
+    *blake3::hash(&pk.n().to_bytes_le()).as_bytes()
+}
 
 /// A Paillier public key: anyone holding it encrypts and computes on ciphertexts.
 #[pyclass(module = "privopt.paillier", name = "PublicKey", frozen)]
@@ -49,6 +53,7 @@ where
         pk: Arc::clone(pk),
         cts,
         exponent,
+        fresh: true,
     })
 }
 
@@ -297,22 +302,27 @@ impl PyKeyPair {
 }
 
 /// Ciphertexts under one public key, with elementwise homomorphic operations: ``a + b``,
-/// ``a - b``, ``-a``, ``a * k`` for ``int`` or ``int64`` arrays ``k``, :meth:`mul_floats`,
-/// :meth:`sum`, indexing and slicing. Plaintexts live modulo ``n``: sums and products that
-/// leave ``(-n/2, n/2)`` wrap around.
+/// ``a - b``, ``-a``, ``a * k`` for ``int`` or ``int64`` arrays ``k`` (``|k| < n/2``),
+/// :meth:`mul_floats`, :meth:`sum`, indexing and slicing. Plaintexts live modulo ``n``: sums
+/// and products that leave ``(-n/2, n/2)`` wrap around. Computed arrays are re-randomized
+/// when serialized (:meth:`to_bytes`), as python-paillier's ``obfuscate`` does.
 #[pyclass(module = "privopt.paillier", name = "EncryptedArray", frozen)]
 pub struct PyEncryptedArray {
     pk: Arc<PublicKey>,
     cts: Vec<Ciphertext>,
     exponent: u32,
+    /// Every ciphertext was encrypted (or read) as it stands, not computed from others.
+    fresh: bool,
 }
 
 impl PyEncryptedArray {
+    /// A computed array (not fresh: re-randomized before it is serialized).
     fn with(&self, cts: Vec<Ciphertext>, exponent: u32) -> Self {
         Self {
             pk: Arc::clone(&self.pk),
             cts,
             exponent,
+            fresh: false,
         }
     }
 
@@ -367,6 +377,9 @@ impl PyEncryptedArray {
             return Err(errors::parameter(format!(
                 "the product's exponent {exponent} exceeds {MAX_EXPONENT}"
             )));
+        }
+        for k in &factors {
+            self.pk.check_factor(k).map_err(errors::paillier)?;
         }
         let cts = py.detach(|| {
             (0..self.cts.len())
@@ -481,54 +494,72 @@ impl PyEncryptedArray {
         Ok(self.with(vec![total], self.exponent))
     }
 
-    /// ``"PVPA"``, the exponent and count (4 bytes each, little-endian), then each ciphertext
-    /// big-endian at the key's fixed width.
-    fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        let mut out = Vec::with_capacity(12 + self.cts.len() * self.pk.ciphertext_bytes());
-        out.extend_from_slice(ARRAY_MAGIC);
-        out.extend_from_slice(&self.exponent.to_le_bytes());
-        out.extend_from_slice(&(self.cts.len() as u32).to_le_bytes());
-        for c in &self.cts {
-            out.extend_from_slice(&c.to_bytes(&self.pk));
-        }
-        PyBytes::new(py, &out)
+    /// The array as a checksummed frame naming its key (BLAKE3 of ``n``), its exponent, count
+    /// and ciphertexts at the key's fixed width. A computed array's ciphertexts are first
+    /// multiplied by fresh obfuscators (``rerandomize=False`` skips that, for bytes that never
+    /// leave the process).
+    #[pyo3(signature = (rerandomize = true))]
+    fn to_bytes<'py>(&self, py: Python<'py>, rerandomize: bool) -> Bound<'py, PyBytes> {
+        let refreshed: Option<Vec<Ciphertext>> = (rerandomize && !self.fresh).then(|| {
+            py.detach(|| {
+                self.cts
+                    .par_iter()
+                    .map_init(|| secret_rng(None), |rng, c| self.pk.rerandomize(c, rng))
+                    .collect()
+            })
+        });
+        let cts = refreshed.as_deref().unwrap_or(&self.cts);
+        let bytes = wire::encode(Method::Standalone, standalone::PAILLIER_ARRAY, |w| {
+            w.raw(&key_fingerprint(&self.pk));
+            w.u32(self.exponent);
+            w.len(cts.len());
+            for c in cts {
+                w.raw(&c.to_bytes(&self.pk));
+            }
+        });
+        PyBytes::new(py, &bytes)
     }
 
-    /// Parses :meth:`to_bytes` under ``public_key``, validating every ciphertext.
+    /// Parses :meth:`to_bytes` under ``public_key``, validating the checksum, the key and
+    /// every ciphertext.
     #[staticmethod]
     fn from_bytes(py: Python<'_>, public_key: &PyPublicKey, data: &[u8]) -> PyResult<Self> {
         let pk = &public_key.0;
         let width = pk.ciphertext_bytes();
-        let malformed =
-            |why: String| errors::MalformedMessage::new_err(format!("encrypted array: {why}"));
-        if data.len() < 12 || &data[..4] != ARRAY_MAGIC {
-            return Err(malformed("bad magic or truncated header".into()));
-        }
-        let exponent = u32::from_le_bytes([data[4], data[5], data[6], data[7]]);
-        let count = u32::from_le_bytes([data[8], data[9], data[10], data[11]]) as usize;
-        if exponent > MAX_EXPONENT {
-            return Err(malformed(format!(
-                "exponent {exponent} exceeds {MAX_EXPONENT}"
-            )));
-        }
-        let body = &data[12..];
-        if count.checked_mul(width) != Some(body.len()) {
-            return Err(malformed(format!(
-                "{} bytes for {count} ciphertexts of {width} bytes",
-                body.len()
-            )));
-        }
-        let cts = py
+        let (exponent, cts) = py
             .detach(|| {
-                body.par_chunks(width)
-                    .map(|chunk| Ciphertext::from_bytes(pk, chunk))
-                    .collect::<Result<Vec<_>, _>>()
+                wire::decode(
+                    data,
+                    "paillier encrypted array",
+                    Method::Standalone,
+                    standalone::PAILLIER_ARRAY,
+                    |r| {
+                        if r.fixed(32)? != key_fingerprint(pk) {
+                            return Err(r.invalid("encrypted under another public key"));
+                        }
+                        let exponent = r.u32()?;
+                        if exponent > MAX_EXPONENT {
+                            return Err(
+                                r.invalid(format!("exponent {exponent} exceeds {MAX_EXPONENT}"))
+                            );
+                        }
+                        let count = r.count(width)?;
+                        let body = r.fixed(count * width)?;
+                        let cts = body
+                            .par_chunks(width)
+                            .map(|chunk| Ciphertext::from_bytes(pk, chunk))
+                            .collect::<Result<Vec<_>, _>>()
+                            .map_err(|e| r.invalid(e.to_string()))?;
+                        Ok((exponent, cts))
+                    },
+                )
             })
-            .map_err(errors::paillier)?;
+            .map_err(errors::decode)?;
         Ok(Self {
             pk: Arc::clone(pk),
             cts,
             exponent,
+            fresh: true,
         })
     }
 

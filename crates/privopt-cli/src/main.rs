@@ -214,6 +214,14 @@ fn init_logging() {
 
 fn main() -> ExitCode {
     init_logging();
+    // SIGINT, SIGTERM, SIGHUP: remove the unfinished runs' staging folders and locks, then
+    // exit as an interrupted process does (SIGKILL cannot be caught: its left-overs go at the
+    // next start).
+    let _ = ctrlc::set_handler(|| {
+        privopt_experiments::results::remove_unfinished();
+        eprintln!("interrupted: nothing was written");
+        std::process::exit(130);
+    });
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Quickstart { out } => experiment::quickstart(&cli.data_dir, &out, cli.quiet),

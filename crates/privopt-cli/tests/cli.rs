@@ -737,3 +737,87 @@ fn a_sketch_rank_above_the_parameter_count_and_an_absurd_lr_are_one_line_errors(
     let o = privopt(&["run", cfg.to_str().unwrap()], tmp.path());
     assert_clean_failure(&o, &["method.lr", "1e300"]);
 }
+
+/// Polls `dir` until an entry whose name starts with `prefix` exists (at most 60 s).
+fn wait_for_entry(dir: &Path, prefix: &str) -> bool {
+    for _ in 0..600 {
+        let found = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with(prefix));
+        if found {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    false
+}
+
+fn hidden_entries(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    names.sort();
+    names
+}
+
+/// Finding 7 of the third adversarial pass: SIGINT, SIGTERM and SIGKILL left an empty hidden
+/// `.OUT.partial-PID` folder, and concurrent runs to one `--out` all computed to the end. Now
+/// a second run is refused up front while the first lives, SIGTERM removes the staging folder
+/// and the lock, and a SIGKILLed run's left-overs go when the next run starts.
+#[test]
+fn interrupted_and_concurrent_runs_leave_nothing_behind() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/quickstart/dome.toml");
+    let out = tmp.path().join("r");
+    let start = || {
+        Command::new(env!("CARGO_BIN_EXE_privopt"))
+            .args(["--quiet", "run", cfg.to_str().unwrap(), "--out"])
+            .arg(&out)
+            .env("PRIVOPT_DATA", tmp.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let first = start();
+    assert!(
+        wait_for_entry(tmp.path(), ".r.partial-"),
+        "the run never staged"
+    );
+    let second = privopt(
+        &["run", cfg.to_str().unwrap(), "--out", out.to_str().unwrap()],
+        tmp.path(),
+    );
+    assert_clean_failure(&second, &["another run", &first.id().to_string()]);
+    let term = Command::new("kill")
+        .args(["-TERM", &first.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    let ended = first.wait_with_output().unwrap();
+    assert_eq!(ended.status.code(), Some(130), "{}", stderr(&ended));
+    assert_eq!(hidden_entries(tmp.path()), Vec::<String>::new());
+    assert!(!out.exists());
+
+    // SIGKILL cannot be caught: the next run clears what the killed one left.
+    let mut killed = start();
+    assert!(wait_for_entry(tmp.path(), ".r.partial-"));
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    let left = hidden_entries(tmp.path());
+    assert_eq!(left.len(), 2, "{left:?}");
+    let mut next = start();
+    let next_partial = format!(".r.partial-{}", next.id());
+    assert!(wait_for_entry(tmp.path(), &next_partial));
+    assert_eq!(
+        hidden_entries(tmp.path()),
+        vec![".r.lock".to_string(), next_partial],
+        "the killed run's folder is gone and its stale lock taken over"
+    );
+    next.kill().unwrap();
+    next.wait().unwrap();
+}

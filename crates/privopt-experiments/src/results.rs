@@ -2,6 +2,9 @@
 //! metric curve.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+
+use privopt_ml::data::fetch::{process_alive, remove_dead_process_dirs};
 
 use crate::config::ExperimentConfig;
 use crate::error::{Error, Result};
@@ -40,14 +43,102 @@ pub fn default_out_dir(name: &str, timestamp: &str) -> PathBuf {
     Path::new("results").join(format!("{name}-{timestamp}"))
 }
 
+/// Staging folders and locks of this process's unfinished runs, for a signal handler to
+/// remove ([`remove_unfinished`]).
+static UNFINISHED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+fn unfinished() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    UNFINISHED.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Removes the staging folders and locks of this process's unfinished runs: what an
+/// interrupted run (SIGINT, SIGTERM) calls before it exits, so it leaves nothing behind.
+pub fn remove_unfinished() {
+    for path in unfinished().drain(..) {
+        let _ = if path.is_dir() {
+            std::fs::remove_dir_all(&path)
+        } else {
+            std::fs::remove_file(&path)
+        };
+    }
+}
+
+/// The lock of one `--out` folder: a file `.NAME.lock` beside it, made with `create_new` and
+/// holding the owner's process id, so two runs never write one folder. A lock whose process is
+/// gone is stale and taken over.
+#[derive(Debug)]
+struct OutLock {
+    path: PathBuf,
+}
+
+impl OutLock {
+    fn acquire(parent: &Path, name: &str, target: &Path) -> Result<Self> {
+        let path = parent.join(format!(".{name}.lock"));
+        let io = |source| Error::Io {
+            path: path.clone(),
+            source,
+        };
+        // Staging folders of runs whose process is gone are left-overs of killed runs.
+        remove_dead_process_dirs(parent, &format!(".{name}.partial-")).map_err(io)?;
+        let me = std::process::id();
+        for _ in 0..2 {
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+            {
+                Ok(mut file) => {
+                    use std::io::Write as _;
+                    file.write_all(me.to_string().as_bytes()).map_err(io)?;
+                    unfinished().push(path.clone());
+                    return Ok(Self { path });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let holder = std::fs::read_to_string(&path)
+                        .ok()
+                        .and_then(|t| t.trim().parse::<u32>().ok());
+                    // An unreadable lock may be one being written this instant: treat as held.
+                    let live = holder.is_none_or(|pid| process_alive(pid) != Some(false));
+                    if live {
+                        let who =
+                            holder.map_or("another process".into(), |p| format!("process {p}"));
+                        return Err(Error::Config(format!(
+                            "--out {}: another run ({who}) is writing this folder; wait for it \
+                             or choose another (a stale lock is {})",
+                            target.display(),
+                            path.display()
+                        )));
+                    }
+                    let _ = std::fs::remove_file(&path);
+                }
+                Err(e) => return Err(io(e)),
+            }
+        }
+        Err(Error::Config(format!(
+            "--out {}: another run took the folder's lock first",
+            target.display()
+        )))
+    }
+}
+
+impl Drop for OutLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+        unfinished().retain(|p| p != &self.path);
+    }
+}
+
 /// A results folder being written. Files go into a hidden sibling folder that is made (so an
 /// unwritable destination fails) before any computation, and move into place only when all
 /// are written: a failed run or write leaves no half-written folder (the staging folder is
-/// removed on drop), and an existing non-empty folder is never merged into unless asked.
+/// removed on drop, and on SIGINT/SIGTERM through [`remove_unfinished`]; staging folders of
+/// killed runs go at the next start), an existing non-empty folder is never merged into
+/// unless asked, and a second run to the same folder is refused while the first is alive.
 #[derive(Debug)]
 pub struct StagedDir {
     target: PathBuf,
     staging: PathBuf,
+    _lock: OutLock,
     /// Whether the target held files before (written into only with `force`).
     merge: bool,
     committed: bool,
@@ -81,17 +172,17 @@ impl StagedDir {
             _ => PathBuf::from("."),
         };
         std::fs::create_dir_all(&parent).map_err(io(&parent))?;
-        let staging = parent.join(format!(
-            ".{}.partial-{}",
-            name.to_string_lossy(),
-            std::process::id()
-        ));
+        let name = name.to_string_lossy();
+        let lock = OutLock::acquire(&parent, &name, target)?;
+        let staging = parent.join(format!(".{name}.partial-{}", std::process::id()));
         // A leftover of a killed run with the same process id is ours to replace.
         let _ = std::fs::remove_dir_all(&staging);
         std::fs::create_dir(&staging).map_err(io(&staging))?;
+        unfinished().push(staging.clone());
         Ok(Self {
             target: target.to_owned(),
             staging,
+            _lock: lock,
             merge,
             committed: false,
         })
@@ -135,6 +226,7 @@ impl Drop for StagedDir {
         if !self.committed {
             let _ = std::fs::remove_dir_all(&self.staging);
         }
+        unfinished().retain(|p| p != &self.staging);
     }
 }
 

@@ -120,19 +120,31 @@ pub fn fetch(data_dir: &Path, spec: &DatasetSpec, force: bool) -> Result<FetchOu
 }
 
 /// Removes the work folders (`.partial-NAME-PID-…`) that interrupted fetches of `spec` left
-/// behind: those whose process is gone (on Linux, no `/proc/PID`; elsewhere, a day old).
+/// behind: those whose process is gone.
 fn remove_stale_partials(data_dir: &Path, spec: &DatasetSpec) -> Result<()> {
-    let prefix = format!(".partial-{}-", spec.name);
-    let entries = std::fs::read_dir(data_dir).map_err(|e| Error::io(data_dir, e))?;
-    for entry in entries.flatten() {
+    remove_dead_process_dirs(data_dir, &format!(".partial-{}-", spec.name))
+        .map_err(|e| Error::io(data_dir, e))
+}
+
+/// Whether process `pid` is running (on Linux, `/proc/PID` exists); `None` where that cannot
+/// be told.
+pub fn process_alive(pid: u32) -> Option<bool> {
+    cfg!(target_os = "linux").then(|| Path::new(&format!("/proc/{pid}")).exists())
+}
+
+/// Removes the entries of `dir` named `PREFIX` + a process id (+ anything after a `-`) whose
+/// process is gone: work folders of interrupted runs. Where liveness cannot be told, an entry
+/// a day old counts as gone.
+pub fn remove_dead_process_dirs(dir: &Path, prefix: &str) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)?.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(rest) = name.strip_prefix(&prefix) else {
+        let Some(rest) = name.strip_prefix(prefix) else {
             continue;
         };
         let pid = rest.split('-').next().and_then(|p| p.parse::<u32>().ok());
-        let alive = match pid {
-            Some(pid) if cfg!(target_os = "linux") => Path::new(&format!("/proc/{pid}")).exists(),
-            _ => entry
+        let alive = match pid.and_then(process_alive) {
+            Some(alive) => alive,
+            None => entry
                 .metadata()
                 .and_then(|m| m.modified())
                 .ok()
@@ -141,7 +153,11 @@ fn remove_stale_partials(data_dir: &Path, spec: &DatasetSpec) -> Result<()> {
         };
         if !alive {
             let path = entry.path();
-            std::fs::remove_dir_all(&path).map_err(|e| Error::io(&path, e))?;
+            if path.is_dir() {
+                std::fs::remove_dir_all(&path)?;
+            } else {
+                std::fs::remove_file(&path)?;
+            }
         }
     }
     Ok(())

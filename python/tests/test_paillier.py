@@ -74,3 +74,35 @@ def test_a_2048_bit_key_end_to_end():
     pair = paillier.KeyPair.generate(2048)
     x = np.arange(-50, 50)
     np.testing.assert_array_equal(pair.decrypt(pair.public_key.encrypt(x) * 2), 2 * x)
+
+
+def test_products_are_rerandomized_and_factors_bounded(small_pair):
+    # Finding 6 of the third adversarial pass: ``(enc * 0).to_bytes()`` held the ciphertext 1,
+    # which shows the zero to anyone; factors of n/2 or more wrapped silently; a flipped bit
+    # of an array's bytes decrypted to a wrong value.
+    pk = small_pair.public_key
+    enc = pk.encrypt(np.array([7, -3]))
+    zero = enc * 0
+    width = (pk.bits * 2 + 7) // 8
+    one = (1).to_bytes(width, "big")
+    body = zero.to_bytes()
+    assert one not in body, "a product by 0 must not serialize as the ciphertext 1"
+    assert one in zero.to_bytes(rerandomize=False), "the opt-out keeps the raw product"
+    np.testing.assert_array_equal(
+        small_pair.decrypt(paillier.EncryptedArray.from_bytes(pk, body)), [0, 0]
+    )
+    # Two serializations of one product differ; a fresh encryption is written as it is.
+    assert (enc * 5).to_bytes() != (enc * 5).to_bytes()
+    assert enc.to_bytes() == enc.to_bytes()
+    with pytest.raises(ParameterError, match="below n/2"):
+        enc * (pk.n // 2 + 1)
+    with pytest.raises(ParameterError, match="below n/2"):
+        enc * -(pk.n // 2 + 1)
+    for i in range(0, len(body), 37):
+        flipped = bytearray(body)
+        flipped[i] ^= 0x10
+        with pytest.raises(MalformedMessage):
+            paillier.EncryptedArray.from_bytes(pk, bytes(flipped))
+    other = paillier.KeyPair.generate(1024, insecure=True).public_key
+    with pytest.raises(MalformedMessage, match="another public key"):
+        paillier.EncryptedArray.from_bytes(other, body)

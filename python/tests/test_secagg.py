@@ -151,3 +151,54 @@ def test_a_damaged_snapshot_is_refused(rng):
         secagg.Client.restore(bytes(state))
     with pytest.raises(MalformedMessage):
         secagg.Client.restore(clients[0].advertisement)
+
+
+def test_a_snapshot_restored_twice_answers_one_survivor_list(rng):
+    # Finding 1 of the third adversarial pass: two servers of one round (a server forking its
+    # state) ask every client, restored twice from its masked-input snapshot, to unmask once
+    # with the victim alive and once with it dropped; the two sums differ by its input.
+    n, victim, session = 5, 4, os.urandom(16)
+    graph = secagg.Graph.complete(n)
+    servers = [secagg.Server(session, 0, graph, 3, LEN) for _ in range(2)]
+    clients = {i: secagg.Client(session, 0, i, graph.neighbours(i), 3, LEN) for i in range(n)}
+    inputs = {i: rng.integers(0, 2**32, LEN, dtype=np.uint32) for i in range(n)}
+    for c in clients.values():
+        for s in servers:
+            s.receive(c.advertisement)
+    outbox = [s.close_stage() for s in servers][0]
+    for c, msg in outbox.items():
+        reply = clients[c].share_keys(msg)
+        for s in servers:
+            s.receive(reply)
+    outbox = [s.close_stage() for s in servers][0]
+    for c, msg in outbox.items():
+        masked = clients[c].mask_input(msg, inputs[c])
+        servers[0].receive(masked)
+        if c != victim:
+            servers[1].receive(masked)
+    snapshots = {c: client.snapshot() for c, client in clients.items()}
+    alive, dropped = (s.close_stage() for s in servers)
+    refused = 0
+    for c, snap in snapshots.items():
+        servers[0].receive(secagg.Client.restore(snap).unmask(alive[c]))
+        if c in dropped:
+            with pytest.raises(PeerMisbehaved, match="another survivor list"):
+                secagg.Client.restore(snap).unmask(dropped[c])
+            refused += 1
+    assert refused == n - 1
+    total, contributors = servers[0].finish()
+    assert contributors == list(range(n))
+    with pytest.raises(ProtocolError):
+        servers[1].finish()  # no unmask shares: the sum without the victim never exists
+    # The same list again gets the same answer (a lost reply may be resent).
+    again = secagg.Client.restore(snapshots[0])
+    assert again.unmask(alive[0]) == secagg.Client.restore(snapshots[0]).unmask(alive[0])
+
+
+def test_non_finite_values_are_refused_by_the_quantizer():
+    q = secagg.Quantizer(clip=1.0, max_summands=4)
+    for bad in (np.nan, np.inf, -np.inf):
+        with pytest.raises(ParameterError, match="value 2"):
+            q.encode(np.array([0.0, 0.5, bad]))
+    with pytest.raises(ParameterError):
+        secagg.Quantizer(clip=1.0, max_summands=2**40)

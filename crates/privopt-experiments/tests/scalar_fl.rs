@@ -249,7 +249,7 @@ fn wrong_round_duplicate_foreign_and_malformed_replies_are_rejected_and_change_n
     let to_c = |update| CatchUp {
         session: server.session(),
         client: 0,
-        ticket: [0; 32],
+        ticket: [0; 16],
         update,
     };
     assert!(

@@ -505,7 +505,7 @@ fn protocol_targets() -> Vec<Target> {
     let reply = Reply {
         session: 0x5eed,
         client: 4,
-        ticket: [7; 32],
+        ticket: [7; 16],
         round: 3,
         scalars: vec![0.5, -1.25, f32::MIN_POSITIVE],
     };
@@ -527,7 +527,7 @@ fn protocol_targets() -> Vec<Target> {
     let addressed = |update| CatchUp {
         session: 0x5eed,
         client: 4,
-        ticket: [7; 32],
+        ticket: [7; 16],
         update,
     };
     let catch_up = [

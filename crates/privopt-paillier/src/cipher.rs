@@ -177,9 +177,11 @@ impl PublicKey {
     /// is otherwise the ciphertext 1, which shows the zero).
     pub fn rerandomize(&self, a: &Ciphertext, rng: &mut impl CryptoRng) -> Ciphertext {
         let r = self.obfuscator_djn(rng);
-        // c·R times r·R² over R: (c·r)·R, the product's Montgomery form.
+        // The obfuscator is r·R²: times the plain c (out of Montgomery form) it gives c·r·R,
+        // the product's Montgomery form, as `encrypt_with` does with 1 + m·n.
+        let plain = limbs(&self.n2.out_of_mont(&a.c), self.n2.len());
         Ciphertext {
-            c: self.n2.mul_new(&a.c, &r.0),
+            c: self.n2.mul_new(&plain, &r.0),
         }
     }
 

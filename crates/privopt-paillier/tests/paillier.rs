@@ -175,3 +175,37 @@ fn a_key_pair_survives_its_bytes_and_refuses_a_wrong_factorisation() {
     let swapped = [public, &primes[64..], &primes[..64]].concat();
     assert_eq!(KeyPair::from_bytes(&swapped).unwrap().decrypt(&c), m);
 }
+
+/// Finding 6 of the third adversarial pass: `E(a)·0` is the ciphertext 1 and `E(a)^k` is a
+/// public function of `E(a)`; a re-randomized product decrypts to the same value under fresh
+/// randomness, and factors that alias another one (|k| ≥ n/2) are refused.
+#[test]
+fn rerandomized_products_keep_the_plaintext_and_hide_the_operands() {
+    let kp = key();
+    let pk = &kp.public;
+    let mut r = rng(31);
+    let c = pk.encrypt(&Integer::from(-42), &mut r).unwrap();
+    for k in [0i64, 1, 3, -5] {
+        let product = pk.mul_scalar(&c, &Integer::from(k));
+        let fresh = pk.rerandomize(&product, &mut r);
+        assert_ne!(fresh, product);
+        assert_ne!(fresh, pk.rerandomize(&product, &mut r));
+        assert_eq!(kp.decrypt(&fresh), Integer::from(-42 * k));
+    }
+    let one = pk.mul_scalar(&c, &Integer::from(0)).to_bytes(pk);
+    assert_eq!(
+        one.last(),
+        Some(&1),
+        "the raw product by 0 is the ciphertext 1"
+    );
+    assert!(one[..one.len() - 1].iter().all(|&b| b == 0));
+    let half: Integer = Integer::from(pk.n().clone()) / 2;
+    let below: Integer = &half - 1;
+    assert!(pk.check_factor(&below).is_ok());
+    assert!(pk.check_factor(&-below).is_ok());
+    assert!(matches!(
+        pk.check_factor(&(&half + 1)),
+        Err(PaillierError::OutOfRange(_))
+    ));
+    assert!(pk.check_factor(&-half).is_err());
+}

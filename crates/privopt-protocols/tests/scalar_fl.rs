@@ -37,7 +37,7 @@ fn to(client: usize, update: Update) -> CatchUp {
     CatchUp {
         session: 5,
         client,
-        ticket: [1; 32],
+        ticket: [1; 16],
         update,
     }
 }
@@ -212,7 +212,7 @@ fn samples() -> Vec<(&'static str, Vec<u8>)> {
     let reply = Reply {
         session: 5,
         client: 3,
-        ticket: [1; 32],
+        ticket: [1; 16],
         round: 7,
         scalars: vec![0.25, -1.5, 3.0],
     };
@@ -287,7 +287,7 @@ fn damaged_bytes_are_typed_errors_for_every_decoder() {
 }
 
 /// Bytes of a catch-up's addressing: session, recipient, ticket.
-const ADDRESS: usize = 8 + 4 + 32;
+const ADDRESS: usize = 8 + 4 + 16;
 
 #[test]
 fn forged_fields_are_refused_by_validation() {

@@ -86,7 +86,7 @@ impl Client {
     pub fn saved(&self) -> CatchUp {
         let (session, ticket) = match self.invited {
             Some((session, round, ticket)) if round == self.state.round => (session, ticket),
-            _ => (0, [0; 32]),
+            _ => (0, [0; 16]),
         };
         CatchUp {
             session,

@@ -23,7 +23,7 @@ pub const FULL_PARAM_BYTES: u64 = 8;
 
 /// A participant's proof, in its reply, that it received its own catch-up of the round: a MAC
 /// of (session, round, client) under a key only the server holds.
-pub type Ticket = [u8; 32];
+pub type Ticket = [u8; 16];
 
 /// The start of a round, broadcast to its participants.
 #[derive(Clone, Debug, PartialEq)]
@@ -217,8 +217,8 @@ impl Message for CatchUp {
 }
 
 fn ticket(r: &mut Reader<'_>) -> Result<Ticket, DecodeError> {
-    let mut t = [0u8; 32];
-    t.copy_from_slice(r.fixed(32)?);
+    let mut t = [0u8; 16];
+    t.copy_from_slice(r.fixed(16)?);
     Ok(t)
 }
 

@@ -67,3 +67,23 @@ def test_devices_saved_and_restored_between_steps_still_sum(federation, setup):
     assert abs(server.fuse([d.decryption_share(total) for d in restored]) - sum(xs)) < 1e-4
     with pytest.raises(MalformedMessage):
         eezofl.Device.restore(params, crs, devices[0].save()[:-1])
+
+
+def test_a_device_gives_one_share_per_round(setup):
+    # Finding 3 of the third adversarial pass: a device answered twice in one round (a
+    # relabelled single upload is refused by its member count: the Rust protocol tests).
+    params, crs = setup
+    devices = [eezofl.Device(i, params, crs) for i in range(3)]
+    server = eezofl.Server(params, crs, [0, 1, 2], [d.key_share for d in devices])
+    for d in devices:
+        d.set_key(server.relay)
+    uploads = [d.encrypt(0, x) for d, x in zip(devices, [1.0, 2.0, 4.0])]
+    total = server.sum(uploads)
+    shares = [d.decryption_share(total) for d in devices]
+    for d in devices:
+        with pytest.raises(PeerMisbehaved, match="second decryption share"):
+            d.decryption_share(total)
+        saved = eezofl.Device.restore(params, crs, d.save())
+        with pytest.raises(PeerMisbehaved, match="second decryption share"):
+            saved.decryption_share(total)
+    assert abs(server.fuse(shares) - 7.0) < 1e-4

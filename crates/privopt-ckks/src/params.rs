@@ -16,6 +16,9 @@ use sha2::{Digest, Sha256};
 
 use crate::error::CkksError;
 
+/// Most RNS primes (ciphertext and special together) a parameter set may name.
+pub const MAX_PRIMES: usize = 256;
+
 /// The homomorphic-encryption standard's maximum `log2 q` for 128-bit classical security
 /// with a ternary secret. Entries for 2^16 and 2^17 are not in the standard: they extend its
 /// (almost exactly) doubling pattern and are marked as such in errors and docs.
@@ -305,6 +308,33 @@ impl CkksParamsBuilder {
             && (h == 0 || h > self.n)
         {
             return invalid(format!("sparse secret weight {h} is not in 1..={}", self.n));
+        }
+        let count = self.prime_bits.len() + self.special_bits.len();
+        if count > MAX_PRIMES {
+            return invalid(format!(
+                "{count} RNS primes; at most {MAX_PRIMES} (2^17 at 128-bit holds about 60)"
+            ));
+        }
+        // A b-bit prime exceeds 2^(b−1): refuse a modulus the standard forbids before
+        // searching for its primes (thousands of them take minutes to find).
+        let at_least: u32 = self
+            .prime_bits
+            .iter()
+            .chain(&self.special_bits)
+            .map(|b| b - 1)
+            .sum();
+        let table = HE_STANDARD_128.iter().find(|(n, _)| *n == self.n);
+        let sparse = matches!(self.secret, SecretDistribution::Sparse(_));
+        if let Some(&(_, max)) = table
+            && !self.insecure_for_testing
+            && !sparse
+            && at_least > max
+        {
+            return Err(CkksError::Insecure {
+                n: self.n,
+                log_q: f64::from(at_least),
+                max_log_q: max,
+            });
         }
         let error = DiscreteGaussian::new(self.error_sigma)?;
         // Distinct primes: take sizes in decreasing order, avoiding those already chosen.
@@ -629,6 +659,28 @@ mod tests {
         assert!(b.basis().log_modulus() <= 218.0 && b.basis().log_modulus() > 217.0);
         assert!(b.basis().moduli().iter().all(|&q| q < 1 << 50));
         assert_ne!(a.fingerprint(), b.fingerprint());
+    }
+
+    /// Finding 5 of the third adversarial pass: 3000 primes were searched for (43 s) before the
+    /// set was refused as insecure. Now the size is refused first, and the count always.
+    #[test]
+    fn oversized_prime_lists_are_refused_before_any_prime_search() {
+        let e = CkksParamsBuilder::new(1 << 15, &[50; 3000])
+            .build()
+            .unwrap_err();
+        assert!(matches!(e, CkksError::InvalidParams(_)), "{e}");
+        let e = CkksParamsBuilder::new(1 << 15, &[50; 200])
+            .build()
+            .unwrap_err();
+        assert!(
+            matches!(e, CkksError::Insecure { max_log_q: 881, .. }),
+            "{e}"
+        );
+        let e = CkksParamsBuilder::new(1 << 15, &[50; 3000])
+            .insecure_for_testing(true)
+            .build()
+            .unwrap_err();
+        assert!(e.to_string().contains("at most 256"), "{e}");
     }
 
     #[test]

@@ -2,13 +2,46 @@
 //! without loss; outputs are freshly allocated 1-D arrays.
 
 use numpy::{AllowTypeChange, Element, PyArray1, PyArrayLike1, TypeMustMatch};
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
+/// An array-like argument: what numpy cannot convert to the element type (strings, a NaN for
+/// integers) is a `TypeError` naming the value's type, not numpy's `ValueError`.
+pub struct ArrayArg<A>(A);
+
+impl<'a, 'py, A> FromPyObject<'a, 'py> for ArrayArg<A>
+where
+    A: FromPyObject<'a, 'py, Error = PyErr>,
+{
+    type Error = PyErr;
+
+    fn extract(ob: pyo3::Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        match ob.extract::<A>() {
+            Ok(a) => Ok(Self(a)),
+            Err(e) if e.is_instance_of::<PyValueError>(ob.py()) => {
+                Err(PyTypeError::new_err(format!(
+                    "expected an array of numbers, got {}: {e}",
+                    ob.get_type().name()?
+                )))
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl<A> std::ops::Deref for ArrayArg<A> {
+    type Target = A;
+
+    fn deref(&self) -> &A {
+        &self.0
+    }
+}
+
 /// Reals: any array-like numpy can turn into `float64`.
-pub type Reals<'py> = PyArrayLike1<'py, f64, AllowTypeChange>;
+pub type Reals<'py> = ArrayArg<PyArrayLike1<'py, f64, AllowTypeChange>>;
 
 /// Integers of exactly the element type `T` (a float array is refused, never truncated).
-pub type Exact<'py, T> = PyArrayLike1<'py, T, TypeMustMatch>;
+pub type Exact<'py, T> = ArrayArg<PyArrayLike1<'py, T, TypeMustMatch>>;
 
 /// The reals, copied (contiguous or not).
 pub fn to_vec(a: &Reals<'_>) -> Vec<f64> {

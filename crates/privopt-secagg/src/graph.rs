@@ -10,6 +10,10 @@ use rand::seq::SliceRandom;
 
 use crate::{ClientId, Error};
 
+/// Most neighbour entries a graph holds (`n · k`, 256 MiB of ids): the complete graph on 8192
+/// clients fits, the complete graph on 10^5 (40 GB) does not.
+pub const MAX_NEIGHBOUR_ENTRIES: usize = 1 << 26;
+
 /// An undirected k-regular graph on clients `0..n`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Graph {
@@ -34,6 +38,12 @@ impl Graph {
         if k == 0 || k >= n {
             return Err(Error::Parameters(format!(
                 "degree {k} is impossible with {n} clients (1 ≤ k ≤ n − 1)"
+            )));
+        }
+        if n.saturating_mul(k) > MAX_NEIGHBOUR_ENTRIES {
+            return Err(Error::Parameters(format!(
+                "a graph of {n} clients of degree {k} holds more than {MAX_NEIGHBOUR_ENTRIES} \
+                 neighbour entries; use a Harary graph of lower degree"
             )));
         }
         let complete = k == n - 1;
@@ -123,6 +133,10 @@ mod tests {
         }
         assert!(Graph::harary(51, 11, [0; 32]).is_err());
         assert!(Graph::harary(10, 10, [0; 32]).is_err());
+        // Finding 5 of the third adversarial pass: the complete graph on 10^5 clients grew
+        // past 14 GB; it is refused before any allocation, and sparse large graphs still build.
+        assert!(Graph::complete(100_000).is_err());
+        assert!(Graph::harary(1 << 20, 64, [0; 32]).is_ok());
     }
 
     #[test]

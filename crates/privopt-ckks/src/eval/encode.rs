@@ -12,6 +12,8 @@ const MAX_SCALED: f64 = 1.0e36;
 
 /// Encodes `values` (at most `n/2`) at level `level` and scale `Δ_level`.
 pub fn encode(ctx: &EvalContext, values: &[f64], level: usize) -> Result<Plaintext, CkksError> {
+    // Before the scale lookup, which indexes the chain by level.
+    check_level(ctx, level)?;
     encode_at(ctx, values, level, ctx.level_scale(level))
 }
 

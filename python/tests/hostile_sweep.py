@@ -33,6 +33,8 @@ HOSTILE: list[tuple[str, Any]] = [
     ("-inf", float("-inf")),
     ("-1", -1),
     ("0", 0),
+    ("1e5", 10**5),
+    ("1e6", 10**6),
     ("1e9", 10**9),
     ("2**40", 2**40),
     ("2**64", 2**64),
@@ -161,14 +163,15 @@ def instances() -> Iterator[tuple[str, Any]]:
     yield "dpfhe.Circuit", dpfhe.Circuit(ctx, 2, 2, 0.1)
 
 
-def parameters(fn: Callable[..., Any]) -> list[str] | None:
-    """The parameter names of a callable (PyO3 gives ``__text_signature__``)."""
+def parameters(fn: Callable[..., Any]) -> list[tuple[str, Any]] | None:
+    """The parameters of a callable (PyO3 gives ``__text_signature__``), each with its default
+    (``inspect.Parameter.empty`` if it has none, or none Python can show)."""
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
         return None
     return [
-        name
+        (name, q.default)
         for name, q in sig.parameters.items()
         if name not in ("self", "cls") and q.kind in (q.POSITIONAL_ONLY, q.POSITIONAL_OR_KEYWORD)
     ]
@@ -200,12 +203,16 @@ def targets() -> Iterator[tuple[str, Callable[..., Any]]]:
 def sweep() -> Iterator[dict[str, Any]]:
     base = plausible()
     for label, fn in targets():
-        names = parameters(fn)
-        if names is None:
-            names = ["arg"]
-        for i, name in enumerate(names):
+        params = parameters(fn)
+        if params is None:
+            params = [("arg", inspect.Parameter.empty)]
+        for i, (name, _) in enumerate(params):
             for hostile_name, hostile in HOSTILE:
-                args = [base.get(n, hostile) for n in names]
+                # The others: a workable value, else the default, else hostile too.
+                args = [
+                    base[n] if n in base else (hostile if d is inspect.Parameter.empty else d)
+                    for n, d in params
+                ]
                 args[i] = hostile
                 call = f"{label}({name}={hostile_name})"
                 print("START", call, flush=True)

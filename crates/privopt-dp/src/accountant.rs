@@ -79,7 +79,13 @@ impl GaussianRun {
             }
             .epsilon(delta, accountant)
         };
-        let (mut lo, mut hi) = (1e-3, 1.0);
+        let (mut lo, mut hi) = (crate::rdp::MIN_SIGMA, 1.0);
+        if eps_at(lo)? <= epsilon {
+            return Err(DpError::Invalid(format!(
+                "ε = {epsilon} is reached with the smallest noise multiplier the accountant \
+                 takes ({lo}): such a guarantee is vacuous"
+            )));
+        }
         while eps_at(hi)? > epsilon {
             lo = hi;
             hi *= 2.0;

@@ -23,6 +23,10 @@ pub mod simd;
 
 pub use prg::{SeedTree, StreamRng};
 
+/// Most worker threads any setting may ask for: far beyond a real machine's cores, and
+/// refused before a pool is built (a pool of 10^5 threads took half a minute to fail).
+pub const MAX_THREADS: usize = 256;
+
 /// Errors of the arithmetic layer.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum MathError {

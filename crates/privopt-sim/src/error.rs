@@ -114,6 +114,14 @@ pub fn ensure_elements(what: &str, sizes: &[u64]) -> Result<()> {
     })
 }
 
+/// `key` (a thread count) in `1..=MAX_THREADS`.
+pub fn ensure_threads(key: &str, threads: usize) -> Result<()> {
+    let max = privopt_math::MAX_THREADS;
+    ensure((1..=max).contains(&threads), || {
+        format!("{key} must be in 1..={max}, got {threads}")
+    })
+}
+
 /// Returns `Err(Error::Config(..))` unless `cond` holds.
 pub fn ensure(cond: bool, msg: impl FnOnce() -> String) -> Result<()> {
     if cond {

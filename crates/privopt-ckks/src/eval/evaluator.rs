@@ -136,6 +136,12 @@ impl Evaluator {
 
     /// [`Evaluator::with_threads`] in place (the keys stay where they are).
     pub fn set_threads(&mut self, threads: usize) -> Result<(), CkksError> {
+        if threads > privopt_math::MAX_THREADS {
+            return Err(CkksError::InvalidParams(format!(
+                "{threads} threads; at most {}",
+                privopt_math::MAX_THREADS
+            )));
+        }
         if threads <= 1 {
             self.pool = Some(Threads::One);
             return Ok(());

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use privopt_sim::context::{RunContext, parallel_map};
-use privopt_sim::error::{Result, ensure};
+use privopt_sim::error::{Result, ensure, ensure_threads};
 use privopt_sim::methods::check_lr;
 use privopt_sim::methods::dome::privacy::PrivacyReport;
 use privopt_sim::methods::dome::{
@@ -134,7 +134,7 @@ impl Suite for DomeSuiteConfig {
         for &lr in self.lr_by_method.values() {
             check_lr(lr)?;
         }
-        ensure(self.threads >= 1, || "suite.threads must be >= 1".into())
+        ensure_threads("suite.threads", self.threads)
     }
 
     fn run(&self, ctx: &mut RunContext<'_>) -> Result<SuiteReport> {

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use privopt_math::SeedTree;
 use privopt_sim::context::{RunContext, parallel_map};
-use privopt_sim::error::{Result, ensure};
+use privopt_sim::error::{Result, ensure, ensure_threads};
 use privopt_sim::methods::check_lr;
 use privopt_sim::methods::dome::privacy::{self, PrivacyReport, RealisedPrivacy};
 use privopt_sim::methods::dome::{
@@ -158,7 +158,7 @@ impl Suite for DomeSeedsSuiteConfig {
         ensure(self.seeds >= 1 && self.seeds <= 1000, || {
             format!("suite.seeds must be in 1..=1000, got {}", self.seeds)
         })?;
-        ensure(self.threads >= 1, || "suite.threads must be >= 1".into())?;
+        ensure_threads("suite.threads", self.threads)?;
         let mut labels = BTreeSet::new();
         for m in &self.methods {
             ensure(

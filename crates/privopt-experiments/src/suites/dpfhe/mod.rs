@@ -21,7 +21,7 @@ use super::{Suite, SuiteReport};
 use privopt_ml::data::load::CategoricalEncoding;
 use privopt_ml::data::scale::FeatureScaling;
 use privopt_sim::context::{RunContext, parallel_map};
-use privopt_sim::error::{Result, ensure};
+use privopt_sim::error::{Result, ensure, ensure_threads};
 use privopt_sim::methods::dpfhe::algorithms::{
     Barrier, GdSpec, output_perturbation, output_sensitivity, train, train_observed,
 };
@@ -387,7 +387,7 @@ impl Suite for DpfheSuiteConfig {
         ensure(self.clip > 0.0 && self.clip.is_finite(), || {
             format!("suite.clip must be > 0, got {}", self.clip)
         })?;
-        ensure(self.threads >= 1, || "suite.threads must be >= 1".into())?;
+        ensure_threads("suite.threads", self.threads)?;
         ensure(
             self.encrypted_steps >= 1 && self.encrypted_steps_alg4 != Some(0),
             || "suite.encrypted_steps must be >= 1".into(),
@@ -396,10 +396,12 @@ impl Suite for DpfheSuiteConfig {
             self.encrypted_timing_steps != Some(0) && self.encrypted_steps_output != Some(0),
             || "suite.encrypted_timing_steps and suite.encrypted_steps_output must be >= 1".into(),
         )?;
-        ensure(
-            !self.encrypted_threads.is_empty() && self.encrypted_threads.iter().all(|&t| t >= 1),
-            || "suite.encrypted_threads must list thread counts >= 1".into(),
-        )?;
+        ensure(!self.encrypted_threads.is_empty(), || {
+            "suite.encrypted_threads must list thread counts".into()
+        })?;
+        for &t in &self.encrypted_threads {
+            ensure_threads("suite.encrypted_threads", t)?;
+        }
         ensure(
             !self.gap_steps.is_empty() && self.gap_steps.iter().all(|&t| t >= 1),
             || "suite.gap_steps must list step counts >= 1".into(),

@@ -17,8 +17,8 @@ use privopt_protocols::dome::{BasisChunk, RoundBroadcast};
 use privopt_protocols::scalar_fl::{CatchUp, Reply, RoundPlan, RoundRecord, Update};
 use privopt_secagg::{
     AdvertiseKeys, Client, ClientConfig, ClientSnapshot, Context, Graph, IncomingShares,
-    MaskedInput, NeighbourKeys, Server, ServerConfig, SessionId, ShareKeys, UnmaskRequest,
-    UnmaskShares,
+    MaskedInput, NeighbourKeys, Server, ServerConfig, SessionId, ShareKeys, UnmaskLedger,
+    UnmaskRequest, UnmaskShares,
 };
 use rand_chacha::ChaCha20Rng;
 
@@ -95,6 +95,7 @@ fn ckks_targets() -> Fixture<Vec<Target>> {
     let lct = pk.encrypt(&pt, &mut rng).map_err(e)?;
     let (l1, l2, c1) = (leveled.clone(), leveled.clone(), ctx.clone());
     let mut eezofl = eezofl_targets(&params, &ct, &share, &key_shares);
+    eezofl.extend(eezofl_device_targets(&params, &mut rng).map_err(|e| e.to_string())?);
     eezofl.push(
         eezofl_server_target(&params, &key, &key_shares, &mut rng).map_err(|e| e.to_string())?,
     );
@@ -226,6 +227,51 @@ fn eezofl_server_target(
     }))
 }
 
+/// An EEZOFL device's side: its saved state restored, and a device that encrypted for round 0
+/// (restored afresh for each input) asked for its decryption share of a hostile sum.
+fn eezofl_device_targets(
+    params: &Arc<CkksParams>,
+    rng: &mut ChaCha20Rng,
+) -> Result<Vec<Target>, privopt_protocols::Error> {
+    use privopt_protocols::eezofl::{DigitalDevice, DigitalServer, SumBroadcast, encode_scalar};
+    let crs = CommonPoly::from_seed(params, CRS_SEED);
+    let mut devices: Vec<DigitalDevice> = (0..3)
+        .map(|i| DigitalDevice::generate(i, params, &crs, rng))
+        .collect();
+    let shares = devices.iter().map(DigitalDevice::key_share).collect();
+    let (mut server, relay) = DigitalServer::setup(params, &crs, &[0, 1, 2], shares)?;
+    for d in &mut devices {
+        d.set_key(&crs, &relay)?;
+    }
+    let uploads = devices
+        .iter_mut()
+        .map(|d| d.encrypt(0, encode_scalar(0.5, params)?, rng))
+        .collect::<Result<Vec<_>, _>>()?;
+    let sum = server.sum(&uploads)?;
+    let saved = devices[0].save();
+    let (p1, p2) = (Arc::clone(params), Arc::clone(params));
+    let (crs1, crs2) = (crs.clone(), crs);
+    let state = saved.clone();
+    let share_rng = std::cell::RefCell::new(secret_rng(Some(9)));
+    Ok(vec![
+        framed("eezofl/device-state", vec![state], move |b| {
+            drop(DigitalDevice::restore(&p1, &crs1, b))
+        }),
+        framed(
+            "eezofl/device-share-handler",
+            vec![sum.to_bytes()],
+            move |b| {
+                if let (Ok(sum), Ok(mut device)) = (
+                    SumBroadcast::from_bytes(&p2, b),
+                    DigitalDevice::restore(&p2, &crs2, &saved),
+                ) {
+                    drop(device.decryption_share(&sum, &mut *share_rng.borrow_mut()));
+                }
+            },
+        ),
+    ])
+}
+
 /// DP-under-FHE uploads and refreshes, made from the leveled fixtures.
 fn dpfhe_targets(ctx: &Arc<EvalContext>, ct: &eval::Ciphertext) -> Vec<Target> {
     use privopt_protocols::dpfhe::{EncryptedStep, Refresh, Weights};
@@ -312,7 +358,12 @@ fn pdsgd_targets() -> Result<Vec<Target>, privopt_protocols::Error> {
     let saved = agents[0].save();
     let responder = agents.swap_remove(1);
     let rng = RefCell::new(rng);
+    let state = saved.clone();
     Ok(vec![
+        // The agent's own storage (not a peer's message), restored.
+        framed("pdsgd/agent-state", vec![state], |b| {
+            drop(Agent::<Paillier>::restore(b))
+        }),
         framed("pdsgd/request-handler", vec![request_bytes], move |b| {
             if let Ok(req) = responder.decode_request(b) {
                 drop(responder.respond(&req, &[2, 9], &mut *rng.borrow_mut()));
@@ -371,6 +422,7 @@ fn secagg_targets() -> Fixture<Vec<Target>> {
         shared.push(reply.to_bytes());
         shares_sent.push(reply);
     }
+    let shared_snapshots: Vec<ClientSnapshot> = clients.iter().map(Client::snapshot).collect();
     let routed = server.finish_sharing().map_err(e)?;
     let mut masked = Vec::new();
     let mut masked_sent = Vec::new();
@@ -380,6 +432,7 @@ fn secagg_targets() -> Fixture<Vec<Target>> {
         masked.push(m.to_bytes());
         masked_sent.push(m);
     }
+    let masked_snapshot = clients[0].snapshot();
     let snapshots: Vec<Vec<u8>> = clients.iter().map(|c| c.snapshot().to_bytes()).collect();
     let requests = server.finish_masking().map_err(e)?;
     let mut unmask = Vec::new();
@@ -422,7 +475,33 @@ fn secagg_targets() -> Fixture<Vec<Target>> {
         }
         drop(s.finish());
     };
+    // The client side: client 0, restored from its own snapshot for each input, handles a
+    // hostile server message of the masking and the unmasking stage (the latter through a
+    // fresh unmask ledger, as the Python binding answers).
+    let sharing_client = shared_snapshots[0].clone();
+    let mask_handler = move |b: &[u8]| {
+        if let (Ok(msg), Ok(mut client)) = (
+            IncomingShares::from_bytes(b),
+            Client::restore(sharing_client.clone()),
+        ) {
+            drop(client.mask_input(&msg, &[7; 16]));
+        }
+    };
+    let unmask_client = move |b: &[u8]| {
+        if let (Ok(msg), Ok(mut client)) = (
+            UnmaskRequest::from_bytes(b),
+            Client::restore(masked_snapshot.clone()),
+        ) {
+            drop(UnmaskLedger::new().unmask(&mut client, &msg));
+        }
+    };
     Ok(vec![
+        framed("secagg/client-mask-handler", bytes(&routed), mask_handler),
+        framed(
+            "secagg/client-unmask-handler",
+            bytes(&requests),
+            unmask_client,
+        ),
         message::<AdvertiseKeys>("secagg/advertise-keys", adverts),
         message::<NeighbourKeys>("secagg/neighbour-keys", bytes(&relayed)),
         message::<ShareKeys>("secagg/share-keys", shared),
@@ -545,6 +624,7 @@ fn protocol_targets() -> Vec<Target> {
             },
         ])),
     ];
+    let handlers = vec![scalar_fl_client_target(), dome_client_target(&broadcast)];
     vec![
         message::<CatchUp>("scalar_fl/catch-up", bytes(&catch_up)),
         message::<RoundPlan>("scalar_fl/round-plan", vec![plan.to_bytes()]),
@@ -552,6 +632,90 @@ fn protocol_targets() -> Vec<Target> {
         message::<RoundBroadcast>("dome/round-broadcast", vec![broadcast.to_bytes()]),
         message::<BasisChunk>("dome/basis-chunk", vec![chunk.to_bytes()]),
     ]
+    .into_iter()
+    .chain(handlers)
+    .collect()
+}
+
+/// A scalar-only FL client (fresh for each input) handling a hostile catch-up, then training
+/// the round's plan on a quadratic loss.
+fn scalar_fl_client_target() -> Target {
+    use privopt_ml::zo::Difference;
+    use privopt_protocols::scalar_fl::{Client, ModelState, Probe, ReplaySpec, Rule};
+    let spec = ReplaySpec {
+        lr: 0.1,
+        local_steps: 2,
+        perturbations: 2,
+        weight_decay: 0.0,
+        rule: Rule::Hiso { nu: 0.1, eps: 1e-6 },
+    };
+    let initial = ModelState::initial(vec![0.5; 6], spec.rule);
+    let record = |round| RoundRecord {
+        round,
+        seeds: vec![round + 1, round + 2],
+        scalars: vec![0.25, -0.5, 1.0, 0.0],
+    };
+    let catch_ups = [
+        Update::UpToDate { round: 0 },
+        Update::Replay(vec![record(0), record(1)]),
+        Update::Full(initial.clone()),
+    ]
+    .map(|update| CatchUp {
+        session: 0x5eed,
+        client: 0,
+        ticket: [7; 16],
+        update,
+    });
+    let probe = Probe {
+        mu: 1e-3,
+        difference: Difference::TwoPoint,
+    };
+    framed(
+        "scalar_fl/client-catch-up-handler",
+        bytes(&catch_ups),
+        move |b| {
+            let Ok(msg) = CatchUp::from_bytes(b) else {
+                return;
+            };
+            let mut client = Client::new(0, initial.clone());
+            if client.receive(msg, &spec).is_ok() {
+                let plan = RoundPlan {
+                    session: 0x5eed,
+                    round: client.state().round,
+                    seeds: vec![3, 4],
+                    clients: vec![0, 2],
+                };
+                let loss = |_: usize, x: &[f64]| x.iter().map(|v| v * v).sum::<f64>();
+                drop(client.local_update(&plan, &spec, probe, &loss));
+            }
+        },
+    )
+}
+
+/// A DOME client releasing its gradient under a hostile round broadcast.
+fn dome_client_target(broadcast: &RoundBroadcast) -> Target {
+    use privopt_protocols::dome::{Basis, quantizer, release};
+    let rng = std::cell::RefCell::new(secret_rng(Some(11)));
+    framed(
+        "dome/client-release-handler",
+        vec![broadcast.to_bytes()],
+        move |b| {
+            let Ok(round) = RoundBroadcast::from_bytes(b) else {
+                return;
+            };
+            let d = round.m_hat.len();
+            let mut grad = vec![0.5; d];
+            if let Ok(out) = release(
+                &mut grad,
+                &round,
+                Basis::Identity { d },
+                &mut *rng.borrow_mut(),
+            ) && let Ok(q) = quantizer(&round)
+            {
+                drop(q.encode(&out.vector));
+            }
+        },
+    )
 }
 
 /// Data files and configs: IDX, CSV (parse, then fit the encoder), the experiment TOML.

@@ -439,10 +439,14 @@ pub fn train(
     })?;
     let d = model.num_params();
     let n_clients = problem.clients.len();
-    let b = cfg.clients_per_round.min(n_clients);
-    ensure(b >= 3, || {
-        format!("DOME needs >= 3 clients, the data has {n_clients}")
+    // More per round than exist would silently mean "all of them": say so instead.
+    ensure(cfg.clients_per_round <= n_clients, || {
+        format!(
+            "method.clients_per_round = {} exceeds the {n_clients} clients of the data",
+            cfg.clients_per_round
+        )
     })?;
+    let b = cfg.clients_per_round;
     let n_max = examples_per_client(problem);
     let private = cfg.variant != Variant::Nonprivate;
     let sigma = if private {

@@ -201,7 +201,7 @@ fn a_device_decrypts_only_the_rounds_sum_and_only_once() {
     for d in &mut devices {
         let refused = d.decryption_share(&relabelled, &mut rng).unwrap_err();
         assert!(
-            refused.to_string().contains("sum of 1 encryptions"),
+            refused.to_string().contains("a sum of 1 encryptions"),
             "{refused}"
         );
     }
@@ -230,6 +230,14 @@ fn a_device_decrypts_only_the_rounds_sum_and_only_once() {
     }
     let v = server.fuse(&first).unwrap();
     assert!((v - 1.5).abs() < 1e-4, "{v}");
+    // A re-key restarts the rounds (as the server's do), but not the record of the last sum:
+    // the server cannot re-key to have round 0's sum decrypted a second time.
+    for d in &mut devices {
+        d.set_key(&crs, &relay).unwrap();
+        d.encrypt(0, 1, &mut rng).unwrap();
+        let e = d.decryption_share(&sum, &mut rng).unwrap_err();
+        assert!(e.to_string().contains("decrypted before"), "{e}");
+    }
 }
 
 /// One over-the-air round with unit gains and no channel noise; with `bytes`, every

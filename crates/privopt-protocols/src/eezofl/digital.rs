@@ -50,8 +50,11 @@ pub struct DigitalDevice {
     /// The round it last encrypted for (the only sum it will help decrypt).
     encrypted: Option<u64>,
     /// The last round it gave a decryption share for: it gives one share per round, and
-    /// encrypts only for later rounds.
+    /// encrypts only for later rounds (of this key: a new key restarts the rounds).
     decrypted: Option<u64>,
+    /// BLAKE3 of the last sum it decrypted, kept across keys: a server that re-keys to restart
+    /// the rounds cannot have the same ciphertext decrypted again.
+    last_sum: Option<[u8; 32]>,
 }
 
 impl DigitalDevice {
@@ -69,6 +72,7 @@ impl DigitalDevice {
             relay: None,
             encrypted: None,
             decrypted: None,
+            last_sum: None,
         }
     }
 
@@ -80,6 +84,7 @@ impl DigitalDevice {
             self.relay.as_ref(),
             self.encrypted,
             self.decrypted,
+            self.last_sum,
             &self.params,
         )
     }
@@ -87,7 +92,8 @@ impl DigitalDevice {
     /// The device [`DigitalDevice::save`] wrote, its collective key rebuilt from the saved
     /// relay under `crs`.
     pub fn restore(params: &Arc<CkksParams>, crs: &CommonPoly, bytes: &[u8]) -> Result<Self> {
-        let (party, relay, encrypted, decrypted) = device_state_from_bytes(params, bytes)?;
+        let (party, relay, encrypted, decrypted, last_sum) =
+            device_state_from_bytes(params, bytes)?;
         let mut device = Self {
             party,
             params: Arc::clone(params),
@@ -95,9 +101,10 @@ impl DigitalDevice {
             relay: None,
             encrypted,
             decrypted,
+            last_sum,
         };
         if let Some(relay) = relay {
-            device.set_key(crs, &relay)?;
+            device.aggregate_key(crs, &relay)?;
         }
         Ok(device)
     }
@@ -112,9 +119,18 @@ impl DigitalDevice {
         self.party.public_key_share(KEY_SESSION)
     }
 
-    /// Setup, step 2: aggregates the collective key from the server's relay of every
-    /// member's share; refuses a relay that leaves this device out.
+    /// Setup, step 2 (and every re-key): aggregates the collective key from the server's relay
+    /// of every member's share; refuses a relay that leaves this device out. A new key starts
+    /// its rounds afresh (the server's do too).
     pub fn set_key(&mut self, crs: &CommonPoly, relay: &KeyRelay) -> Result<()> {
+        self.aggregate_key(crs, relay)?;
+        self.encrypted = None;
+        self.decrypted = None;
+        Ok(())
+    }
+
+    /// The collective key of `relay`, kept with the relay (a saved device rebuilds it).
+    fn aggregate_key(&mut self, crs: &CommonPoly, relay: &KeyRelay) -> Result<()> {
         if !relay.members.contains(&self.id()) {
             return Err(misbehaved(
                 Peer::Server,
@@ -185,16 +201,28 @@ impl DigitalDevice {
                 sum.round
             ));
         }
-        let members = self.key.as_ref().map_or(0, |k| k.members().len());
-        if usize::try_from(sum.sum.count()).ok() != Some(members) {
+        let members = self.key.as_ref().map_or(&[][..], |k| k.members());
+        if usize::try_from(sum.sum.count()).ok() != Some(members.len())
+            || sum.sum.members() != members
+        {
             return refuse(format!(
-                "asked device {} to decrypt a sum of {} encryptions; the round has {members} members",
+                "asked device {} to decrypt a sum of {} encryptions under members {:?}; the \
+                 round has members {members:?}",
                 self.id(),
-                sum.sum.count()
+                sum.sum.count(),
+                sum.sum.members()
+            ));
+        }
+        let digest = *blake3::hash(&sum.sum.to_bytes()).as_bytes();
+        if self.last_sum == Some(digest) {
+            return refuse(format!(
+                "asked device {} to decrypt again a sum it decrypted before",
+                self.id()
             ));
         }
         let share = self.party.partial_decrypt(&sum.sum, rng)?;
         self.decrypted = Some(sum.round);
+        self.last_sum = Some(digest);
         Ok(ShareUpload {
             round: sum.round,
             share,

@@ -152,6 +152,7 @@ pub(crate) fn device_state_to_bytes(
     relay: Option<&KeyRelay>,
     encrypted: Option<u64>,
     decrypted: Option<u64>,
+    last_sum: Option<[u8; 32]>,
     params: &CkksParams,
 ) -> Vec<u8> {
     wire::encode(Method::Eezofl, KIND_DEVICE_STATE, |w| {
@@ -164,11 +165,20 @@ pub(crate) fn device_state_to_bytes(
             w.u8(u8::from(round.is_some()));
             w.u64(round.unwrap_or(0));
         }
+        w.u8(u8::from(last_sum.is_some()));
+        w.raw(&last_sum.unwrap_or([0; 32]));
     })
 }
 
-/// A saved device: its party, the key relay, the round it encrypted for, the round it decrypted.
-pub(crate) type DeviceState = (Party, Option<KeyRelay>, Option<u64>, Option<u64>);
+/// A saved device: its party, the key relay, the round it encrypted for, the round it
+/// decrypted, and the digest of the last sum it decrypted.
+pub(crate) type DeviceState = (
+    Party,
+    Option<KeyRelay>,
+    Option<u64>,
+    Option<u64>,
+    Option<[u8; 32]>,
+);
 
 /// Parses what [`device_state_to_bytes`] wrote.
 pub(crate) fn device_state_from_bytes(
@@ -194,7 +204,10 @@ pub(crate) fn device_state_from_bytes(
             };
             let encrypted = round()?;
             let decrypted = round()?;
-            Ok((party, relay, encrypted, decrypted))
+            let has_sum = r.bool()?;
+            let mut sum = [0u8; 32];
+            sum.copy_from_slice(r.fixed(32)?);
+            Ok((party, relay, encrypted, decrypted, has_sum.then_some(sum)))
         },
     )
 }

@@ -23,6 +23,40 @@ fn params() -> Arc<CkksParams> {
     CkksParamsBuilder::new(4096, &[37, 36, 36]).build().unwrap()
 }
 
+/// `n` devices keyed together by a fresh server, everything drawn from `seed`.
+struct Keyed {
+    params: Arc<CkksParams>,
+    crs: CommonPoly,
+    rng: privopt_math::StreamRng,
+    devices: Vec<DigitalDevice>,
+    server: DigitalServer,
+    relay: KeyRelay,
+}
+
+fn keyed(seed: u64, n: u32) -> Keyed {
+    let params = params();
+    let seeds = SeedTree::new(seed);
+    let crs = CommonPoly::from_seed(&params, seeds.key("crs", &[]));
+    let mut rng = seeds.stream("keys", &[]);
+    let mut devices: Vec<DigitalDevice> = (0..n)
+        .map(|i| DigitalDevice::generate(i, &params, &crs, &mut rng))
+        .collect();
+    let shares = devices.iter().map(DigitalDevice::key_share).collect();
+    let members: Vec<u32> = (0..n).collect();
+    let (server, relay) = DigitalServer::setup(&params, &crs, &members, shares).unwrap();
+    for d in &mut devices {
+        d.set_key(&crs, &relay).unwrap();
+    }
+    Keyed {
+        params,
+        crs,
+        rng,
+        devices,
+        server,
+        relay,
+    }
+}
+
 /// Runs setup and `rounds` digital rounds; with `bytes`, every message crosses as bytes.
 fn digital(rounds: u64, bytes: bool) -> Vec<f64> {
     let params = params();
@@ -114,18 +148,13 @@ fn digital_rounds_through_bytes_and_saved_devices_equal_the_in_process_rounds() 
 
 #[test]
 fn digital_server_refuses_missing_duplicate_and_stale_uploads() {
-    let params = params();
-    let seeds = SeedTree::new(6);
-    let crs = CommonPoly::from_seed(&params, seeds.key("crs", &[]));
-    let mut rng = seeds.stream("keys", &[]);
-    let mut devices: Vec<DigitalDevice> = (0..3)
-        .map(|i| DigitalDevice::generate(i, &params, &crs, &mut rng))
-        .collect();
-    let shares = devices.iter().map(DigitalDevice::key_share).collect();
-    let (mut server, relay) = DigitalServer::setup(&params, &crs, &[0, 1, 2], shares).unwrap();
-    for d in &mut devices {
-        d.set_key(&crs, &relay).unwrap();
-    }
+    let Keyed {
+        params,
+        mut rng,
+        mut devices,
+        mut server,
+        ..
+    } = keyed(6, 3);
     let ups: Vec<Upload> = devices
         .iter_mut()
         .map(|d| {
@@ -172,18 +201,14 @@ fn digital_server_refuses_missing_duplicate_and_stale_uploads() {
 /// only for rounds after the last one it decrypted.
 #[test]
 fn a_device_decrypts_only_the_rounds_sum_and_only_once() {
-    let params = params();
-    let seeds = SeedTree::new(16);
-    let crs = CommonPoly::from_seed(&params, seeds.key("crs", &[]));
-    let mut rng = seeds.stream("keys", &[]);
-    let mut devices: Vec<DigitalDevice> = (0..3)
-        .map(|i| DigitalDevice::generate(i, &params, &crs, &mut rng))
-        .collect();
-    let shares = devices.iter().map(DigitalDevice::key_share).collect();
-    let (mut server, relay) = DigitalServer::setup(&params, &crs, &[0, 1, 2], shares).unwrap();
-    for d in &mut devices {
-        d.set_key(&crs, &relay).unwrap();
-    }
+    let Keyed {
+        params,
+        crs,
+        mut rng,
+        mut devices,
+        mut server,
+        relay,
+    } = keyed(16, 3);
     let ups: Vec<Upload> = devices
         .iter_mut()
         .enumerate()

@@ -12,7 +12,6 @@ from __future__ import annotations
 import inspect
 import json
 import resource
-import sys
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -210,8 +209,7 @@ def sweep() -> Iterator[dict[str, Any]]:
             for hostile_name, hostile in HOSTILE:
                 # The others: a workable value, else the default, else hostile too.
                 args = [
-                    base[n] if n in base else (hostile if d is inspect.Parameter.empty else d)
-                    for n, d in params
+                    base.get(n, hostile if d is inspect.Parameter.empty else d) for n, d in params
                 ]
                 args[i] = hostile
                 call = f"{label}({name}={hostile_name})"
@@ -228,7 +226,7 @@ def sweep() -> Iterator[dict[str, Any]]:
                     if not label.endswith("__getitem__"):
                         raise
                     outcome = "refused"
-                except BaseException as e:  # noqa: BLE001 - the point is to see every kind
+                except BaseException as e:  # the point is to see every kind
                     if isinstance(e, KeyboardInterrupt):
                         raise
                     yield {"call": call, "problem": f"{type(e).__module__}.{type(e).__name__}: {e}"}

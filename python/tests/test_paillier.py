@@ -4,7 +4,12 @@ import numpy as np
 import pytest
 
 from privopt import paillier
-from privopt.errors import ComputationError, InsecureParameters, MalformedMessage, ParameterError
+from privopt.errors import (
+    ComputationError,
+    InsecureParameters,
+    MalformedMessage,
+    ParameterError,
+)
 
 
 def test_small_keys_need_an_explicit_opt_in():

@@ -79,13 +79,7 @@ impl GaussianRun {
             }
             .epsilon(delta, accountant)
         };
-        let (mut lo, mut hi) = (crate::rdp::MIN_SIGMA, 1.0);
-        if eps_at(lo)? <= epsilon {
-            return Err(DpError::Invalid(format!(
-                "ε = {epsilon} is reached with the smallest noise multiplier the accountant \
-                 takes ({lo}): such a guarantee is vacuous"
-            )));
-        }
+        let (mut lo, mut hi) = (1e-3, 1.0);
         while eps_at(hi)? > epsilon {
             lo = hi;
             hi *= 2.0;
@@ -95,9 +89,20 @@ impl GaussianRun {
                 )));
             }
         }
+        // A target that needs σ below the floor has no useful guarantee, and the accountants
+        // slow down as 1/σ² there: refuse it with one evaluation at the floor. Above it, points
+        // below the floor are above target without evaluating them (ε falls as σ grows), so
+        // the search takes the same steps as an unbounded one.
+        let floor = 2.0 * crate::rdp::MIN_SIGMA;
+        if hi == 1.0 && eps_at(floor)? <= epsilon {
+            return Err(DpError::Invalid(format!(
+                "ε = {epsilon} is reached with a noise multiplier below {floor}: such a \
+                 guarantee is vacuous"
+            )));
+        }
         while hi - lo > 1e-6 * hi {
             let mid = 0.5 * (lo + hi);
-            if eps_at(mid)? > epsilon {
+            if mid < floor || eps_at(mid)? > epsilon {
                 lo = mid;
             } else {
                 hi = mid;

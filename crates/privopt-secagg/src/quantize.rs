@@ -23,7 +23,7 @@ impl Quantizer {
     /// A code for values clipped to `[−clip, clip]`, summed over at most `max_summands` vectors
     /// (at most [`MAX_SUMMANDS`], so each summand keeps at least 2^7 levels per sign).
     pub fn new(clip: f64, max_summands: usize) -> Result<Self, Error> {
-        if !(clip.is_finite() && clip > 0.0) || !(1..=MAX_SUMMANDS).contains(&max_summands) {
+        if !(clip.is_finite() && clip > 0.0 && (1..=MAX_SUMMANDS).contains(&max_summands)) {
             return Err(Error::Parameters(format!(
                 "quantizer needs a finite clip > 0 and 1..={MAX_SUMMANDS} summands, got {clip} \
                  and {max_summands}"

@@ -313,7 +313,7 @@ impl PyClient {
 
     /// Stage 4: the survivors in, this client's shares for the unmasking out. Single-use: a
     /// client answers one survivor list per round, also across copies restored from one
-    /// snapshot in this process (a second list raises :class:`ProtocolError`); across
+    /// snapshot in this process (a second list raises :class:`PeerMisbehaved`); across
     /// processes, store the :meth:`snapshot` taken after this call before sending its reply.
     fn unmask<'py>(&mut self, py: Python<'py>, message: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
         let msg: UnmaskRequest = decode(message)?;

@@ -489,8 +489,10 @@ impl UnmaskLedger {
         self.answered.is_empty()
     }
 
-    /// [`Client::unmask`], refused with [`Error::Equivocation`] when another copy of this
-    /// client's round answered another survivor list, and recorded before it is returned.
+    /// [`Client::unmask`] with the ledger's record of this client's round: a copy restored
+    /// from a snapshot older than its answer is given that answer back as its own record, so
+    /// the client's single-use rule refuses another survivor list; a new answer is recorded
+    /// before it is returned.
     pub fn unmask(
         &mut self,
         client: &mut Client,
@@ -498,13 +500,8 @@ impl UnmaskLedger {
     ) -> Result<UnmaskShares, Error> {
         let key = client.round_key();
         if let Some(answered) = self.answered.get(&key) {
-            let mut asked = message.survivors.clone();
-            asked.sort_unstable();
-            if &asked != answered {
-                return Err(Error::Equivocation {
-                    client: client.id(),
-                });
-            }
+            client.answered = Some(answered.clone());
+            client.stage = Stage::Done;
         } else if self.answered.len() >= UNMASK_LEDGER_CAPACITY {
             return Err(Error::Parameters(format!(
                 "the unmask ledger holds {UNMASK_LEDGER_CAPACITY} rounds; start a new one"

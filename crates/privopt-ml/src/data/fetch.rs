@@ -132,7 +132,7 @@ pub fn process_alive(pid: u32) -> Option<bool> {
     cfg!(target_os = "linux").then(|| Path::new(&format!("/proc/{pid}")).exists())
 }
 
-/// Removes the entries of `dir` named `PREFIX` + a process id (+ anything after a `-`) whose
+/// Removes the folders in `dir` named `PREFIX` + a process id (+ anything after a `-`) whose
 /// process is gone: work folders of interrupted runs. Where liveness cannot be told, an entry
 /// a day old counts as gone.
 pub fn remove_dead_process_dirs(dir: &Path, prefix: &str) -> std::io::Result<()> {
@@ -152,12 +152,7 @@ pub fn remove_dead_process_dirs(dir: &Path, prefix: &str) -> std::io::Result<()>
                 .is_some_and(|age| age.as_secs() < 24 * 3600),
         };
         if !alive {
-            let path = entry.path();
-            if path.is_dir() {
-                std::fs::remove_dir_all(&path)?;
-            } else {
-                std::fs::remove_file(&path)?;
-            }
+            std::fs::remove_dir_all(entry.path())?;
         }
     }
     Ok(())

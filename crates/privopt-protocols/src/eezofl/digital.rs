@@ -52,7 +52,7 @@ pub struct DigitalDevice {
     /// The last round it gave a decryption share for: it gives one share per round, and
     /// encrypts only for later rounds (of this key: a new key restarts the rounds).
     decrypted: Option<u64>,
-    /// BLAKE3 of the last sum it decrypted, kept across keys: a server that re-keys to restart
+    /// The digest of the last sum it decrypted (`Ciphertext::digest`), kept across keys: a server that re-keys to restart
     /// the rounds cannot have the same ciphertext decrypted again.
     last_sum: Option<[u8; 32]>,
 }
@@ -213,7 +213,8 @@ impl DigitalDevice {
                 sum.sum.members()
             ));
         }
-        let digest = *blake3::hash(&sum.sum.to_bytes()).as_bytes();
+        // A share depends on the parameters, the session and C1 only: what `digest` covers.
+        let digest = sum.sum.digest();
         if self.last_sum == Some(digest) {
             return refuse(format!(
                 "asked device {} to decrypt again a sum it decrypted before",

@@ -205,8 +205,7 @@ pub(crate) fn device_state_from_bytes(
             let encrypted = round()?;
             let decrypted = round()?;
             let has_sum = r.bool()?;
-            let mut sum = [0u8; 32];
-            sum.copy_from_slice(r.fixed(32)?);
+            let sum: [u8; 32] = r.array()?;
             Ok((party, relay, encrypted, decrypted, has_sum.then_some(sum)))
         },
     )

@@ -160,7 +160,7 @@ impl Message for Reply {
         Ok(Self {
             session: r.u64()?,
             client: r.index()?,
-            ticket: ticket(r)?,
+            ticket: r.array()?,
             round: r.u64()?,
             scalars: r.f32s()?,
         })
@@ -210,16 +210,10 @@ impl Message for CatchUp {
         Ok(Self {
             session: r.u64()?,
             client: r.index()?,
-            ticket: ticket(r)?,
+            ticket: r.array()?,
             update: update(r)?,
         })
     }
-}
-
-fn ticket(r: &mut Reader<'_>) -> Result<Ticket, DecodeError> {
-    let mut t = [0u8; 16];
-    t.copy_from_slice(r.fixed(16)?);
-    Ok(t)
 }
 
 fn update(r: &mut Reader<'_>) -> Result<Update, DecodeError> {

@@ -87,6 +87,26 @@ def test_keys_and_ciphertexts_round_trip_through_bytes(ctx, keys, rng):
     )
 
 
+def test_ciphertexts_and_keys_of_another_secret_are_refused(ctx, keys):
+    sk, pk, ev = keys
+    stranger = ckks.SecretKey.generate(ctx)
+    assert stranger.key_id != sk.key_id
+    mine = pk.encrypt([1.0, 2.0])
+    theirs = stranger.public_key().encrypt([1.0, 2.0])
+    assert mine.key_id == sk.key_id
+    # The id survives the bytes, so a reloaded ciphertext is still refused.
+    theirs = ckks.Ciphertext.from_bytes(ctx, theirs.to_bytes())
+    assert theirs.key_id == stranger.key_id
+    with pytest.raises(ParameterError, match="another secret key"):
+        ev.add(mine, theirs)
+    with pytest.raises(ParameterError, match="another secret key"):
+        ev.multiply(theirs, theirs)
+    with pytest.raises(ParameterError, match="another secret key"):
+        sk.decrypt(theirs)
+    with pytest.raises(ParameterError, match="two secrets"):
+        ckks.Evaluator(ctx, relin_key=stranger.relin_key(), galois_keys=sk.galois_keys([1]))
+
+
 def test_bad_bytes_and_mixed_parameters_are_refused(ctx, keys):
     sk, pk, ev = keys
     data = pk.encrypt([1.0]).to_bytes()

@@ -1,20 +1,23 @@
 //! Byte encodings of xMK-CKKS messages, with size and parameter checks.
 //!
 //! Layout (little-endian): `"PVMK"`, version (1 byte), kind (1 byte), two zero bytes, the
-//! 32-byte parameter fingerprint, the session (8 bytes), then
+//! 32-byte parameter fingerprint, a tag (8 bytes): the session for multiparty messages, the
+//! [`crate::eval::KeyId`] of the secret for leveled ones (0 for parties and an empty Galois key
+//! set), then
 //! - shares: party (4), binding digest (32), one polynomial;
 //! - ciphertexts: count (4), number of members `k` (4), `k` sorted member ids (4 each), `c0`, `c1`;
-//! - leveled ([`crate::eval`]) ciphertexts: session 0, level (4), scale (8, an `f64`), then `c0`
+//! - leveled ([`crate::eval`]) ciphertexts: level (4), scale (8, an `f64`), then `c0`
 //!   and `c1` over the first `level + 1` primes;
-//! - evaluation keys (session 0): the public key is `b`, `a` over `Q`; a switching key is its
+//! - evaluation keys: the public key is `b`, `a` over `Q`; a switching key is its
 //!   level `l` (4), the 32-byte seed every `a_j` is expanded from, and one `b_j` over `Q_l·P`
 //!   per digit starting at or below `l` (so a key is half the bytes of its `(b_j, a_j)` pairs);
 //!   a relinearization key is one switching key; Galois keys are a count (4) and, per key in
 //!   increasing order, its Galois element (8) and its switching key. The
 //!   evaluation-form permutation of a Galois key is derived from its element on load; a
 //!   secret key is `s` over `Q·P` (for its owner's storage only: it never goes on the wire);
-//!   encapsulation keys are the sparse weight (4), the dense-to-sparse key's seed and `b` over
-//!   `q_0, p_0`, and the sparse-to-dense switching key.
+//!   encapsulation keys (tagged with the dense secret) are the sparse weight (4), the sparse
+//!   secret's key id (8), the dense-to-sparse key's seed and `b` over `q_0, p_e`, and the
+//!   sparse-to-dense switching key.
 //!
 //! A polynomial is `L · n` residues of 8 bytes, prime-major, each below its prime. Decoding
 //! refuses anything else: wrong magic, version or kind, other parameters, a length that is
@@ -28,16 +31,17 @@ use privopt_math::rns::{Eval, Poly};
 
 use crate::error::CkksError;
 use crate::eval::{
-    EncapsulationKeys, EvalContext, GaloisKeys, PublicKey, RelinKey, SecretKey, SwitchingKey,
+    EncapsulationKeys, EvalContext, GaloisKeys, KeyId, PublicKey, RelinKey, SecretKey, SwitchingKey,
 };
 use crate::multiparty::SecretKey as PartySecret;
 use crate::multiparty::{Ciphertext, Party, Round, Share};
 use crate::params::CkksParams;
 
 const MAGIC: &[u8; 4] = b"PVMK";
-/// Version 3: switching keys carry the seed of their `a` halves instead of the halves
-/// (version 2 added the keys' level; version 1's keys were all at the top level).
-const VERSION: u8 = 3;
+/// Version 4: leveled ciphertexts and keys carry their secret's key id in the header's tag
+/// (version 3 made switching keys carry the seed of their `a` halves instead of the halves;
+/// version 2 added the keys' level; version 1's keys were all at the top level).
+const VERSION: u8 = 4;
 const KIND_CIPHERTEXT: u8 = 3;
 const KIND_EVAL_CIPHERTEXT: u8 = 4;
 const KIND_PUBLIC_KEY: u8 = 5;
@@ -102,6 +106,11 @@ fn switching_key_shape(params: &CkksParams, level: usize) -> (usize, usize) {
 fn switching_key_bytes(params: &CkksParams, level: usize) -> usize {
     let (digits, rows) = switching_key_shape(params, level);
     4 + 32 + digits * 8 * params.n() * rows
+}
+
+/// Bytes of encapsulation keys whose sparse-to-dense key is at `level`.
+fn encapsulation_bytes(params: &CkksParams, level: usize) -> usize {
+    HEADER + 4 + 8 + 32 + 2 * 8 * params.n() + switching_key_bytes(params, level)
 }
 
 /// A cursor over untrusted bytes that turns every shortfall into a `Malformed` error.
@@ -184,9 +193,13 @@ impl<'a> Reader<'a> {
         Ok(v)
     }
 
-    /// A switching key: its level, then its digit pairs over `Q_l·P` (the whole key must
-    /// be present before anything is allocated for it).
-    fn switching_key(&mut self, params: &CkksParams) -> Result<SwitchingKey, CkksError> {
+    /// A switching key to the secret `target`: its level, then its digit pairs over `Q_l·P`
+    /// (the whole key must be present before anything is allocated for it).
+    fn switching_key(
+        &mut self,
+        params: &CkksParams,
+        target: KeyId,
+    ) -> Result<SwitchingKey, CkksError> {
         let level = self.u32()? as usize;
         if level > params.max_level() {
             return Err(self.bad(format!(
@@ -205,7 +218,7 @@ impl<'a> Reader<'a> {
         let q_count = params.basis().moduli().len();
         let rows: Vec<usize> = (0..=level).chain(q_count..all.len()).collect();
         let (digits, _) = switching_key_shape(params, level);
-        self.key_halves(all, &rows, digits, params.n(), level)
+        self.key_halves(all, &rows, digits, params.n(), level, target)
     }
 
     /// A switching key's seed and `digits` `b` halves over the primes `rows` of the chain
@@ -217,6 +230,7 @@ impl<'a> Reader<'a> {
         digits: usize,
         n: usize,
         level: usize,
+        target: KeyId,
     ) -> Result<SwitchingKey, CkksError> {
         let mask_seed: [u8; 32] = self.take(32)?.try_into().map_err(|_| self.bad("seed"))?;
         let moduli: Vec<u64> = rows.iter().map(|&i| all[i]).collect();
@@ -228,6 +242,7 @@ impl<'a> Reader<'a> {
             a: None,
             mask_seed,
             level,
+            target,
         };
         key.a = Some(
             (0..digits)
@@ -237,7 +252,7 @@ impl<'a> Reader<'a> {
         Ok(key)
     }
 
-    /// Checks the header and returns the session.
+    /// Checks the header and returns its tag (the session, or the key id).
     fn header(
         &mut self,
         kind: u8,
@@ -385,7 +400,7 @@ impl crate::eval::Ciphertext {
     /// sizes the buffer).
     pub fn to_bytes(&self, params: &CkksParams) -> Vec<u8> {
         let mut out = Vec::with_capacity(Self::encoded_len(params, self.level));
-        tagged_header(&mut out, KIND_EVAL_CIPHERTEXT, &self.params, 0);
+        tagged_header(&mut out, KIND_EVAL_CIPHERTEXT, &self.params, self.key.get());
         out.extend_from_slice(&(self.level as u32).to_le_bytes());
         out.extend_from_slice(&self.scale.to_le_bytes());
         put_residues(&mut out, &self.c0);
@@ -402,7 +417,7 @@ impl crate::eval::Ciphertext {
             pos: 0,
             what: "leveled ciphertext",
         };
-        r.header(KIND_EVAL_CIPHERTEXT, params, None)?;
+        let key = KeyId(r.header(KIND_EVAL_CIPHERTEXT, params, None)?);
         let level = r.u32()? as usize;
         if level > params.max_level() {
             return Err(r.bad(format!(
@@ -424,6 +439,7 @@ impl crate::eval::Ciphertext {
             level,
             scale,
             params: *params.fingerprint(),
+            key,
         })
     }
 }
@@ -433,7 +449,7 @@ impl PublicKey {
     pub fn to_bytes(&self) -> Vec<u8> {
         let params = self.ctx.params();
         let mut out = Vec::with_capacity(HEADER + 2 * poly_bytes(params));
-        header(&mut out, KIND_PUBLIC_KEY, params, 0);
+        header(&mut out, KIND_PUBLIC_KEY, params, self.key.get());
         put_residues(&mut out, &self.b);
         put_residues(&mut out, &self.a);
         out
@@ -447,17 +463,18 @@ impl PublicKey {
             pos: 0,
             what: "public key",
         };
-        r.header(
+        let key = KeyId(r.header(
             KIND_PUBLIC_KEY,
             params,
             Some(HEADER + 2 * poly_bytes(params)),
-        )?;
+        )?);
         let b = r.residues(params.basis().moduli(), params.n())?;
         let a = r.residues(params.basis().moduli(), params.n())?;
         Ok(Self {
             ctx: Arc::clone(ctx),
             b,
             a,
+            key,
         })
     }
 }
@@ -468,7 +485,7 @@ impl SecretKey {
     pub fn to_bytes(&self) -> Vec<u8> {
         let params = self.ctx.params();
         let mut out = Vec::with_capacity(HEADER + 8 * self.s.len());
-        header(&mut out, KIND_SECRET_KEY, params, 0);
+        header(&mut out, KIND_SECRET_KEY, params, self.id.get());
         put_residues(&mut out, &self.s);
         out
     }
@@ -482,14 +499,15 @@ impl SecretKey {
             pos: 0,
             what: "secret key",
         };
-        r.header(
+        let id = KeyId(r.header(
             KIND_SECRET_KEY,
             params,
             Some(HEADER + 8 * moduli.len() * params.n()),
-        )?;
+        )?);
         Ok(Self {
             ctx: Arc::clone(ctx),
             s: r.residues(moduli, params.n())?,
+            id,
         })
     }
 }
@@ -539,7 +557,7 @@ impl RelinKey {
     /// The key as bytes.
     pub fn to_bytes(&self, params: &CkksParams) -> Vec<u8> {
         let mut out = Vec::with_capacity(HEADER + switching_key_bytes(params, self.0.level));
-        header(&mut out, KIND_RELIN_KEY, params, 0);
+        header(&mut out, KIND_RELIN_KEY, params, self.0.target.get());
         put_switching_key(&mut out, &self.0);
         out
     }
@@ -551,8 +569,8 @@ impl RelinKey {
             pos: 0,
             what: "relinearization key",
         };
-        r.header(KIND_RELIN_KEY, params, None)?;
-        let key = r.switching_key(params)?;
+        let owner = KeyId(r.header(KIND_RELIN_KEY, params, None)?);
+        let key = r.switching_key(params, owner)?;
         r.expect_len(HEADER + switching_key_bytes(params, key.level))?;
         Ok(Self(key))
     }
@@ -567,7 +585,8 @@ impl GaloisKeys {
             .map(|k| 8 + switching_key_bytes(params, k.key.level))
             .sum();
         let mut out = Vec::with_capacity(HEADER + 4 + body);
-        header(&mut out, KIND_GALOIS_KEYS, params, 0);
+        let owner = self.key_id().map_or(0, KeyId::get);
+        header(&mut out, KIND_GALOIS_KEYS, params, owner);
         out.extend_from_slice(&(self.keys.len() as u32).to_le_bytes());
         for (&g, key) in &self.keys {
             out.extend_from_slice(&(g as u64).to_le_bytes());
@@ -585,7 +604,7 @@ impl GaloisKeys {
             pos: 0,
             what: "Galois keys",
         };
-        r.header(KIND_GALOIS_KEYS, params, None)?;
+        let owner = KeyId(r.header(KIND_GALOIS_KEYS, params, None)?);
         let count = r.u32()? as usize;
         if count > params.n() {
             return Err(r.bad(format!("{count} keys for ring degree {}", params.n())));
@@ -601,7 +620,7 @@ impl GaloisKeys {
                 )));
             }
             last = g;
-            let key = r.switching_key(params)?;
+            let key = r.switching_key(params, owner)?;
             keys.keys.insert(
                 g,
                 crate::eval::keys::GaloisKey {
@@ -623,11 +642,16 @@ impl GaloisKeys {
 impl EncapsulationKeys {
     /// The keys as bytes.
     pub fn to_bytes(&self, params: &CkksParams) -> Vec<u8> {
-        let len =
-            HEADER + 4 + 32 + 2 * 8 * params.n() + switching_key_bytes(params, self.to_dense.level);
+        let len = encapsulation_bytes(params, self.to_dense.level);
         let mut out = Vec::with_capacity(len);
-        header(&mut out, KIND_ENCAPSULATION_KEYS, params, 0);
+        header(
+            &mut out,
+            KIND_ENCAPSULATION_KEYS,
+            params,
+            self.key_id().get(),
+        );
         out.extend_from_slice(&(self.weight as u32).to_le_bytes());
+        out.extend_from_slice(&self.to_sparse.target.get().to_le_bytes());
         put_key_halves(&mut out, &self.to_sparse);
         put_switching_key(&mut out, &self.to_dense);
         out
@@ -642,8 +666,9 @@ impl EncapsulationKeys {
             pos: 0,
             what: "encapsulation keys",
         };
-        r.header(KIND_ENCAPSULATION_KEYS, params, None)?;
+        let owner = KeyId(r.header(KIND_ENCAPSULATION_KEYS, params, None)?);
         let weight = r.u32()? as usize;
+        let sparse = KeyId(r.u64()?);
         if !(1..=params.n()).contains(&weight) {
             return Err(r.bad(format!("weight {weight} is not in 1..={}", params.n())));
         }
@@ -653,11 +678,9 @@ impl EncapsulationKeys {
             return Err(r.bad("the parameters have no key-switching prime"));
         }
         let prime = crate::eval::keys::encapsulation_prime(params, weight);
-        let to_sparse = r.key_halves(all, &[0, prime], 1, params.n(), 0)?;
-        let to_dense = r.switching_key(params)?;
-        r.expect_len(
-            HEADER + 4 + 32 + 2 * 8 * params.n() + switching_key_bytes(params, to_dense.level),
-        )?;
+        let to_sparse = r.key_halves(all, &[0, prime], 1, params.n(), 0, sparse)?;
+        let to_dense = r.switching_key(params, owner)?;
+        r.expect_len(encapsulation_bytes(params, to_dense.level))?;
         Ok(Self {
             to_sparse,
             prime,

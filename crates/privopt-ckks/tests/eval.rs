@@ -596,6 +596,111 @@ fn operands_of_other_parameters_are_refused() {
 }
 
 #[test]
+fn ciphertexts_and_keys_of_another_secret_are_refused_not_evaluated_to_noise() {
+    use privopt_ckks::eval::{EncapsulationKeys, GaloisKeys, PublicKey, RelinKey};
+    // Two secrets under the same parameters: nothing in the residues tells their
+    // ciphertexts apart, so without the key id every line below would give noise or a
+    // wrong answer with no error.
+    let mut f = fixture(&[1]);
+    let params = f.ctx.params().clone();
+    let other = SecretKey::generate(&f.ctx, &mut f.rng);
+    assert_ne!(other.key_id(), f.sk.key_id());
+    let v = vector(f.ctx.slots(), 2.0);
+    let pt = encode(&f.ctx, &v, f.ctx.max_level()).unwrap();
+    let mine = f.encrypt(&v);
+    assert_eq!(mine.key_id(), f.sk.key_id());
+    let foreign = other.encrypt(&pt, &mut f.rng).unwrap();
+    let mismatch = |r: Result<Ciphertext, CkksError>| {
+        assert!(matches!(r, Err(CkksError::Mismatch(_))), "{r:?}")
+    };
+    // An evaluator over one secret's keys refuses the other's ciphertexts, alone or mixed.
+    mismatch(f.ev.add(&mine, &foreign));
+    mismatch(f.ev.multiply(&foreign, &foreign));
+    mismatch(f.ev.rotate(&foreign, 1));
+    mismatch(f.ev.mul_const(&foreign, 2.0));
+    mismatch(f.ev.linear_combination_to(&[(&mine, 1.0), (&foreign, 1.0)], 1));
+    // An evaluator without keys still refuses operands of two secrets.
+    let keyless = Evaluator::new(&f.ctx, None, GaloisKeys::default());
+    assert_eq!(keyless.key_id(), None);
+    mismatch(keyless.add(&mine, &foreign));
+    assert!(keyless.add(&foreign, &foreign).is_ok());
+    // Decryption under the other secret is refused.
+    assert!(matches!(other.decrypt(&mine), Err(CkksError::Mismatch(_))));
+    // A foreign relinearization key next to the owner's Galois keys: refused up front by
+    // `check_keys` and where it is used; the owner's rotations still work.
+    let owner_galois = f.sk.galois_keys(&[1], false, &mut f.rng);
+    let mixed = Evaluator::new(
+        &f.ctx,
+        Some(other.relin_key(&mut f.rng)),
+        owner_galois.clone(),
+    );
+    assert!(matches!(mixed.check_keys(), Err(CkksError::Mismatch(_))));
+    assert!(f.ev.check_keys().is_ok());
+    let relin_only = Evaluator::new(&f.ctx, Some(other.relin_key(&mut f.rng)), owner_galois);
+    let galois_user = Evaluator::new(&f.ctx, None, f.sk.galois_keys(&[1], false, &mut f.rng));
+    mismatch(relin_only.multiply(&mine, &mine));
+    assert!(galois_user.rotate(&mine, 1).is_ok());
+    // Galois keys of two secrets do not merge.
+    let merged = GaloisKeys::merge([
+        f.sk.galois_keys(&[1], false, &mut f.rng),
+        other.galois_keys(&[2], false, &mut f.rng),
+    ]);
+    assert!(matches!(merged, Err(CkksError::Mismatch(_))));
+    // The id survives every encoding, so a key or ciphertext loaded from bytes keeps it.
+    let id = f.sk.key_id();
+    let back = Ciphertext::from_bytes(&params, &mine.to_bytes(&params)).unwrap();
+    assert_eq!(back.key_id(), id);
+    assert_eq!(
+        SecretKey::from_bytes(&f.ctx, &f.sk.to_bytes())
+            .unwrap()
+            .key_id(),
+        id
+    );
+    let pk = f.sk.public_key(&mut f.rng);
+    assert_eq!(
+        PublicKey::from_bytes(&f.ctx, &pk.to_bytes())
+            .unwrap()
+            .key_id(),
+        id
+    );
+    let relin = f.sk.relin_key(&mut f.rng);
+    assert_eq!(
+        RelinKey::from_bytes(&params, &relin.to_bytes(&params))
+            .unwrap()
+            .key_id(),
+        id
+    );
+    let galois = f.sk.galois_keys(&[1, 3], false, &mut f.rng);
+    let galois = GaloisKeys::from_bytes(&f.ctx, &galois.to_bytes(&params)).unwrap();
+    assert_eq!(galois.key_id(), Some(id));
+    // Encapsulation keys (certified only at bootstrapping sizes: a small insecure set here)
+    // keep the dense secret's id, and an evaluator holding another secret's is refused.
+    let small = CkksParamsBuilder::leveled(1 << 12, 60, 50, 3, &[60, 60])
+        .insecure_for_testing(true)
+        .build()
+        .unwrap();
+    let small_ctx = EvalContext::new(&small).unwrap();
+    let dense = SecretKey::generate(&small_ctx, &mut f.rng);
+    let stranger = SecretKey::generate(&small_ctx, &mut f.rng);
+    let keys = dense.encapsulation_keys(32, &mut f.rng).unwrap();
+    let keys = EncapsulationKeys::from_bytes(&small, &keys.to_bytes(&small)).unwrap();
+    assert_eq!(keys.key_id(), dense.key_id());
+    let mixed = Evaluator::new(
+        &small_ctx,
+        Some(stranger.relin_key(&mut f.rng)),
+        GaloisKeys::default(),
+    )
+    .with_encapsulation(keys);
+    assert!(matches!(mixed.check_keys(), Err(CkksError::Mismatch(_))));
+    // A foreign ciphertext relabelled with the owner's id passes the check but is not
+    // forged into a right answer: the id catches mistakes, not an adversary (documented).
+    let mut bytes = foreign.to_bytes(&params);
+    bytes[40..48].copy_from_slice(&id.get().to_le_bytes());
+    let relabelled = Ciphertext::from_bytes(&params, &bytes).unwrap();
+    assert!(f.max_err(&relabelled, &v) > 1.0);
+}
+
+#[test]
 fn hoisted_rotations_equal_one_by_one_rotations() {
     let steps = [1i64, 2, 5, -3, 0, 1000];
     let mut f = fixture(&steps);

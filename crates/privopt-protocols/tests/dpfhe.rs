@@ -115,7 +115,7 @@ fn train(alg4: bool, steps: u64, bytes: bool) -> (Vec<f64>, usize) {
         if bytes {
             inputs = EncryptedStep::from_bytes(&ctx, &inputs.to_bytes(&ctx)).unwrap();
         }
-        let mut step = server.begin_step(w, inputs);
+        let mut step = server.begin_step(w, inputs).unwrap();
         w = loop {
             match server.advance(&mut step).unwrap() {
                 StepStatus::NeedsRefresh(req) => step.resume(ask(&mut owner, req)).unwrap(),
@@ -226,7 +226,7 @@ fn train_bootstrapping(
         for t in 0..steps {
             let batch: Vec<usize> = (0..BATCH).map(|i| (i * 3 + t as usize * 5) % 32).collect();
             let inputs = owner.encrypt_step(t, &data, &batch, &[0.01; D]).unwrap();
-            let mut step = server.begin_step(w, inputs);
+            let mut step = server.begin_step(w, inputs).unwrap();
             w = loop {
                 match server.advance(&mut step).unwrap() {
                     StepStatus::NeedsRefresh(req) => {
@@ -284,7 +284,7 @@ fn the_step_state_machine_refuses_misuse() {
     let w = owner.encrypt_replicated(&[0.0; D]).unwrap();
     let batch: Vec<usize> = (0..BATCH).collect();
     let inputs = owner.encrypt_step(0, &data, &batch, &[0.0; D]).unwrap();
-    let mut step = server.begin_step(w, inputs);
+    let mut step = server.begin_step(w, inputs).unwrap();
     // Nothing to resume yet.
     let stray = Refresh {
         step: 0,
@@ -313,6 +313,46 @@ fn the_step_state_machine_refuses_misuse() {
     assert!(server.advance(&mut step).is_ok());
     // A batch that does not fit the layout is refused.
     assert!(owner.encrypt_step(1, &data, &[0, 1], &[0.0; D]).is_err());
+}
+
+#[test]
+fn the_compute_server_refuses_another_owners_ciphertexts_and_keys() {
+    // Two data owners under the same parameters: the server holds the first one's keys.
+    let ctx = ctx();
+    let circuit = circuit(&ctx, true);
+    let data = data();
+    let mut owner = DataOwner::new(&ctx, circuit.layout, secret_rng(Some(6)));
+    let mut stranger = DataOwner::new(&ctx, circuit.layout, secret_rng(Some(7)));
+    let (relin, galois) = owner.evaluation_keys();
+    let (foreign_relin, _) = stranger.evaluation_keys();
+    // Keys of two secrets make no server.
+    assert!(ComputeServer::new(&ctx, foreign_relin, galois.clone(), 1, circuit.clone()).is_err());
+    let server = ComputeServer::new(&ctx, relin, galois, 1, circuit).unwrap();
+    let batch: Vec<usize> = (0..BATCH).collect();
+    let w = owner.encrypt_replicated(&[0.0; D]).unwrap();
+    let inputs = owner.encrypt_step(0, &data, &batch, &[0.0; D]).unwrap();
+    let foreign_w = stranger.encrypt_replicated(&[0.0; D]).unwrap();
+    let foreign_inputs = stranger.encrypt_step(0, &data, &batch, &[0.0; D]).unwrap();
+    let refused = |r: Result<_, Error>| matches!(r, Err(Error::PeerMisbehaved { .. }));
+    assert!(refused(server.begin_step(foreign_w, inputs.clone())));
+    let mut mixed = inputs.clone();
+    mixed.noise = foreign_inputs.noise.clone();
+    assert!(refused(server.begin_step(w.clone(), mixed)));
+    // A refresh answered under another secret is refused; the owner's answer goes on.
+    let mut step = server.begin_step(w, inputs).unwrap();
+    let StepStatus::NeedsRefresh(req) = server.advance(&mut step).unwrap() else {
+        panic!("Algorithm 4 at 12 levels needs a refresh");
+    };
+    let forged = Refresh {
+        step: req.step,
+        ct: stranger.encrypt_replicated(&[0.5; D]).unwrap(),
+    };
+    assert!(matches!(
+        step.resume(forged),
+        Err(Error::PeerMisbehaved { .. })
+    ));
+    step.resume(owner.refresh(&req).unwrap()).unwrap();
+    assert!(server.advance(&mut step).is_ok());
 }
 
 #[test]

@@ -228,6 +228,12 @@ impl PySecretKey {
         Self(py.detach(|| Secret::generate(&ctx, &mut secret_rng(None))))
     }
 
+    /// The identifier every key and ciphertext made from this secret carries.
+    #[getter]
+    fn key_id(&self) -> u64 {
+        self.0.key_id().get()
+    }
+
     /// The public key (anyone may encrypt with it).
     fn public_key(&self, py: Python<'_>) -> PyPublicKey {
         PyPublicKey(py.detach(|| self.0.public_key(&mut secret_rng(None))))
@@ -426,6 +432,13 @@ impl PyCiphertext {
         self.ct.byte_len()
     }
 
+    /// The identifier of the secret key it decrypts under (an evaluator or secret key of
+    /// another secret refuses it).
+    #[getter]
+    fn key_id(&self) -> u64 {
+        self.ct.key_id().get()
+    }
+
     /// The ciphertext's encoding (with its parameters' fingerprint) in a checksummed frame, so
     /// a damaged copy is refused instead of decrypting to wrong values.
     fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
@@ -530,6 +543,7 @@ impl PyEvaluator {
             relin_key.map(|k| k.0.clone()),
             galois_keys.map(|k| k.0.clone()).unwrap_or_default(),
         );
+        engine.check_keys().map_err(errors::ckks)?;
         match threads {
             Some(0) => Err(errors::parameter("threads must be at least 1")),
             Some(t) => engine.with_threads(t).map(Self).map_err(errors::ckks),

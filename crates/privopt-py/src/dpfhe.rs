@@ -307,7 +307,11 @@ impl PyComputeServer {
         let w = Weights::from_bytes(&self.ctx, weights).map_err(errors::decode)?;
         let inputs = EncryptedStep::from_bytes(&self.ctx, step).map_err(errors::decode)?;
         let number = inputs.step;
-        self.current = Some((self.server.begin_step(w.w, inputs), number));
+        let step = self
+            .server
+            .begin_step(w.w, inputs)
+            .map_err(errors::protocol)?;
+        self.current = Some((step, number));
         Ok(())
     }
 

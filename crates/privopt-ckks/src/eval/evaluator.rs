@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use rayon::ThreadPool;
 
-use super::ciphertext::{Ciphertext, Plaintext, Product, check_params};
+use super::ciphertext::{Ciphertext, KeyId, Plaintext, Product, check_key, check_params};
 use super::context::EvalContext;
 use super::keys::{EncapsulationKeys, GaloisKey, GaloisKeys, RelinKey, SwitchingKey};
 use super::{keyswitch, ring};
@@ -34,6 +34,9 @@ pub struct Evaluator {
     relin: Option<RelinKey>,
     galois: GaloisKeys,
     encapsulation: Option<EncapsulationKeys>,
+    /// The secret its keys belong to: every ciphertext it is given must be under it. `None`
+    /// for an evaluator without keys, which checks only that operands agree.
+    key: Option<KeyId>,
     pool: Option<Threads>,
 }
 
@@ -60,20 +63,48 @@ impl std::fmt::Debug for Evaluator {
 
 impl Evaluator {
     /// An evaluator with a relinearization key (for products) and Galois keys (for rotations).
+    /// It refuses ciphertexts under another secret than its keys' (see [`KeyId`]); keys of
+    /// two secrets are refused where they are used, or up front by [`Evaluator::check_keys`].
     pub fn new(ctx: &Arc<EvalContext>, relin: Option<RelinKey>, galois: GaloisKeys) -> Self {
+        let key = relin.as_ref().map(RelinKey::key_id).or(galois.key_id());
         Self {
             ctx: Arc::clone(ctx),
             relin,
             galois,
             encapsulation: None,
+            key,
             pool: None,
         }
     }
 
     /// Adds sparse-secret encapsulation keys, for bootstrapping under a dense secret.
     pub fn with_encapsulation(mut self, keys: EncapsulationKeys) -> Self {
+        self.key = self.key.or(Some(keys.key_id()));
         self.encapsulation = Some(keys);
         self
+    }
+
+    /// The secret the evaluator's keys belong to (`None` without keys).
+    pub fn key_id(&self) -> Option<KeyId> {
+        self.key
+    }
+
+    /// Refuses an evaluator whose keys belong to more than one secret (a relinearization key
+    /// of one and Galois keys of another), naming both.
+    pub fn check_keys(&self) -> Result<(), CkksError> {
+        let Some(key) = self.key else {
+            return Ok(());
+        };
+        let galois = self.galois.keys.values().map(|k| k.key.target);
+        let encapsulation = self.encapsulation.iter().map(EncapsulationKeys::key_id);
+        for other in galois.chain(encapsulation) {
+            if other != key {
+                return Err(CkksError::Mismatch(format!(
+                    "the evaluator holds keys of two secrets, {key} and {other}"
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// The Galois keys held.
@@ -93,7 +124,9 @@ impl Evaluator {
         key: &SwitchingKey,
     ) -> Result<Ciphertext, CkksError> {
         key.check_level(a.level, "a key switch")?;
-        self.switched(a, |c1| keyswitch::switch(&self.ctx, c1, a.level, key))
+        self.switched(a, key.target, |c1| {
+            keyswitch::switch(&self.ctx, c1, a.level, key)
+        })
     }
 
     /// A level-0 ciphertext switched to the sparse secret by encapsulation keys (a key made
@@ -109,21 +142,26 @@ impl Evaluator {
                 a.level
             )));
         }
-        self.switched(a, |c1| {
+        keys.to_dense.check_owner(a.key, "encapsulation")?;
+        self.switched(a, keys.to_sparse.target, |c1| {
             keyswitch::switch_level0(&self.ctx, c1, &keys.to_sparse, keys.prime)
         })
     }
 
-    /// `(c0 + k0, k1)` with `(k0, k1) = switch(c1)`.
+    /// `(c0 + k0, k1)` with `(k0, k1) = switch(c1)`, under the secret `to`. The caller has
+    /// checked that `a` is under the key's source secret (a switching key does not name it).
     fn switched(
         &self,
         a: &Ciphertext,
+        to: KeyId,
         switch: impl FnOnce(&[u64]) -> (Vec<u64>, Vec<u64>) + Send,
     ) -> Result<Ciphertext, CkksError> {
-        self.own(a)?;
+        check_params(&self.ctx, &a.params, "a ciphertext")?;
         Ok(self.install(|| {
             let switched = switch(&a.c1);
-            self.with_switched_c1(a, a.c0.clone(), switched)
+            let mut out = self.with_switched_c1(a, a.c0.clone(), switched);
+            out.key = to;
+            out
         }))
     }
 
@@ -198,6 +236,7 @@ impl Evaluator {
             level: a.level,
             scale: a.scale,
             params: a.params,
+            key: a.key,
         }))
     }
 
@@ -301,6 +340,7 @@ impl Evaluator {
         };
         for &(a, _) in terms {
             self.own(a)?;
+            check_key(first.key, a.key, "a linear combination")?;
             if level >= a.level {
                 return Err(CkksError::LevelExhausted(format!(
                     "a constant product from level {} cannot land on level {level}",
@@ -324,6 +364,7 @@ impl Evaluator {
             level: l,
             scale: sum_scale,
             params: first.params,
+            key: first.key,
         };
         self.install(|| {
             for (&(a, _), k) in terms.iter().zip(&factors) {
@@ -395,6 +436,7 @@ impl Evaluator {
             level: l,
             scale: a.scale * p.scale,
             params: a.params,
+            key: a.key,
         }))
     }
 
@@ -415,6 +457,7 @@ impl Evaluator {
                 level: a.level,
                 scale: a.scale * b.scale,
                 params: a.params,
+                key: a.key,
             }
         }))
     }
@@ -422,7 +465,7 @@ impl Evaluator {
     /// Relinearizes a tensor product back to two components (no rescale).
     pub fn relinearize(&self, p: Product) -> Result<Ciphertext, CkksError> {
         check_params(&self.ctx, &p.params, "a product")?;
-        let key = self.relin_key(p.level)?;
+        let key = self.relin_key(p.level, p.key)?;
         let idx = Self::q_idx(p.level);
         Ok(self.install(|| {
             let (k0, k1) = keyswitch::switch(&self.ctx, &p.d2, p.level, &key.0);
@@ -435,17 +478,19 @@ impl Evaluator {
                 level: p.level,
                 scale: p.scale,
                 params: p.params,
+                key: p.key,
             }
         }))
     }
 
-    /// The relinearization key, checked to serve `level`.
-    fn relin_key(&self, level: usize) -> Result<&RelinKey, CkksError> {
+    /// The relinearization key, checked to serve `level` and the secret `owner`.
+    fn relin_key(&self, level: usize, owner: KeyId) -> Result<&RelinKey, CkksError> {
         let key = self
             .relin
             .as_ref()
             .ok_or_else(|| CkksError::MissingKey("relinearization key".into()))?;
         key.0.check_level(level, "relinearization")?;
+        key.0.check_owner(owner, "relinearization")?;
         Ok(key)
     }
 
@@ -468,6 +513,7 @@ impl Evaluator {
                 level: l - 1,
                 scale: a.scale / ctx.primes[l] as f64,
                 params: a.params,
+                key: a.key,
             }
         }))
     }
@@ -478,7 +524,7 @@ impl Evaluator {
     pub fn multiply(&self, a: &Ciphertext, b: &Ciphertext) -> Result<Ciphertext, CkksError> {
         let (a, b) = self.align(a, b)?;
         let l = self.need_level(&a, 1, "a product")?;
-        let key = self.relin_key(l)?;
+        let key = self.relin_key(l, a.key)?;
         let p = self.tensor(&a, &b)?;
         let ctx = &self.ctx;
         let keep = Self::q_idx(l - 1);
@@ -503,6 +549,7 @@ impl Evaluator {
                 level: l - 1,
                 scale: p.scale / ctx.primes[l] as f64,
                 params: p.params,
+                key: p.key,
             }
         }))
     }
@@ -539,6 +586,7 @@ impl Evaluator {
             level: a.level,
             scale: a.scale,
             params: a.params,
+            key: a.key,
         }))
     }
 
@@ -561,7 +609,7 @@ impl Evaluator {
         steps: &[i64],
     ) -> Result<Vec<Ciphertext>, CkksError> {
         self.own(a)?;
-        let keys = self.rotation_keys(steps, a.level)?;
+        let keys = self.rotation_keys(steps, a.level, a.key)?;
         Ok(self.install(|| {
             let ctx = &self.ctx;
             let digits = keyswitch::mod_up(ctx, &a.c1, a.level);
@@ -584,11 +632,12 @@ impl Evaluator {
     }
 
     /// The Galois key of each rotation in `steps` (`None` for the identity), checked to
-    /// serve `level`.
+    /// serve `level` and the secret `owner`.
     fn rotation_keys(
         &self,
         steps: &[i64],
         level: usize,
+        owner: KeyId,
     ) -> Result<Vec<Option<&GaloisKey>>, CkksError> {
         steps
             .iter()
@@ -601,6 +650,7 @@ impl Evaluator {
                     CkksError::MissingKey(format!("Galois key for rotation by {k}"))
                 })?;
                 key.key.check_level(level, &format!("rotation by {k}"))?;
+                key.key.check_owner(owner, &format!("rotation by {k}"))?;
                 Ok(Some(key))
             })
             .collect()
@@ -618,6 +668,7 @@ impl Evaluator {
             .get(&g)
             .ok_or_else(|| CkksError::MissingKey(format!("Galois key for {what}")))?;
         key.key.check_level(a.level, what)?;
+        key.key.check_owner(a.key, what)?;
         self.own(a)?;
         Ok(self.install(|| {
             let c1 = ring::permute(&self.ctx, &a.c1, &key.perm);
@@ -647,6 +698,7 @@ impl Evaluator {
             level: a.level,
             scale: a.scale,
             params: a.params,
+            key: a.key,
         }
     }
 
@@ -702,6 +754,7 @@ impl Evaluator {
         use std::borrow::Cow;
         self.own(a)?;
         self.own(b)?;
+        check_key(a.key, b.key, "an operation on two ciphertexts")?;
         Ok(match a.level.cmp(&b.level) {
             std::cmp::Ordering::Equal => (Cow::Borrowed(a), Cow::Borrowed(b)),
             std::cmp::Ordering::Greater => (
@@ -715,9 +768,14 @@ impl Evaluator {
         })
     }
 
-    /// Refuses a ciphertext made under other parameters than the evaluator's.
+    /// Refuses a ciphertext made under other parameters than the evaluator's, or under
+    /// another secret than its keys'.
     fn own(&self, a: &Ciphertext) -> Result<(), CkksError> {
-        check_params(&self.ctx, &a.params, "a ciphertext")
+        check_params(&self.ctx, &a.params, "a ciphertext")?;
+        match self.key {
+            Some(key) => check_key(key, a.key, "the evaluator's keys"),
+            None => Ok(()),
+        }
     }
 
     fn need_level(&self, a: &Ciphertext, levels: usize, what: &str) -> Result<usize, CkksError> {

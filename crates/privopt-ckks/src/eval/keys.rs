@@ -16,7 +16,7 @@ use rand::{CryptoRng, Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use zeroize::Zeroize;
 
-use super::ciphertext::{Ciphertext, Plaintext, check_params};
+use super::ciphertext::{Ciphertext, KeyId, Plaintext, check_key, check_params};
 use super::context::EvalContext;
 use super::ring;
 use crate::error::CkksError;
@@ -27,6 +27,7 @@ use crate::params::SecretDistribution;
 pub struct SecretKey {
     pub(crate) ctx: Arc<EvalContext>,
     pub(crate) s: Vec<u64>,
+    pub(crate) id: KeyId,
 }
 
 impl Drop for SecretKey {
@@ -47,6 +48,7 @@ pub struct PublicKey {
     pub(crate) ctx: Arc<EvalContext>,
     pub(crate) b: Vec<u64>,
     pub(crate) a: Vec<u64>,
+    pub(crate) key: KeyId,
 }
 
 /// A hybrid key-switching key: one `(b_j, a_j)` pair per digit, over `Q_l·P` for the key's
@@ -67,12 +69,24 @@ pub struct SwitchingKey {
     pub(crate) mask_seed: [u8; 32],
     /// The highest level the key switches at.
     pub(crate) level: usize,
+    /// The secret it switches to (a relinearization or Galois key's owner).
+    pub(crate) target: KeyId,
 }
 
 impl SwitchingKey {
     /// The highest level the key switches at.
     pub fn level(&self) -> usize {
         self.level
+    }
+
+    /// The identifier of the secret the key switches to.
+    pub fn key_id(&self) -> KeyId {
+        self.target
+    }
+
+    /// Refuses a ciphertext under another secret than the key's (`what` names the use).
+    pub(crate) fn check_owner(&self, ct: KeyId, what: &str) -> Result<(), CkksError> {
+        check_key(self.target, ct, what)
     }
 
     /// Refuses a ciphertext above the key's level.
@@ -152,6 +166,11 @@ fn mask_row_with(
 pub struct RelinKey(pub(crate) SwitchingKey);
 
 impl RelinKey {
+    /// The identifier of the secret it belongs to.
+    pub fn key_id(&self) -> KeyId {
+        self.0.target
+    }
+
     /// See [`SwitchingKey::compact`].
     pub fn compact(&mut self) {
         self.0.compact();
@@ -189,6 +208,11 @@ pub struct GaloisKeys {
 }
 
 impl GaloisKeys {
+    /// The identifier of the secret the keys belong to (`None` for an empty set).
+    pub fn key_id(&self) -> Option<KeyId> {
+        self.keys.values().next().map(|k| k.key.target)
+    }
+
     /// Galois elements covered.
     pub fn elements(&self) -> impl Iterator<Item = usize> + '_ {
         self.keys.keys().copied()
@@ -215,11 +239,19 @@ impl GaloisKeys {
             .collect()
     }
 
-    /// The union of `parts`; refuses an element given twice.
+    /// The union of `parts`; refuses an element given twice, or keys of two secrets.
     pub fn merge(parts: impl IntoIterator<Item = GaloisKeys>) -> Result<Self, CkksError> {
         let mut keys = BTreeMap::new();
+        let mut owner = None;
         for part in parts {
             for (g, k) in part.keys {
+                if *owner.get_or_insert(k.key.target) != k.key.target {
+                    return Err(CkksError::Mismatch(format!(
+                        "Galois element {g}: a key of secret {}, the others are of {}",
+                        k.key.target,
+                        owner.unwrap_or(k.key.target)
+                    )));
+                }
                 if keys.insert(g, k).is_some() {
                     return Err(CkksError::Mismatch(format!(
                         "Galois element {g} given twice"
@@ -250,6 +282,11 @@ pub struct EncapsulationKeys {
 }
 
 impl EncapsulationKeys {
+    /// The identifier of the dense secret the keys leave and return to.
+    pub fn key_id(&self) -> KeyId {
+        self.to_dense.target
+    }
+
     /// Non-zeros of the sparse ephemeral secret.
     pub fn weight(&self) -> usize {
         self.weight
@@ -344,6 +381,7 @@ impl SecretKey {
         let sparse = SecretKey {
             ctx: Arc::clone(ctx),
             s,
+            id: KeyId::random(rng),
         };
         let to_sparse = sparse.level0_switching_key(&self.s, prime, rng);
         let to_dense = self.switching_key(&sparse.s, ctx.max_level(), rng);
@@ -369,7 +407,7 @@ impl SecretKey {
         let rows = [0, prime];
         let mut s_rows = self.s[..n].to_vec();
         s_rows.extend_from_slice(&self.s[prime * n..(prime + 1) * n]);
-        let mut key = masked_key(0, rng);
+        let mut key = masked_key(0, self.id, rng);
         let a = key.expand_mask(&ctx.primes, 0, &rows, n);
         let mut b = rlwe_body(ctx, &a, &s_rows, &rows, rng);
         s_rows.zeroize();
@@ -398,7 +436,13 @@ impl SecretKey {
         Self {
             ctx: Arc::clone(ctx),
             s,
+            id: KeyId::random(rng),
         }
+    }
+
+    /// The identifier every key and ciphertext made from this secret carries.
+    pub fn key_id(&self) -> KeyId {
+        self.id
     }
 
     /// The context.
@@ -415,6 +459,7 @@ impl SecretKey {
             ctx: Arc::clone(ctx),
             b,
             a,
+            key: self.id,
         }
     }
 
@@ -435,7 +480,7 @@ impl SecretKey {
         for &i in &rows {
             s_rows.extend_from_slice(&self.s[i * n..(i + 1) * n]);
         }
-        let mut key = masked_key(level, rng);
+        let mut key = masked_key(level, self.id, rng);
         let mut masks = Vec::new();
         for (j, digit) in ctx
             .digits
@@ -562,6 +607,7 @@ impl SecretKey {
             level: pt.level,
             scale: pt.scale,
             params: pt.params,
+            key: self.id,
         })
     }
 
@@ -569,6 +615,7 @@ impl SecretKey {
     pub fn decrypt(&self, ct: &Ciphertext) -> Result<Plaintext, CkksError> {
         let ctx = &self.ctx;
         check_params(ctx, &ct.params, "a ciphertext")?;
+        check_key(self.id, ct.key, "decryption")?;
         let idx: Vec<usize> = (0..=ct.level).collect();
         let mut m = ct.c0.clone();
         ring::mul_acc(ctx, &mut m, &ct.c1, &self.s[..ct.c1.len()], &idx);
@@ -587,6 +634,11 @@ impl SecretKey {
 }
 
 impl PublicKey {
+    /// The identifier of the secret it belongs to.
+    pub fn key_id(&self) -> KeyId {
+        self.key
+    }
+
     /// The context.
     pub fn context(&self) -> &Arc<EvalContext> {
         &self.ctx
@@ -618,6 +670,7 @@ impl PublicKey {
             level: pt.level,
             scale: pt.scale,
             params: pt.params,
+            key: self.key,
         })
     }
 }
@@ -648,8 +701,8 @@ fn rlwe_body(
     b
 }
 
-/// An empty switching key at `level` with a fresh mask seed.
-fn masked_key(level: usize, rng: &mut impl CryptoRng) -> SwitchingKey {
+/// An empty switching key to the secret `target` at `level`, with a fresh mask seed.
+fn masked_key(level: usize, target: KeyId, rng: &mut impl CryptoRng) -> SwitchingKey {
     let mut mask_seed = [0u8; 32];
     rng.fill_bytes(&mut mask_seed);
     SwitchingKey {
@@ -657,6 +710,7 @@ fn masked_key(level: usize, rng: &mut impl CryptoRng) -> SwitchingKey {
         a: None,
         mask_seed,
         level,
+        target,
     }
 }
 

@@ -370,7 +370,7 @@ impl LinearTransform {
         let rotated = self.baby_rotations(ev, &v)?;
         let mut total: Option<_> = None;
         for (g, step) in self.horner_steps() {
-            let mut block = ev.zero_extended(self.level, v.scale() * self.scale);
+            let mut block = ev.zero_extended(v.key_id(), self.level, v.scale() * self.scale);
             let terms = self.blocks[&g]
                 .iter()
                 .map(|(baby, diagonal)| {

@@ -18,7 +18,7 @@ pub mod polyeval;
 mod ring;
 
 pub use bootstrap::{BootstrapConfig, Bootstrapper, EvaluationKeys};
-pub use ciphertext::{Ciphertext, Plaintext, Product};
+pub use ciphertext::{Ciphertext, KeyId, Plaintext, Product};
 pub use context::EvalContext;
 pub use encode::{decode, decode_complex, encode, encode_at, encode_complex_at};
 pub use evaluator::Evaluator;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use privopt_approx::ChebPoly;
 use privopt_ckks::eval::{
-    Bootstrapper, Ciphertext, EvalContext, EvaluationKeys, Evaluator, GaloisKeys, PolyBasis,
+    Bootstrapper, Ciphertext, EvalContext, EvaluationKeys, Evaluator, GaloisKeys, KeyId, PolyBasis,
     RelinKey,
 };
 
@@ -40,6 +40,8 @@ pub struct Step {
     awaiting: Option<Slot>,
     depths: StageDepths,
     bootstraps: usize,
+    /// The secret the server's keys belong to: a refreshed ciphertext must be under it.
+    key: Option<KeyId>,
 }
 
 /// Where a step stands after [`ComputeServer::advance`].
@@ -71,6 +73,7 @@ impl Step {
                 ),
             ));
         }
+        check_owner(self.key, &reply.ct, "the refreshed ciphertext")?;
         self.values.insert(slot, reply.ct);
         self.awaiting = None;
         Ok(())
@@ -83,6 +86,22 @@ impl Step {
     /// Bootstraps the server ran in this step.
     pub fn bootstraps(&self) -> usize {
         self.bootstraps
+    }
+}
+
+/// Refuses a ciphertext the data owner sent under another secret than the one the server's
+/// keys belong to (it would decrypt to noise after the first key switch, or be refused
+/// mid-step by the evaluator with a less useful message).
+fn check_owner(key: Option<KeyId>, ct: &Ciphertext, what: &str) -> Result<()> {
+    match key {
+        Some(key) if ct.key_id() != key => Err(crate::error::misbehaved(
+            crate::error::Peer::DataOwner,
+            format!(
+                "{what} is under key {}, the server's evaluation keys are of key {key}",
+                ct.key_id()
+            ),
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -141,6 +160,7 @@ impl std::fmt::Debug for ComputeServer {
 
 impl ComputeServer {
     /// A server with the owner's evaluation keys; `threads` parallelize CKKS operations.
+    /// Refuses keys of two secrets.
     pub fn new(
         ctx: &Arc<EvalContext>,
         relin: RelinKey,
@@ -149,6 +169,7 @@ impl ComputeServer {
         circuit: TrainingCircuit,
     ) -> Result<Self> {
         let ev = Evaluator::new(ctx, Some(relin), galois).with_threads(threads)?;
+        ev.check_keys()?;
         Ok(Self {
             ev,
             circuit,
@@ -202,8 +223,10 @@ impl ComputeServer {
                  would average them"
             )));
         }
+        let ev = keys.evaluator(ctx).with_threads(threads)?;
+        ev.check_keys()?;
         Ok(Self {
-            ev: keys.evaluator(ctx).with_threads(threads)?,
+            ev,
             circuit,
             bootstrappers: Some(bootstrappers),
         })
@@ -227,16 +250,23 @@ impl ComputeServer {
         Ok(())
     }
 
-    /// Starts step `inputs.step` from the weights `w`.
-    pub fn begin_step(&self, w: Ciphertext, inputs: EncryptedStep) -> Step {
-        Step {
+    /// Starts step `inputs.step` from the weights `w`; refuses ciphertexts under another
+    /// secret than the one the server's keys belong to.
+    pub fn begin_step(&self, w: Ciphertext, inputs: EncryptedStep) -> Result<Step> {
+        let key = self.ev.key_id();
+        check_owner(key, &w, "the weights")?;
+        check_owner(key, &inputs.x, "the features")?;
+        check_owner(key, &inputs.y, "the labels")?;
+        check_owner(key, &inputs.noise, "the noise")?;
+        Ok(Step {
             step: inputs.step,
             inputs,
             values: BTreeMap::from([(Slot::Weights, w)]),
             awaiting: None,
             depths: StageDepths::default(),
             bootstraps: 0,
-        }
+            key,
+        })
     }
 
     /// A bound `2^k` on the slots of `slot` (features in [−1, 1]; the circuit's intervals),

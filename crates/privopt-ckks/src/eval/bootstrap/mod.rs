@@ -756,5 +756,6 @@ pub fn mod_raise(ev: &Evaluator, ct: &Ciphertext) -> Ciphertext {
         level: top,
         scale: ctx.level_scale(top),
         params: ct.params,
+        key: ct.key,
     }
 }

@@ -9,7 +9,7 @@
 
 use super::super::EvalContext;
 use super::super::keys::GaloisKey;
-use super::{Ciphertext, CkksError, Evaluator, keyswitch, ring};
+use super::{Ciphertext, CkksError, Evaluator, KeyId, check_key, keyswitch, ring};
 
 /// A plaintext's rows over `Q_l·P` (evaluation form), as a product reads them.
 pub(crate) trait PlainRows: Sync {
@@ -44,6 +44,7 @@ pub(crate) struct Extended {
     level: usize,
     scale: f64,
     params: [u8; 32],
+    key: KeyId,
 }
 
 impl Evaluator {
@@ -55,7 +56,7 @@ impl Evaluator {
         steps: &[i64],
     ) -> Result<Vec<Extended>, CkksError> {
         self.own(a)?;
-        let keys = self.rotation_keys(steps, a.level)?;
+        let keys = self.rotation_keys(steps, a.level, a.key)?;
         let ctx = &self.ctx;
         let ext_len = ctx.extended_indices(a.level).len() * ctx.n();
         let extended = |c0: Vec<u64>, c1: Vec<u64>| Extended {
@@ -64,6 +65,7 @@ impl Evaluator {
             level: a.level,
             scale: a.scale,
             params: a.params,
+            key: a.key,
         };
         Ok(self.install(|| {
             self.switched_rotations(&a.c1, a.level, &keys)
@@ -123,8 +125,9 @@ impl Evaluator {
             .collect()
     }
 
-    /// A zero over `Q_l·P` at `level` and `scale`, to accumulate products into.
-    pub(crate) fn zero_extended(&self, level: usize, scale: f64) -> Extended {
+    /// A zero over `Q_l·P` at `level` and `scale` under the secret `key`, to accumulate
+    /// products into.
+    pub(crate) fn zero_extended(&self, key: KeyId, level: usize, scale: f64) -> Extended {
         let len = self.ctx.extended_indices(level).len() * self.ctx.n();
         Extended {
             c0: vec![0; len],
@@ -132,6 +135,7 @@ impl Evaluator {
             level,
             scale,
             params: *self.ctx.params().fingerprint(),
+            key,
         }
     }
 
@@ -154,6 +158,7 @@ impl Evaluator {
                 )));
             }
             super::check_scales(acc.scale, x.scale * scale)?;
+            check_key(acc.key, x.key, "an extended product sum")?;
         }
         let ctx = &self.ctx;
         self.install(|| {
@@ -194,7 +199,7 @@ impl Evaluator {
         steps: &[i64],
     ) -> Result<Vec<Extended>, CkksError> {
         let level = x.level;
-        let keys = self.rotation_keys(steps, level)?;
+        let keys = self.rotation_keys(steps, level, x.key)?;
         if keys.iter().any(Option::is_none) {
             return Err(CkksError::InvalidParams(
                 "a rotation by 0 of an extended sum".into(),
@@ -234,6 +239,7 @@ impl Evaluator {
                 )));
             }
             super::check_scales(t.scale, block.scale)?;
+            check_key(t.key, block.key, "an extended sum")?;
         }
         let rotated = if self.ctx.rotation_element(step) == 1 {
             block
@@ -272,6 +278,7 @@ impl Evaluator {
             level,
             scale: x.scale,
             params: x.params,
+            key: x.key,
         }
     }
 }
@@ -336,7 +343,7 @@ mod tests {
         let mut two = vec![0i64; ctx.n()];
         two[0] = 2;
         let rows = integer_rows(&ctx, &two, &ext_idx);
-        let mut block = ev.zero_extended(level, ct.scale());
+        let mut block = ev.zero_extended(ct.key_id(), level, ct.scale());
         ev.mul_plain_sum_extended(&mut block, &[(&ext[1], &rows)], 1.0)
             .unwrap();
         let mut total = None;
@@ -352,7 +359,7 @@ mod tests {
         assert!(worst(&sum, &want) < 1e-6);
 
         // Mismatched operands are errors, not wrong sums.
-        let mut acc = ev.zero_extended(level, ct.scale());
+        let mut acc = ev.zero_extended(ct.key_id(), level, ct.scale());
         assert!(
             ev.mul_plain_sum_extended(&mut acc, &[(&ext[0], &rows[..ctx.n()].to_vec())], 1.0)
                 .is_err()
@@ -361,7 +368,7 @@ mod tests {
             ev.mul_plain_sum_extended(&mut acc, &[(&ext[0], &rows)], 2.0)
                 .is_err()
         );
-        let mut lower = Some(ev.zero_extended(level - 1, ct.scale()));
+        let mut lower = Some(ev.zero_extended(ct.key_id(), level - 1, ct.scale()));
         assert!(
             ev.add_rotated_extended(&mut lower, ext.remove(0), 1)
                 .is_err()
@@ -370,7 +377,7 @@ mod tests {
         let missing = ev.rotations_extended(&ct, &[2]);
         assert!(missing.is_err());
         assert!(
-            ev.add_rotated_extended(&mut none, ev.zero_extended(level, 1.0), 2)
+            ev.add_rotated_extended(&mut none, ev.zero_extended(ct.key_id(), level, 1.0), 2)
                 .is_err()
         );
     }

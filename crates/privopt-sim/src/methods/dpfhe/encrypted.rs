@@ -200,7 +200,7 @@ impl EncryptedSession {
                 enc = EncryptedStep::from_bytes(ctx, &enc.to_bytes(ctx))?;
             }
             let start = Instant::now();
-            let mut running = self.server.begin_step(w, enc);
+            let mut running = self.server.begin_step(w, enc)?;
             let (next, depths) = loop {
                 match self.server.advance(&mut running)? {
                     StepStatus::NeedsRefresh(request) => {

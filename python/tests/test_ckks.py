@@ -129,3 +129,84 @@ def test_bad_bytes_and_mixed_parameters_are_refused(ctx, keys):
         pk.encrypt(np.zeros(4097))
     with pytest.raises(ParameterError):
         ckks.Evaluator(ctx, threads=0)
+
+
+@pytest.fixture(scope="module")
+def keyed() -> tuple[ckks.Context, ckks.SecretKey]:
+    ctx = ckks.Context(ckks.Params.leveled(8192, 60, 40, 2))
+    sk = ckks.SecretKey.generate(ctx)
+    rotations = [1 << i for i in range(ctx.slots.bit_length() - 1)]
+    ctx.set_keys(relin_key=sk.relin_key(), galois_keys=sk.galois_keys(rotations), threads=1)
+    return ctx, sk
+
+
+def test_operators_match_numpy(keyed, rng):
+    ctx, sk = keyed
+    x, y = rng.uniform(-1, 1, 50), rng.uniform(-1, 1, 50)
+    a, b = sk.encrypt(x), ckks.Ciphertext.from_bytes(ctx, sk.public_key().encrypt(y).to_bytes())
+    assert len(a) == 50 and len(b) == 50
+    cases = {
+        "a + b": (a + b, x + y),
+        "a - b": (a - b, x - y),
+        "a * b": (a * b, x * y),
+        "a * 2.5": (a * 2.5, x * 2.5),
+        "3 * a": (3 * a, 3 * x),
+        "a + 1": (a + 1, x + 1),
+        "1 - a": (1 - a, 1 - x),
+        "a - y": (a - y, x - y),
+        "y - a": (y - a, y - x),
+        "a * y": (a * y, x * y),
+        "y * a": (y * a, y * x),
+        "x + a (ndarray first)": (x + a, 2 * x),
+        "a + list": (a + list(y), x + y),
+        "a * [2.0] broadcasts": (a * np.array([2.0]), 2 * x),
+        "-a": (-a, -x),
+        "(a * b) * 0.5 + a": ((a * b) * 0.5 + a, x * y * 0.5 + x),
+    }
+    for name, (ct, want) in cases.items():
+        assert isinstance(ct, ckks.Ciphertext), name
+        got = sk.decrypt(ct)
+        assert got.shape == want.shape, name
+        np.testing.assert_allclose(got, want, atol=TOL, err_msg=name)
+    # Inner products and sums land in slot 0 and have length 1.
+    for name, (ct, want) in {
+        "a.dot(b)": (a.dot(b), x @ y),
+        "a.dot(y)": (a.dot(y), x @ y),
+        "ev.dot(a, y)": (ctx.evaluator.dot(a, y), x @ y),
+        "a.sum()": (a.sum(), x.sum()),
+    }.items():
+        assert len(ct) == 1, name
+        np.testing.assert_allclose(sk.decrypt(ct), [want], atol=1e-3, err_msg=name)
+    # The evaluator's explicit methods agree with the operators, and decrypt's length= still
+    # reads any number of slots.
+    np.testing.assert_allclose(sk.decrypt(ctx.evaluator.multiply(a, b)), x * y, atol=TOL)
+    assert sk.decrypt(a, length=ctx.slots).shape == (ctx.slots,)
+
+
+def test_operators_refuse_what_numpy_would(keyed, rng):
+    ctx, sk = keyed
+    a = sk.encrypt(rng.uniform(-1, 1, 8))
+    with pytest.raises(ParameterError, match="broadcast"):
+        _ = a + np.ones(3)
+    with pytest.raises(TypeError):
+        _ = a + "one"
+    with pytest.raises(TypeError):
+        _ = a * np.ones((2, 4))
+    with pytest.raises(TypeError):
+        a.dot("x")
+    # A context without keys: sums and plain products work, a ciphertext product names the key.
+    bare = ckks.Context(ckks.Params.leveled(8192, 60, 40, 2))
+    bare_sk = ckks.SecretKey.generate(bare)
+    c = bare_sk.encrypt([1.0, 2.0])
+    np.testing.assert_allclose(bare_sk.decrypt(c * 2.0 + c), [3.0, 6.0], atol=TOL)
+    with pytest.raises(ComputationError, match="relinearization"):
+        _ = c * c
+    # Levels run out as products are taken: an error, not a wrong value.
+    d = c * 1.0
+    d = d * 1.0
+    with pytest.raises(ComputationError):
+        _ = d * 1.0
+    # The length travels with the bytes, and a length beyond the slots is refused.
+    back = ckks.Ciphertext.from_bytes(ctx, a.to_bytes())
+    assert len(back) == 8
+    assert repr(back).startswith("Ciphertext(len=8")

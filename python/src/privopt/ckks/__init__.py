@@ -3,10 +3,15 @@
 >>> from privopt import ckks
 >>> ctx = ckks.Context(ckks.Params.leveled(8192, 60, 40, 2))
 >>> sk = ckks.SecretKey.generate(ctx)
->>> ev = ckks.Evaluator(ctx, relin_key=sk.relin_key())
+>>> ctx.set_keys(relin_key=sk.relin_key())
 >>> ct = sk.public_key().encrypt([1.0, 2.0, 3.0])
->>> sk.decrypt(ev.multiply(ct, ct), length=3).round(4)
-array([1., 4., 9.])
+>>> sk.decrypt(ct * ct + 1.0).round(4)
+array([ 2.,  5., 10.])
+
+A ciphertext holds as many values as were encrypted (``len(ct)``) and ``decrypt`` returns
+them; its operators (``+``, ``-``, ``*`` with a ciphertext, a number or an array of its
+length, ``dot``, ``sum``) use the keys given to its context by ``set_keys``. An
+:class:`Evaluator` does the same with keys and threads of its own.
 
 Parameters are checked against the homomorphic-encryption standard's 128-bit table;
 ``insecure=True`` turns the check off for tests. Every object is tied to the parameters it

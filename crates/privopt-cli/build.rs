@@ -1,8 +1,13 @@
 //! Embeds every config under `configs/` (reproductions) and `configs/quickstart/` into the
-//! binary, so `privopt list`, `reproduce` and `quickstart` work from any directory.
+//! binary, so `privopt list`, `reproduce` and `quickstart` work from any directory; and sets
+//! the tests' dataset flags (`../privopt-experiments/build/datasets.rs`).
 
 use std::fmt::Write as _;
 use std::path::Path;
+
+// The tests' `cfg(data_NAME)` flags, one per fetched dataset.
+#[path = "../privopt-experiments/build/datasets.rs"]
+mod datasets;
 
 fn toml_files(dir: &Path) -> Vec<std::path::PathBuf> {
     let mut files: Vec<_> = std::fs::read_dir(dir)
@@ -30,6 +35,7 @@ fn table(out: &mut String, name: &str, files: &[std::path::PathBuf]) {
 }
 
 fn main() {
+    datasets::emit();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs");
     let root = root.canonicalize().unwrap_or(root);
     println!("cargo:rerun-if-changed={}", root.display());

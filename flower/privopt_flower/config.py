@@ -10,6 +10,21 @@ from typing import Any
 
 METHODS = ("scalar_fl", "dome", "eezofl", "pdsgd", "dpfhe")
 
+# Flower refuses run-config keys its pyproject.toml does not list, so every key of privopt's
+# [data] and [model] tables is listed there with a default; these say which keys each dataset,
+# partition and model kind takes, so the defaults of one (a synthetic set's size, an MLP's
+# width) never reach another. An optional count listed as 0 means "not set".
+SYNTHETIC_ONLY = ("n_train", "n_test", "dim")
+UNSET_WHEN_ZERO = ("pca", "max_train", "validation")
+PARTITION_KEYS = {"iid": (), "dirichlet": ("alpha",), "shards": ("shards_per_client",)}
+MODEL_KEYS = {
+    "logistic": ("l2",),
+    "least_squares": ("l2",),
+    "mlp": ("hidden", "l2"),
+    "cnn": ("c1", "c2", "kernel", "padding", "l2"),
+    "minilm": ("trainable",),
+}
+
 
 class ConfigError(ValueError):
     """A run-config value is missing, of the wrong type or out of range."""
@@ -65,10 +80,26 @@ class Settings:
         return done % self.eval_every == 0 or done == self.rounds
 
     def problem_tables(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The ``[data]`` (with one partition per client) and ``[model]`` tables."""
-        data = dict(self.data)
+        """The ``[data]`` (with one partition per client) and ``[model]`` tables, each with
+        only the keys its dataset, partition and model kind take."""
+        data = {k: v for k, v in self.data.items() if k != "partition"}
+        if not str(data.get("dataset", "")).startswith("synthetic_"):
+            for key in SYNTHETIC_ONLY:
+                data.pop(key, None)
+        for key in UNSET_WHEN_ZERO:
+            if data.get(key) == 0:
+                data.pop(key)
         data["clients"] = self.clients
-        return data, dict(self.model)
+        partition = dict(self.data.get("partition", {"kind": "iid"}))
+        kind = partition.get("kind", "iid")
+        data["partition"] = {"kind": kind} | {
+            k: v for k, v in partition.items() if k in PARTITION_KEYS.get(kind, ())
+        }
+        model_kind = self.model.get("kind")
+        model = {"kind": model_kind} | {
+            k: v for k, v in self.model.items() if k in MODEL_KEYS.get(str(model_kind), ())
+        }
+        return data, model
 
 
 def parse(run_config: Mapping[str, Any]) -> Settings:
@@ -102,6 +133,15 @@ def parse(run_config: Mapping[str, Any]) -> Settings:
         raise ConfigError(f"eval-every must be >= 1, got {s.eval_every}")
     if "dataset" not in s.data or "kind" not in s.model:
         raise ConfigError("data.dataset and model.kind are required")
+    if s.model["kind"] not in MODEL_KEYS:
+        raise ConfigError(
+            f"model.kind must be one of {', '.join(MODEL_KEYS)}, got {s.model['kind']!r}"
+        )
+    partition = s.data.get("partition", {})
+    if not isinstance(partition, dict) or partition.get("kind", "iid") not in PARTITION_KEYS:
+        raise ConfigError(
+            f"data.partition.kind must be one of {', '.join(PARTITION_KEYS)}, got {partition!r}"
+        )
     if s.seed < 0:
         raise ConfigError(f"seed must be >= 0, got {s.seed}")
     return s

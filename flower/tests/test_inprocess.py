@@ -3,10 +3,13 @@ code a Flower run executes, with faults injected deterministically."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-from privopt_flower import config, inprocess
+from privopt_flower import config, inprocess, problems
 
 
 def test_scalar_only_fl_learns_and_only_scalars_go_up(scalar_config):
@@ -151,3 +154,64 @@ def test_result_files_are_written_to_the_out_dir(scalar_config, tmp_path):
     assert float(rows[-1]["accuracy"]) == pytest.approx(out["accuracy"])
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["model_sha"] == out["model_sha"] and summary["settings"]["rounds"] == 3
+
+
+REPO_DATA = Path(os.environ.get("PRIVOPT_DATA", Path(__file__).resolve().parents[2] / "data"))
+
+
+def test_every_data_and_model_key_of_the_app_is_accepted():
+    # Each default of pyproject.toml's [data] and [model] keys passes through to privopt's
+    # loaders only where it applies: a logistic model with the MLP's width, least squares on
+    # synthetic_linear, a Dirichlet split.
+    base = {**config.defaults(), "clients": 4}
+    for edit in (
+        {},
+        {"model.kind": "mlp", "model.hidden": 7},
+        {"data.dataset": "synthetic_linear", "model.kind": "least_squares", "model.l2": 0.01},
+        {"data.partition.kind": "dirichlet", "data.partition.alpha": 0.3},
+        {"data.partition.kind": "shards"},
+        {"data.pca": 5, "data.max_train": 400},
+    ):
+        s = config.parse({**base, **edit})
+        data, model = s.problem_tables()
+        assert data["clients"] == 4, edit
+        assert set(model) <= {"kind", *config.MODEL_KEYS[model["kind"]]}, edit
+        p = problems.problem(s)
+        assert p.num_params > 0, edit
+    mlp = problems.problem(config.parse({**base, "model.kind": "mlp", "model.hidden": 7}))
+    logistic = problems.problem(config.parse(base))
+    assert mlp.num_params > logistic.num_params
+    with pytest.raises(config.ConfigError, match="model.kind must be one of"):
+        config.parse({**base, "model.kind": "transformer"})
+    with pytest.raises(config.ConfigError, match="data.partition.kind"):
+        config.parse({**base, "data.partition.kind": "by_city"})
+
+
+def test_an_mlp_learns_on_the_app(scalar_config):
+    mlp = {"model.kind": "mlp", "model.hidden": 8, "rounds": 40, "scalar_fl.lr": 0.1}
+    out = inprocess.run({**scalar_config, **mlp})
+    assert out["accuracy"] > 0.7  # 0.79 measured
+
+
+@pytest.mark.skipif(
+    not (REPO_DATA / "mnist" / ".complete").is_file(),
+    reason="needs mnist: privopt data fetch mnist",
+)
+def test_mnist_with_pca_and_an_mlp_runs_with_the_app_defaults(dome_config):
+    # The app's synthetic-only defaults (n_train, n_test, dim) must not block a real dataset.
+    out = inprocess.run(
+        {
+            **config.defaults(),
+            **{k: v for k, v in dome_config.items() if not k.startswith("data.")},
+            "data-dir": str(REPO_DATA),
+            "data.dataset": "mnist",
+            "data.pca": 30,
+            "data.max_train": 3000,
+            "model.kind": "mlp",
+            "model.hidden": 16,
+            "rounds": 20,
+            "dome.epsilon": 0.0,
+            "dome.k": 64,
+        }
+    )
+    assert out["accuracy"] > 0.5  # 0.64 measured; ten classes, chance is 0.1

@@ -417,6 +417,10 @@ fn real_data_dir(names: &[&str]) -> Option<PathBuf> {
 }
 
 #[test]
+#[cfg_attr(
+    not(all(data_mnist, data_adult)),
+    ignore = "needs mnist, adult: privopt data fetch mnist adult"
+)]
 fn real_mnist_and_adult_have_their_published_sizes() {
     let Some(dir) = real_data_dir(&["mnist", "adult"]) else {
         return;
@@ -436,6 +440,10 @@ fn real_mnist_and_adult_have_their_published_sizes() {
 }
 
 #[test]
+#[cfg_attr(
+    not(data_mnist),
+    ignore = "needs mnist: privopt data fetch mnist"
+)]
 fn mnist_zero_vs_one_logistic_sgd_reaches_99_percent() {
     let Some(dir) = real_data_dir(&["mnist"]) else {
         return;

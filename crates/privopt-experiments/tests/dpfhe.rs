@@ -191,6 +191,10 @@ fn run_on_compas(
 }
 
 #[test]
+#[cfg_attr(
+    not(data_compas),
+    ignore = "needs compas: privopt data fetch compas"
+)]
 fn table3_smoke_reproduces_the_polynomial_columns() {
     let Some(out) = run_on_compas(
         "dpfhe-table3",
@@ -243,6 +247,10 @@ fn table3_smoke_reproduces_the_polynomial_columns() {
 }
 
 #[test]
+#[cfg_attr(
+    not(data_compas),
+    ignore = "needs compas: privopt data fetch compas"
+)]
 fn table4_smoke_runs_all_three_methods() {
     let Some(out) = run_on_compas(
         "dpfhe-table4",
@@ -264,6 +272,10 @@ fn table4_smoke_runs_all_three_methods() {
 }
 
 #[test]
+#[cfg_attr(
+    not(data_compas),
+    ignore = "needs compas: privopt data fetch compas"
+)]
 fn table4_wall_smoke_certifies_the_wall_with_its_own_steps() {
     let Some(out) = run_on_compas(
         "dpfhe-table4-wall",
@@ -294,6 +306,10 @@ fn table4_wall_smoke_certifies_the_wall_with_its_own_steps() {
 }
 
 #[test]
+#[cfg_attr(
+    not(data_compas),
+    ignore = "needs compas: privopt data fetch compas"
+)]
 fn gap_smoke_runs_the_grid_with_each_methods_noise() {
     let Some(out) = run_on_compas(
         "dpfhe-gap",
@@ -342,6 +358,10 @@ fn gap_smoke_runs_the_grid_with_each_methods_noise() {
 }
 
 #[test]
+#[cfg_attr(
+    not(data_adult),
+    ignore = "needs adult: privopt data fetch adult"
+)]
 fn fig4_plain_gd_diverges_and_the_barrier_stays_inside() {
     let Some(dir) = common::real_data_dir(&["adult"]) else {
         return;
@@ -365,6 +385,10 @@ fn fig4_plain_gd_diverges_and_the_barrier_stays_inside() {
 /// Credit: the decrypted weights match the plaintext run from the same seed with the same
 /// polynomials, and so does the test accuracy.
 #[test]
+#[cfg_attr(
+    not(data_credit),
+    ignore = "needs credit: privopt data fetch credit"
+)]
 fn encrypted_algorithm_5_matches_the_plaintext_run() {
     use privopt_ckks::eval::EvalContext;
     use privopt_sim::methods::dpfhe::data::load_task;
@@ -442,6 +466,10 @@ fn encrypted_algorithm_5_matches_the_plaintext_run() {
 /// `privopt reproduce dpfhe-encrypted` at smoke size: one step of each algorithm on Credit
 /// with the App. D.3 parameters, every summary key the issue names.
 #[test]
+#[cfg_attr(
+    not(data_credit),
+    ignore = "needs credit: privopt data fetch credit"
+)]
 fn dpfhe_encrypted_smoke_writes_depths_timings_and_agreement() {
     let Some(dir) = common::real_data_dir(&["credit"]) else {
         return;
@@ -489,6 +517,10 @@ fn dpfhe_encrypted_smoke_writes_depths_timings_and_agreement() {
 /// feature counts, quantile scaling keeps features in [−1, 1] and widens MNIST's bulk (the
 /// max-abs scale is set by a few extreme examples), and the default is max-abs.
 #[test]
+#[cfg_attr(
+    not(all(data_mnist, data_adult, data_credit)),
+    ignore = "needs mnist, adult, credit: privopt data fetch mnist adult credit"
+)]
 fn preprocessing_choices_change_what_they_should() {
     use privopt_ml::data::load::CategoricalEncoding;
     use privopt_ml::data::scale::FeatureScaling;

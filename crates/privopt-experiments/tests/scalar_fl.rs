@@ -344,6 +344,10 @@ fn replay_applies_the_documented_hiso_update() {
 }
 
 #[test]
+#[cfg_attr(
+    not(data_mnist),
+    ignore = "needs mnist: privopt data fetch mnist"
+)]
 fn hiso_mnist_smoke_run_writes_the_issue_keys() {
     let Some(data) = common::real_data_dir(&["mnist"]) else {
         return;
@@ -377,6 +381,10 @@ fn hiso_mnist_smoke_run_writes_the_issue_keys() {
 }
 
 #[test]
+#[cfg_attr(
+    not(data_mnist),
+    ignore = "needs mnist: privopt data fetch mnist"
+)]
 fn hiso_mnist_public_smoke_run_reports_the_oracle_step_and_the_h_diagnostic() {
     let Some(data) = common::real_data_dir(&["mnist"]) else {
         return;
@@ -434,6 +442,10 @@ fn hiso_mnist_public_smoke_run_reports_the_oracle_step_and_the_h_diagnostic() {
 }
 
 #[test]
+#[cfg_attr(
+    not(all(data_minilm, data_movie_snippets)),
+    ignore = "needs minilm, movie-snippets: privopt data fetch minilm movie-snippets"
+)]
 fn hiso_minilm_smoke_run_fine_tunes_from_the_zero_shot_head() {
     let Some(data) = common::real_data_dir(&["minilm", "movie-snippets"]) else {
         return;

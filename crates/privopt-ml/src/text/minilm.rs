@@ -628,13 +628,22 @@ mod tests {
     use super::*;
     use crate::text::WordPiece;
 
-    /// The fetched `minilm` folder, or `None` (the test skips; CI fetches it and runs).
+    /// The fetched `minilm` folder, or `None` (the test returns early and counts as passed:
+    /// this crate has no build script to mark it ignored, as the dataset tests of
+    /// privopt-experiments and privopt-cli are, since one would rebuild every crate above it
+    /// when data arrives). Under CI (which fetches first) a missing model fails the test.
     fn minilm_dir() -> Option<std::path::PathBuf> {
         let root = std::env::var_os("PRIVOPT_DATA")
             .map(std::path::PathBuf::from)
             .unwrap_or_else(|| format!("{}/../../data", env!("CARGO_MANIFEST_DIR")).into());
         let dir = root.join("minilm");
-        dir.join("model.safetensors").is_file().then_some(dir)
+        let present = dir.join("model.safetensors").is_file();
+        assert!(
+            present || std::env::var("CI").as_deref() != Ok("true"),
+            "CI must fetch minilm into {} before testing",
+            root.display()
+        );
+        present.then_some(dir)
     }
 
     /// The BitFit model for rows of 32 tokens, its vocabulary and its initial parameters.

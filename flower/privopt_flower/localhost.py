@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -57,6 +58,33 @@ def tool(name: str) -> str:
     """A Flower command from this interpreter's environment (or PATH)."""
     here = Path(sys.executable).parent / name
     return str(here) if here.exists() else (shutil.which(name) or name)
+
+
+def app_source() -> tuple[Path, Path]:
+    """The ``privopt_flower`` package folder and the app's ``pyproject.toml``: beside the
+    package in the source tree, inside it in an installed wheel."""
+    package = Path(__file__).resolve().parent
+    for pyproject in (package.parent / "pyproject.toml", package / "pyproject.toml"):
+        if pyproject.is_file() and "[tool.flwr.app" in pyproject.read_text():
+            return package, pyproject
+    raise FileNotFoundError(f"no Flower app pyproject.toml beside or inside {package}")
+
+
+def stage_app(dest: Path) -> Path:
+    """A copy of the app (the package and its pyproject.toml) in ``dest``, which ``flwr run``
+    packages: the launcher then works from any directory and with an installed package, and
+    never packages its own work folder (``flwr run`` refuses an app that has grown past ten
+    folders deep)."""
+    package, pyproject = app_source()
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(
+        package,
+        dest / package.name,
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "pyproject.toml"),
+    )
+    shutil.copy2(pyproject, dest / "pyproject.toml")
+    return dest
 
 
 class Localhost:
@@ -214,8 +242,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--nodes", type=int, default=5)
     ap.add_argument("--simulation", action="store_true", help="simulation runtime instead")
-    ap.add_argument("--workdir", default="privopt-flower-localhost")
-    ap.add_argument("--app", default=str(Path(__file__).resolve().parent.parent))
+    ap.add_argument(
+        "--workdir",
+        help="logs, Flower homes and node state (default: a new folder under the system's "
+        "temporary directory, printed at the start)",
+    )
+    ap.add_argument(
+        "--app",
+        help="the Flower app to run (default: a copy of privopt's, staged in the workdir)",
+    )
     ap.add_argument("overrides", nargs="*", help="run-config overrides key=value")
     args = ap.parse_args()
     config: dict[str, Any] = {"clients": args.nodes}
@@ -225,8 +260,11 @@ def main() -> None:
             config[k] = json.loads(v)
         except json.JSONDecodeError:
             config[k] = v
-    with Localhost(args.workdir, args.nodes, args.simulation) as fed:
-        summary = fed.run(args.app, config, on_line=lambda s: print(s, end=""))
+    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="privopt-flower-"))
+    print(f"[privopt] work folder (logs, node state): {workdir}", flush=True)
+    app = args.app or stage_app(workdir / "app")
+    with Localhost(workdir, args.nodes, args.simulation) as fed:
+        summary = fed.run(app, config, on_line=lambda s: print(s, end=""))
     print(json.dumps({k: v for k, v in summary.items() if k != "settings"}, indent=2))
 
 

@@ -586,7 +586,7 @@ fn bad_scaling_settings_are_named() {
         ("encoding = \"ordinal\"", "ordinal"),
     ] {
         let err = config_error(
-            "dpfhe-table4-quantile",
+            "dpfhe-table4",
             "scaling = { quantile = 0.95 }",
             bad,
         );

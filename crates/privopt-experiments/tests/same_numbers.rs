@@ -113,6 +113,20 @@ fn real_data_cases() -> Vec<(Case, &'static [&'static str])> {
         ),
         (
             (
+                "smoke-dpfhe-table4-maxabs",
+                "dpfhe-table4-maxabs",
+                vec![
+                    (
+                        "datasets = [\"mnist\", \"adult\", \"compas\", \"credit\"]",
+                        "datasets = [\"compas\"]",
+                    ),
+                    ("runs = 100", "runs = 2\nmax_steps = 100\nrelease_d = true"),
+                ],
+            ),
+            &["compas"],
+        ),
+        (
+            (
                 "smoke-dpfhe-gap",
                 "dpfhe-gap",
                 vec![

@@ -440,10 +440,7 @@ fn real_mnist_and_adult_have_their_published_sizes() {
 }
 
 #[test]
-#[cfg_attr(
-    not(data_mnist),
-    ignore = "needs mnist: privopt data fetch mnist"
-)]
+#[cfg_attr(not(data_mnist), ignore = "needs mnist: privopt data fetch mnist")]
 fn mnist_zero_vs_one_logistic_sgd_reaches_99_percent() {
     let Some(dir) = real_data_dir(&["mnist"]) else {
         return;

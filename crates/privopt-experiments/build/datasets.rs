@@ -10,7 +10,14 @@
 use std::path::{Path, PathBuf};
 
 /// Every dataset `privopt data fetch` knows.
-const DATASETS: [&str; 6] = ["mnist", "adult", "compas", "credit", "minilm", "movie-snippets"];
+const DATASETS: [&str; 6] = [
+    "mnist",
+    "adult",
+    "compas",
+    "credit",
+    "minilm",
+    "movie-snippets",
+];
 
 /// Emits the flags and what to watch.
 pub fn emit() {

@@ -265,10 +265,7 @@ fn the_downlink_counts_the_model_and_a_stale_sketch() {
 }
 
 #[test]
-#[cfg_attr(
-    not(data_mnist),
-    ignore = "needs mnist: privopt data fetch mnist"
-)]
+#[cfg_attr(not(data_mnist), ignore = "needs mnist: privopt data fetch mnist")]
 fn dome_mnist_smoke_run_writes_the_issue_keys() {
     let Some(data) = common::real_data_dir(&["mnist"]) else {
         return;

@@ -191,10 +191,7 @@ fn run_on_compas(
 }
 
 #[test]
-#[cfg_attr(
-    not(data_compas),
-    ignore = "needs compas: privopt data fetch compas"
-)]
+#[cfg_attr(not(data_compas), ignore = "needs compas: privopt data fetch compas")]
 fn table3_smoke_reproduces_the_polynomial_columns() {
     let Some(out) = run_on_compas(
         "dpfhe-table3",
@@ -247,10 +244,7 @@ fn table3_smoke_reproduces_the_polynomial_columns() {
 }
 
 #[test]
-#[cfg_attr(
-    not(data_compas),
-    ignore = "needs compas: privopt data fetch compas"
-)]
+#[cfg_attr(not(data_compas), ignore = "needs compas: privopt data fetch compas")]
 fn table4_smoke_runs_all_three_methods() {
     let Some(out) = run_on_compas(
         "dpfhe-table4",
@@ -272,10 +266,7 @@ fn table4_smoke_runs_all_three_methods() {
 }
 
 #[test]
-#[cfg_attr(
-    not(data_compas),
-    ignore = "needs compas: privopt data fetch compas"
-)]
+#[cfg_attr(not(data_compas), ignore = "needs compas: privopt data fetch compas")]
 fn table4_wall_smoke_certifies_the_wall_with_its_own_steps() {
     let Some(out) = run_on_compas(
         "dpfhe-table4-wall",
@@ -306,10 +297,7 @@ fn table4_wall_smoke_certifies_the_wall_with_its_own_steps() {
 }
 
 #[test]
-#[cfg_attr(
-    not(data_compas),
-    ignore = "needs compas: privopt data fetch compas"
-)]
+#[cfg_attr(not(data_compas), ignore = "needs compas: privopt data fetch compas")]
 fn gap_smoke_runs_the_grid_with_each_methods_noise() {
     let Some(out) = run_on_compas(
         "dpfhe-gap",
@@ -358,10 +346,7 @@ fn gap_smoke_runs_the_grid_with_each_methods_noise() {
 }
 
 #[test]
-#[cfg_attr(
-    not(data_adult),
-    ignore = "needs adult: privopt data fetch adult"
-)]
+#[cfg_attr(not(data_adult), ignore = "needs adult: privopt data fetch adult")]
 fn fig4_plain_gd_diverges_and_the_barrier_stays_inside() {
     let Some(dir) = common::real_data_dir(&["adult"]) else {
         return;
@@ -385,10 +370,7 @@ fn fig4_plain_gd_diverges_and_the_barrier_stays_inside() {
 /// Credit: the decrypted weights match the plaintext run from the same seed with the same
 /// polynomials, and so does the test accuracy.
 #[test]
-#[cfg_attr(
-    not(data_credit),
-    ignore = "needs credit: privopt data fetch credit"
-)]
+#[cfg_attr(not(data_credit), ignore = "needs credit: privopt data fetch credit")]
 fn encrypted_algorithm_5_matches_the_plaintext_run() {
     use privopt_ckks::eval::EvalContext;
     use privopt_sim::methods::dpfhe::data::load_task;
@@ -466,10 +448,7 @@ fn encrypted_algorithm_5_matches_the_plaintext_run() {
 /// `privopt reproduce dpfhe-encrypted` at smoke size: one step of each algorithm on Credit
 /// with the App. D.3 parameters, every summary key the issue names.
 #[test]
-#[cfg_attr(
-    not(data_credit),
-    ignore = "needs credit: privopt data fetch credit"
-)]
+#[cfg_attr(not(data_credit), ignore = "needs credit: privopt data fetch credit")]
 fn dpfhe_encrypted_smoke_writes_depths_timings_and_agreement() {
     let Some(dir) = common::real_data_dir(&["credit"]) else {
         return;
@@ -585,11 +564,7 @@ fn bad_scaling_settings_are_named() {
         ("scaling = \"median\"", "median"),
         ("encoding = \"ordinal\"", "ordinal"),
     ] {
-        let err = config_error(
-            "dpfhe-table4",
-            "scaling = { quantile = 0.95 }",
-            bad,
-        );
+        let err = config_error("dpfhe-table4", "scaling = { quantile = 0.95 }", bad);
         assert!(err.contains(expect), "{bad}: {err}");
         assert!(!err.contains('\n'), "{bad}: one line, got {err}");
     }

@@ -210,7 +210,9 @@ fn check_or_bless(runs: Vec<(String, BTreeMap<String, f64>)>) {
     if std::env::var_os("PRIVOPT_BLESS").is_some() {
         // The two tests bless concurrently: one at a time through the file.
         static FILE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-        let _guard = FILE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _guard = FILE
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let golden_text = std::fs::read_to_string(GOLDEN).unwrap_or_default();
         let ours = |line: &str| runs.iter().any(|(l, _)| line.split('\t').next() == Some(l));
         let mut text = String::from(

@@ -344,10 +344,7 @@ fn replay_applies_the_documented_hiso_update() {
 }
 
 #[test]
-#[cfg_attr(
-    not(data_mnist),
-    ignore = "needs mnist: privopt data fetch mnist"
-)]
+#[cfg_attr(not(data_mnist), ignore = "needs mnist: privopt data fetch mnist")]
 fn hiso_mnist_smoke_run_writes_the_issue_keys() {
     let Some(data) = common::real_data_dir(&["mnist"]) else {
         return;
@@ -381,10 +378,7 @@ fn hiso_mnist_smoke_run_writes_the_issue_keys() {
 }
 
 #[test]
-#[cfg_attr(
-    not(data_mnist),
-    ignore = "needs mnist: privopt data fetch mnist"
-)]
+#[cfg_attr(not(data_mnist), ignore = "needs mnist: privopt data fetch mnist")]
 fn hiso_mnist_public_smoke_run_reports_the_oracle_step_and_the_h_diagnostic() {
     let Some(data) = common::real_data_dir(&["mnist"]) else {
         return;

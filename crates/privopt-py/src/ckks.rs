@@ -524,9 +524,9 @@ impl PyCiphertext {
         let operand = operand.broadcast(self)?;
         let ev = self.ctx.evaluator();
         let out = match (operand, op) {
-            (Operand::Cipher(b), Arith::Add) => ev.add(py, self, &b.get()),
-            (Operand::Cipher(b), Arith::Sub) => ev.sub(py, self, &b.get()),
-            (Operand::Cipher(b), Arith::Mul) => ev.multiply(py, self, &b.get()),
+            (Operand::Cipher(b), Arith::Add) => ev.add(py, self, b.get()),
+            (Operand::Cipher(b), Arith::Sub) => ev.sub(py, self, b.get()),
+            (Operand::Cipher(b), Arith::Mul) => ev.multiply(py, self, b.get()),
             (Operand::Scalar(c), Arith::Add) => ev.add_scalar(py, self, c),
             (Operand::Scalar(c), Arith::Sub) => ev.add_scalar(py, self, -c),
             (Operand::Scalar(c), Arith::Mul) => ev.mul_scalar(py, self, c),
@@ -609,7 +609,7 @@ impl PyCiphertext {
     fn __rsub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let diff = self.binary(py, other, Arith::Sub)?;
         match diff.bind(py).cast::<PyCiphertext>() {
-            Ok(d) => Ok(Py::new(py, self.ctx.evaluator().negate(py, &d.get())?)?.into_any()),
+            Ok(d) => Ok(Py::new(py, self.ctx.evaluator().negate(py, d.get())?)?.into_any()),
             Err(_) => Ok(diff),
         }
     }

@@ -17,7 +17,10 @@ def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
     # First contact installs the app on each SuperNode: allow the join timeout, not a stage's.
     joined = fed.refresh({"method": s.method}, s.join_timeout)
     if not joined:
-        raise RuntimeError(f"no client joined within join-timeout = {s.join_timeout:g} s")
+        # Say why: a client that refused (e.g. a federation of another size) names its cause.
+        causes = sorted(fed.refusals().values())
+        why = f"; {len(causes)} refused, e.g. {causes[0]}" if causes else ""
+        raise RuntimeError(f"no client joined within join-timeout = {s.join_timeout:g} s{why}")
     if len(joined) < s.clients:
         report.event(f"{len(joined)} of {s.clients} clients joined: {sorted(joined)}")
     summary = MODULES[s.method].serve(fed, s, report)
@@ -28,7 +31,9 @@ def client_handle(request: Payload, state: State, node: Node, s: Settings) -> Pa
     """A client's reply to one server request."""
     if node.parties != s.clients:
         raise ConfigError(
-            f"node config num-partitions = {node.parties} but the run has clients = {s.clients}"
+            f"node config num-partitions = {node.parties} but the run has clients = {s.clients} "
+            f"(run with --run-config clients={node.parties}, or give the federation "
+            f"{s.clients} SuperNodes)"
         )
     if not 0 <= node.party < node.parties:
         raise ConfigError(f"partition-id {node.party} is not below num-partitions {node.parties}")

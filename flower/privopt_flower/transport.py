@@ -55,6 +55,10 @@ class Federation(ABC):
         """Greets clients that joined (or rejoined after a restart) since the last call and
         returns their replies to ``hello`` by party."""
 
+    def refusals(self) -> dict[int, str]:
+        """Why clients that answered the last greeting with an error did not join (by node)."""
+        return {}
+
     @abstractmethod
     def exchange(self, stage: str, requests: Mapping[int, Payload], timeout: float) -> Exchange:
         """Sends each party its request and collects the replies until ``timeout`` seconds."""
@@ -68,6 +72,7 @@ class FlowerFederation(Federation):
         self._poll = poll_interval
         self._party_node: dict[int, int] = {}
         self._node_party: dict[int, int] = {}
+        self._refused: dict[int, str] = {}
 
     def present(self) -> list[int]:
         live = set(self._grid.get_node_ids())
@@ -83,7 +88,8 @@ class FlowerFederation(Federation):
         new = [n for n in self._grid.get_node_ids() if n not in self._node_party]
         if not new:
             return {}
-        replies, _ = self._send("hello", {n: dict(hello) for n in new}, timeout)
+        replies, errors = self._send("hello", {n: dict(hello) for n in new}, timeout)
+        self._refused = errors
         greeted: dict[int, Payload] = {}
         for node, reply in replies.items():
             party = reply.get("party")
@@ -96,6 +102,9 @@ class FlowerFederation(Federation):
             self._node_party[node] = party
             greeted[party] = reply
         return greeted
+
+    def refusals(self) -> dict[int, str]:
+        return dict(self._refused)
 
     def exchange(self, stage: str, requests: Mapping[int, Payload], timeout: float) -> Exchange:
         out = Exchange()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Mapping
 
 from flwr.app import ConfigRecord, Context, Error, Message, RecordDict
 from flwr.clientapp import ClientApp
@@ -53,7 +54,7 @@ def node_of(context: Context) -> Node:
     return Node(party, parties, str(state_dir) if state_dir else None)
 
 
-def die_if_told(s: config.Settings, node: Node, request: dict[str, object]) -> None:
+def die_if_told(s: config.Settings, node: Node, request: Mapping[str, object]) -> None:
     """Test-only fault: ``debug.kill = "PARTY:ROUND:STAGE"`` makes that party ``kill -9`` its
     own SuperNode and ClientApp processes on receiving that stage's request. Honoured only
     where the SuperNode runs with PRIVOPT_FLOWER_TEST_KILL=1 (the localhost harness)."""

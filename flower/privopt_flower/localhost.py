@@ -3,6 +3,11 @@
 ``flwr run``. Used by the tests and by ``python -m privopt_flower.localhost``; the commands it
 runs are the ones docs/flower.md gives.
 
+A deployment is secure by default: TLS on every API (a CA and a SuperLink certificate made for
+the run, :mod:`privopt_flower.credentials`) and Flower's SuperNode authentication (each SuperNode
+signs with its own key, registered with the SuperLink before it starts; any other process that
+reaches the SuperLink is refused). ``insecure=True`` (``--insecure``) turns both off.
+
 Each SuperNode runs in its own process group, so :meth:`Localhost.kill` is a ``kill -9`` of
 the node and every ClientApp process it started."""
 
@@ -14,6 +19,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -23,6 +29,8 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+
+from . import credentials
 
 SUMMARY = "[privopt] summary "
 
@@ -90,10 +98,19 @@ def stage_app(dest: Path) -> Path:
 class Localhost:
     """SuperLink + SuperNodes under ``workdir`` (logs, FLWR_HOMEs, node state)."""
 
-    def __init__(self, workdir: str | os.PathLike[str], nodes: int, simulation: bool = False):
+    def __init__(
+        self,
+        workdir: str | os.PathLike[str],
+        nodes: int,
+        simulation: bool = False,
+        insecure: bool = False,
+    ):
         self.workdir = Path(workdir)
         self.nodes = nodes
         self.simulation = simulation
+        # The simulation runtime has no SuperNodes to authenticate; TLS still applies.
+        self.insecure = insecure
+        self.credentials: credentials.Credentials | None = None
         self.port = free_port()
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         # Every process ever started (a restarted node's predecessor too), for stop().
@@ -118,28 +135,62 @@ class Localhost:
 
     def start(self, timeout: float = 60.0) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
-        cmd = [tool("flower-superlink"), "--insecure", "--port", str(self.port)]
+        cmd = [tool("flower-superlink"), "--port", str(self.port)]
         cmd += ["--disable-runtime-dependency-installation"]
+        if self.insecure:
+            cmd += ["--insecure"]
+        else:
+            self.credentials = credentials.make(
+                self.workdir / "credentials", self.nodes, ["127.0.0.1", "localhost"]
+            )
+            c = self.credentials
+            cmd += ["--ssl-ca-certfile", str(c.ca), "--ssl-certfile", str(c.superlink_cert)]
+            cmd += ["--ssl-keyfile", str(c.superlink_key)]
+            if not self.simulation:
+                cmd += ["--enable-supernode-auth"]
         if self.simulation:
             cmd += ["--simulation"]
         self._spawn("superlink", cmd, self.workdir / "superlink-home")
         self._wait_health(timeout)
-        if not self.simulation:
-            for i in range(self.nodes):
-                self.start_node(i)
-        (self.home).mkdir(parents=True, exist_ok=True)
+        self.home.mkdir(parents=True, exist_ok=True)
+        security = (
+            "insecure = true"
+            if self.credentials is None
+            else f"root-certificates = {toml_value(str(self.credentials.ca))}"
+        )
         (self.home / "config.toml").write_text(
             '[superlink]\ndefault = "privopt"\n\n[superlink.privopt]\n'
-            f'address = "127.0.0.1:{self.port}"\ninsecure = true\n'
+            f'address = "127.0.0.1:{self.port}"\n{security}\n'
         )
+        if not self.simulation:
+            for i in range(self.nodes):
+                if self.credentials is not None:
+                    self.register(self.credentials.supernode_public(i))
+                self.start_node(i)
+
+    def register(self, public_key: Path) -> None:
+        """``flwr supernode register``: the SuperLink admits the holder of that key."""
+        done = subprocess.run(
+            [tool("flwr"), "supernode", "register", str(public_key), "privopt"],
+            env=flower_env(self.home),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"registering {public_key.name} failed: {done.stdout}{done.stderr}")
 
     def _wait_health(self, timeout: float) -> None:
+        scheme, context = "http", None
+        if self.credentials is not None:
+            scheme, context = "https", ssl.create_default_context(cafile=str(self.credentials.ca))
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             if self.procs["superlink"].poll() is not None:
                 raise RuntimeError(f"the SuperLink exited; see {self.workdir / 'superlink.log'}")
+            url = f"{scheme}://127.0.0.1:{self.port}/health"
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=1):
+                with urllib.request.urlopen(url, timeout=1, context=context):
                     return
             except OSError:
                 time.sleep(0.2)
@@ -147,9 +198,15 @@ class Localhost:
 
     def start_node(self, i: int) -> None:
         """Starts (or restarts) SuperNode ``i``: partition ``i``, state under ``state/``."""
+        if self.credentials is None:
+            security = ["--insecure"]
+        else:
+            key = self.credentials.supernode_keys[i]
+            security = ["--root-certificates", str(self.credentials.ca)]
+            security += ["--auth-supernode-private-key", str(key)]
         cmd = [
             tool("flower-supernode"),
-            "--insecure",
+            *security,
             "--superlink",
             f"127.0.0.1:{self.port}",
             "--port",
@@ -243,6 +300,12 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, default=5)
     ap.add_argument("--simulation", action="store_true", help="simulation runtime instead")
     ap.add_argument(
+        "--insecure",
+        action="store_true",
+        help="no TLS and no SuperNode authentication: any process that reaches the port can "
+        "join and read the traffic (default: both on)",
+    )
+    ap.add_argument(
         "--workdir",
         help="logs, Flower homes and node state (default: a new folder under the system's "
         "temporary directory, printed at the start)",
@@ -263,7 +326,14 @@ def main() -> None:
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="privopt-flower-"))
     print(f"[privopt] work folder (logs, node state): {workdir}", flush=True)
     app = args.app or stage_app(workdir / "app")
-    with Localhost(workdir, args.nodes, args.simulation) as fed:
+    if args.insecure:
+        print(
+            "[privopt] WARNING: --insecure: no TLS and no SuperNode authentication; any process "
+            "that reaches the SuperLink can join the federation and read its messages",
+            file=sys.stderr,
+            flush=True,
+        )
+    with Localhost(workdir, args.nodes, args.simulation, insecure=args.insecure) as fed:
         summary = fed.run(app, config, on_line=lambda s: print(s, end=""))
     print(json.dumps({k: v for k, v in summary.items() if k != "settings"}, indent=2))
 

@@ -43,4 +43,5 @@ def client_handle(request: Payload, state: State, node: Node, s: Settings) -> Pa
         return {"party": node.party, **module.hello(state, node, s)}
     if request.get("party") != node.party:
         raise ValueError(f"a request for party {request.get('party')} reached party {node.party}")
-    return module.handle(str(stage), request, state, node, s)
+    reply: Payload = module.handle(str(stage), request, state, node, s)
+    return reply

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("ray", reason='needs Flower\'s simulation runtime: pip install "flwr[simulation]"')
+pytest.importorskip(
+    "ray", reason='needs Flower\'s simulation runtime: pip install "flwr[simulation]"'
+)
 
 APP = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.localhost

@@ -63,7 +63,9 @@ def test_dome_noise_floor_keeps_epsilon_and_refuses_thin_rounds(dome_config):
     assert floored["epsilon_spent"] <= 4.0 * (1 + 1e-3)
     # Sized for all five: the same dropout aborts round 2 before its sum is unmasked.
     strict = inprocess.run({**cfg, "dome.noise_floor": 1.0}, kill={(2, "mask"): {1}})
-    assert any(e.startswith("round 2: aborted cleanly") and "noise floor" in e for e in strict["events"])
+    assert any(
+        e.startswith("round 2: aborted cleanly") and "noise floor" in e for e in strict["events"]
+    )
     assert strict["aborted_rounds"] == 1
     with pytest.raises(config.ConfigError, match="noise_floor"):
         inprocess.run({**cfg, "dome.noise_floor": 1.5})

@@ -137,7 +137,7 @@ def handle(stage: str, req: Payload, state: State, node: Node, s: Settings) -> P
         owner = dpfhe.DataOwner(ctx, circuit)
         relin, galois = owner.evaluation_keys()
         idx, _, _, _ = _data(s, node.party)
-        reply = {
+        keys: Payload = {
             "relin": relin,
             "galois": galois,
             "examples": len(idx),
@@ -145,7 +145,7 @@ def handle(stage: str, req: Payload, state: State, node: Node, s: Settings) -> P
             "weights": owner.encrypt_weights(np.zeros(p.n_features + 1)),
         }
         state.put(OWNER, owner.save())
-        return reply
+        return keys
     owner = dpfhe.DataOwner.restore(ctx, circuit, state.require(OWNER, stage, "the data owner"))
     reply: Payload = {}
     if stage == "step":

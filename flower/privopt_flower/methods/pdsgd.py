@@ -33,7 +33,11 @@ def edges(s: Settings) -> list[tuple[int, int]]:
     """The graph: ``ring``, ``complete`` or an edge list ``"0-1 1-2 2-0"``."""
     spec, n = param(s, "graph", str).strip(), s.clients
     if spec == "ring":
-        return sorted({tuple(sorted((i, (i + 1) % n))) for i in range(n)}) if n > 2 else [(0, 1)]
+        return (
+            sorted({(min(i, (i + 1) % n), max(i, (i + 1) % n)) for i in range(n)})
+            if n > 2
+            else [(0, 1)]
+        )
     if spec == "complete":
         return [(i, j) for i in range(n) for j in range(i + 1, n)]
     out = set()

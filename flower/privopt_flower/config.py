@@ -153,19 +153,23 @@ def param(s: Settings, key: str, kind: type) -> Any:
     return _get(s.params, key, kind, None, f"{s.method}.")
 
 
+def app_pyproject() -> Path:
+    """The app's ``pyproject.toml``: an installed wheel carries a copy inside the package; in
+    the source tree it is beside the package."""
+    here = Path(__file__).resolve().parent
+    for path in (here / "pyproject.toml", here.parent / "pyproject.toml"):
+        if path.is_file() and "[tool.flwr.app" in path.read_text():
+            return path
+    raise FileNotFoundError(f"no Flower app pyproject.toml inside or beside {here}")
+
+
 def defaults() -> dict[str, Any]:
     """The run config of the app's pyproject.toml, flat as Flower passes it."""
     try:
         import tomllib
     except ModuleNotFoundError:  # Python < 3.11; Flower depends on tomli
         import tomli as tomllib  # type: ignore[no-redef]
-    here = Path(__file__).resolve().parent
-    # An installed wheel carries a copy of the app's pyproject.toml inside the package; in the
-    # source tree it is beside the package.
-    path = next(
-        (p for p in (here / "pyproject.toml", here.parent / "pyproject.toml") if p.is_file()),
-        here.parent / "pyproject.toml",
-    )
+    path = app_pyproject()
     with open(path, "rb") as f:
         table = tomllib.load(f)["tool"]["flwr"]["app"]["config"]
     flat: dict[str, Any] = {}

@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from . import credentials
+from . import config, credentials
 
 SUMMARY = "[privopt] summary "
 
@@ -68,22 +68,12 @@ def tool(name: str) -> str:
     return str(here) if here.exists() else (shutil.which(name) or name)
 
 
-def app_source() -> tuple[Path, Path]:
-    """The ``privopt_flower`` package folder and the app's ``pyproject.toml``: beside the
-    package in the source tree, inside it in an installed wheel."""
-    package = Path(__file__).resolve().parent
-    for pyproject in (package.parent / "pyproject.toml", package / "pyproject.toml"):
-        if pyproject.is_file() and "[tool.flwr.app" in pyproject.read_text():
-            return package, pyproject
-    raise FileNotFoundError(f"no Flower app pyproject.toml beside or inside {package}")
-
-
 def stage_app(dest: Path) -> Path:
     """A copy of the app (the package and its pyproject.toml) in ``dest``, which ``flwr run``
     packages: the launcher then works from any directory and with an installed package, and
     never packages its own work folder (``flwr run`` refuses an app that has grown past ten
     folders deep)."""
-    package, pyproject = app_source()
+    package, pyproject = Path(__file__).resolve().parent, config.app_pyproject()
     if dest.exists():
         shutil.rmtree(dest)
     shutil.copytree(
@@ -138,6 +128,13 @@ class Localhost:
         cmd = [tool("flower-superlink"), "--port", str(self.port)]
         cmd += ["--disable-runtime-dependency-installation"]
         if self.insecure:
+            print(
+                "[privopt] WARNING: insecure deployment: no TLS and no SuperNode "
+                "authentication; any process that reaches the SuperLink can join the "
+                "federation and read its messages",
+                file=sys.stderr,
+                flush=True,
+            )
             cmd += ["--insecure"]
         else:
             self.credentials = credentials.make(
@@ -326,13 +323,6 @@ def main() -> None:
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="privopt-flower-"))
     print(f"[privopt] work folder (logs, node state): {workdir}", flush=True)
     app = args.app or stage_app(workdir / "app")
-    if args.insecure:
-        print(
-            "[privopt] WARNING: --insecure: no TLS and no SuperNode authentication; any process "
-            "that reaches the SuperLink can join the federation and read its messages",
-            file=sys.stderr,
-            flush=True,
-        )
     with Localhost(workdir, args.nodes, args.simulation, insecure=args.insecure) as fed:
         summary = fed.run(app, config, on_line=lambda s: print(s, end=""))
     print(json.dumps({k: v for k, v in summary.items() if k != "settings"}, indent=2))

@@ -213,7 +213,7 @@ impl PyContext {
     /// The evaluator the operators use (the keys of :meth:`set_keys`).
     #[getter]
     fn evaluator(&self) -> PyEvaluator {
-        PyEvaluator(self.1.get(), self.1.clone())
+        PyEvaluator(self.1.get(), self.clone())
     }
 
     /// The parameter set.
@@ -458,7 +458,6 @@ impl PyGaloisKeys {
     }
 }
 
-/// A ciphertext of ``slots`` reals at some level and scale.
 /// A CKKS ciphertext of a real vector: as many values as were encrypted (``len(ct)``), in a
 /// context's slots.
 ///
@@ -686,7 +685,7 @@ impl PyCiphertext {
 /// product rescales (one level); ``threads`` pins the work to that many threads (default:
 /// all cores).
 #[pyclass(module = "privopt.ckks", name = "Evaluator", frozen)]
-pub struct PyEvaluator(Arc<Engine>, Operators);
+pub struct PyEvaluator(Arc<Engine>, PyContext);
 
 /// The polynomial basis named by `domain`: power basis, or Chebyshev on `[lo, hi]`.
 fn basis(domain: Option<(f64, f64)>) -> PyResult<PolyBasis> {
@@ -744,8 +743,7 @@ impl PyEvaluator {
         let ct = py
             .detach(|| self.0.install(|| f(&self.0)))
             .map_err(errors::ckks)?;
-        let context = PyContext(Arc::clone(ctx), self.1.clone());
-        Ok(PyCiphertext::new(ct, &context, length))
+        Ok(PyCiphertext::new(ct, &self.1, length))
     }
 
     fn slots_width(&self, width: Option<usize>) -> usize {
@@ -788,7 +786,7 @@ impl PyEvaluator {
         threads: Option<usize>,
     ) -> PyResult<Self> {
         let engine = build_engine(&ctx.0, relin_key, galois_keys, threads)?;
-        Ok(Self(Arc::new(engine), ctx.1.clone()))
+        Ok(Self(Arc::new(engine), ctx.clone()))
     }
 
     /// ``a + b`` slot-wise (at the lower of their levels).

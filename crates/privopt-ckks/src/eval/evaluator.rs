@@ -649,8 +649,9 @@ impl Evaluator {
                 let key = self.galois.keys.get(&g).ok_or_else(|| {
                     CkksError::MissingKey(format!("Galois key for rotation by {k}"))
                 })?;
-                key.key.check_level(level, &format!("rotation by {k}"))?;
-                key.key.check_owner(owner, &format!("rotation by {k}"))?;
+                let what = format!("rotation by {k}");
+                key.key.check_level(level, &what)?;
+                key.key.check_owner(owner, &what)?;
                 Ok(Some(key))
             })
             .collect()

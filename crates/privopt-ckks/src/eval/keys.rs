@@ -245,11 +245,11 @@ impl GaloisKeys {
         let mut owner = None;
         for part in parts {
             for (g, k) in part.keys {
-                if *owner.get_or_insert(k.key.target) != k.key.target {
+                let first = *owner.get_or_insert(k.key.target);
+                if first != k.key.target {
                     return Err(CkksError::Mismatch(format!(
-                        "Galois element {g}: a key of secret {}, the others are of {}",
-                        k.key.target,
-                        owner.unwrap_or(k.key.target)
+                        "Galois element {g}: a key of secret {}, the others are of {first}",
+                        k.key.target
                     )));
                 }
                 if keys.insert(g, k).is_some() {

@@ -250,6 +250,7 @@ fn wrong_round_duplicate_foreign_and_malformed_replies_are_rejected_and_change_n
         session: server.session(),
         client: 0,
         ticket: [0; 16],
+        dim: before.x.len(),
         update,
     };
     assert!(

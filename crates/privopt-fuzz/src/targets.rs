@@ -607,6 +607,7 @@ fn protocol_targets() -> Vec<Target> {
         session: 0x5eed,
         client: 4,
         ticket: [7; 16],
+        dim: 6,
         update,
     };
     let catch_up = [
@@ -664,6 +665,7 @@ fn scalar_fl_client_target() -> Target {
         session: 0x5eed,
         client: 0,
         ticket: [7; 16],
+        dim: initial.x.len(),
         update,
     });
     let probe = Probe {

@@ -189,19 +189,41 @@ const PARALLEL_FILL_MIN: usize = 1 << 16;
 /// depend on the thread count. Nothing is allocated: this runs at the speed of the normal
 /// sampler (see `privopt bench zo`). ChaCha8 is ample for perturbations, which are public.
 pub fn gaussian_fill(key: &[u8; 32], out: &mut [f64]) {
-    let fill = |(block, chunk): (usize, &mut [f64])| {
+    gaussian_fill_at(key, 0, out);
+}
+
+/// Fills `out` with coordinates `offset .. offset + out.len()` of the direction under `key`:
+/// the window [`gaussian_fill`] would write there in a longer vector. A model stored in pieces
+/// (a PyTorch module's tensors) is perturbed piece by piece with it; only the part of the first
+/// block before `offset` is generated and thrown away.
+pub fn gaussian_fill_at(key: &[u8; 32], offset: usize, out: &mut [f64]) {
+    let fill = |block: usize, skip: usize, chunk: &mut [f64]| {
         let mut rng = ChaCha8Rng::from_seed(*key);
         rng.set_stream(block as u64);
+        for _ in 0..skip {
+            let _: f64 = StandardNormal.sample(&mut rng);
+        }
         for v in chunk {
             *v = StandardNormal.sample(&mut rng);
         }
     };
+    let lead = offset % DIRECTION_BLOCK;
+    let mut first = offset / DIRECTION_BLOCK;
+    let mut out = out;
+    if lead > 0 {
+        let (head, rest) = out.split_at_mut((DIRECTION_BLOCK - lead).min(out.len()));
+        fill(first, lead, head);
+        first += 1;
+        out = rest;
+    }
     if out.len() >= PARALLEL_FILL_MIN {
         out.par_chunks_mut(DIRECTION_BLOCK)
             .enumerate()
-            .for_each(fill);
+            .for_each(|(b, chunk)| fill(first + b, 0, chunk));
     } else {
-        out.chunks_mut(DIRECTION_BLOCK).enumerate().for_each(fill);
+        for (b, chunk) in out.chunks_mut(DIRECTION_BLOCK).enumerate() {
+            fill(first + b, 0, chunk);
+        }
     }
 }
 
@@ -330,6 +352,12 @@ mod tests {
         let mut big = vec![0.0; PARALLEL_FILL_MIN + 5];
         gaussian_fill(&key, &mut big);
         assert_eq!(&big[..long.len()], &long[..]);
+        // Any window, aligned or not, is the same coordinates of the whole direction.
+        for (offset, len) in [(0, 5), (17, 4096), (4095, 2), (4096, 4097), (5000, 9000)] {
+            let mut window = vec![0.0; len];
+            gaussian_fill_at(&key, offset, &mut window);
+            assert_eq!(&window[..], &big[offset..offset + len], "window at {offset}");
+        }
         // Distinct blocks differ, and the moments are those of N(0, 1): over 65541 values the
         // mean has sd 0.004 and the variance sd 0.0055.
         assert_ne!(&long[..16], &long[DIRECTION_BLOCK..DIRECTION_BLOCK + 16]);

@@ -15,7 +15,7 @@
 /// Magic prefix of every message.
 pub const MAGIC: &[u8; 4] = b"PVPR";
 /// Version of the framing and of every message layout below it.
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
 /// Bytes of the frame header.
 pub const HEADER_BYTES: usize = 8;
 /// Bytes of the checksum that ends every frame.

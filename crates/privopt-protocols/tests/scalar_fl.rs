@@ -38,6 +38,10 @@ fn to(client: usize, update: Update) -> CatchUp {
         session: 5,
         client,
         ticket: [1; 16],
+        dim: match &update {
+            Update::Full(state) => state.x.len(),
+            _ => D,
+        },
         update,
     }
 }
@@ -286,8 +290,8 @@ fn damaged_bytes_are_typed_errors_for_every_decoder() {
     ));
 }
 
-/// Bytes of a catch-up's addressing: session, recipient, ticket.
-const ADDRESS: usize = 8 + 4 + 16;
+/// Bytes of a catch-up's addressing: session, recipient, ticket, model length.
+const ADDRESS: usize = 8 + 4 + 16 + 8;
 
 #[test]
 fn forged_fields_are_refused_by_validation() {
@@ -335,6 +339,10 @@ fn forged_fields_are_refused_by_validation() {
     });
     assert!(CatchUp::from_bytes(&neg).is_err());
     let variant = damage::forge(full, |f| f[ADDRESS] = 9);
+    // A model length that is not the full state's.
+    let length = damage::forge(full, |f| f[ADDRESS - 8] = 2);
+    let e = CatchUp::from_bytes(&length).unwrap_err().to_string();
+    assert!(e.contains("for a model of 2"), "{e}");
     assert!(
         CatchUp::from_bytes(&variant)
             .unwrap_err()
@@ -344,11 +352,11 @@ fn forged_fields_are_refused_by_validation() {
     let flag = damage::forge(full, |f| f[ADDRESS + 1 + 8 + 4 + 3 * 8] = 2);
     assert!(CatchUp::from_bytes(&flag).is_err());
     let mut future = full.clone();
-    future[4] = 2;
+    future[4] = 3;
     let future = damage::forge(&future, |_| {});
     assert!(matches!(
         CatchUp::from_bytes(&future),
-        Err(DecodeError::Version { version: 2, .. })
+        Err(DecodeError::Version { version: 3, .. })
     ));
 }
 
@@ -372,8 +380,15 @@ fn a_hostile_catch_up_or_plan_is_a_peer_error_and_changes_nothing() {
         }),
         Update::UpToDate { round: 3 },
     ] {
+        let wrong_size = matches!(bad, Update::Full(_));
         let e = client.receive(to(0, bad), &spec).unwrap_err();
-        assert!(matches!(e, Error::PeerMisbehaved { .. }), "{e}");
+        if wrong_size {
+            // A catch-up for a model of another length: the two sides were built differently.
+            assert!(matches!(e, Error::Parameters(_)), "{e}");
+            assert!(e.to_string().contains("13 parameters; client 0's has 12"), "{e}");
+        } else {
+            assert!(matches!(e, Error::PeerMisbehaved { .. }), "{e}");
+        }
         assert_eq!(client.state(), &initial);
     }
     // Another client's catch-up, even a harmless one.
@@ -497,4 +512,55 @@ fn replies_are_bounded_and_bound_to_their_sender_and_session() {
     server.set_scalar_bound(1e6).unwrap();
     let e = server.finish_round(&[reply]).unwrap_err();
     assert!(matches!(e, Error::Diverged { .. }), "{e}");
+}
+
+/// A state held in pieces (a PyTorch module's tensors), advanced window by window with
+/// `apply_record`, and probed in place with `perturb`, gives the whole-vector values.
+#[test]
+fn windows_of_a_state_advance_and_perturb_as_the_whole_does() {
+    use privopt_protocols::scalar_fl::{
+        RoundRecord, Scratch, apply_record, load_preconditioner, perturb,
+    };
+    let spec = spec();
+    let d = 9000; // three direction blocks, windows straddling their edges
+    let mut whole = ModelState::initial((0..d).map(|j| (j as f64).sin()).collect(), spec.rule);
+    let mut scratch = Scratch::default();
+    let records: Vec<RoundRecord> = (0..3)
+        .map(|r| RoundRecord {
+            round: r,
+            seeds: vec![11 + r, 29 * r + 1],
+            scalars: (0..6).map(|i| (i as f32 - 2.5) * 0.3).collect(),
+        })
+        .collect();
+    let mut x = whole.x.clone();
+    let mut h = whole.h.clone().unwrap();
+    for rec in &records {
+        whole.apply(rec, &spec, &mut scratch).unwrap();
+        let mut offset = 0;
+        for len in [1, 4095, 3, 4000, 901] {
+            let window = offset..offset + len;
+            apply_record(
+                rec,
+                &spec,
+                offset,
+                &mut x[window.clone()],
+                Some(&mut h[window]),
+                &mut scratch,
+            );
+            offset += len;
+        }
+    }
+    assert_eq!(x, whole.x);
+    assert_eq!(Some(h.clone()), whole.h);
+    // The in-place probe point equals x + t·H^{-1/2}u computed over the whole vector.
+    let (t, offset, len) = (1e-3, 4090, 20);
+    let mut window = x[offset..offset + len].to_vec();
+    scratch.ensure(len);
+    load_preconditioner(Some(&h[offset..offset + len]), len, &mut scratch);
+    perturb(7, 3, 1, 2, t, offset, &mut window, &mut scratch);
+    let mut all = Scratch::default();
+    all.ensure(d);
+    whole.load_preconditioner(&mut all);
+    perturb(7, 3, 1, 2, t, 0, &mut x, &mut all);
+    assert_eq!(&window[..], &x[offset..offset + len]);
 }

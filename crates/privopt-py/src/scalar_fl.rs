@@ -7,8 +7,10 @@ use numpy::PyArray1;
 use privopt_math::sample::secret_rng;
 use privopt_ml::zo::Difference;
 use privopt_protocols::Message;
+use numpy::{PyReadonlyArray1, PyReadwriteArray1};
 use privopt_protocols::scalar_fl::{
-    CatchUp, Client, ModelState, Probe, ReplaySpec, Reply, RoundPlan, Rule, Server,
+    Catch, CatchUp, Client, Invitation, ModelState, Participant, Probe, ReplaySpec, Reply,
+    RoundPlan, Rule, Scratch, Server, apply_record, load_preconditioner, perturb, step_delta,
 };
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -62,6 +64,33 @@ impl PySpec {
     #[getter]
     fn scalars_per_round(&self) -> usize {
         self.0.scalars_per_round()
+    }
+
+    /// The learning rate.
+    #[getter]
+    fn lr(&self) -> f64 {
+        self.0.lr
+    }
+
+    /// Local steps per round.
+    #[getter]
+    fn local_steps(&self) -> usize {
+        self.0.local_steps
+    }
+
+    /// Perturbations per local step.
+    #[getter]
+    fn perturbations(&self) -> usize {
+        self.0.perturbations
+    }
+
+    /// ``"decomfl"`` or ``"hiso"``.
+    #[getter]
+    fn rule(&self) -> &'static str {
+        match self.0.rule {
+            Rule::Decomfl => "decomfl",
+            Rule::Hiso { .. } => "hiso",
+        }
     }
 
     fn __repr__(&self) -> String {
@@ -295,9 +324,346 @@ impl PyClient {
     }
 }
 
+/// What a :class:`Participant` must do to its model to hold a catch-up's round: ``kind`` is
+/// ``"up_to_date"``, ``"replay"`` (apply :attr:`rounds` records with
+/// :meth:`Participant.replay`) or ``"full"`` (load :attr:`x`, and :attr:`h` for HiSo).
+#[pyclass(module = "privopt.protocols.scalar_fl", name = "Catch", frozen)]
+pub struct PyCatch(Catch);
+
+#[pymethods]
+impl PyCatch {
+    /// ``"up_to_date"``, ``"replay"`` or ``"full"``.
+    #[getter]
+    fn kind(&self) -> &'static str {
+        match self.0 {
+            Catch::UpToDate => "up_to_date",
+            Catch::Replay(_) => "replay",
+            Catch::Full(_) => "full",
+        }
+    }
+
+    /// Rounds a replay advances (0 otherwise).
+    #[getter]
+    fn rounds(&self) -> usize {
+        match &self.0 {
+            Catch::Replay(records) => records.len(),
+            _ => 0,
+        }
+    }
+
+    /// The full state's parameters (``None`` unless ``kind == "full"``).
+    #[getter]
+    fn x<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyArray1<f64>>> {
+        match &self.0 {
+            Catch::Full(state) => Some(array(py, state.x.clone())),
+            _ => None,
+        }
+    }
+
+    /// The full state's HiSo Hessian diagonal (``None`` for DeComFL or unless ``"full"``).
+    #[getter]
+    fn h<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyArray1<f64>>> {
+        match &self.0 {
+            Catch::Full(state) => state.h.clone().map(|h| array(py, h)),
+            _ => None,
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Catch(kind={:?}, rounds={})", self.kind(), self.rounds())
+    }
+}
+
+/// The window of a model a call works on: contiguous ``float64`` numpy arrays (views of a
+/// tensor's storage or copies of a chunk of it).
+fn window<'a>(a: &'a mut PyReadwriteArray1<'_, f64>, what: &str) -> PyResult<&'a mut [f64]> {
+    a.as_slice_mut()
+        .map_err(|_| errors::parameter(format!("{what} must be a contiguous float64 array")))
+}
+
+fn hessian_window<'a>(
+    h: &'a Option<PyReadonlyArray1<'_, f64>>,
+    len: usize,
+    hiso: bool,
+) -> PyResult<Option<&'a [f64]>> {
+    match (h, hiso) {
+        (None, false) => Ok(None),
+        (Some(h), true) => {
+            let h = h
+                .as_slice()
+                .map_err(|_| errors::parameter("h must be a contiguous float64 array"))?;
+            if h.len() != len {
+                return Err(errors::parameter(format!(
+                    "h has {} values for a window of {len}",
+                    h.len()
+                )));
+            }
+            Ok(Some(h))
+        }
+        (None, true) => Err(errors::parameter("the HiSo rule needs h, the Hessian window")),
+        (Some(_), false) => Err(errors::parameter("the DeComFL rule takes no h")),
+    }
+}
+
+/// The protocol half of a client whose model lives outside privopt (``privopt.torch`` keeps it
+/// in a module's tensors): it checks every message as :class:`Client` does and does the
+/// arithmetic on windows of the model, so a model stored in pieces is trained, perturbed and
+/// caught up piece by piece to :class:`Client`'s values. ``dim`` is the model's length.
+///
+/// Per round: :meth:`receive` the catch-up and apply it (:meth:`replay` over every window, or
+/// load the full state) → :meth:`accept` the plan → per local step and perturbation,
+/// :meth:`perturb` every window, evaluate, perturb back → :meth:`local_step` between steps →
+/// :meth:`reply` with the scalars.
+#[pyclass(module = "privopt.protocols.scalar_fl", name = "Participant")]
+pub struct PyParticipant {
+    participant: Participant,
+    spec: ReplaySpec,
+    dim: usize,
+    accepted: Option<(Invitation, Vec<u64>)>,
+    scratch: Scratch,
+}
+
+impl PyParticipant {
+    fn hiso(&self) -> bool {
+        matches!(self.spec.rule, Rule::Hiso { .. })
+    }
+
+    fn check_window(&self, offset: usize, len: usize) -> PyResult<()> {
+        if offset.checked_add(len).is_none_or(|end| end > self.dim) {
+            return Err(errors::parameter(format!(
+                "window {offset}..{} is outside the model's {} parameters",
+                offset.saturating_add(len),
+                self.dim
+            )));
+        }
+        Ok(())
+    }
+
+    fn plan(&self, step: usize) -> PyResult<(u64, u64)> {
+        let Some((invitation, seeds)) = &self.accepted else {
+            return Err(errors::protocol(privopt_protocols::Error::OutOfOrder(
+                "no plan accepted: call accept(plan) first".into(),
+            )));
+        };
+        let seed = seeds.get(step).ok_or_else(|| {
+            errors::parameter(format!(
+                "step {step} is outside the plan's {} local steps",
+                seeds.len()
+            ))
+        })?;
+        Ok((*seed, invitation.round))
+    }
+}
+
+#[pymethods]
+impl PyParticipant {
+    #[new]
+    #[pyo3(signature = (id, spec, dim, round = 0))]
+    fn new(id: usize, spec: &PySpec, dim: usize, round: u64) -> PyResult<Self> {
+        if dim == 0 {
+            return Err(errors::parameter("dim must be at least 1"));
+        }
+        Ok(Self {
+            participant: Participant::new(id, round),
+            spec: spec.0,
+            dim,
+            accepted: None,
+            scratch: Scratch::default(),
+        })
+    }
+
+    /// The client's id.
+    #[getter]
+    fn id(&self) -> usize {
+        self.participant.id()
+    }
+
+    /// The round whose starting model the client holds.
+    #[getter]
+    fn round(&self) -> u64 {
+        self.participant.round()
+    }
+
+    /// The model's length.
+    #[getter]
+    fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// Checks the server's catch-up message and returns what to apply. The participant then
+    /// holds the catch-up's round: apply the :class:`Catch` before anything else.
+    fn receive(&mut self, message: &[u8]) -> PyResult<PyCatch> {
+        let msg = CatchUp::from_bytes(message).map_err(errors::decode)?;
+        let hiso = self.hiso();
+        let catch = self
+            .participant
+            .receive(msg, &self.spec, self.dim, hiso)
+            .map_err(errors::protocol)?;
+        self.accepted = None;
+        Ok(PyCatch(catch))
+    }
+
+    /// Advances the window ``x`` (``float64``, coordinates ``offset ..``; ``h`` its Hessian
+    /// window for HiSo, updated too) by every record of a replay, in place.
+    #[pyo3(signature = (catch, offset, x, h = None))]
+    fn replay(
+        &mut self,
+        py: Python<'_>,
+        catch: &PyCatch,
+        offset: usize,
+        mut x: PyReadwriteArray1<'_, f64>,
+        mut h: Option<PyReadwriteArray1<'_, f64>>,
+    ) -> PyResult<()> {
+        let Catch::Replay(records) = &catch.0 else {
+            return Ok(());
+        };
+        let x = window(&mut x, "x")?;
+        self.check_window(offset, x.len())?;
+        let h = match (h.as_mut(), self.hiso()) {
+            (Some(h), true) => {
+                let h = window(h, "h")?;
+                if h.len() != x.len() {
+                    return Err(errors::parameter("h and x must be windows of one length"));
+                }
+                Some(h)
+            }
+            (None, false) => None,
+            (None, true) => return Err(errors::parameter("the HiSo rule needs h")),
+            (Some(_), false) => return Err(errors::parameter("the DeComFL rule takes no h")),
+        };
+        let (spec, scratch) = (&self.spec, &mut self.scratch);
+        py.detach(|| {
+            let mut h = h;
+            for rec in records {
+                apply_record(rec, spec, offset, x, h.as_deref_mut(), scratch);
+            }
+        });
+        Ok(())
+    }
+
+    /// Checks that the plan asks this client to train the round it holds; returns the seeds of
+    /// its local steps.
+    fn accept(&mut self, plan: &[u8]) -> PyResult<Vec<u64>> {
+        let plan = RoundPlan::from_bytes(plan).map_err(errors::decode)?;
+        let invitation = self
+            .participant
+            .accept(&plan, &self.spec)
+            .map_err(errors::protocol)?;
+        self.accepted = Some((invitation, plan.seeds.clone()));
+        Ok(plan.seeds)
+    }
+
+    /// ``x += t · H^{-1/2} u`` over the window at ``offset``, ``u`` the direction of
+    /// perturbation ``p`` of local step ``step`` of the accepted plan (``h``: the Hessian window
+    /// at the round's start, HiSo only). ``t = mu`` probes, ``t = -mu`` restores.
+    #[pyo3(signature = (step, p, t, offset, x, h = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn perturb(
+        &mut self,
+        py: Python<'_>,
+        step: usize,
+        p: usize,
+        t: f64,
+        offset: usize,
+        mut x: PyReadwriteArray1<'_, f64>,
+        h: Option<PyReadonlyArray1<'_, f64>>,
+    ) -> PyResult<()> {
+        let (seed, round) = self.plan(step)?;
+        if p >= self.spec.perturbations {
+            return Err(errors::parameter(format!(
+                "perturbation {p} is outside the spec's {}",
+                self.spec.perturbations
+            )));
+        }
+        let x = window(&mut x, "x")?;
+        self.check_window(offset, x.len())?;
+        let h = hessian_window(&h, x.len(), self.hiso())?;
+        let scratch = &mut self.scratch;
+        py.detach(|| {
+            scratch.ensure(x.len());
+            load_preconditioner(h, x.len(), scratch);
+            perturb(seed, round, step, p, t, offset, x, scratch);
+        });
+        Ok(())
+    }
+
+    /// Local step ``step``'s update of the window at ``offset`` from its ``P`` scalars
+    /// (rounded to ``float32`` as the reply carries them): ``x ← x − lr·(Δx + λx)``, or back
+    /// again with ``undo=True`` (to rounding), so a client that trained in place returns to
+    /// the round's start.
+    #[pyo3(signature = (step, scalars, offset, x, h = None, undo = false))]
+    #[allow(clippy::too_many_arguments)]
+    fn local_step(
+        &mut self,
+        py: Python<'_>,
+        step: usize,
+        scalars: Vec<f64>,
+        offset: usize,
+        mut x: PyReadwriteArray1<'_, f64>,
+        h: Option<PyReadonlyArray1<'_, f64>>,
+        undo: bool,
+    ) -> PyResult<()> {
+        let (seed, round) = self.plan(step)?;
+        if scalars.len() != self.spec.perturbations {
+            return Err(errors::parameter(format!(
+                "local step {step} takes {} scalars, got {}",
+                self.spec.perturbations,
+                scalars.len()
+            )));
+        }
+        let scalars: Vec<f32> = scalars.iter().map(|&g| g as f32).collect();
+        let x = window(&mut x, "x")?;
+        self.check_window(offset, x.len())?;
+        let h = hessian_window(&h, x.len(), self.hiso())?;
+        let (spec, scratch) = (&self.spec, &mut self.scratch);
+        py.detach(|| {
+            scratch.ensure(x.len());
+            load_preconditioner(h, x.len(), scratch);
+            step_delta(seed, round, step, &scalars, offset, scratch);
+            if undo {
+                spec.unstep(x, &scratch.delta);
+            } else {
+                spec.step(x, &scratch.delta);
+            }
+        });
+        Ok(())
+    }
+
+    /// The reply to the accepted plan with the round's ``local_steps · perturbations`` scalars
+    /// (step-major); a scalar that is not finite raises :class:`~privopt.errors.ProtocolError`
+    /// (the client diverged) and nothing is sent.
+    fn reply<'py>(&mut self, py: Python<'py>, scalars: Vec<f64>) -> PyResult<Bound<'py, PyBytes>> {
+        let Some((invitation, _)) = &self.accepted else {
+            return Err(errors::protocol(privopt_protocols::Error::OutOfOrder(
+                "no plan accepted: call accept(plan) first".into(),
+            )));
+        };
+        if scalars.len() != self.spec.scalars_per_round() {
+            return Err(errors::parameter(format!(
+                "a reply carries {} scalars, got {}",
+                self.spec.scalars_per_round(),
+                scalars.len()
+            )));
+        }
+        if scalars.iter().any(|g| !g.is_finite()) {
+            return Err(errors::protocol(privopt_protocols::Error::Diverged {
+                round: invitation.round,
+                what: format!("client {}'s directional derivative", self.participant.id()),
+            }));
+        }
+        let reply = self
+            .participant
+            .reply(*invitation, scalars.iter().map(|&g| g as f32).collect());
+        self.accepted = None;
+        Ok(bytes(py, &reply))
+    }
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySpec>()?;
     m.add_class::<PyServer>()?;
     m.add_class::<PyClient>()?;
+    m.add_class::<PyCatch>()?;
+    m.add_class::<PyParticipant>()?;
     Ok(())
 }

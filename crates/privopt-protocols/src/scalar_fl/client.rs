@@ -4,7 +4,9 @@
 use privopt_ml::zo::{Difference, gaussian_fill};
 
 use super::messages::{CatchUp, Reply, RoundPlan, Ticket, Update};
-use super::state::{ModelState, ReplaySpec, Scratch, add_scaled_direction, direction_key};
+use super::state::{
+    ModelState, ReplaySpec, RoundRecord, Scratch, add_scaled_direction, direction_key,
+};
 use crate::error::{Error, Peer, Result, misbehaved};
 
 /// How a client estimates its directional derivatives.
@@ -49,23 +51,46 @@ impl Probe {
     }
 }
 
-/// One client's replicated state.
-#[derive(Debug)]
-pub struct Client {
+/// The protocol half of a client: its id, the round whose starting state it holds, the
+/// invitation (session, round, ticket) of its last catch-up, and the checks on every message.
+/// [`Client`] pairs it with a [`ModelState`]; a model held elsewhere (a PyTorch module's
+/// tensors) pairs it with its own storage and applies what [`Participant::receive`] returns.
+#[derive(Clone, Debug)]
+pub struct Participant {
     id: usize,
-    state: ModelState,
-    scratch: Scratch,
+    round: u64,
     /// The session, round and ticket of the last catch-up received: the round it may train.
     invited: Option<(u64, u64, Ticket)>,
 }
 
-impl Client {
-    /// Client `id`, holding the common starting state.
-    pub fn new(id: usize, initial: ModelState) -> Self {
+/// What a client must do to its state to hold a catch-up's round.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Catch {
+    /// Nothing: it holds the round already.
+    UpToDate,
+    /// Apply these records, in order (those it held already are skipped).
+    Replay(Vec<RoundRecord>),
+    /// Replace the state.
+    Full(ModelState),
+}
+
+/// The round a checked plan asks a participant to train.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Invitation {
+    /// The server's session.
+    pub session: u64,
+    /// The round.
+    pub round: u64,
+    /// The ticket the reply must carry.
+    pub ticket: Ticket,
+}
+
+impl Participant {
+    /// Client `id` holding the start of `round`.
+    pub fn new(id: usize, round: u64) -> Self {
         Self {
             id,
-            state: initial,
-            scratch: Scratch::default(),
+            round,
             invited: None,
         }
     }
@@ -75,31 +100,33 @@ impl Client {
         self.id
     }
 
-    /// The state the client holds.
-    pub fn state(&self) -> &ModelState {
-        &self.state
+    /// The round whose starting state the client holds.
+    pub fn round(&self) -> u64 {
+        self.round
     }
 
-    /// The held state as a full catch-up addressed to this client, with the session and
-    /// ticket of the last catch-up it received (zeros if none): what a fresh client of the
-    /// same spec receives to resume where this one stands, reply included.
-    pub fn saved(&self) -> CatchUp {
-        let (session, ticket) = match self.invited {
-            Some((session, round, ticket)) if round == self.state.round => (session, ticket),
+    /// The session and ticket of the last catch-up if it was for the held round, else zeros:
+    /// what a saved state carries so that a restored client can still reply.
+    pub fn held_invitation(&self) -> (u64, Ticket) {
+        match self.invited {
+            Some((session, round, ticket)) if round == self.round => (session, ticket),
             _ => (0, [0; 16]),
-        };
-        CatchUp {
-            session,
-            client: self.id,
-            ticket,
-            update: Update::Full(self.state.clone()),
         }
     }
 
-    /// Brings the state to the round the server says, by replay or replacement, and keeps the
-    /// catch-up's session and ticket for the reply. Records must continue exactly where the
-    /// client stands; a catch-up addressed to another client is refused.
-    pub fn receive(&mut self, msg: CatchUp, spec: &ReplaySpec) -> Result<()> {
+    /// Checks a catch-up against the held round and a state of `dim` parameters (with a
+    /// Hessian iff `hiso`) and returns what to apply; the caller must apply it, as the
+    /// participant now holds the catch-up's round and keeps its session and ticket for the
+    /// reply. Records must continue exactly where the client stands (those already held are
+    /// skipped); a catch-up addressed to another client, or of the wrong shape, is refused and
+    /// changes nothing.
+    pub fn receive(
+        &mut self,
+        msg: CatchUp,
+        spec: &ReplaySpec,
+        dim: usize,
+        hiso: bool,
+    ) -> Result<Catch> {
         if msg.client != self.id {
             return Err(misbehaved(
                 Peer::Server,
@@ -109,43 +136,54 @@ impl Client {
                 ),
             ));
         }
-        self.apply(msg.update, spec)?;
-        self.invited = Some((msg.session, self.state.round, msg.ticket));
-        Ok(())
+        if msg.dim != dim {
+            return Err(Error::Parameters(format!(
+                "the server's model has {} parameters; client {}'s has {dim} (build both from \
+                 the same model and parameter selection)",
+                msg.dim, self.id
+            )));
+        }
+        let (catch, round) = self.check(msg.update, spec, dim, hiso)?;
+        self.round = round;
+        self.invited = Some((msg.session, round, msg.ticket));
+        Ok(catch)
     }
 
-    fn apply(&mut self, update: Update, spec: &ReplaySpec) -> Result<()> {
+    fn check(
+        &self,
+        update: Update,
+        spec: &ReplaySpec,
+        dim: usize,
+        hiso: bool,
+    ) -> Result<(Catch, u64)> {
         match update {
-            Update::UpToDate { round } if round == self.state.round => Ok(()),
+            Update::UpToDate { round } if round == self.round => Ok((Catch::UpToDate, round)),
             Update::UpToDate { round } => Err(misbehaved(
                 Peer::Server,
                 format!(
                     "said client {} is up to date at round {round}; it is at round {}",
-                    self.id, self.state.round
+                    self.id, self.round
                 ),
             )),
-            Update::Replay(records) => {
+            Update::Replay(mut records) => {
                 // A replay may start before the held round (the server resends what it cannot
                 // know arrived): skip what is held, then the records must continue exactly.
-                let held = records
-                    .iter()
-                    .take_while(|r| r.round < self.state.round)
-                    .count();
-                let first_round = records.first().map_or(self.state.round, |r| r.round);
-                if held > 0 && first_round + held as u64 != self.state.round {
+                let held = records.iter().take_while(|r| r.round < self.round).count();
+                let first_round = records.first().map_or(self.round, |r| r.round);
+                if held > 0 && first_round + held as u64 != self.round {
                     return Err(misbehaved(
                         Peer::Server,
                         format!(
                             "replay for client {} (at round {}) starts at round {first_round} \
                              with a gap",
-                            self.id, self.state.round
+                            self.id, self.round
                         ),
                     ));
                 }
-                let records = &records[held..];
+                records.drain(..held);
                 // Check every record before applying any, so a bad replay changes nothing.
                 for (k, rec) in records.iter().enumerate() {
-                    let round = self.state.round + k as u64;
+                    let round = self.round + k as u64;
                     if rec.round != round
                         || rec.seeds.len() != spec.local_steps
                         || rec.scalars.len() != spec.scalars_per_round()
@@ -156,7 +194,7 @@ impl Client {
                                 "replay record {k} for client {} (at round {}) is round {} with \
                                  {} seeds and {} scalars",
                                 self.id,
-                                self.state.round,
+                                self.round,
                                 rec.round,
                                 rec.seeds.len(),
                                 rec.scalars.len()
@@ -164,41 +202,29 @@ impl Client {
                         ));
                     }
                 }
-                for rec in records {
-                    self.state.apply(rec, spec, &mut self.scratch)?;
-                }
-                Ok(())
+                let round = self.round + records.len() as u64;
+                Ok((Catch::Replay(records), round))
             }
             Update::Full(state) => {
-                if state.x.len() != self.state.x.len()
-                    || state.h.as_ref().map(Vec::len) != self.state.h.as_ref().map(Vec::len)
-                {
+                if state.x.len() != dim || state.h.as_ref().map(Vec::len) != hiso.then_some(dim) {
                     return Err(misbehaved(
                         Peer::Server,
                         format!("sent client {} a full state of the wrong shape", self.id),
                     ));
                 }
-                self.state = state;
-                Ok(())
+                let round = state.round;
+                Ok((Catch::Full(state), round))
             }
         }
     }
 
-    /// The local steps of `plan`'s round from the held state. `batch_loss(k, x)` is the loss
-    /// of local step `k`'s minibatch at `x`. The local iterate is discarded afterwards
-    /// (Alg. 1 line 13): only the scalars leave. The plan must be of the session and round of
-    /// the last catch-up received, and name this client.
-    pub fn local_update(
-        &mut self,
-        plan: &RoundPlan,
-        spec: &ReplaySpec,
-        probe: Probe,
-        batch_loss: &(dyn Fn(usize, &[f64]) -> f64 + Sync),
-    ) -> Result<Reply> {
-        if plan.round != self.state.round {
+    /// Checks that `plan` asks this client to train the round of its last catch-up, in that
+    /// catch-up's session, with one seed per local step; returns the invitation to reply to.
+    pub fn accept(&self, plan: &RoundPlan, spec: &ReplaySpec) -> Result<Invitation> {
+        if plan.round != self.round {
             return Err(Error::OutOfOrder(format!(
                 "client {} holds round {} but was asked to train round {} (catch up first)",
-                self.id, self.state.round, plan.round
+                self.id, self.round, plan.round
             )));
         }
         let Some((session, round, ticket)) = self.invited else {
@@ -236,6 +262,96 @@ impl Client {
                 ),
             ));
         }
+        Ok(Invitation {
+            session,
+            round,
+            ticket,
+        })
+    }
+
+    /// The reply to `invitation` carrying `scalars`.
+    pub fn reply(&self, invitation: Invitation, scalars: Vec<f32>) -> Reply {
+        Reply {
+            session: invitation.session,
+            client: self.id,
+            ticket: invitation.ticket,
+            round: invitation.round,
+            scalars,
+        }
+    }
+}
+
+/// One client's replicated state.
+#[derive(Debug)]
+pub struct Client {
+    participant: Participant,
+    state: ModelState,
+    scratch: Scratch,
+}
+
+impl Client {
+    /// Client `id`, holding the common starting state.
+    pub fn new(id: usize, initial: ModelState) -> Self {
+        Self {
+            participant: Participant::new(id, initial.round),
+            state: initial,
+            scratch: Scratch::default(),
+        }
+    }
+
+    /// The client's index.
+    pub fn id(&self) -> usize {
+        self.participant.id()
+    }
+
+    /// The state the client holds.
+    pub fn state(&self) -> &ModelState {
+        &self.state
+    }
+
+    /// The held state as a full catch-up addressed to this client, with the session and
+    /// ticket of the last catch-up it received (zeros if none): what a fresh client of the
+    /// same spec receives to resume where this one stands, reply included.
+    pub fn saved(&self) -> CatchUp {
+        let (session, ticket) = self.participant.held_invitation();
+        CatchUp {
+            session,
+            client: self.id(),
+            ticket,
+            dim: self.state.x.len(),
+            update: Update::Full(self.state.clone()),
+        }
+    }
+
+    /// Brings the state to the round the server says, by replay or replacement, and keeps the
+    /// catch-up's session and ticket for the reply ([`Participant::receive`]).
+    pub fn receive(&mut self, msg: CatchUp, spec: &ReplaySpec) -> Result<()> {
+        let dim = self.state.x.len();
+        let hiso = self.state.h.is_some();
+        match self.participant.receive(msg, spec, dim, hiso)? {
+            Catch::UpToDate => {}
+            Catch::Replay(records) => {
+                for rec in &records {
+                    self.state.apply(rec, spec, &mut self.scratch)?;
+                }
+            }
+            Catch::Full(state) => self.state = state,
+        }
+        Ok(())
+    }
+
+    /// The local steps of `plan`'s round from the held state. `batch_loss(k, x)` is the loss
+    /// of local step `k`'s minibatch at `x`. The local iterate is discarded afterwards
+    /// (Alg. 1 line 13): only the scalars leave. The plan must be of the session and round of
+    /// the last catch-up received, and name this client.
+    pub fn local_update(
+        &mut self,
+        plan: &RoundPlan,
+        spec: &ReplaySpec,
+        probe: Probe,
+        batch_loss: &(dyn Fn(usize, &[f64]) -> f64 + Sync),
+    ) -> Result<Reply> {
+        let invitation = self.participant.accept(plan, spec)?;
         let d = self.state.x.len();
         let s = &mut self.scratch;
         s.ensure(d);
@@ -257,7 +373,7 @@ impl Client {
                 if !g.is_finite() {
                     return Err(Error::Diverged {
                         round: plan.round,
-                        what: format!("client {}'s directional derivative", self.id),
+                        what: format!("client {}'s directional derivative", self.id()),
                     });
                 }
                 let g = g as f32;
@@ -266,13 +382,7 @@ impl Client {
             }
             spec.step(&mut x, &s.delta);
         }
-        Ok(Reply {
-            session,
-            client: self.id,
-            ticket,
-            round: plan.round,
-            scalars,
-        })
+        Ok(self.participant.reply(invitation, scalars))
     }
 }
 

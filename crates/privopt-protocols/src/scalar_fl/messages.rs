@@ -48,6 +48,9 @@ pub struct CatchUp {
     pub client: usize,
     /// What its reply must carry.
     pub ticket: Ticket,
+    /// The model's length (parameters): a client whose model has another length refuses
+    /// the catch-up before applying anything, rather than replaying onto the wrong shape.
+    pub dim: usize,
     /// The state update.
     pub update: Update,
 }
@@ -180,6 +183,7 @@ impl Message for CatchUp {
         w.u64(self.session);
         w.len(self.client);
         w.raw(&self.ticket);
+        w.u64(self.dim as u64);
         match &self.update {
             Update::UpToDate { round } => {
                 w.u8(UP_TO_DATE);
@@ -207,11 +211,28 @@ impl Message for CatchUp {
     }
 
     fn read_fields(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        let session = r.u64()?;
+        let client = r.index()?;
+        let ticket = r.array()?;
+        let dim = usize::try_from(r.u64()?)
+            .ok()
+            .filter(|&d| d > 0)
+            .ok_or_else(|| r.invalid("the model length is 0 or too large"))?;
+        let update = update(r)?;
+        if let Update::Full(state) = &update
+            && state.x.len() != dim
+        {
+            return Err(r.invalid(format!(
+                "a full state of {} parameters for a model of {dim}",
+                state.x.len()
+            )));
+        }
         Ok(Self {
-            session: r.u64()?,
-            client: r.index()?,
-            ticket: r.array()?,
-            update: update(r)?,
+            session,
+            client,
+            ticket,
+            dim,
+            update,
         })
     }
 }

@@ -11,11 +11,12 @@ mod messages;
 mod server;
 mod state;
 
-pub use client::{Client, Probe};
+pub use client::{Catch, Client, Invitation, Participant, Probe};
 pub use messages::{
     CatchUp, FULL_PARAM_BYTES, Reply, RoundPlan, SCALAR_BYTES, SEED_BYTES, Ticket, Update,
 };
 pub use server::{MAX_CLIENTS, Server};
 pub use state::{
-    ModelState, ReplaySpec, RoundRecord, Rule, Scratch, add_scaled_direction, direction_key,
+    ModelState, ReplaySpec, RoundRecord, Rule, Scratch, add_scaled_direction, apply_record,
+    direction_key, load_preconditioner, perturb, step_delta,
 };

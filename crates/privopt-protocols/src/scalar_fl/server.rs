@@ -198,6 +198,7 @@ impl Server {
             session: self.session,
             client,
             ticket: self.ticket(now, client),
+            dim: self.state.x.len(),
             update,
         };
         if !self.sent.iter().any(|&(c, _)| c == client) {

@@ -3,7 +3,7 @@
 //! client that replays the rounds it missed holds bit for bit the server's state.
 
 use privopt_math::SeedTree;
-use privopt_ml::zo::gaussian_fill;
+use privopt_ml::zo::gaussian_fill_at;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result, check_param};
@@ -95,6 +95,15 @@ impl ReplaySpec {
         }
     }
 
+    /// Undoes [`ReplaySpec::step`] by the same `delta` (to rounding): a client that trained in
+    /// place returns to the round's start.
+    pub fn unstep(&self, x: &mut [f64], delta: &[f64]) {
+        let keep = 1.0 - self.lr * self.weight_decay;
+        for (xj, dj) in x.iter_mut().zip(delta) {
+            *xj = (*xj + self.lr * dj) / keep;
+        }
+    }
+
     /// Scalars per round: τ·P.
     pub fn scalars_per_round(&self) -> usize {
         self.local_steps * self.perturbations
@@ -141,7 +150,7 @@ pub struct Scratch {
 
 impl Scratch {
     /// Sizes the direction and update buffers for dimension `d`.
-    pub(crate) fn ensure(&mut self, d: usize) {
+    pub fn ensure(&mut self, d: usize) {
         for v in [&mut self.u, &mut self.delta] {
             v.resize(d, 0.0);
         }
@@ -158,16 +167,7 @@ impl ModelState {
 
     /// Writes `H^{-1/2}` of this state into `scratch` (ones for DeComFL).
     pub fn load_preconditioner(&self, scratch: &mut Scratch) {
-        let d = self.x.len();
-        scratch.h_inv_sqrt.resize(d, 1.0);
-        match &self.h {
-            Some(h) => {
-                for (o, hj) in scratch.h_inv_sqrt.iter_mut().zip(h) {
-                    *o = 1.0 / hj.sqrt();
-                }
-            }
-            None => scratch.h_inv_sqrt.fill(1.0),
-        }
+        load_preconditioner(self.h.as_deref(), self.x.len(), scratch);
     }
 
     /// Advances the state by `rec` (which must be round `self.round`):
@@ -198,30 +198,94 @@ impl ModelState {
                 spec.scalars_per_round()
             )));
         }
-        let d = self.x.len();
-        scratch.ensure(d);
-        self.load_preconditioner(scratch);
-        let inv_p = 1.0 / spec.perturbations as f64;
-        for (k, &seed) in rec.seeds.iter().enumerate() {
-            let scalars = &rec.scalars[k * spec.perturbations..(k + 1) * spec.perturbations];
-            scratch.delta.fill(0.0);
-            for (p, &g) in scalars.iter().enumerate() {
-                gaussian_fill(
-                    &direction_key(seed, rec.round, k as u64, p as u64),
-                    &mut scratch.u,
-                );
-                let c = f64::from(g) * inv_p;
-                add_scaled_direction(&mut scratch.delta, c, &scratch.h_inv_sqrt, &scratch.u);
-            }
-            spec.step(&mut self.x, &scratch.delta);
-            if let (Some(h), Rule::Hiso { nu, eps }) = (self.h.as_mut(), spec.rule) {
-                for (hj, dj) in h.iter_mut().zip(&scratch.delta) {
-                    *hj = (1.0 - nu) * *hj + nu * (dj * dj + eps);
-                }
-            }
-        }
+        apply_record(rec, spec, 0, &mut self.x, self.h.as_deref_mut(), scratch);
         self.round += 1;
         Ok(())
+    }
+}
+
+/// Writes `H^{-1/2}` of a window of `H` into `scratch` (ones for DeComFL, `h` absent).
+pub fn load_preconditioner(h: Option<&[f64]>, d: usize, scratch: &mut Scratch) {
+    scratch.h_inv_sqrt.resize(d, 1.0);
+    match h {
+        Some(h) => {
+            for (o, hj) in scratch.h_inv_sqrt.iter_mut().zip(h) {
+                *o = 1.0 / hj.sqrt();
+            }
+        }
+        None => scratch.h_inv_sqrt.fill(1.0),
+    }
+}
+
+/// Advances coordinates `offset .. offset + x.len()` of a state (`x`, and `h` for HiSo) by
+/// `rec`, already checked against the state's round and `spec`. Every coordinate's update
+/// depends on that coordinate alone, so a state held in pieces (a PyTorch module's tensors)
+/// advanced window by window ends exactly where [`ModelState::apply`] puts the whole vector.
+pub fn apply_record(
+    rec: &RoundRecord,
+    spec: &ReplaySpec,
+    offset: usize,
+    x: &mut [f64],
+    mut h: Option<&mut [f64]>,
+    scratch: &mut Scratch,
+) {
+    scratch.ensure(x.len());
+    load_preconditioner(h.as_deref(), x.len(), scratch);
+    for (k, &seed) in rec.seeds.iter().enumerate() {
+        let scalars = &rec.scalars[k * spec.perturbations..(k + 1) * spec.perturbations];
+        step_delta(seed, rec.round, k, scalars, offset, scratch);
+        spec.step(x, &scratch.delta);
+        if let (Some(h), Rule::Hiso { nu, eps }) = (h.as_deref_mut(), spec.rule) {
+            for (hj, dj) in h.iter_mut().zip(&scratch.delta) {
+                *hj = (1.0 - nu) * *hj + nu * (dj * dj + eps);
+            }
+        }
+    }
+}
+
+/// `scratch.delta = (1/P) Σ_p g_p H^{-1/2} u_p` over the window at `offset`: local step `k`'s
+/// update from its `P` scalars, with `H^{-1/2}` already in `scratch` and `scratch` sized.
+pub fn step_delta(
+    seed: u64,
+    round: u64,
+    k: usize,
+    scalars: &[f32],
+    offset: usize,
+    scratch: &mut Scratch,
+) {
+    let inv_p = 1.0 / scalars.len() as f64;
+    scratch.delta.fill(0.0);
+    for (p, &g) in scalars.iter().enumerate() {
+        gaussian_fill_at(
+            &direction_key(seed, round, k as u64, p as u64),
+            offset,
+            &mut scratch.u,
+        );
+        let c = f64::from(g) * inv_p;
+        add_scaled_direction(&mut scratch.delta, c, &scratch.h_inv_sqrt, &scratch.u);
+    }
+}
+
+/// `x += t · H^{-1/2} u` over the window at `offset`, `u` the direction of perturbation `p` of
+/// local step `k` (with `H^{-1/2}` already in `scratch` and `scratch` sized): the probe point
+/// of a model perturbed in place, each coordinate computed as [`super::Client`] computes it.
+pub fn perturb(
+    seed: u64,
+    round: u64,
+    k: usize,
+    p: usize,
+    t: f64,
+    offset: usize,
+    x: &mut [f64],
+    scratch: &mut Scratch,
+) {
+    gaussian_fill_at(
+        &direction_key(seed, round, k as u64, p as u64),
+        offset,
+        &mut scratch.u,
+    );
+    for ((xj, sj), uj) in x.iter_mut().zip(&scratch.h_inv_sqrt).zip(&scratch.u) {
+        *xj += t * sj * uj;
     }
 }
 

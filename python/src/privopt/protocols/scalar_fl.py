@@ -12,6 +12,10 @@ after the start unless a client falls further behind than the staleness bound.
 ...     clients[i].receive(server.catch_up(i))
 ...     server.receive(clients[i].local_update(plan, loss_of_client[i]))
 >>> server.finish_round()
+
+:class:`Client` holds its model as a numpy vector. :class:`Participant` is the same client
+for a model held elsewhere, e.g. a PyTorch module's tensors (``privopt.torch``): it checks
+the messages and does the arithmetic window by window, in place.
 """
 
 from __future__ import annotations
@@ -21,5 +25,7 @@ from .._native import scalar_fl as _native
 Spec = _native.Spec
 Server = _native.Server
 Client = _native.Client
+Catch = _native.Catch
+Participant = _native.Participant
 
-__all__ = ["Spec", "Server", "Client"]
+__all__ = ["Spec", "Server", "Client", "Catch", "Participant"]

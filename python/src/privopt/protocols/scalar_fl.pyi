@@ -1,4 +1,4 @@
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 import numpy as np
@@ -17,6 +17,14 @@ class Spec:
     ) -> None: ...
     @property
     def scalars_per_round(self) -> int: ...
+    @property
+    def lr(self) -> float: ...
+    @property
+    def local_steps(self) -> int: ...
+    @property
+    def perturbations(self) -> int: ...
+    @property
+    def rule(self) -> Literal["decomfl", "hiso"]: ...
 
 class Server:
     def __init__(
@@ -60,3 +68,50 @@ class Client:
     def local_update(
         self, plan: bytes, loss: Callable[[int, npt.NDArray[np.float64]], float]
     ) -> bytes: ...
+
+class Catch:
+    @property
+    def kind(self) -> Literal["up_to_date", "replay", "full"]: ...
+    @property
+    def rounds(self) -> int: ...
+    @property
+    def x(self) -> npt.NDArray[np.float64] | None: ...
+    @property
+    def h(self) -> npt.NDArray[np.float64] | None: ...
+
+class Participant:
+    def __init__(self, id: int, spec: Spec, dim: int, round: int = 0) -> None: ...
+    @property
+    def id(self) -> int: ...
+    @property
+    def round(self) -> int: ...
+    @property
+    def dim(self) -> int: ...
+    def receive(self, message: bytes) -> Catch: ...
+    def replay(
+        self,
+        catch: Catch,
+        offset: int,
+        x: npt.NDArray[np.float64],
+        h: npt.NDArray[np.float64] | None = None,
+    ) -> None: ...
+    def accept(self, plan: bytes) -> list[int]: ...
+    def perturb(
+        self,
+        step: int,
+        p: int,
+        t: float,
+        offset: int,
+        x: npt.NDArray[np.float64],
+        h: npt.NDArray[np.float64] | None = None,
+    ) -> None: ...
+    def local_step(
+        self,
+        step: int,
+        scalars: Sequence[float],
+        offset: int,
+        x: npt.NDArray[np.float64],
+        h: npt.NDArray[np.float64] | None = None,
+        undo: bool = False,
+    ) -> None: ...
+    def reply(self, scalars: Sequence[float]) -> bytes: ...

@@ -1,0 +1,41 @@
+"""privopt's methods on any PyTorch model (``pip install "privopt[torch]"``).
+
+One adapter per method takes a :class:`torch.nn.Module` and a choice of its parameters to that
+method's client role; the protocol underneath is unchanged (the same messages, the same Rust
+roles as :mod:`privopt.protocols`):
+
+- :class:`ZerothOrderClient` — DeComFL and HiSo: the module is perturbed in place from the
+  round's seeds and restored (MeZO-style: no copy of the model); only scalars leave.
+- :class:`DomeClient` / :class:`DomeServer` — DOME: the client's gradient from autograd,
+  released through the sketch (and SecAgg+); the server's debiased Adam writes the module.
+- :class:`PdsgdAgent` — Paillier decentralized SGD: the agent's state is the module's
+  parameters, its gradient step comes from autograd.
+- :class:`ParameterSet` — the flat view all of them share: which parameters, in what order,
+  read and written window by window so a large model never needs a second full copy.
+"""
+
+from __future__ import annotations
+
+try:
+    import torch as _torch  # noqa: F401
+except ImportError as e:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        'privopt.torch needs PyTorch: pip install "privopt[torch]" (or pip install torch)'
+    ) from e
+
+from ._params import ParameterSet, Selection
+from .dome import DomeClient, DomeServer
+from .pdsgd import PdsgdAgent, Schedule
+from .zeroth_order import ZerothOrderClient, ZerothOrderServer, evaluate_loss
+
+__all__ = [
+    "ParameterSet",
+    "Selection",
+    "ZerothOrderClient",
+    "ZerothOrderServer",
+    "evaluate_loss",
+    "DomeClient",
+    "DomeServer",
+    "PdsgdAgent",
+    "Schedule",
+]

@@ -29,13 +29,13 @@ from .pdsgd import PdsgdAgent, Schedule
 from .zeroth_order import ZerothOrderClient, ZerothOrderServer, evaluate_loss
 
 __all__ = [
+    "DomeClient",
+    "DomeServer",
     "ParameterSet",
+    "PdsgdAgent",
+    "Schedule",
     "Selection",
     "ZerothOrderClient",
     "ZerothOrderServer",
     "evaluate_loss",
-    "DomeClient",
-    "DomeServer",
-    "PdsgdAgent",
-    "Schedule",
 ]

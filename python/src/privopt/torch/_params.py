@@ -49,12 +49,18 @@ class ParameterSet:
     """
 
     def __init__(
-        self, module: torch.nn.Module, select: Selection = None, *, chunk: int = DEFAULT_CHUNK
+        self,
+        module: torch.nn.Module,
+        select: Selection = None,
+        *,
+        chunk: int = DEFAULT_CHUNK,
     ) -> None:
         if not isinstance(module, torch.nn.Module):
             raise TypeError(f"expected a torch.nn.Module, got {type(module).__name__}")
         if not isinstance(chunk, int) or chunk < 1:
-            raise ParameterError(f"chunk must be a positive number of elements, got {chunk!r}")
+            raise ParameterError(
+                f"chunk must be a positive number of elements, got {chunk!r}"
+            )
         trainable = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
         if not trainable:
             raise ParameterError(
@@ -63,7 +69,9 @@ class ParameterSet:
         wanted = _chooser(select)
         chosen = [(n, p) for n, p in trainable if wanted(n, p)]
         if not chosen:
-            shown = ", ".join(n for n, _ in trainable[:6]) + (", ..." if len(trainable) > 6 else "")
+            shown = ", ".join(n for n, _ in trainable[:6]) + (
+                ", ..." if len(trainable) > 6 else ""
+            )
             raise ParameterError(
                 f"the parameter selection {select!r} selects none of the "
                 f"{len(trainable)} trainable parameters ({shown})"
@@ -116,7 +124,9 @@ class ParameterSet:
         """The parameters as one new ``float64`` vector (a full copy)."""
         out = np.empty(self.numel)
         for offset, view in self.windows():
-            out[offset : offset + view.numel()] = view.to(device="cpu", dtype=torch.float64)
+            out[offset : offset + view.numel()] = view.to(
+                device="cpu", dtype=torch.float64
+            )
         return out
 
     def load(self, x: npt.ArrayLike) -> None:
@@ -138,8 +148,8 @@ class ParameterSet:
         out = np.zeros(self.numel)
         for offset, p in zip(self.offsets, self.parameters):
             if p.grad is not None:
-                out[offset : offset + p.numel()] = p.grad.detach().reshape(-1).to(
-                    device="cpu", dtype=torch.float64
+                out[offset : offset + p.numel()] = (
+                    p.grad.detach().reshape(-1).to(device="cpu", dtype=torch.float64)
                 )
         return out
 

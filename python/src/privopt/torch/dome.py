@@ -29,12 +29,18 @@ class DomeClient:
     """
 
     def __init__(
-        self, module: torch.nn.Module, *, loss_fn: LossFn, params: Selection | ParameterSet = None
+        self,
+        module: torch.nn.Module,
+        *,
+        loss_fn: LossFn,
+        params: Selection | ParameterSet = None,
     ) -> None:
         if not callable(loss_fn):
             raise TypeError("loss_fn must be a callable (module, batch) -> loss")
         self.module = module
-        self.params = params if isinstance(params, ParameterSet) else ParameterSet(module, params)
+        self.params = (
+            params if isinstance(params, ParameterSet) else ParameterSet(module, params)
+        )
         self.loss_fn = loss_fn
 
     def gradient(self, batch: Any) -> tuple[float, npt.NDArray[np.float64]]:
@@ -47,11 +53,13 @@ class DomeClient:
                 if isinstance(value, torch.Tensor)
                 else type(value).__name__
             )
-            raise TypeError(f"loss_fn must return a scalar tensor with a graph, not {what}")
+            raise TypeError(
+                f"loss_fn must return a scalar tensor with a graph, not {what}"
+            )
         loss = float(value.item())
         if not math.isfinite(loss):
             raise ComputationError(f"loss_fn returned {loss}")
-        value.backward()
+        value.backward()  # type: ignore[no-untyped-call]
         grad = self.params.grad()
         self.params.zero_grad()
         if not np.isfinite(grad).all():
@@ -90,13 +98,17 @@ class DomeServer:
         beta1: float = 0.9,
         beta2: float = 0.999,
         gamma_prime: float = 1e-6,
-        sketch: Literal["learned", "learned_no_probes", "random", "identity"] = "learned",
+        sketch: Literal[
+            "learned", "learned_no_probes", "random", "identity"
+        ] = "learned",
         energy: float = 0.9,
         seed: int | None = None,
         noise_floor: float | None = None,
     ) -> None:
         self.module = module
-        self.params = params if isinstance(params, ParameterSet) else ParameterSet(module, params)
+        self.params = (
+            params if isinstance(params, ParameterSet) else ParameterSet(module, params)
+        )
         self.server = dome.Server(
             self.params.to_numpy(),
             k=k,

@@ -33,11 +33,14 @@ class Schedule:
     attenuation_b: float = 0.81
 
     def attenuation(self, k: int) -> float:
-        return 1.0 / (1.0 + self.attenuation_a * k**self.attenuation_b)
+        return float(1.0 / (1.0 + self.attenuation_a * k**self.attenuation_b))
 
     def stepsize(self, k: int, size: int) -> npt.NDArray[np.float64]:
         zeta = np.random.default_rng(secrets.randbits(128)).random(size)
-        return self.lambda0 / k**self.lambda_decay * (1.0 + zeta / k**self.zeta_decay)
+        step: npt.NDArray[np.float64] = (
+            self.lambda0 / k**self.lambda_decay * (1.0 + zeta / k**self.zeta_decay)
+        )
+        return step
 
 
 class PdsgdAgent:
@@ -66,7 +69,9 @@ class PdsgdAgent:
         self.agent = agent
         self.delta = float(delta)
         self.schedule = schedule or Schedule()
-        self.params = params if isinstance(params, ParameterSet) else ParameterSet(module, params)
+        self.params = (
+            params if isinstance(params, ParameterSet) else ParameterSet(module, params)
+        )
         self._grad = DomeClient(module, loss_fn=loss_fn, params=self.params)
         self._mix = np.zeros(len(self.params))
         self._q: npt.NDArray[np.int64] | None = None

@@ -37,9 +37,13 @@ def evaluate_loss(loss_fn: LossFn, module: torch.nn.Module, batch: Any) -> float
                 f"{tuple(value.shape)}"
             )
         return float(value.item())
-    if isinstance(value, (int, float, np.floating, np.integer)) and not isinstance(value, bool):
+    if isinstance(value, (int, float, np.floating, np.integer)) and not isinstance(
+        value, bool
+    ):
         return float(value)
-    raise TypeError(f"loss_fn must return a scalar tensor or a float, not {type(value).__name__}")
+    raise TypeError(
+        f"loss_fn must return a scalar tensor or a float, not {type(value).__name__}"
+    )
 
 
 def _batch_source(batches: Batches, steps: int) -> Callable[[int], Any]:
@@ -58,7 +62,9 @@ def _batch_source(batches: Batches, steps: int) -> Callable[[int], Any]:
         try:
             return next(it)
         except StopIteration:
-            raise ParameterError(f"the batches ran out at local step {k} of {steps}") from None
+            raise ParameterError(
+                f"the batches ran out at local step {k} of {steps}"
+            ) from None
 
     return take
 
@@ -99,10 +105,14 @@ class ZerothOrderClient:
         if not (isinstance(mu, (int, float)) and mu > 0 and math.isfinite(mu)):
             raise ParameterError(f"mu must be > 0, got {mu!r}")
         if difference not in ("forward", "central"):
-            raise ParameterError(f"difference must be 'forward' or 'central', got {difference!r}")
+            raise ParameterError(
+                f"difference must be 'forward' or 'central', got {difference!r}"
+            )
         self.module = module
         self.params = (
-            params if isinstance(params, ParameterSet) else ParameterSet(module, params, chunk=chunk)
+            params
+            if isinstance(params, ParameterSet)
+            else ParameterSet(module, params, chunk=chunk)
         )
         self.spec = spec
         self.loss_fn = loss_fn
@@ -122,14 +132,18 @@ class ZerothOrderClient:
         """The round whose starting model the module holds."""
         return self.participant.round
 
-    def _h(self, offset: int, x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64] | None:
+    def _h(
+        self, offset: int, x: npt.NDArray[np.float64]
+    ) -> npt.NDArray[np.float64] | None:
         return None if self.h is None else self.h[offset : offset + x.size]
 
     def receive(self, message: bytes) -> None:
         """Applies the server's catch-up to the module (and HiSo's Hessian)."""
         catch = self.participant.receive(message)
         if catch.kind == "replay":
-            self.params.update(lambda off, x: self.participant.replay(catch, off, x, self._h(off, x)))
+            self.params.update(
+                lambda off, x: self.participant.replay(catch, off, x, self._h(off, x))
+            )
         elif catch.kind == "full":
             assert catch.x is not None
             self.params.load(catch.x)
@@ -190,7 +204,9 @@ class ZerothOrderClient:
             for k in range(len(seeds)):
                 batch = batch_of(k)
                 base = self._loss(batch, k) if self.difference == "forward" else 0.0
-                step_scalars = [self._derivative(batch, k, p, base) for p in range(perturbations)]
+                step_scalars = [
+                    self._derivative(batch, k, p, base) for p in range(perturbations)
+                ]
                 step_scalars = [float(np.float32(g)) for g in step_scalars]
                 if not all(math.isfinite(g) for g in step_scalars):
                     raise ComputationError(
@@ -198,7 +214,9 @@ class ZerothOrderClient:
                         "overflowed float32"
                     )
                 scalars.extend(step_scalars)
-                if k + 1 < len(seeds):  # the last step's iterate would be discarded at once
+                if k + 1 < len(
+                    seeds
+                ):  # the last step's iterate would be discarded at once
                     self._local_step(k, step_scalars, undo=False)
                     taken.append((k, step_scalars))
         finally:
@@ -224,10 +242,16 @@ class ZerothOrderServer:
         seed: int | None = None,
     ) -> None:
         self.module = module
-        self.params = params if isinstance(params, ParameterSet) else ParameterSet(module, params)
+        self.params = (
+            params if isinstance(params, ParameterSet) else ParameterSet(module, params)
+        )
         self.spec = spec
         self.server = scalar_fl.Server(
-            spec, self.params.to_numpy(), clients, staleness_bound=staleness_bound, seed=seed
+            spec,
+            self.params.to_numpy(),
+            clients,
+            staleness_bound=staleness_bound,
+            seed=seed,
         )
 
     @property

@@ -1,0 +1,466 @@
+"""privopt.torch: the methods on PyTorch modules give the Rust engine's numbers, perturb and
+restore models in place, and refuse bad models, selections, losses and batches clearly."""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from privopt import secagg
+from privopt.errors import ComputationError, ParameterError
+from privopt.problem import Problem
+from privopt.protocols import dome, pdsgd, scalar_fl
+from privopt.torch import (
+    DomeClient,
+    DomeServer,
+    ParameterSet,
+    PdsgdAgent,
+    ZerothOrderClient,
+    ZerothOrderServer,
+)
+
+CLIENTS = 4
+
+
+@pytest.fixture(scope="module")
+def problem() -> Problem:
+    return Problem(
+        {
+            "dataset": "synthetic_logistic",
+            "clients": CLIENTS,
+            "n_train": 400,
+            "n_test": 100,
+            "dim": 8,
+        },
+        {"kind": "logistic", "l2": 0.0},
+        seed=3,
+    )
+
+
+class TorchLogistic(torch.nn.Module):
+    """The engine's logistic model in PyTorch: d weights then one bias, softplus(z) − y·z."""
+
+    def __init__(self, d: int, dtype: torch.dtype = torch.float64) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(d, 1, dtype=dtype)
+        with torch.no_grad():
+            self.linear.weight.zero_()
+            self.linear.bias.zero_()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear(x).squeeze(-1)
+
+
+def rows_loss(problem: Problem):
+    def loss(module: torch.nn.Module, idx: np.ndarray) -> torch.Tensor:
+        x, y = problem.rows(idx)
+        p = next(module.parameters())
+        z = module(torch.from_numpy(x).to(p.dtype))
+        t = torch.from_numpy(y).to(p.dtype)
+        return (torch.nn.functional.softplus(z) - t * z).mean()
+
+    return loss
+
+
+def batches(
+    problem: Problem, rng: np.random.Generator, client: int, steps: int
+) -> list[np.ndarray]:
+    own = problem.client_indices(client)
+    return [
+        np.sort(rng.choice(own, size=16, replace=False)).astype(np.uint64)
+        for _ in range(steps)
+    ]
+
+
+def run_scalar_fl(problem, spec, rounds, difference, dtype=torch.float64, seed=11):
+    """One server; each client both as the engine's Client (numpy, the Rust model's loss) and
+    as privopt.torch's (a PyTorch module). The engine's replies drive the server; the torch
+    client's replies must be the same bytes."""
+    d = problem.num_params
+    server = scalar_fl.Server(spec, np.zeros(d), clients=CLIENTS, seed=seed)
+    engine = [
+        scalar_fl.Client(i, spec, np.zeros(d), mu=1e-3, difference=difference)
+        for i in range(CLIENTS)
+    ]
+    modules = [TorchLogistic(d - 1, dtype) for _ in range(CLIENTS)]
+    loss = rows_loss(problem)
+    torch_clients = [
+        ZerothOrderClient(m, spec, id=i, loss_fn=loss, mu=1e-3, difference=difference)
+        for i, m in enumerate(modules)
+    ]
+    rng = np.random.default_rng(seed)
+    equal = total = 0
+    for _ in range(rounds):
+        plan, who = server.begin_round(per_round=2)
+        for i in who:
+            catch = server.catch_up(i)
+            engine[i].receive(catch)
+            torch_clients[i].receive(catch)
+            steps = batches(problem, rng, i, spec.local_steps)
+            reply = engine[i].local_update(
+                plan, lambda k, x, steps=steps: problem.loss(x, steps[k])
+            )
+            ours = torch_clients[i].local_update(plan, steps)
+            equal += reply == ours
+            total += 1
+            server.receive(reply)
+        server.finish_round()
+    return server, engine, torch_clients, equal, total
+
+
+@pytest.mark.parametrize(
+    "rule,steps,perturbations,difference",
+    [
+        ("decomfl", 1, 1, "forward"),
+        ("hiso", 2, 2, "central"),
+        ("decomfl", 3, 2, "forward"),
+    ],
+)
+def test_zeroth_order_on_a_torch_model_gives_the_engines_scalars_and_model(
+    problem, rule, steps, perturbations, difference
+):
+    spec = scalar_fl.Spec(
+        lr=0.5, local_steps=steps, perturbations=perturbations, rule=rule
+    )
+    server, engine, clients, equal, total = run_scalar_fl(problem, spec, 25, difference)
+    # Scalars cross as float32: the replies are the same bytes, reply for reply.
+    assert equal == total
+    for e, c in zip(engine, clients):
+        assert c.round == e.round
+        # The module, replayed in place window by window, is the engine's model.
+        np.testing.assert_allclose(c.params.to_numpy(), e.x, rtol=1e-12, atol=1e-14)
+    start, end = problem.loss(np.zeros(problem.num_params)), problem.loss(server.x)
+    assert end < 0.97 * start  # it trained
+
+
+def test_a_float32_module_tracks_the_float64_engine(problem):
+    spec = scalar_fl.Spec(lr=0.5)
+    _, engine, clients, _, _ = run_scalar_fl(
+        problem, spec, 20, "forward", torch.float32
+    )
+    for e, c in zip(engine, clients):
+        if c.round:
+            np.testing.assert_allclose(c.params.to_numpy(), e.x, rtol=1e-3, atol=1e-4)
+
+
+def test_the_server_adapter_starts_from_the_module_and_writes_the_global_model_back(
+    problem,
+):
+    d = problem.num_params
+    spec = scalar_fl.Spec(lr=0.5)
+    module = TorchLogistic(d - 1)
+    with torch.no_grad():
+        module.linear.bias.fill_(0.25)
+    server = ZerothOrderServer(module, spec, clients=2, seed=1)
+    np.testing.assert_array_equal(server.server.x[-1], 0.25)
+    clients = [
+        ZerothOrderClient(TorchLogistic(d - 1), spec, id=i, loss_fn=rows_loss(problem))
+        for i in range(2)
+    ]
+    for _ in range(3):
+        plan, who = server.begin_round(per_round=2)
+        for i in who:
+            clients[i].receive(
+                server.catch_up(i)
+            )  # a full catch-up: the clients start at 0
+            server.receive(
+                clients[i].local_update(plan, [problem.client_indices(i)[:16]])
+            )
+        assert server.finish_round() == who
+    assert server.round == 3
+    assert server.sync() is module
+    np.testing.assert_array_equal(ParameterSet(module).to_numpy(), server.server.x)
+
+
+def test_perturbing_in_place_restores_the_module_and_a_failing_loss_leaves_it_intact(
+    problem,
+):
+    d = problem.num_params
+    spec = scalar_fl.Spec(lr=0.1, local_steps=3, perturbations=2)
+    server = scalar_fl.Server(spec, np.zeros(d), clients=1, seed=2)
+    module = TorchLogistic(d - 1)
+    with torch.no_grad():
+        module.linear.weight.normal_()
+    before = ParameterSet(module).to_numpy()
+    calls = []
+
+    def flaky(m, idx):
+        calls.append(1)
+        if len(calls) == 7:  # mid-way through step 2's perturbations
+            raise RuntimeError("data loader died")
+        return rows_loss(problem)(m, idx)
+
+    client = ZerothOrderClient(module, spec, id=0, loss_fn=flaky)
+    plan, _ = server.begin_round(per_round=1)
+    client.receive(server.catch_up(0))
+    idx = [problem.client_indices(0)[:16]] * 3
+    with pytest.raises(RuntimeError, match="data loader died"):
+        client.local_update(plan, idx)
+    np.testing.assert_allclose(client.params.to_numpy(), before, rtol=0, atol=1e-15)
+    calls.clear()
+    calls.extend([1] * 100)  # no more failures
+    client.local_update(plan, idx)  # the plan can still be answered
+    np.testing.assert_allclose(client.params.to_numpy(), before, rtol=0, atol=1e-15)
+
+
+def test_a_nan_or_non_scalar_loss_is_refused_and_the_module_restored(problem):
+    d = problem.num_params
+    spec = scalar_fl.Spec(lr=0.1)
+    server = scalar_fl.Server(spec, np.zeros(d), clients=1, seed=2)
+    module = TorchLogistic(d - 1)
+    plan, _ = server.begin_round(per_round=1)
+    for bad, err, what in [
+        (lambda m, b: m(torch.ones(3, d - 1, dtype=torch.float64)), TypeError, "shape"),
+        (lambda m, b: torch.tensor(float("nan")), ComputationError, "nan"),
+        (lambda m, b: "0.5", TypeError, "str"),
+    ]:
+        client = ZerothOrderClient(module, spec, id=0, loss_fn=bad)
+        client.receive(server.catch_up(0))
+        with pytest.raises(err, match=what):
+            client.local_update(plan, [None])
+        assert not ParameterSet(module).to_numpy().any()
+
+
+def test_bad_modules_selections_and_batches_are_named():
+    class Frozen(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("b", torch.zeros(3))
+            self.w = torch.nn.Parameter(torch.zeros(3), requires_grad=False)
+
+    with pytest.raises(ParameterError, match="Frozen has no trainable parameters"):
+        ParameterSet(Frozen())
+    net = torch.nn.Sequential(
+        torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 1)
+    )
+    with pytest.raises(
+        ParameterError, match="selects none of the 4 trainable parameters"
+    ):
+        ParameterSet(net, "attention")
+    assert ParameterSet(net, r"^2\.").names == ["2.weight", "2.bias"]
+    assert len(ParameterSet(net, ["0.bias"])) == 4
+    assert len(ParameterSet(net, lambda name, p: p.dim() == 2)) == 16
+    complex_net = torch.nn.Module()
+    complex_net.w = torch.nn.Parameter(torch.zeros(3, dtype=torch.complex64))
+    with pytest.raises(ParameterError, match="'w' is torch.complex64"):
+        ParameterSet(complex_net)
+    with pytest.raises(TypeError, match="torch.nn.Module"):
+        ParameterSet(np.zeros(3))  # type: ignore[arg-type]
+    spec = scalar_fl.Spec(lr=0.1, local_steps=2)
+    server = scalar_fl.Server(spec, np.zeros(21), clients=1, seed=0)
+    client = ZerothOrderClient(net, spec, id=0, loss_fn=lambda m, b: m(b).pow(2).mean())
+    plan, _ = server.begin_round(per_round=1)
+    client.receive(server.catch_up(0))
+    with pytest.raises(ParameterError, match="got 1 batches for 2 local steps"):
+        client.local_update(plan, [torch.ones(2, 3)])
+    with pytest.raises(ParameterError, match="ran out at local step 1 of 2"):
+        client.local_update(plan, iter([torch.ones(2, 3)]))
+    client.local_update(plan, lambda k: torch.ones(2, 3))  # a callable per step works
+
+
+def test_a_model_of_another_size_is_refused_before_anything_is_applied():
+    spec = scalar_fl.Spec(lr=0.1)
+    server = scalar_fl.Server(spec, np.zeros(10), clients=1, seed=0)
+    net = torch.nn.Linear(3, 2)  # 8 parameters, the server's model has 10
+    before = ParameterSet(net).to_numpy()
+    client = ZerothOrderClient(net, spec, id=0, loss_fn=lambda m, b: m(b).sum())
+    server.begin_round(per_round=1)
+    with pytest.raises(
+        ParameterError, match="server's model has 10 parameters; client 0's has 8"
+    ):
+        client.receive(server.catch_up(0))
+    np.testing.assert_array_equal(ParameterSet(net).to_numpy(), before)
+
+
+def test_windows_of_large_and_mixed_dtype_modules_stream_and_agree():
+    """A module split into many windows (chunk 7) perturbs and replays exactly as one window."""
+    torch.manual_seed(0)
+
+    def make() -> torch.nn.Module:
+        torch.manual_seed(0)
+        net = torch.nn.Sequential(torch.nn.Linear(5, 6), torch.nn.Linear(6, 2))
+        return net.double()
+
+    spec = scalar_fl.Spec(lr=0.05, local_steps=2, perturbations=2, rule="hiso")
+    x0 = ParameterSet(make()).to_numpy()
+    server = scalar_fl.Server(spec, x0, clients=2, seed=4)
+    data = torch.randn(8, 5, dtype=torch.float64)
+
+    def loss(m, b):
+        return m(data).pow(2).mean()
+
+    small = ZerothOrderClient(make(), spec, id=0, loss_fn=loss, chunk=7)
+    whole = ZerothOrderClient(make(), spec, id=1, loss_fn=loss)
+    for _ in range(5):
+        plan, _ = server.begin_round(per_round=2)
+        replies = []
+        for c in (small, whole):
+            c.receive(server.catch_up(c.id))
+            replies.append(c.local_update(plan, [None, None]))
+        # Same model, same directions, window size aside: the same scalars (client ids differ,
+        # so compare the scalars: the 16 bytes before the 8-byte checksum).
+        assert replies[0][-24:-8] == replies[1][-24:-8]
+        for r in replies:
+            server.receive(r)
+        server.finish_round()
+    np.testing.assert_allclose(small.h, whole.h, rtol=1e-14)
+
+
+DIRECTION_SCRIPT = r"""
+import pickle, sys
+import numpy as np, torch
+from privopt.protocols import scalar_fl
+from privopt.torch import ZerothOrderClient
+catch, plan = pickle.loads(sys.stdin.buffer.read())
+torch.manual_seed(5)
+net = torch.nn.Sequential(torch.nn.Linear(20, 30), torch.nn.Tanh(), torch.nn.Linear(30, 1))
+data = torch.linspace(-1, 1, 100).reshape(5, 20)
+client = ZerothOrderClient(net, scalar_fl.Spec(lr=0.1, perturbations=3), id=0,
+                           loss_fn=lambda m, b: m(data).pow(2).mean(), chunk=100)
+client.receive(catch)
+sys.stdout.buffer.write(client.local_update(plan, [None]))
+"""
+
+
+def test_the_direction_of_a_seed_is_the_same_in_another_process():
+    torch.manual_seed(5)
+    net = torch.nn.Sequential(
+        torch.nn.Linear(20, 30), torch.nn.Tanh(), torch.nn.Linear(30, 1)
+    )
+    data = torch.linspace(-1, 1, 100).reshape(5, 20)
+    spec = scalar_fl.Spec(lr=0.1, perturbations=3)
+    server = scalar_fl.Server(spec, ParameterSet(net).to_numpy(), clients=1, seed=9)
+    plan, _ = server.begin_round(per_round=1)
+    catch = server.catch_up(0)
+    here = ZerothOrderClient(
+        net, spec, id=0, loss_fn=lambda m, b: m(data).pow(2).mean()
+    )
+    here.receive(catch)
+    ours = here.local_update(plan, [None])
+    there = subprocess.run(
+        [sys.executable, "-c", DIRECTION_SCRIPT],
+        input=pickle.dumps((catch, plan)),
+        capture_output=True,
+        check=True,
+    ).stdout
+    assert there == ours
+
+
+def test_dome_on_a_torch_model_releases_the_engines_vectors_and_trains(problem):
+    d = problem.num_params
+    n = CLIENTS
+    loss = rows_loss(problem)
+    engine = dome.Server(np.zeros(d), k=4, clip=5.0, noise_total=0.0, lr=0.1, seed=1)
+    module = TorchLogistic(d - 1)
+    server = DomeServer(module, k=4, clip=5.0, noise_total=0.0, lr=0.1, seed=1)
+    clients = [DomeClient(TorchLogistic(d - 1), loss_fn=loss) for _ in range(n)]
+    rng = np.random.default_rng(0)
+    for r in range(15):
+        b1, c1 = engine.open_round(r, n)
+        b2, c2 = server.open_round(r, n)
+        assert (b1, c1) == (b2, c2)
+        w = engine.model
+        theirs, ours = [], []
+        for i, c in enumerate(clients):
+            idx = batches(problem, rng, i, 1)[0]
+            _, g = problem.loss_grad(w, idx)
+            theirs.append(dome.release(b1, c1, g))
+            ours.append(c.release(b2, c2, idx, model=server.model))
+        # The released vectors: the same quantized words up to the last one's rounding.
+        for a, b in zip(theirs, ours):
+            assert np.abs(a.astype(np.int64) - b.astype(np.int64)).max() <= 1
+        total = np.sum(
+            theirs, axis=0, dtype=np.uint32
+        )  # what SecAgg+ returns: the sum mod 2^32
+        g1 = engine.close_round(total, n)
+        g2 = server.close_round(total, n)
+        np.testing.assert_array_equal(g1, g2)
+    # The module holds the server's model; the run trained.
+    np.testing.assert_array_equal(ParameterSet(module).to_numpy(), engine.model)
+    assert problem.loss(engine.model) < 0.9 * problem.loss(np.zeros(d))
+
+
+def test_dome_through_secagg_with_a_cnn():
+    torch.manual_seed(0)
+
+    def make() -> torch.nn.Module:
+        torch.manual_seed(0)
+        return torch.nn.Sequential(
+            torch.nn.Conv2d(1, 4, 3),
+            torch.nn.ReLU(),
+            torch.nn.Flatten(),
+            torch.nn.Linear(4 * 6 * 6, 3),
+        )
+
+    x = torch.randn(60, 1, 8, 8)
+    y = (x.mean(dim=(1, 2, 3)) > 0).long() + (x[:, 0, 0, 0] > 1).long()
+
+    def loss(m, idx):
+        return torch.nn.functional.cross_entropy(m(x[idx]), y[idx])
+
+    server_model = make()
+    server = DomeServer(server_model, k=16, clip=10.0, noise_total=0.0, lr=0.02, seed=3)
+    n = 3
+    clients = [DomeClient(make(), loss_fn=loss) for _ in range(n)]
+    start = float(loss(server_model, slice(None)).detach())
+    for r in range(30):
+        broadcast, chunks = server.open_round(r, n)
+        words = {
+            i: c.release(
+                broadcast, chunks, slice(20 * i, 20 * i + 20), model=server.model
+            )
+            for i, c in enumerate(clients)
+        }
+        session = bytes(16)
+        graph = secagg.Graph.complete(n)
+        agg = secagg.Server(session, r, graph, 2, server.dim)
+        parts = [
+            secagg.Client(session, r, i, graph.neighbours(i), 2, server.dim)
+            for i in range(n)
+        ]
+        for p in parts:
+            agg.receive(p.advertisement)
+        for _ in range(3):
+            for i, msg in agg.close_stage().items():
+                agg.receive(parts[i].handle(msg, words[i]))
+        total, contributors = agg.finish()
+        server.close_round(total, len(contributors))
+    assert float(loss(server_model, slice(None)).detach()) < 0.8 * start
+
+
+def test_pdsgd_agents_train_torch_models_on_a_ring(problem):
+    d = problem.num_params
+    loss = rows_loss(problem)
+    n = 3
+    keys = [pdsgd.Agent(i, bits=1024, insecure=True) for i in range(n)]
+    rng = np.random.default_rng(1)
+    edges = [(0, 1), (1, 2), (2, 0)]
+    for i, j in edges:
+        keys[i].add_neighbour(keys[j].announcement, int(rng.integers(200, 400)))
+        keys[j].add_neighbour(keys[i].announcement, int(rng.integers(200, 400)))
+    from privopt.torch import Schedule
+
+    modules = [TorchLogistic(d - 1) for _ in range(n)]
+    agents = [
+        PdsgdAgent(m, a, loss_fn=loss, schedule=Schedule(lambda0=0.5))
+        for m, a in zip(modules, keys)
+    ]
+    start = problem.loss(np.zeros(d))
+    for k in range(1, 16):
+        for a in agents:
+            a.quantized()
+        for i, j in edges + [(j, i) for i, j in edges]:
+            agents[i].finish(agents[j].respond(agents[i].initiate(j, k)))
+        for i, a in enumerate(agents):
+            a.step(k, batches(problem, rng, i, 1)[0])
+    xs = [a.params.to_numpy() for a in agents]
+    mean = np.mean(xs, axis=0)
+    assert problem.loss(mean) < 0.95 * start
+    # Consensus: the agents' models are close to their mean.
+    assert max(np.abs(x - mean).max() for x in xs) < 0.5 * np.abs(mean).max()

@@ -5,4 +5,21 @@ The method logic lives in :mod:`privopt_flower.methods` and talks to a
 :class:`~privopt_flower.transport.Federation`: Flower's Grid in deployment and simulation, or an
 in-process loopback (:mod:`privopt_flower.inprocess`) that runs the very same client code
 without Flower, for tests and for the in-process reference time.
+
+Your own app on the methods (PyTorch model, your data): :class:`privopt_flower.apps.Task`,
+:func:`client_app`, :func:`server_app` (they need ``torch``; imported on first use).
 """
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["Task", "client_app", "server_app"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from . import apps
+
+        return getattr(apps, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -74,6 +74,9 @@ class Settings:
     params: dict[str, Any] = field(default_factory=dict)
     # Test-only switches (``debug.*``); see docs/flower.md.
     debug: dict[str, Any] = field(default_factory=dict)
+    # A user's model and data (``privopt_flower.client_app(model_fn=...)``), trained instead
+    # of the ``[data]``/``[model]`` tables; not a run-config key.
+    task: Any = None
 
     def evaluates(self, done: int) -> bool:
         """Whether to score the model after ``done`` rounds (every ``eval-every``, and last)."""
@@ -163,13 +166,14 @@ def app_pyproject() -> Path:
     raise FileNotFoundError(f"no Flower app pyproject.toml inside or beside {here}")
 
 
-def defaults() -> dict[str, Any]:
-    """The run config of the app's pyproject.toml, flat as Flower passes it."""
+def defaults(path: Path | str | None = None) -> dict[str, Any]:
+    """The run config of an app's pyproject.toml (default: this app's), flat as Flower
+    passes it."""
     try:
         import tomllib
     except ModuleNotFoundError:  # Python < 3.11; Flower depends on tomli
         import tomli as tomllib  # type: ignore[no-redef]
-    path = app_pyproject()
+    path = app_pyproject() if path is None else Path(path)
     with open(path, "rb") as f:
         table = tomllib.load(f)["tool"]["flwr"]["app"]["config"]
     flat: dict[str, Any] = {}

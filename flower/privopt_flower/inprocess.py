@@ -90,6 +90,10 @@ def run(run_config: Mapping[str, Any], **faults: Any) -> dict[str, Any]:
     unknown = sorted(set(run_config) - set(config.defaults()))
     if unknown:  # as `flwr run` refuses them
         raise config.ConfigError(f"unknown run-config key(s): {', '.join(unknown)}")
-    s = config.parse({**config.defaults(), **run_config})
+    return run_settings(config.parse({**config.defaults(), **run_config}), **faults)
+
+
+def run_settings(s: config.Settings, **faults: Any) -> dict[str, Any]:
+    """Runs the method of parsed settings in this process."""
     fed = LoopbackFederation(s, **faults)
     return roles.serve(fed, s, Report(s, mode="in-process"))

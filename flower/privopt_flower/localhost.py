@@ -111,7 +111,7 @@ class Localhost:
     def _spawn(self, name: str, cmd: list[str], home: Path, test_kill: bool = False) -> None:
         home.mkdir(parents=True, exist_ok=True)
         env = flower_env(home)
-        if test_kill:  # lets the run config's debug.kill fault fire (see client_app.py)
+        if test_kill:  # lets the run config's debug.kill fault fire (see clientapp.py)
             env["PRIVOPT_FLOWER_TEST_KILL"] = "1"
         running = self.procs.get(name)
         if running is not None and running.poll() is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -17,8 +18,12 @@ def _build(data: str, model: str, data_dir: str, seed: int) -> Problem:
     return Problem(json.loads(data), json.loads(model), data_dir, seed)
 
 
-def problem(s: Settings) -> Problem:
-    """The run's problem: ``[data]`` split into one partition per client, and ``[model]``."""
+def problem(s: Settings) -> Any:
+    """The run's problem: the user's model and data when the app was built with them
+    (:class:`privopt_flower.task.TorchTask`, the same interface), else ``[data]`` split into
+    one partition per client and ``[model]``."""
+    if s.task is not None:
+        return s.task
     data, model = s.problem_tables()
     return _build(
         json.dumps(data, sort_keys=True), json.dumps(model, sort_keys=True), s.data_dir, s.seed
@@ -26,7 +31,7 @@ def problem(s: Settings) -> Problem:
 
 
 def batch(
-    p: Problem, s: Settings, party: int, round_: int, step: int, size: int
+    p: Any, s: Settings, party: int, round_: int, step: int, size: int
 ) -> npt.NDArray[np.uint64]:
     """Party ``party``'s minibatch of ``size`` examples for (round, step), drawn from the run
     seed so every transport draws the same one (all its examples if it has fewer)."""

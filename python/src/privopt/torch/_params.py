@@ -138,6 +138,8 @@ class ParameterSet:
             )
         if not np.isfinite(v).all():
             raise ParameterError("the parameter vector has non-finite values")
+        if not v.flags.writeable:  # torch.from_numpy wants a writable array
+            v = v.copy()
         with torch.no_grad():
             for offset, view in self.windows():
                 view.copy_(torch.from_numpy(v[offset : offset + view.numel()]))

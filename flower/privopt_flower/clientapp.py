@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from flwr.app import ConfigRecord, Context, Error, Message, RecordDict
 from flwr.clientapp import ClientApp
@@ -69,9 +69,16 @@ def die_if_told(s: config.Settings, node: Node, request: Mapping[str, object]) -
 
 @app.query()
 def query(msg: Message, context: Context) -> Message:
+    return answer(msg, context, lambda c: config.parse(c.run_config))
+
+
+def answer(
+    msg: Message, context: Context, settings_of: Callable[[Context], config.Settings]
+) -> Message:
+    """The reply to one server request, with the run's settings from ``settings_of``."""
     try:
         node = node_of(context)
-        s = config.parse(context.run_config)
+        s = settings_of(context)
         request = dict(msg.content[RECORD])
         die_if_told(s, node, request)
         reply = roles.client_handle(request, ContextState(context, node), node, s)

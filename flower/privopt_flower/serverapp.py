@@ -14,7 +14,11 @@ app = ServerApp()
 
 @app.main()
 def main(grid: Grid, context: Context) -> None:
-    s = config.parse(context.run_config)
+    run(grid, config.parse(context.run_config))
+
+
+def run(grid: Grid, s: config.Settings) -> None:
+    """Waits for the run's clients and runs its method to the end."""
     fed = FlowerFederation(grid)
     fed.wait_for(s.clients, s.join_timeout)
     roles.serve(fed, s, Report(s, mode="flower"))

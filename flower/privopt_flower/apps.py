@@ -50,7 +50,9 @@ class Task:
     params: Any = None
     method: str | None = None
     # One TorchTask per run config in this process: the data is loaded once, not per message.
-    _cache: dict[str, TorchTask] = dataclasses.field(default_factory=dict, repr=False, compare=False)
+    _cache: dict[str, TorchTask] = dataclasses.field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     def settings(self, run_config: Mapping[str, Any]) -> config.Settings:
         """The run's settings: privopt's defaults under ``run_config``, with this task."""

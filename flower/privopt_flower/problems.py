@@ -35,7 +35,7 @@ def batch(
 ) -> npt.NDArray[np.uint64]:
     """Party ``party``'s minibatch of ``size`` examples for (round, step), drawn from the run
     seed so every transport draws the same one (all its examples if it has fewer)."""
-    own = p.client_indices(party)
+    own: npt.NDArray[np.uint64] = p.client_indices(party)
     if size >= len(own):
         return own
     rng = np.random.default_rng([s.seed, round_, party, step])

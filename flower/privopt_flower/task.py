@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Union
+from typing import Any, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -25,12 +25,12 @@ from .config import ConfigError
 
 #: A dataset: a ``TensorDataset``, a tuple of tensors of one length (features, labels), or any
 #: map-style ``torch.utils.data.Dataset``.
-Data = Union[torch.utils.data.Dataset[Any], Sequence[torch.Tensor]]
+Data: TypeAlias = torch.utils.data.Dataset[Any] | Sequence[torch.Tensor]
 ModelFn = Callable[[], torch.nn.Module]
 DataFn = Callable[[int, int, Mapping[str, Any]], Data]
 TestFn = Callable[[Mapping[str, Any]], Data]
 LossFn = Callable[[torch.nn.Module, Any], torch.Tensor]
-EvaluateFn = Callable[[torch.nn.Module], tuple[float, Union[float, None]]]
+EvaluateFn = Callable[[torch.nn.Module], tuple[float, float | None]]
 
 STRIDE = 1 << 40
 EVAL_BATCH = 1000
@@ -114,7 +114,7 @@ class TorchTask:
             torch.manual_seed(seed)
             return ParameterSet(self.model_fn(), self.select).to_numpy()
 
-    @functools.lru_cache(maxsize=None)  # noqa: B019 (one task per run; the data is the point)
+    @functools.cache  # noqa: B019 (one task per run; the data is the point)
     def _party_data(self, party: int) -> tuple[torch.Tensor, ...] | torch.utils.data.Dataset[Any]:
         if self.data_fn is None:
             raise ConfigError("this side of the app has no data_fn (clients need one)")

@@ -14,10 +14,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from privopt.problem import Problem  # noqa: E402
+from privopt.problem import Problem
 
-from privopt_flower import Task, config, inprocess  # noqa: E402
-from privopt_flower.localhost import Localhost  # noqa: E402
+from privopt_flower import Task, config, inprocess
+from privopt_flower.localhost import Localhost
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "pytorch-mnist"
 DATA = Path(os.environ.get("PRIVOPT_DATA", Path(__file__).resolve().parents[2] / "data"))
@@ -67,7 +67,9 @@ def logistic_task(settings: dict[str, Any]) -> Task:
 
     def evaluate(module: torch.nn.Module) -> tuple[float, float]:
         # The engine's test loss is over its test set; score the same points.
-        w = np.concatenate([module.linear.weight.detach().numpy().ravel(), module.linear.bias.detach().numpy()])
+        w = np.concatenate(
+            [module.linear.weight.detach().numpy().ravel(), module.linear.bias.detach().numpy()]
+        )
         loss, acc = p.evaluate(w)
         return loss, acc if acc is not None else math.nan
 
@@ -119,6 +121,7 @@ def test_bad_models_data_and_methods_are_one_line_errors():
         frozen.settings(settings)
     with pytest.raises(ValueError, match="selects none"):
         Task(model_fn=Logistic).settings({**settings, "train-params": "conv"})
+
     # A client whose data or loss is broken drops out of the round, named; the others go on.
     def data_fn(i: int, n: int, rc: Any) -> Any:
         if i == 1:
@@ -138,7 +141,12 @@ def test_bad_models_data_and_methods_are_one_line_errors():
 
 def test_train_params_selects_what_the_methods_train():
     settings = {
-        **SMALL, "method": "dome", "rounds": 3, "dome.epsilon": 0.0, "dome.k": 4, "train-params": "weight"
+        **SMALL,
+        "method": "dome",
+        "rounds": 3,
+        "dome.epsilon": 0.0,
+        "dome.k": 4,
+        "train-params": "weight",
     }
     task = logistic_task(settings)
     s = task.settings(settings)
@@ -172,7 +180,9 @@ def example_task() -> tuple[Task, dict[str, Any]]:
 def test_the_pytorch_mnist_example_learns_in_process():
     task, cfg = example_task()
     cfg = {**cfg, "rounds": 20, "clients": 3, "examples-per-client": 500, "test-examples": 500}
-    out = task.run_inprocess({**cfg, "method": "dome", "dome.epsilon": 0.0, "dome.sketch": "identity"})
+    out = task.run_inprocess(
+        {**cfg, "method": "dome", "dome.epsilon": 0.0, "dome.sketch": "identity"}
+    )
     assert out["accuracy"] > 0.5 and not out["events"]
     for method in ("scalar_fl", "eezofl"):
         out = task.run_inprocess({**cfg, "method": method, "rounds": 2})

@@ -78,7 +78,9 @@ def batches(
     ]
 
 
-def run_scalar_fl(problem, spec, rounds, difference, dtype=torch.float64, seed=11):
+def run_scalar_fl(
+    problem, spec, rounds, difference, dtype=torch.float64, seed=11, restore="auto"
+):
     """One server; each client both as the engine's Client (numpy, the Rust model's loss) and
     as privopt.torch's (a PyTorch module). The engine's replies drive the server; the torch
     client's replies must be the same bytes."""
@@ -91,7 +93,9 @@ def run_scalar_fl(problem, spec, rounds, difference, dtype=torch.float64, seed=1
     modules = [TorchLogistic(d - 1, dtype) for _ in range(CLIENTS)]
     loss = rows_loss(problem)
     torch_clients = [
-        ZerothOrderClient(m, spec, id=i, loss_fn=loss, mu=1e-3, difference=difference)
+        ZerothOrderClient(
+            m, spec, id=i, loss_fn=loss, mu=1e-3, difference=difference, restore=restore
+        )
         for i, m in enumerate(modules)
     ]
     rng = np.random.default_rng(seed)
@@ -114,6 +118,7 @@ def run_scalar_fl(problem, spec, rounds, difference, dtype=torch.float64, seed=1
     return server, engine, torch_clients, equal, total
 
 
+@pytest.mark.parametrize("restore", ["copy", "regenerate"])
 @pytest.mark.parametrize(
     "rule,steps,perturbations,difference",
     [
@@ -123,12 +128,14 @@ def run_scalar_fl(problem, spec, rounds, difference, dtype=torch.float64, seed=1
     ],
 )
 def test_zeroth_order_on_a_torch_model_gives_the_engines_scalars_and_model(
-    problem, rule, steps, perturbations, difference
+    problem, rule, steps, perturbations, difference, restore
 ):
     spec = scalar_fl.Spec(
         lr=0.5, local_steps=steps, perturbations=perturbations, rule=rule
     )
-    server, engine, clients, equal, total = run_scalar_fl(problem, spec, 25, difference)
+    server, engine, clients, equal, total = run_scalar_fl(
+        problem, spec, 25, difference, restore=restore
+    )
     # Scalars cross as float32: the replies are the same bytes, reply for reply.
     assert equal == total
     for e, c in zip(engine, clients):
@@ -178,8 +185,9 @@ def test_the_server_adapter_starts_from_the_module_and_writes_the_global_model_b
     np.testing.assert_array_equal(ParameterSet(module).to_numpy(), server.server.x)
 
 
+@pytest.mark.parametrize("restore", ["copy", "regenerate"])
 def test_perturbing_in_place_restores_the_module_and_a_failing_loss_leaves_it_intact(
-    problem,
+    problem, restore
 ):
     d = problem.num_params
     spec = scalar_fl.Spec(lr=0.1, local_steps=3, perturbations=2)
@@ -196,7 +204,7 @@ def test_perturbing_in_place_restores_the_module_and_a_failing_loss_leaves_it_in
             raise RuntimeError("data loader died")
         return rows_loss(problem)(m, idx)
 
-    client = ZerothOrderClient(module, spec, id=0, loss_fn=flaky)
+    client = ZerothOrderClient(module, spec, id=0, loss_fn=flaky, restore=restore)
     plan, _ = server.begin_round(per_round=1)
     client.receive(server.catch_up(0))
     idx = [problem.client_indices(0)[:16]] * 3
@@ -278,38 +286,46 @@ def test_a_model_of_another_size_is_refused_before_anything_is_applied():
     np.testing.assert_array_equal(ParameterSet(net).to_numpy(), before)
 
 
-def test_windows_of_large_and_mixed_dtype_modules_stream_and_agree():
-    """A module split into many windows (chunk 7) perturbs and replays exactly as one window."""
-    torch.manual_seed(0)
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_the_in_place_path_and_the_window_by_window_path_agree_bit_for_bit(dtype):
+    """A model past one 2^20-coordinate chunk, HiSo: the whole-model call on views of the
+    tensors and the fallback over float64 copies of small windows (what bfloat16 or GPU
+    parameters take) give the same replies and leave the same parameters and Hessian."""
 
     def make() -> torch.nn.Module:
         torch.manual_seed(0)
-        net = torch.nn.Sequential(torch.nn.Linear(5, 6), torch.nn.Linear(6, 2))
-        return net.double()
+        return torch.nn.Sequential(
+            torch.nn.Linear(700, 1500), torch.nn.Linear(1500, 3)
+        ).to(dtype)
 
     spec = scalar_fl.Spec(lr=0.05, local_steps=2, perturbations=2, rule="hiso")
     x0 = ParameterSet(make()).to_numpy()
+    assert x0.size > 1 << 20
     server = scalar_fl.Server(spec, x0, clients=2, seed=4)
-    data = torch.randn(8, 5, dtype=torch.float64)
+    data = 0.01 * torch.randn(8, 700, dtype=dtype)
 
     def loss(m, b):
         return m(data).pow(2).mean()
 
-    small = ZerothOrderClient(make(), spec, id=0, loss_fn=loss, chunk=7)
-    whole = ZerothOrderClient(make(), spec, id=1, loss_fn=loss)
-    for _ in range(5):
+    # Regenerating restores (the path of models too large to copy), on both sides.
+    views = ZerothOrderClient(make(), spec, id=0, loss_fn=loss, restore="regenerate")
+    windows = ZerothOrderClient(
+        make(), spec, id=1, loss_fn=loss, chunk=1 << 16, restore="regenerate"
+    )
+    windows.params.views = lambda: None  # force the fallback
+    for _ in range(3):
         plan, _ = server.begin_round(per_round=2)
         replies = []
-        for c in (small, whole):
+        for c in (views, windows):
             c.receive(server.catch_up(c.id))
             replies.append(c.local_update(plan, [None, None]))
-        # Same model, same directions, window size aside: the same scalars (client ids differ,
-        # so compare the scalars: the 16 bytes before the 8-byte checksum).
+        # The same scalars (client ids and tickets differ): the 16 bytes before the checksum.
         assert replies[0][-24:-8] == replies[1][-24:-8]
         for r in replies:
             server.receive(r)
         server.finish_round()
-    np.testing.assert_allclose(small.h, whole.h, rtol=1e-14)
+    np.testing.assert_array_equal(views.params.to_numpy(), windows.params.to_numpy())
+    np.testing.assert_array_equal(views.h, windows.h)
 
 
 DIRECTION_SCRIPT = r"""

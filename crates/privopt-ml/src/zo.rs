@@ -197,32 +197,47 @@ pub fn gaussian_fill(key: &[u8; 32], out: &mut [f64]) {
 /// (a PyTorch module's tensors) is perturbed piece by piece with it; only the part of the first
 /// block before `offset` is generated and thrown away.
 pub fn gaussian_fill_at(key: &[u8; 32], offset: usize, out: &mut [f64]) {
-    let fill = |block: usize, skip: usize, chunk: &mut [f64]| {
+    with_direction(key, offset, out, |_, o, u| o.copy_from_slice(u));
+}
+
+/// Calls `f(i, x[i..i + n], u)` for consecutive pieces of `x` (at most one block each), `u`
+/// the direction's coordinates `offset + i ..` under `key`: the direction is consumed as it
+/// is generated, one block at a time on the stack, never stored whole. Pieces are handed out
+/// on all cores when `x` is long; the values do not depend on the thread count.
+pub fn with_direction(
+    key: &[u8; 32],
+    offset: usize,
+    x: &mut [f64],
+    f: impl Fn(usize, &mut [f64], &[f64]) + Sync,
+) {
+    let piece = |block: usize, skip: usize, at: usize, xs: &mut [f64]| {
         let mut rng = ChaCha8Rng::from_seed(*key);
         rng.set_stream(block as u64);
         for _ in 0..skip {
             let _: f64 = StandardNormal.sample(&mut rng);
         }
-        for v in chunk {
+        let mut u = [0.0; DIRECTION_BLOCK];
+        let u = &mut u[..xs.len()];
+        for v in u.iter_mut() {
             *v = StandardNormal.sample(&mut rng);
         }
+        f(at, xs, u);
     };
     let lead = offset % DIRECTION_BLOCK;
     let mut first = offset / DIRECTION_BLOCK;
-    let mut out = out;
+    let (mut x, mut at) = (x, 0);
     if lead > 0 {
-        let (head, rest) = out.split_at_mut((DIRECTION_BLOCK - lead).min(out.len()));
-        fill(first, lead, head);
-        first += 1;
-        out = rest;
+        let (head, rest) = x.split_at_mut((DIRECTION_BLOCK - lead).min(x.len()));
+        piece(first, lead, 0, head);
+        (first, at, x) = (first + 1, head.len(), rest);
     }
-    if out.len() >= PARALLEL_FILL_MIN {
-        out.par_chunks_mut(DIRECTION_BLOCK)
+    if x.len() >= PARALLEL_FILL_MIN {
+        x.par_chunks_mut(DIRECTION_BLOCK)
             .enumerate()
-            .for_each(|(b, chunk)| fill(first + b, 0, chunk));
+            .for_each(|(b, xs)| piece(first + b, 0, at + b * DIRECTION_BLOCK, xs));
     } else {
-        for (b, chunk) in out.chunks_mut(DIRECTION_BLOCK).enumerate() {
-            fill(first + b, 0, chunk);
+        for (b, xs) in x.chunks_mut(DIRECTION_BLOCK).enumerate() {
+            piece(first + b, 0, at + b * DIRECTION_BLOCK, xs);
         }
     }
 }
@@ -356,7 +371,11 @@ mod tests {
         for (offset, len) in [(0, 5), (17, 4096), (4095, 2), (4096, 4097), (5000, 9000)] {
             let mut window = vec![0.0; len];
             gaussian_fill_at(&key, offset, &mut window);
-            assert_eq!(&window[..], &big[offset..offset + len], "window at {offset}");
+            assert_eq!(
+                &window[..],
+                &big[offset..offset + len],
+                "window at {offset}"
+            );
         }
         // Distinct blocks differ, and the moments are those of N(0, 1): over 65541 values the
         // mean has sd 0.004 and the variance sd 0.0055.

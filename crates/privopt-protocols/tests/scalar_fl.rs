@@ -385,7 +385,10 @@ fn a_hostile_catch_up_or_plan_is_a_peer_error_and_changes_nothing() {
         if wrong_size {
             // A catch-up for a model of another length: the two sides were built differently.
             assert!(matches!(e, Error::Parameters(_)), "{e}");
-            assert!(e.to_string().contains("13 parameters; client 0's has 12"), "{e}");
+            assert!(
+                e.to_string().contains("13 parameters; client 0's has 12"),
+                "{e}"
+            );
         } else {
             assert!(matches!(e, Error::PeerMisbehaved { .. }), "{e}");
         }
@@ -557,10 +560,34 @@ fn windows_of_a_state_advance_and_perturb_as_the_whole_does() {
     let mut window = x[offset..offset + len].to_vec();
     scratch.ensure(len);
     load_preconditioner(Some(&h[offset..offset + len]), len, &mut scratch);
-    perturb(7, 3, 1, 2, t, offset, &mut window, &mut scratch);
+    perturb(
+        7,
+        3,
+        1,
+        2,
+        t,
+        offset,
+        &mut window,
+        Some(&scratch.h_inv_sqrt),
+    );
     let mut all = Scratch::default();
     all.ensure(d);
     whole.load_preconditioner(&mut all);
-    perturb(7, 3, 1, 2, t, 0, &mut x, &mut all);
-    assert_eq!(&window[..], &x[offset..offset + len]);
+    let mut probe = x.clone();
+    perturb(7, 3, 1, 2, t, 0, &mut probe, Some(&all.h_inv_sqrt));
+    assert_eq!(&window[..], &probe[offset..offset + len]);
+    // ... which is x + t·H^{-1/2}u with u drawn whole, as the engine's client draws it.
+    let mut u = vec![0.0; d];
+    privopt_ml::zo::gaussian_fill(
+        &privopt_protocols::scalar_fl::direction_key(7, 3, 1, 2),
+        &mut u,
+    );
+    for j in 0..d {
+        assert_eq!(probe[j], x[j] + t * all.h_inv_sqrt[j] * u[j]);
+    }
+    // Without a preconditioner (DeComFL) the product by one is left out, to the same values.
+    let (mut plain, mut ones) = (x.clone(), x.clone());
+    perturb(7, 3, 1, 2, t, 0, &mut plain, None);
+    perturb(7, 3, 1, 2, t, 0, &mut ones, Some(&vec![1.0; d]));
+    assert_eq!(plain, ones);
 }

@@ -4,10 +4,10 @@
 use std::sync::Mutex;
 
 use numpy::PyArray1;
+use numpy::{PyReadonlyArray1, PyReadwriteArray1};
 use privopt_math::sample::secret_rng;
 use privopt_ml::zo::Difference;
 use privopt_protocols::Message;
-use numpy::{PyReadonlyArray1, PyReadwriteArray1};
 use privopt_protocols::scalar_fl::{
     Catch, CatchUp, Client, Invitation, ModelState, Participant, Probe, ReplaySpec, Reply,
     RoundPlan, Rule, Scratch, Server, apply_record, load_preconditioner, perturb, step_delta,
@@ -374,35 +374,121 @@ impl PyCatch {
     }
 }
 
-/// The window of a model a call works on: contiguous ``float64`` numpy arrays (views of a
-/// tensor's storage or copies of a chunk of it).
-fn window<'a>(a: &'a mut PyReadwriteArray1<'_, f64>, what: &str) -> PyResult<&'a mut [f64]> {
-    a.as_slice_mut()
-        .map_err(|_| errors::parameter(format!("{what} must be a contiguous float64 array")))
+/// Coordinates a window operation gathers at a time: a whole number of direction blocks, so
+/// every chunk after the first starts on a block and no sample is generated twice.
+const CHUNK: usize = 1 << 20;
+
+/// One piece of a model's storage as the caller hands it over.
+enum Part<'a> {
+    F64(&'a mut [f64]),
+    F32(&'a mut [f32]),
 }
 
-fn hessian_window<'a>(
-    h: &'a Option<PyReadonlyArray1<'_, f64>>,
-    len: usize,
-    hiso: bool,
-) -> PyResult<Option<&'a [f64]>> {
-    match (h, hiso) {
-        (None, false) => Ok(None),
-        (Some(h), true) => {
-            let h = h
-                .as_slice()
-                .map_err(|_| errors::parameter("h must be a contiguous float64 array"))?;
-            if h.len() != len {
-                return Err(errors::parameter(format!(
-                    "h has {} values for a window of {len}",
-                    h.len()
-                )));
-            }
-            Ok(Some(h))
+impl Part<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Part::F64(x) => x.len(),
+            Part::F32(x) => x.len(),
         }
-        (None, true) => Err(errors::parameter("the HiSo rule needs h, the Hessian window")),
-        (Some(_), false) => Err(errors::parameter("the DeComFL rule takes no h")),
     }
+
+    /// Copies `self[from..from + out.len()]` into `out` (or back, with `back`).
+    fn copy(&mut self, from: usize, out: &mut [f64], back: bool) {
+        let n = out.len();
+        match self {
+            Part::F64(x) if back => x[from..from + n].copy_from_slice(out),
+            Part::F64(x) => out.copy_from_slice(&x[from..from + n]),
+            Part::F32(x) if back => {
+                for (xi, o) in x[from..from + n].iter_mut().zip(out.iter()) {
+                    *xi = *o as f32;
+                }
+            }
+            Part::F32(x) => {
+                for (o, xi) in out.iter_mut().zip(&x[from..from + n]) {
+                    *o = f64::from(*xi);
+                }
+            }
+        }
+    }
+}
+
+/// The model's storage: contiguous ``float64`` or ``float32`` numpy arrays in order (views of
+/// a module's tensors). Overlapping arrays are refused by numpy's borrow checking.
+fn borrow_parts<'py>(
+    xs: &[Bound<'py, PyAny>],
+) -> PyResult<Vec<Result<PyReadwriteArray1<'py, f64>, PyReadwriteArray1<'py, f32>>>> {
+    xs.iter()
+        .map(|x| {
+            if let Ok(a) = x.extract::<PyReadwriteArray1<'py, f64>>() {
+                Ok(Ok(a))
+            } else if let Ok(a) = x.extract::<PyReadwriteArray1<'py, f32>>() {
+                Ok(Err(a))
+            } else {
+                Err(errors::parameter(format!(
+                    "expected writable 1-D float64 or float32 numpy arrays, got {}",
+                    x.get_type().name()?
+                )))
+            }
+        })
+        .collect()
+}
+
+fn parts<'a>(
+    guards: &'a mut [Result<PyReadwriteArray1<'_, f64>, PyReadwriteArray1<'_, f32>>],
+) -> PyResult<Vec<Part<'a>>> {
+    let contiguous = || errors::parameter("the model's arrays must be contiguous");
+    guards
+        .iter_mut()
+        .map(|g| match g {
+            Ok(a) => a.as_slice_mut().map(Part::F64).map_err(|_| contiguous()),
+            Err(a) => a.as_slice_mut().map(Part::F32).map_err(|_| contiguous()),
+        })
+        .collect()
+}
+
+/// Runs `op(offset, x)` over the model stored in `parts` from coordinate `start` on, one
+/// chunk at a time: each chunk gathered into `buf` as ``float64``, operated on, and written
+/// back (a ``float32`` part rounds once per write).
+fn for_each_chunk(
+    parts: &mut [Part<'_>],
+    start: usize,
+    buf: &mut Vec<f64>,
+    mut op: impl FnMut(usize, &mut [f64]),
+) {
+    let end = start + parts.iter().map(Part::len).sum::<usize>();
+    let (mut part, mut within) = (0, 0);
+    let mut pos = start;
+    while pos < end {
+        let stop = ((pos / CHUNK + 1) * CHUNK).min(end);
+        buf.resize(stop - pos, 0.0);
+        for back in [false, true] {
+            if back {
+                op(pos, buf);
+            }
+            let (mut q, mut j, mut k) = (part, within, 0);
+            while k < buf.len() {
+                let take = (parts[q].len() - j).min(buf.len() - k);
+                parts[q].copy(j, &mut buf[k..k + take], back);
+                (j, k) = (j + take, k + take);
+                if j == parts[q].len() {
+                    (q, j) = (q + 1, 0);
+                }
+            }
+            if back {
+                (part, within) = (q, j);
+            }
+        }
+        pos = stop;
+    }
+}
+
+fn readonly<'a>(h: &'a Option<PyReadonlyArray1<'_, f64>>) -> PyResult<Option<&'a [f64]>> {
+    h.as_ref()
+        .map(|h| {
+            h.as_slice()
+                .map_err(|_| errors::parameter("h must be a contiguous float64 array"))
+        })
+        .transpose()
 }
 
 /// The protocol half of a client whose model lives outside privopt (``privopt.torch`` keeps it
@@ -410,10 +496,14 @@ fn hessian_window<'a>(
 /// arithmetic on windows of the model, so a model stored in pieces is trained, perturbed and
 /// caught up piece by piece to :class:`Client`'s values. ``dim`` is the model's length.
 ///
-/// Per round: :meth:`receive` the catch-up and apply it (:meth:`replay` over every window, or
-/// load the full state) → :meth:`accept` the plan → per local step and perturbation,
-/// :meth:`perturb` every window, evaluate, perturb back → :meth:`local_step` between steps →
-/// :meth:`reply` with the scalars.
+/// The model is handed over as a list of contiguous ``float64`` or ``float32`` arrays in order
+/// (views of a module's tensors; other dtypes as ``float64`` copies with ``offset`` saying
+/// where they start), worked on in chunks of 2^20 coordinates.
+///
+/// Per round: :meth:`receive` the catch-up and apply it (:meth:`replay`, or load the full
+/// state) → :meth:`accept` the plan → per local step and perturbation, :meth:`perturb`,
+/// evaluate, perturb back → :meth:`local_step` between steps → :meth:`reply` with the
+/// scalars.
 #[pyclass(module = "privopt.protocols.scalar_fl", name = "Participant")]
 pub struct PyParticipant {
     participant: Participant,
@@ -421,6 +511,7 @@ pub struct PyParticipant {
     dim: usize,
     accepted: Option<(Invitation, Vec<u64>)>,
     scratch: Scratch,
+    buf: Vec<f64>,
 }
 
 impl PyParticipant {
@@ -428,15 +519,29 @@ impl PyParticipant {
         matches!(self.spec.rule, Rule::Hiso { .. })
     }
 
-    fn check_window(&self, offset: usize, len: usize) -> PyResult<()> {
+    /// Checks that `parts` from `offset` lie inside the model and that `h` (the whole
+    /// Hessian diagonal, HiSo only) is given exactly when the rule has one.
+    fn check(&self, offset: usize, parts: &[Part<'_>], h: Option<usize>) -> PyResult<()> {
+        let len: usize = parts.iter().map(Part::len).sum();
         if offset.checked_add(len).is_none_or(|end| end > self.dim) {
             return Err(errors::parameter(format!(
-                "window {offset}..{} is outside the model's {} parameters",
+                "coordinates {offset}..{} are outside the model's {} parameters",
                 offset.saturating_add(len),
                 self.dim
             )));
         }
-        Ok(())
+        match (h, self.hiso()) {
+            (None, false) => Ok(()),
+            (Some(n), true) if n == self.dim => Ok(()),
+            (Some(n), true) => Err(errors::parameter(format!(
+                "h has {n} values; the Hessian diagonal has the model's {}",
+                self.dim
+            ))),
+            (None, true) => Err(errors::parameter(
+                "the HiSo rule needs h, the Hessian diagonal",
+            )),
+            (Some(_), false) => Err(errors::parameter("the DeComFL rule takes no h")),
+        }
     }
 
     fn plan(&self, step: usize) -> PyResult<(u64, u64)> {
@@ -469,6 +574,7 @@ impl PyParticipant {
             dim,
             accepted: None,
             scratch: Scratch::default(),
+            buf: Vec::new(),
         })
     }
 
@@ -503,40 +609,39 @@ impl PyParticipant {
         Ok(PyCatch(catch))
     }
 
-    /// Advances the window ``x`` (``float64``, coordinates ``offset ..``; ``h`` its Hessian
-    /// window for HiSo, updated too) by every record of a replay, in place.
-    #[pyo3(signature = (catch, offset, x, h = None))]
+    /// Advances the model stored in ``xs`` (``float64``/``float32`` arrays in order, from
+    /// coordinate ``offset``; ``h`` the whole Hessian diagonal for HiSo, updated too) by every
+    /// record of a replay, in place.
+    #[pyo3(signature = (catch, xs, h = None, offset = 0))]
     fn replay(
         &mut self,
         py: Python<'_>,
         catch: &PyCatch,
-        offset: usize,
-        mut x: PyReadwriteArray1<'_, f64>,
+        xs: Vec<Bound<'_, PyAny>>,
         mut h: Option<PyReadwriteArray1<'_, f64>>,
+        offset: usize,
     ) -> PyResult<()> {
         let Catch::Replay(records) = &catch.0 else {
             return Ok(());
         };
-        let x = window(&mut x, "x")?;
-        self.check_window(offset, x.len())?;
-        let h = match (h.as_mut(), self.hiso()) {
-            (Some(h), true) => {
-                let h = window(h, "h")?;
-                if h.len() != x.len() {
-                    return Err(errors::parameter("h and x must be windows of one length"));
-                }
-                Some(h)
-            }
-            (None, false) => None,
-            (None, true) => return Err(errors::parameter("the HiSo rule needs h")),
-            (Some(_), false) => return Err(errors::parameter("the DeComFL rule takes no h")),
+        let mut guards = borrow_parts(&xs)?;
+        let mut parts = parts(&mut guards)?;
+        let mut h = match h.as_mut() {
+            Some(h) => Some(
+                h.as_slice_mut()
+                    .map_err(|_| errors::parameter("h must be a contiguous float64 array"))?,
+            ),
+            None => None,
         };
-        let (spec, scratch) = (&self.spec, &mut self.scratch);
+        self.check(offset, &parts, h.as_ref().map(|h| h.len()))?;
+        let (spec, scratch, buf) = (&self.spec, &mut self.scratch, &mut self.buf);
         py.detach(|| {
-            let mut h = h;
-            for rec in records {
-                apply_record(rec, spec, offset, x, h.as_deref_mut(), scratch);
-            }
+            for_each_chunk(&mut parts, offset, buf, |pos, x| {
+                let mut hw = h.as_deref_mut().map(|h| &mut h[pos..pos + x.len()]);
+                for rec in records {
+                    apply_record(rec, spec, pos, x, hw.as_deref_mut(), scratch);
+                }
+            });
         });
         Ok(())
     }
@@ -553,10 +658,11 @@ impl PyParticipant {
         Ok(plan.seeds)
     }
 
-    /// ``x += t · H^{-1/2} u`` over the window at ``offset``, ``u`` the direction of
-    /// perturbation ``p`` of local step ``step`` of the accepted plan (``h``: the Hessian window
-    /// at the round's start, HiSo only). ``t = mu`` probes, ``t = -mu`` restores.
-    #[pyo3(signature = (step, p, t, offset, x, h = None))]
+    /// ``x += t · H^{-1/2} u`` over the model stored in ``xs`` (as in :meth:`replay`), ``u``
+    /// the direction of perturbation ``p`` of local step ``step`` of the accepted plan (``h``:
+    /// the Hessian diagonal at the round's start, HiSo only). ``t = mu`` probes, ``t = -mu``
+    /// restores.
+    #[pyo3(signature = (step, p, t, xs, h = None, offset = 0))]
     #[allow(clippy::too_many_arguments)]
     fn perturb(
         &mut self,
@@ -564,9 +670,9 @@ impl PyParticipant {
         step: usize,
         p: usize,
         t: f64,
-        offset: usize,
-        mut x: PyReadwriteArray1<'_, f64>,
+        xs: Vec<Bound<'_, PyAny>>,
         h: Option<PyReadonlyArray1<'_, f64>>,
+        offset: usize,
     ) -> PyResult<()> {
         let (seed, round) = self.plan(step)?;
         if p >= self.spec.perturbations {
@@ -575,32 +681,37 @@ impl PyParticipant {
                 self.spec.perturbations
             )));
         }
-        let x = window(&mut x, "x")?;
-        self.check_window(offset, x.len())?;
-        let h = hessian_window(&h, x.len(), self.hiso())?;
-        let scratch = &mut self.scratch;
+        let (h, mut guards) = (readonly(&h)?, borrow_parts(&xs)?);
+        let mut parts = parts(&mut guards)?;
+        self.check(offset, &parts, h.map(<[f64]>::len))?;
+        let (scratch, buf) = (&mut self.scratch, &mut self.buf);
         py.detach(|| {
-            scratch.ensure(x.len());
-            load_preconditioner(h, x.len(), scratch);
-            perturb(seed, round, step, p, t, offset, x, scratch);
+            for_each_chunk(&mut parts, offset, buf, |pos, x| match h {
+                Some(h) => {
+                    scratch.ensure(x.len());
+                    load_preconditioner(Some(&h[pos..pos + x.len()]), x.len(), scratch);
+                    perturb(seed, round, step, p, t, pos, x, Some(&scratch.h_inv_sqrt));
+                }
+                None => perturb(seed, round, step, p, t, pos, x, None),
+            });
         });
         Ok(())
     }
 
-    /// Local step ``step``'s update of the window at ``offset`` from its ``P`` scalars
-    /// (rounded to ``float32`` as the reply carries them): ``x ← x − lr·(Δx + λx)``, or back
-    /// again with ``undo=True`` (to rounding), so a client that trained in place returns to
-    /// the round's start.
-    #[pyo3(signature = (step, scalars, offset, x, h = None, undo = false))]
+    /// Local step ``step``'s update of the model stored in ``xs`` (as in :meth:`replay`) from
+    /// its ``P`` scalars (rounded to ``float32`` as the reply carries them):
+    /// ``x ← x − lr·(Δx + λx)``, or back again with ``undo=True`` (to rounding), so a client
+    /// that trained in place returns to the round's start.
+    #[pyo3(signature = (step, scalars, xs, h = None, offset = 0, undo = false))]
     #[allow(clippy::too_many_arguments)]
     fn local_step(
         &mut self,
         py: Python<'_>,
         step: usize,
         scalars: Vec<f64>,
-        offset: usize,
-        mut x: PyReadwriteArray1<'_, f64>,
+        xs: Vec<Bound<'_, PyAny>>,
         h: Option<PyReadonlyArray1<'_, f64>>,
+        offset: usize,
         undo: bool,
     ) -> PyResult<()> {
         let (seed, round) = self.plan(step)?;
@@ -612,19 +723,21 @@ impl PyParticipant {
             )));
         }
         let scalars: Vec<f32> = scalars.iter().map(|&g| g as f32).collect();
-        let x = window(&mut x, "x")?;
-        self.check_window(offset, x.len())?;
-        let h = hessian_window(&h, x.len(), self.hiso())?;
-        let (spec, scratch) = (&self.spec, &mut self.scratch);
+        let (h, mut guards) = (readonly(&h)?, borrow_parts(&xs)?);
+        let mut parts = parts(&mut guards)?;
+        self.check(offset, &parts, h.map(<[f64]>::len))?;
+        let (spec, scratch, buf) = (&self.spec, &mut self.scratch, &mut self.buf);
         py.detach(|| {
-            scratch.ensure(x.len());
-            load_preconditioner(h, x.len(), scratch);
-            step_delta(seed, round, step, &scalars, offset, scratch);
-            if undo {
-                spec.unstep(x, &scratch.delta);
-            } else {
-                spec.step(x, &scratch.delta);
-            }
+            for_each_chunk(&mut parts, offset, buf, |pos, x| {
+                scratch.ensure(x.len());
+                load_preconditioner(h.map(|h| &h[pos..pos + x.len()]), x.len(), scratch);
+                step_delta(seed, round, step, &scalars, pos, scratch);
+                if undo {
+                    spec.unstep(x, &scratch.delta);
+                } else {
+                    spec.step(x, &scratch.delta);
+                }
+            });
         });
         Ok(())
     }

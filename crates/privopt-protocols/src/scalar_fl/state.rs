@@ -3,7 +3,7 @@
 //! client that replays the rounds it missed holds bit for bit the server's state.
 
 use privopt_math::SeedTree;
-use privopt_ml::zo::gaussian_fill_at;
+use privopt_ml::zo::{gaussian_fill_at, with_direction};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result, check_param};
@@ -267,8 +267,11 @@ pub fn step_delta(
 }
 
 /// `x += t · H^{-1/2} u` over the window at `offset`, `u` the direction of perturbation `p` of
-/// local step `k` (with `H^{-1/2}` already in `scratch` and `scratch` sized): the probe point
-/// of a model perturbed in place, each coordinate computed as [`super::Client`] computes it.
+/// local step `k`, `h_inv_sqrt` the window of `H^{-1/2}` (HiSo; `None`: the identity): the
+/// probe point of a model perturbed in place, each coordinate computed as [`super::Client`]
+/// computes it (with `H^{-1/2} = 1` the product by one is exact). The direction is used as it
+/// is generated, never stored.
+#[allow(clippy::too_many_arguments)]
 pub fn perturb(
     seed: u64,
     round: u64,
@@ -277,15 +280,20 @@ pub fn perturb(
     t: f64,
     offset: usize,
     x: &mut [f64],
-    scratch: &mut Scratch,
+    h_inv_sqrt: Option<&[f64]>,
 ) {
-    gaussian_fill_at(
-        &direction_key(seed, round, k as u64, p as u64),
-        offset,
-        &mut scratch.u,
-    );
-    for ((xj, sj), uj) in x.iter_mut().zip(&scratch.h_inv_sqrt).zip(&scratch.u) {
-        *xj += t * sj * uj;
+    let key = direction_key(seed, round, k as u64, p as u64);
+    match h_inv_sqrt {
+        Some(s) => with_direction(&key, offset, x, |i, xs, u| {
+            for ((xj, sj), uj) in xs.iter_mut().zip(&s[i..]).zip(u) {
+                *xj += t * sj * uj;
+            }
+        }),
+        None => with_direction(&key, offset, x, |_, xs, u| {
+            for (xj, uj) in xs.iter_mut().zip(u) {
+                *xj += t * uj;
+            }
+        }),
     }
 }
 

@@ -91,9 +91,9 @@ class Participant:
     def replay(
         self,
         catch: Catch,
-        offset: int,
-        x: npt.NDArray[np.float64],
+        xs: Sequence[npt.NDArray[np.float64] | npt.NDArray[np.float32]],
         h: npt.NDArray[np.float64] | None = None,
+        offset: int = 0,
     ) -> None: ...
     def accept(self, plan: bytes) -> list[int]: ...
     def perturb(
@@ -101,17 +101,17 @@ class Participant:
         step: int,
         p: int,
         t: float,
-        offset: int,
-        x: npt.NDArray[np.float64],
+        xs: Sequence[npt.NDArray[np.float64] | npt.NDArray[np.float32]],
         h: npt.NDArray[np.float64] | None = None,
+        offset: int = 0,
     ) -> None: ...
     def local_step(
         self,
         step: int,
         scalars: Sequence[float],
-        offset: int,
-        x: npt.NDArray[np.float64],
+        xs: Sequence[npt.NDArray[np.float64] | npt.NDArray[np.float32]],
         h: npt.NDArray[np.float64] | None = None,
+        offset: int = 0,
         undo: bool = False,
     ) -> None: ...
     def reply(self, scalars: Sequence[float]) -> bytes: ...

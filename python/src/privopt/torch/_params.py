@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Sequence
-from typing import Union
+from typing import Any, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -107,6 +107,16 @@ class ParameterSet:
             flat = p.detach().view(-1)
             for start in range(0, flat.numel(), self.chunk):
                 yield offset + start, flat[start : start + self.chunk]
+
+    def views(self) -> list[npt.NDArray[Any]] | None:
+        """Flat numpy views of every parameter's storage, when all are CPU ``float64`` or
+        ``float32`` (what Rust works on in place); else ``None`` (use :meth:`update`)."""
+        if not all(
+            p.device.type == "cpu" and p.dtype in (torch.float64, torch.float32)
+            for p in self.parameters
+        ):
+            return None
+        return [p.detach().view(-1).numpy() for p in self.parameters]
 
     def update(self, fn: Window) -> None:
         """Calls ``fn(offset, x)`` on every window as a ``float64`` array and keeps what ``fn``

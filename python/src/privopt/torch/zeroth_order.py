@@ -25,6 +25,10 @@ LossFn = Callable[[torch.nn.Module, Any], Union[torch.Tensor, float]]
 Batches = Union[Callable[[int], Any], Iterable[Any]]
 
 
+#: ``restore="auto"`` copies parameters sets up to this size (two copies: 64 MiB at most).
+COPY_RESTORE_BYTES = 32 << 20
+
+
 def evaluate_loss(loss_fn: LossFn, module: torch.nn.Module, batch: Any) -> float:
     """``loss_fn(module, batch)`` without autograd, as a float; a loss that is not one number
     raises ``TypeError`` naming what it returned."""
@@ -79,10 +83,14 @@ class ZerothOrderClient:
     seed (:func:`privopt.protocols.scalar_fl` directions, generated window by window in Rust),
     so the server and every client see the same direction for a seed on any machine.
 
-    Memory: the module, plus one window of scratch (``chunk`` values), plus HiSo's Hessian
-    diagonal (``float64``, one value per parameter). The module is perturbed in place and
-    perturbed back, which restores a ``float64`` parameter to within an ulp and a ``float32``
-    one to within its rounding: the drift is that of MeZO and far below the training noise.
+    Memory: the module, plus one chunk of scratch (2^20 values), plus HiSo's Hessian diagonal
+    (``float64``, one value per parameter). The module is perturbed in place; ``restore``
+    says how it goes back. ``"copy"`` keeps two copies of the selected parameters (the
+    round's start and the current iterate) and copies them back: exact, and each direction is
+    generated once. ``"regenerate"`` perturbs back with the direction generated again: no copy,
+    and a ``float64`` parameter returns to within an ulp, a ``float32`` one to within its
+    rounding (MeZO's drift, far below the training noise). ``"auto"`` copies parameter sets of
+    up to 32 MiB and regenerates above, so memory stays that of inference.
     In ``float16``/``bfloat16`` a step ``mu`` below the parameters' spacing is lost: use
     ``float32`` parameters or a larger ``mu``. Keep the forward pass deterministic (dropout
     off, ``module.eval()``): both sides of a difference must see the same function.
@@ -99,6 +107,7 @@ class ZerothOrderClient:
         mu: float = 1e-3,
         difference: Literal["forward", "central"] = "forward",
         chunk: int = DEFAULT_CHUNK,
+        restore: Literal["auto", "copy", "regenerate"] = "auto",
     ) -> None:
         if not callable(loss_fn):
             raise TypeError("loss_fn must be a callable (module, batch) -> loss")
@@ -118,6 +127,17 @@ class ZerothOrderClient:
         self.loss_fn = loss_fn
         self.mu = float(mu)
         self.difference = difference
+        if restore not in ("auto", "copy", "regenerate"):
+            raise ParameterError(
+                f"restore must be 'auto', 'copy' or 'regenerate', got {restore!r}"
+            )
+        model_bytes = sum(p.numel() * p.element_size() for p in self.params.parameters)
+        #: Whether perturbations are undone by copying the parameters back (exact, one
+        #: generation of each direction instead of two, two copies of the parameters in
+        #: memory) rather than by perturbing back (no copy; restores to rounding).
+        self.copy_restore = restore == "copy" or (
+            restore == "auto" and model_bytes <= COPY_RESTORE_BYTES
+        )
         self.participant = scalar_fl.Participant(id, spec, len(self.params))
         self.h: npt.NDArray[np.float64] | None = (
             np.ones(len(self.params)) if spec.rule == "hiso" else None
@@ -132,17 +152,22 @@ class ZerothOrderClient:
         """The round whose starting model the module holds."""
         return self.participant.round
 
-    def _h(
-        self, offset: int, x: npt.NDArray[np.float64]
-    ) -> npt.NDArray[np.float64] | None:
-        return None if self.h is None else self.h[offset : offset + x.size]
+    def _apply(self, op: Callable[[list[npt.NDArray[Any]], int], None]) -> None:
+        """``op(arrays, offset)`` over the whole model: in one call on views of the tensors
+        (CPU ``float64``/``float32``), else window by window on ``float64`` copies."""
+        views = self.params.views()
+        if views is not None:
+            with torch.no_grad():
+                op(views, 0)
+        else:
+            self.params.update(lambda off, x: op([x], off))
 
     def receive(self, message: bytes) -> None:
         """Applies the server's catch-up to the module (and HiSo's Hessian)."""
         catch = self.participant.receive(message)
         if catch.kind == "replay":
-            self.params.update(
-                lambda off, x: self.participant.replay(catch, off, x, self._h(off, x))
+            self._apply(
+                lambda xs, off: self.participant.replay(catch, xs, self.h, offset=off)
             )
         elif catch.kind == "full":
             assert catch.x is not None
@@ -151,14 +176,14 @@ class ZerothOrderClient:
                 self.h[:] = catch.h
 
     def _perturb(self, step: int, p: int, t: float) -> None:
-        self.params.update(
-            lambda off, x: self.participant.perturb(step, p, t, off, x, self._h(off, x))
+        self._apply(
+            lambda xs, off: self.participant.perturb(step, p, t, xs, self.h, offset=off)
         )
 
     def _local_step(self, step: int, scalars: list[float], undo: bool) -> None:
-        self.params.update(
-            lambda off, x: self.participant.local_step(
-                step, scalars, off, x, self._h(off, x), undo=undo
+        self._apply(
+            lambda xs, off: self.participant.local_step(
+                step, scalars, xs, self.h, offset=off, undo=undo
             )
         )
 
@@ -171,21 +196,42 @@ class ZerothOrderClient:
             )
         return value
 
-    def _derivative(self, batch: Any, step: int, p: int, base: float) -> float:
-        mu = self.mu
-        self._perturb(step, p, mu)
-        try:
-            plus = self._loss(batch, step)
-            if self.difference == "forward":
-                return (plus - base) / mu
-            self._perturb(step, p, -2 * mu)
+    def _snapshot(self) -> list[torch.Tensor] | None:
+        """A copy of the selected parameters, if this client restores by copying."""
+        if not self.copy_restore:
+            return None
+        return [p.detach().clone() for p in self.params.parameters]
+
+    def _restore(self, snapshot: list[torch.Tensor]) -> None:
+        with torch.no_grad():
+            for p, saved in zip(self.params.parameters, snapshot):
+                p.copy_(saved)
+
+    def _derivative(
+        self,
+        batch: Any,
+        step: int,
+        p: int,
+        base: float,
+        here: list[torch.Tensor] | None,
+    ) -> float:
+        """The finite difference along perturbation ``p``; ``here`` is a copy of the current
+        iterate to restore from (else each perturbation is undone by regenerating it)."""
+
+        def probe(t: float) -> float:
+            self._perturb(step, p, t)
             try:
-                minus = self._loss(batch, step)
+                return self._loss(batch, step)
             finally:
-                self._perturb(step, p, 2 * mu)
-            return (plus - minus) / (2 * mu)
-        finally:
-            self._perturb(step, p, -mu)
+                if here is None:
+                    self._perturb(step, p, -t)
+                else:
+                    self._restore(here)
+
+        plus = probe(self.mu)
+        if self.difference == "forward":
+            return (plus - base) / self.mu
+        return (plus - probe(-self.mu)) / (2 * self.mu)
 
     def local_update(self, plan: bytes, batches: Batches) -> bytes:
         """Runs the plan's local steps on the module and returns the reply (the scalars).
@@ -200,28 +246,32 @@ class ZerothOrderClient:
         batch_of = _batch_source(batches, steps)
         scalars: list[float] = []
         taken: list[tuple[int, list[float]]] = []
+        start = self._snapshot() if steps > 1 else None
+        here = self._snapshot()
         try:
             for k in range(len(seeds)):
                 batch = batch_of(k)
                 base = self._loss(batch, k) if self.difference == "forward" else 0.0
                 step_scalars = [
-                    self._derivative(batch, k, p, base) for p in range(perturbations)
+                    float(np.float32(self._derivative(batch, k, p, base, here)))
+                    for p in range(perturbations)
                 ]
-                step_scalars = [float(np.float32(g)) for g in step_scalars]
                 if not all(math.isfinite(g) for g in step_scalars):
                     raise ComputationError(
                         f"client {self.id}: a directional derivative of round {self.round} "
                         "overflowed float32"
                     )
                 scalars.extend(step_scalars)
-                if k + 1 < len(
-                    seeds
-                ):  # the last step's iterate would be discarded at once
+                if k + 1 < len(seeds):  # the last step's iterate is discarded at once
                     self._local_step(k, step_scalars, undo=False)
                     taken.append((k, step_scalars))
+                    here = self._snapshot()
         finally:
-            for k, step_scalars in reversed(taken):
-                self._local_step(k, step_scalars, undo=True)
+            if start is not None:
+                self._restore(start)
+            else:
+                for k, step_scalars in reversed(taken):
+                    self._local_step(k, step_scalars, undo=True)
         return self.participant.reply(scalars)
 
 

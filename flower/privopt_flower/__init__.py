@@ -19,7 +19,9 @@ __all__ = ["Task", "client_app", "server_app"]
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        from . import apps
-
+        try:
+            from . import apps
+        except AttributeError as e:  # else `from privopt_flower import x` hides the cause
+            raise ImportError(f"privopt_flower.apps could not be imported: {e}") from e
         return getattr(apps, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import resource
-import statistics
 import struct
 import subprocess
 import sys
@@ -26,6 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from compare_peers import median_seconds  # this folder's timing helper
 from privopt.protocols import scalar_fl
 from privopt.torch import ParameterSet, ZerothOrderClient
 
@@ -75,16 +75,6 @@ def spec() -> scalar_fl.Spec:
     return scalar_fl.Spec(lr=1e-4, local_steps=1, perturbations=1)
 
 
-def median(fn: Any, repeats: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
 def speed(repeats: int) -> None:
     module = cnn()
     batch = batch_for(MODELS["cnn"][1])
@@ -106,8 +96,8 @@ def speed(repeats: int) -> None:
     # Interleave so both see the same machine state.
     plain, ours = [], []
     for _ in range(3):
-        plain.append(median(two_forward, repeats))
-        ours.append(median(zo_step, repeats))
+        plain.append(median_seconds(two_forward, repeats))
+        ours.append(median_seconds(zo_step, repeats))
     p, o = min(plain), min(ours)
     print(f"speed: CNN of {d} parameters, batch {BATCH}, {torch.get_num_threads()} threads")
     print(f"  two forward passes, plain PyTorch   {p * 1e3:8.2f} ms")

@@ -18,6 +18,7 @@ from privopt.problem import Problem
 from privopt.protocols import dome, pdsgd, scalar_fl
 from privopt.torch import (
     DomeClient,
+    EezoflDevice,
     DomeServer,
     ParameterSet,
     PdsgdAgent,
@@ -480,3 +481,47 @@ def test_pdsgd_agents_train_torch_models_on_a_ring(problem):
     assert problem.loss(mean) < 0.95 * start
     # Consensus: the agents' models are close to their mean.
     assert max(np.abs(x - mean).max() for x in xs) < 0.5 * np.abs(mean).max()
+
+
+def test_eezofl_devices_on_torch_models_train_under_xmk_ckks(problem):
+    """The in-place two-point scalar is the numpy one along eezofl.direction; four devices'
+    encrypted scalars sum to the plain sum; stepping every device by the fused update keeps
+    them on the numpy model, and the loss falls."""
+    import os
+
+    from privopt import ckks
+    from privopt.ckks import multiparty as mk
+    from privopt.protocols import eezofl
+
+    d, seed, mu, lr = problem.num_params, 5, 1e-2, 0.5
+    params = ckks.Params(4096, [37, 36, 36])
+    crs = mk.CommonPoly(params, os.urandom(32))
+    keys = [eezofl.Device(i, params, crs) for i in range(CLIENTS)]
+    server = eezofl.Server(params, crs, list(range(CLIENTS)), [k.key_share for k in keys])
+    for k in keys:
+        k.set_key(server.relay)
+    loss = rows_loss(problem)
+    devices = [
+        EezoflDevice(TorchLogistic(d - 1), k, loss_fn=loss, seed=seed, mu=mu) for k in keys
+    ]
+    x = np.zeros(d)
+    rng = np.random.default_rng(0)
+    for r in range(30):
+        phi = eezofl.direction(seed, r, d)
+        batches_r = [batches(problem, rng, i, 1)[0] for i in range(CLIENTS)]
+        plain = [
+            (problem.loss(x + mu * phi, b) - problem.loss(x - mu * phi, b)) / (2 * mu)
+            for b in batches_r
+        ]
+        ours = [dev.scalar(r, b) for dev, b in zip(devices, batches_r)]
+        np.testing.assert_allclose(ours, plain, rtol=1e-6, atol=1e-9)
+        total = server.sum([dev.upload(r, r, b) for dev, b in zip(devices, batches_r)])
+        value = server.fuse([k.decryption_share(total) for k in keys])
+        assert abs(value - sum(ours)) < 1e-3
+        coefficient = lr * value / CLIENTS
+        x = x - coefficient * phi
+        for dev in devices:
+            dev.step(r, coefficient)
+    for dev in devices:
+        np.testing.assert_allclose(dev.params.to_numpy(), x, rtol=1e-12, atol=1e-14)
+    assert problem.loss(x) < 0.97 * problem.loss(np.zeros(d))

@@ -200,6 +200,24 @@ pub fn gaussian_fill_at(key: &[u8; 32], offset: usize, out: &mut [f64]) {
     with_direction(key, offset, out, |_, o, u| o.copy_from_slice(u));
 }
 
+/// `x += t · s ⊙ u` in place, `u` the coordinates `offset ..` of the direction under `key`
+/// and `s` a window of per-coordinate scales (`None`: all one; the product by one is exact, so
+/// both give the same values). The direction is used as it is generated, never stored.
+pub fn add_direction(key: &[u8; 32], offset: usize, x: &mut [f64], t: f64, s: Option<&[f64]>) {
+    match s {
+        Some(s) => with_direction(key, offset, x, |i, xs, u| {
+            for ((xj, sj), uj) in xs.iter_mut().zip(&s[i..]).zip(u) {
+                *xj += t * sj * uj;
+            }
+        }),
+        None => with_direction(key, offset, x, |_, xs, u| {
+            for (xj, uj) in xs.iter_mut().zip(u) {
+                *xj += t * uj;
+            }
+        }),
+    }
+}
+
 /// Calls `f(i, x[i..i + n], u)` for consecutive pieces of `x` (at most one block each), `u`
 /// the direction's coordinates `offset + i ..` under `key`: the direction is consumed as it
 /// is generated, one block at a time on the stack, never stored whole. Pieces are handed out

@@ -4,9 +4,12 @@
 
 use std::sync::Arc;
 
+use numpy::PyArray1;
 use privopt_ckks::CkksParams;
 use privopt_ckks::multiparty::PublicKeyShare;
 use privopt_math::sample::secret_rng;
+use privopt_ml::zo::{add_direction, gaussian_fill};
+use privopt_protocols::eezofl::direction_key;
 use privopt_protocols::eezofl::{
     DigitalDevice, DigitalServer, KeyRelay, ShareUpload, SumBroadcast, Upload, encode_scalar,
 };
@@ -15,7 +18,9 @@ use pyo3::types::PyBytes;
 
 use crate::ckks::PyParams;
 use crate::errors;
+use crate::model_arrays::{borrow_parts, for_each_chunk, parts};
 use crate::multiparty::PyCommonPoly;
+use crate::numpy_io::array;
 
 /// A device: its own xMK-CKKS secret. Setup: send :attr:`key_share`, then :meth:`set_key`
 /// with the server's relay. Each round: :meth:`encrypt` its scalar, then
@@ -196,8 +201,45 @@ impl PyServer {
     }
 }
 
+/// Round ``round``'s public perturbation φ ~ N(0, I) for a model of ``d`` parameters under the
+/// run's ``seed``: privopt's counter-based stream, the direction :func:`perturb` moves a model
+/// by (a device's two-point scalar is taken along it; the server steps along it).
+#[pyfunction]
+fn direction<'py>(py: Python<'py>, seed: u64, round: u64, d: usize) -> Bound<'py, PyArray1<f64>> {
+    let mut u = vec![0.0; d];
+    py.detach(|| gaussian_fill(&direction_key(seed, round), &mut u));
+    array(py, u)
+}
+
+/// ``x += t · φ`` in place over a model held as ``float64``/``float32`` arrays in order (views
+/// of a module's tensors), from coordinate ``offset``: the same values as adding ``t`` times
+/// :func:`direction`, without storing φ.
+#[pyfunction]
+#[pyo3(signature = (seed, round, t, xs, offset = 0))]
+fn perturb(
+    py: Python<'_>,
+    seed: u64,
+    round: u64,
+    t: f64,
+    xs: Vec<Bound<'_, PyAny>>,
+    offset: usize,
+) -> PyResult<()> {
+    let mut guards = borrow_parts(&xs)?;
+    let mut parts = parts(&mut guards)?;
+    let key = direction_key(seed, round);
+    let mut buf = Vec::new();
+    py.detach(|| {
+        for_each_chunk(&mut parts, offset, &mut buf, |pos, x| {
+            add_direction(&key, pos, x, t, None);
+        });
+    });
+    Ok(())
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDevice>()?;
     m.add_class::<PyServer>()?;
+    m.add_function(wrap_pyfunction!(direction, m)?)?;
+    m.add_function(wrap_pyfunction!(perturb, m)?)?;
     Ok(())
 }

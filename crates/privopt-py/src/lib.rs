@@ -20,6 +20,7 @@ mod dp;
 mod dpfhe;
 mod eezofl;
 mod errors;
+mod model_arrays;
 mod multiparty;
 mod numpy_io;
 mod paillier;

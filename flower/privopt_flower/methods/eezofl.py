@@ -43,8 +43,9 @@ def _crs(s: Settings, params: ckks.Params) -> multiparty.CommonPoly:
 
 
 def direction(s: Settings, round_: int, d: int) -> np.ndarray:
-    """The round's perturbation φ ~ N(0, I), from the public run seed."""
-    return np.random.default_rng([s.seed, round_, 0xEE20]).standard_normal(d)
+    """The round's perturbation φ ~ N(0, I), from the public run seed: privopt's stream, the
+    one ``privopt.torch.EezoflDevice`` moves a module along in place."""
+    return eezofl.direction(s.seed, round_, d)
 
 
 def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:

@@ -8,6 +8,13 @@
 //!   a network, with key shares, ciphertexts and decryption shares as byte messages.
 
 mod digital;
+
+/// The key of round `round`'s public perturbation direction φ under the run's `seed` (what a
+/// device's two-point scalar is taken along; `privopt_ml::zo::gaussian_fill` draws it).
+pub fn direction_key(seed: u64, round: u64) -> [u8; 32] {
+    privopt_math::SeedTree::new(seed).key("eezofl/direction", &[round])
+}
+
 mod messages;
 mod ota;
 

@@ -3,7 +3,7 @@
 //! client that replays the rounds it missed holds bit for bit the server's state.
 
 use privopt_math::SeedTree;
-use privopt_ml::zo::{gaussian_fill_at, with_direction};
+use privopt_ml::zo::{add_direction, gaussian_fill_at};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result, check_param};
@@ -282,19 +282,13 @@ pub fn perturb(
     x: &mut [f64],
     h_inv_sqrt: Option<&[f64]>,
 ) {
-    let key = direction_key(seed, round, k as u64, p as u64);
-    match h_inv_sqrt {
-        Some(s) => with_direction(&key, offset, x, |i, xs, u| {
-            for ((xj, sj), uj) in xs.iter_mut().zip(&s[i..]).zip(u) {
-                *xj += t * sj * uj;
-            }
-        }),
-        None => with_direction(&key, offset, x, |_, xs, u| {
-            for (xj, uj) in xs.iter_mut().zip(u) {
-                *xj += t * uj;
-            }
-        }),
-    }
+    add_direction(
+        &direction_key(seed, round, k as u64, p as u64),
+        offset,
+        x,
+        t,
+        h_inv_sqrt,
+    );
 }
 
 /// `acc += c · s ⊙ u`: the preconditioned direction `z = H^{-1/2} u`, scaled.

@@ -26,5 +26,7 @@ from .._native import eezofl as _native
 
 Device = _native.Device
 Server = _native.Server
+direction = _native.direction
+perturb = _native.perturb
 
-__all__ = ["Device", "Server"]
+__all__ = ["Device", "Server", "direction", "perturb"]

@@ -1,5 +1,8 @@
 from collections.abc import Sequence
 
+import numpy as np
+import numpy.typing as npt
+
 from ..ckks import Params
 from ..ckks.multiparty import CommonPoly
 
@@ -26,3 +29,12 @@ class Server:
     def round(self) -> int: ...
     def sum(self, uploads: Sequence[bytes]) -> bytes: ...
     def fuse(self, shares: Sequence[bytes]) -> float: ...
+
+def direction(seed: int, round: int, d: int) -> npt.NDArray[np.float64]: ...
+def perturb(
+    seed: int,
+    round: int,
+    t: float,
+    xs: Sequence[npt.NDArray[np.float64] | npt.NDArray[np.float32]],
+    offset: int = 0,
+) -> None: ...

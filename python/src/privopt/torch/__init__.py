@@ -6,6 +6,8 @@ roles as :mod:`privopt.protocols`):
 
 - :class:`ZerothOrderClient` — DeComFL and HiSo: the module is perturbed in place from the
   round's seeds and restored (MeZO-style: no copy of the model); only scalars leave.
+- :class:`EezoflDevice` — EEZOFL's device: the two-point scalar along the round's public
+  direction, taken in place, encrypted by its xMK-CKKS device.
 - :class:`DomeClient` / :class:`DomeServer` — DOME: the client's gradient from autograd,
   released through the sketch (and SecAgg+); the server's debiased Adam writes the module.
 - :class:`PdsgdAgent` — Paillier decentralized SGD: the agent's state is the module's
@@ -25,12 +27,16 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
 
 from ._params import ParameterSet, Selection
 from .dome import DomeClient, DomeServer
+from .eezofl import EezoflDevice
+from .losses import LossFn, evaluate_loss
 from .pdsgd import PdsgdAgent, Schedule
-from .zeroth_order import ZerothOrderClient, ZerothOrderServer, evaluate_loss
+from .zeroth_order import ZerothOrderClient, ZerothOrderServer
 
 __all__ = [
     "DomeClient",
     "DomeServer",
+    "EezoflDevice",
+    "LossFn",
     "ParameterSet",
     "PdsgdAgent",
     "Schedule",

@@ -14,7 +14,7 @@ import torch
 from ..errors import ComputationError
 from ..protocols import dome
 from ._params import ParameterSet, Selection
-from .zeroth_order import LossFn
+from .losses import LossFn
 
 
 class DomeClient:

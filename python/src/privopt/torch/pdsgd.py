@@ -16,7 +16,7 @@ from ..errors import ParameterError, ProtocolError
 from ..protocols import pdsgd
 from ._params import ParameterSet, Selection
 from .dome import DomeClient
-from .zeroth_order import LossFn
+from .losses import LossFn
 
 
 @dataclass(frozen=True)

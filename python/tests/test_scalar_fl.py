@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from privopt.errors import MalformedMessage, PeerMisbehaved, ProtocolError
+from privopt.errors import MalformedMessage, ParameterError, PeerMisbehaved, ProtocolError
 from privopt.protocols import scalar_fl
 
 
@@ -128,3 +128,60 @@ def test_a_client_resumed_from_its_state_bytes_replies_identically(rng, rule):
                 assert resumed.local_update(plan, loss_of(*data[0])) == a
                 server.receive(a)
         server.finish_round()
+
+
+def test_a_participant_trains_a_model_held_in_pieces_as_the_client_does(rng):
+    """Participant (the client for a model held elsewhere) on a model split in two pieces,
+    perturbed and stepped in place and back, holds Client's model after every catch-up (to
+    the rounding of moving back and forth), and refuses arrays it cannot work on."""
+    data, _ = make_problem(rng, clients=2)
+    d = 10
+    spec = scalar_fl.Spec(lr=0.01, local_steps=2, perturbations=2, rule="hiso")
+    server = scalar_fl.Server(spec, np.zeros(d), clients=2, seed=5)
+    client = scalar_fl.Client(0, spec, np.zeros(d), mu=1e-3, difference="central")
+    part = scalar_fl.Participant(1, spec, d)
+    x = [np.zeros(4), np.zeros(6)]  # the model as two pieces
+    h = np.ones(d)
+    a, b = data[0]
+    mu = 1e-3
+
+    def loss_at(v):
+        return float(np.mean((a @ v - b) ** 2))
+
+    for _ in range(5):
+        plan, _ = server.begin_round(per_round=2)
+        client.receive(server.catch_up(0))
+        catch = part.receive(server.catch_up(1))
+        part.replay(catch, x, h)
+        np.testing.assert_allclose(np.concatenate(x), client.x, rtol=1e-12, atol=1e-15)
+        seeds = part.accept(plan)
+        scalars = []
+        for k in range(len(seeds)):
+            step = []
+            for p in range(2):
+                part.perturb(k, p, mu, x, h)
+                plus = loss_at(np.concatenate(x))
+                part.perturb(k, p, -2 * mu, x, h)
+                minus = loss_at(np.concatenate(x))
+                part.perturb(k, p, mu, x, h)
+                step.append((plus - minus) / (2 * mu))
+            scalars += step
+            if k == 0:
+                part.local_step(k, step, x, h)
+        part.local_step(0, scalars[:2], x, h, undo=True)
+        server.receive(client.local_update(plan, lambda k, v: loss_at(v)))
+        server.receive(part.reply(scalars))
+        server.finish_round()
+    plan, _ = server.begin_round(per_round=2)
+    part.replay(part.receive(server.catch_up(1)), x, h)
+    part.accept(plan)
+    with pytest.raises(ParameterError, match="float64 or float32"):
+        part.perturb(0, 0, mu, [np.zeros(10, dtype=np.float16)], h)
+    with pytest.raises(ParameterError, match="outside the model's 10 parameters"):
+        part.perturb(0, 0, mu, [np.zeros(11)], h)
+    with pytest.raises(ParameterError, match="needs h"):
+        part.perturb(0, 0, mu, x)
+    with pytest.raises(ParameterError, match="h has 3 values"):
+        part.perturb(0, 0, mu, x, np.ones(3))
+    with pytest.raises(ProtocolError, match="no plan accepted"):
+        scalar_fl.Participant(0, spec, d).perturb(0, 0, mu, x, h)

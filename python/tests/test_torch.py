@@ -497,12 +497,15 @@ def test_eezofl_devices_on_torch_models_train_under_xmk_ckks(problem):
     params = ckks.Params(4096, [37, 36, 36])
     crs = mk.CommonPoly(params, os.urandom(32))
     keys = [eezofl.Device(i, params, crs) for i in range(CLIENTS)]
-    server = eezofl.Server(params, crs, list(range(CLIENTS)), [k.key_share for k in keys])
+    server = eezofl.Server(
+        params, crs, list(range(CLIENTS)), [k.key_share for k in keys]
+    )
     for k in keys:
         k.set_key(server.relay)
     loss = rows_loss(problem)
     devices = [
-        EezoflDevice(TorchLogistic(d - 1), k, loss_fn=loss, seed=seed, mu=mu) for k in keys
+        EezoflDevice(TorchLogistic(d - 1), k, loss_fn=loss, seed=seed, mu=mu)
+        for k in keys
     ]
     x = np.zeros(d)
     rng = np.random.default_rng(0)
@@ -525,3 +528,46 @@ def test_eezofl_devices_on_torch_models_train_under_xmk_ckks(problem):
     for dev in devices:
         np.testing.assert_allclose(dev.params.to_numpy(), x, rtol=1e-12, atol=1e-14)
     assert problem.loss(x) < 0.97 * problem.loss(np.zeros(d))
+
+
+def test_bfloat16_parameters_and_buffers():
+    """bfloat16 parameters go through float64 windows and round once per write; buffers
+    (batch-norm statistics) are not parameters and stay untouched."""
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(
+        torch.nn.Linear(6, 5), torch.nn.BatchNorm1d(5), torch.nn.Linear(5, 1)
+    )
+    net = net.to(torch.bfloat16)
+    params = ParameterSet(net, chunk=3)
+    assert params.views() is None  # not float32/float64: the window path
+    assert params.names == [
+        "0.weight",
+        "0.bias",
+        "1.weight",
+        "1.bias",
+        "2.weight",
+        "2.bias",
+    ]
+    x = params.to_numpy()
+    params.update(lambda off, w: np.add(w, 1.0, out=w))
+    np.testing.assert_array_equal(
+        params.to_numpy(), (torch.tensor(x + 1.0).to(torch.bfloat16)).double().numpy()
+    )
+    params.load(x)
+    np.testing.assert_array_equal(params.to_numpy(), x)
+    running = net[1].running_mean.clone()
+    spec = scalar_fl.Spec(lr=0.01)
+    server = scalar_fl.Server(spec, x, clients=1, seed=0)
+    net.eval()
+    data = torch.randn(4, 6).to(torch.bfloat16)
+    client = ZerothOrderClient(
+        net, spec, id=0, loss_fn=lambda m, b: m(data).float().pow(2).mean(), mu=0.05
+    )
+    plan, _ = server.begin_round(per_round=1)
+    client.receive(server.catch_up(0))
+    server.receive(client.local_update(plan, [None]))
+    server.finish_round()
+    torch.testing.assert_close(net[1].running_mean, running, rtol=0, atol=0)
+    np.testing.assert_array_equal(
+        client.params.to_numpy(), x
+    )  # restored exactly (copy)

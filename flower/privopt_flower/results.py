@@ -7,7 +7,7 @@ import csv
 import json
 import math
 import time
-from dataclasses import asdict
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +49,11 @@ class Report:
             "events": self.events,
             "round_seconds": [r["round_s"] for r in self.rows],
             **summary,
-            "settings": asdict(self.settings),
+            "settings": {
+                f.name: getattr(self.settings, f.name)
+                for f in fields(self.settings)
+                if f.name != "task"  # a user's model and data: not a setting, not JSON
+            },
         }
         shown = {k: v for k, v in out.items() if k != "settings"}
         print(f"[privopt] summary {json.dumps(_finite(shown))}", flush=True)

@@ -217,3 +217,38 @@ def test_mnist_with_pca_and_an_mlp_runs_with_the_app_defaults(dome_config):
         }
     )
     assert out["accuracy"] > 0.5  # 0.64 measured; ten classes, chance is 0.1
+
+
+def test_the_privacy_ledger_charges_each_client_its_own_rounds_and_enforces_a_budget(
+    dome_config, tmp_path
+):
+    import csv
+    import json
+
+    from privopt import dp
+
+    cfg = {**dome_config, "rounds": 6, "dome.epsilon": 4.0, "out-dir": str(tmp_path)}
+    # Party 1 dies before masking in round 2 and never returns: rounds 1 only.
+    out = inprocess.run(cfg, kill={(2, "mask"): {1}})
+    eps = out["epsilon_per_client"]
+    sigma = out["sigma"]
+    assert eps[1] == pytest.approx(dp.epsilon(sigma, 1, 1e-5, sampling="full"), rel=1e-9)
+    # The others: round 2 at σ·√(4/5) (party 1's noise share went with it), the rest at σ
+    # (from round 3 the four present share the whole noise).
+    thinned = sigma * (4 / 5) ** 0.5
+    precision = 5 / sigma**2 + 1 / thinned**2
+    want = dp.epsilon(precision**-0.5, 1, 1e-5, sampling="full")
+    for c in (0, 2, 3, 4):
+        assert eps[c] == pytest.approx(want, rel=1e-9)
+    # The ledger is tighter than the run's global bound (all six rounds at the weakest noise).
+    assert max(eps) < out["epsilon_spent"] and eps[1] < max(eps)
+    with open(tmp_path / "privacy.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 6 * 5 and rows[-1]["client"] == "4"
+    assert json.loads((tmp_path / "privacy.json").read_text())["epsilon"] == pytest.approx(eps)
+    # A budget below the run's ε: every client sits out once its next round would pass it.
+    capped = inprocess.run({**cfg, "dome.max_epsilon": 2.5})
+    assert all(e <= 2.5 for e in capped["epsilon_per_client"])
+    assert capped["clients_at_budget"] == [0, 1, 2, 3, 4]
+    assert any("reached dome.max_epsilon = 2.5" in e for e in capped["events"])
+    assert any("below 3: stop" in e for e in capped["events"])

@@ -18,8 +18,8 @@ from privopt.problem import Problem
 from privopt.protocols import dome, pdsgd, scalar_fl
 from privopt.torch import (
     DomeClient,
-    EezoflDevice,
     DomeServer,
+    EezoflDevice,
     ParameterSet,
     PdsgdAgent,
     ZerothOrderClient,

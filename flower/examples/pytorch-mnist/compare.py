@@ -16,8 +16,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from privopt_flower import Task, config
 from pytorch_mnist.task import Net, load_partition, load_test
+
+from privopt_flower import Task, config
 
 HERE = Path(__file__).resolve().parent
 METHODS: list[dict[str, Any]] = [

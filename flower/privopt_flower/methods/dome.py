@@ -10,7 +10,14 @@ their noise share with them, so the round's σ shrinks to σ·√(survivors/B) (
 paper): the ε reported each round composes the smallest σ seen so far, an upper bound on what
 was spent. Aborted rounds are counted as releases. With ``noise_floor = f`` each participant
 adds noise for ⌈f·B⌉ contributors instead, and a round whose masked inputs number fewer aborts
-before the unmask stage, so every revealed sum carries at least σ·C."""
+before the unmask stage, so every revealed sum carries at least σ·C.
+
+Per client (:class:`~privopt_flower.ledger.PrivacyLedger`): each client's ε composes only the
+rounds its input was in the sum, each at the noise that sum carried (aborted rounds count, at
+the weakest noise so far); ``privacy.csv``/``privacy.json`` go to the out-dir. With
+``max_epsilon`` a client whose next round at the planned noise would pass that budget takes no
+further part (one event line names it); the check assumes the round completes, so a dropout
+that thins the noise (no ``noise_floor``) can take a client past the budget by that round."""
 
 from __future__ import annotations
 
@@ -25,6 +32,7 @@ from privopt.protocols import dome
 
 from .. import problems
 from ..config import ConfigError, Settings, param
+from ..ledger import PrivacyLedger
 from ..node import Node, State
 from ..results import Report
 from ..transport import Exchange, Federation, Payload
@@ -44,6 +52,10 @@ def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
     floor = param(s, "noise_floor", float)
     if not 0 <= floor <= 1:
         raise ConfigError(f"dome.noise_floor must be in [0, 1] (0: off), got {floor}")
+    budget = param(s, "max_epsilon", float)
+    if budget < 0:
+        raise ConfigError(f"dome.max_epsilon must be >= 0 (0: no budget), got {budget}")
+    ledger = PrivacyLedger(s.clients, delta, budget or None) if sigma else None
     server = dome.Server(
         p.init_params(s.seed),
         k=param(s, "k", int),
@@ -70,6 +82,16 @@ def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
     for t in range(1, s.rounds + 1):
         fed.refresh({"method": s.method}, s.stage_timeout)
         parties = fed.present()
+        if ledger is not None:
+            # A client whose next release (at the planned noise) would pass its budget sits
+            # out from now on.
+            fresh = [c for c in parties if c not in ledger.exhausted]
+            parties = [c for c in fresh if ledger.admits(c, sigma)]
+            for c in sorted(set(fresh) - set(parties)):
+                report.event(
+                    f"round {t}: party {c} reached dome.max_epsilon = {budget:g} "
+                    f"(ε = {ledger.epsilon(c):.4g}) and takes no further part"
+                )
         if len(parties) < MIN_CLIENTS:
             report.event(f"round {t}: {len(parties)} clients connected, below {MIN_CLIENTS}: stop")
             break
@@ -102,23 +124,41 @@ def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
             row.update(survivors=len(contributors), stages_s=[round(x, 3) for x in times])
             if sigma:
                 shares = len(parties) if not floor else math.ceil(floor * len(parties))
-                min_sigma = min(min_sigma, sigma * math.sqrt(len(contributors) / shares))
+                sigma_t = sigma * math.sqrt(len(contributors) / shares)
+                min_sigma = min(min_sigma, sigma_t)
+                if ledger is not None:
+                    ledger.record(t, contributors, sigma_t)
+        elif ledger is not None:  # aborted: counted as a release, at the weakest noise so far
+            ledger.record(t, parties, min(min_sigma, sigma))
         if sigma:
             spent = dp.epsilon(
                 min_sigma if min_sigma < math.inf else sigma, t, delta, sampling="full"
             )
             row["epsilon"] = spent
+        if ledger is not None:
+            eps = [ledger.epsilon(c) for c in range(s.clients)]
+            row.update(epsilon_client_min=min(eps), epsilon_client_max=max(eps))
         row.update(up_bytes=up, down_bytes=down)
         if s.evaluates(t):
             loss, acc = p.evaluate(server.model)
             row.update(test_loss=loss, accuracy=acc)
         report.round(**row)
     loss, acc = p.evaluate(server.model)
+    ledger_summary: dict[str, Any] = {}
+    if ledger is not None:
+        print(f"[privopt] {ledger.summary()}", flush=True)
+        if s.out_dir:
+            ledger.write(s.out_dir)
+        ledger_summary = {
+            "epsilon_per_client": [ledger.epsilon(c) for c in range(s.clients)],
+            "clients_at_budget": sorted(ledger.exhausted),
+        }
     return {
         "test_loss": loss,
         "accuracy": acc,
         "epsilon_target": epsilon,
         "epsilon_spent": spent,
+        **ledger_summary,
         "delta": delta,
         "sigma": sigma,
         "completed_rounds": completed,

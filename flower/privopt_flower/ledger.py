@@ -1,0 +1,92 @@
+"""A per-client privacy ledger: each client's (ε, δ) from the rounds its update was in a
+released sum and the noise that sum carried.
+
+Each release is a Gaussian mechanism on the client's clipped contribution with noise
+multiplier ``σ_r`` (noise standard deviation over the clip norm). Gaussian mechanisms compose
+exactly in Rényi DP (order α costs ``α / 2σ²`` each), so the rounds a client took part in are
+one Gaussian mechanism with ``1/σ² = Σ_r 1/σ_r²``, and its ε is that mechanism's (the RDP
+accountant of :func:`privopt.dp.epsilon`, no subsampling: every round's participants are
+chosen by the server, not sampled secretly).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+
+from privopt import dp
+
+
+class PrivacyLedger:
+    """Per-client ε over a run. ``max_epsilon`` (``None``: no limit) is each client's budget:
+    :meth:`admits` says whether one more release at ``σ`` keeps a client within it."""
+
+    def __init__(self, clients: int, delta: float, max_epsilon: float | None = None) -> None:
+        if not 0 < delta < 1:
+            raise ValueError(f"delta must be in (0, 1), got {delta}")
+        if max_epsilon is not None and not max_epsilon > 0:
+            raise ValueError(f"max_epsilon must be > 0, got {max_epsilon}")
+        self.delta, self.max_epsilon = delta, max_epsilon
+        self._precision = [0.0] * clients  # Σ 1/σ_r² per client
+        self._releases = [0] * clients
+        self.rows: list[tuple[int, int, int, float]] = []  # (round, client, releases, ε)
+        #: Clients a release was refused to because it would exceed their budget.
+        self.exhausted: set[int] = set()
+
+    def _epsilon(self, precision: float) -> float:
+        if precision == 0:
+            return 0.0
+        return dp.epsilon(1 / math.sqrt(precision), 1, self.delta, sampling="full")
+
+    def epsilon(self, client: int) -> float:
+        """Client ``client``'s ε so far."""
+        return self._epsilon(self._precision[client])
+
+    def admits(self, client: int, sigma: float) -> bool:
+        """Whether a release at noise multiplier ``sigma`` keeps the client within budget
+        (a client refused once is refused from then on)."""
+        if client in self.exhausted:
+            return False
+        if self.max_epsilon is None or sigma == math.inf:
+            return True
+        if self._epsilon(self._precision[client] + sigma**-2) <= self.max_epsilon:
+            return True
+        self.exhausted.add(client)
+        return False
+
+    def record(self, round_: int, clients: list[int], sigma: float) -> None:
+        """Round ``round_`` released a sum containing ``clients``' updates at noise
+        multiplier ``sigma`` (``inf``: no release reached them)."""
+        for c in clients:
+            if sigma < math.inf:
+                self._precision[c] += sigma**-2
+                self._releases[c] += 1
+        for c in range(len(self._precision)):
+            self.rows.append((round_, c, self._releases[c], self.epsilon(c)))
+
+    def summary(self) -> str:
+        """One progress line: the spread of ε over clients, and how many are at budget."""
+        eps = sorted(self.epsilon(c) for c in range(len(self._precision)))
+        line = f"ε per client: min {eps[0]:.3g}, median {eps[len(eps) // 2]:.3g}, max {eps[-1]:.3g}"
+        if self.max_epsilon is not None:
+            line += f"; budget {self.max_epsilon:g}, {len(self.exhausted)} client(s) stopped"
+        return line
+
+    def write(self, out_dir: str | Path) -> None:
+        """``privacy.csv`` (round, client, releases, epsilon per row) and ``privacy.json``
+        (the final ε of each client, δ, the budget) in ``out_dir``."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        with open(out / "privacy.csv", "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["round", "client", "releases", "epsilon"])
+            w.writerows(self.rows)
+        final = {
+            "delta": self.delta,
+            "max_epsilon": self.max_epsilon,
+            "epsilon": [self.epsilon(c) for c in range(len(self._precision))],
+            "releases": list(self._releases),
+        }
+        (out / "privacy.json").write_text(json.dumps(final, indent=2) + "\n")

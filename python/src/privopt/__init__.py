@@ -9,10 +9,13 @@ Submodules:
 - :mod:`privopt.dp` — the privacy accountant (ε from σ and back).
 - :mod:`privopt.protocols` — the federated methods' roles (scalar-only FL …) driven by bytes.
 - :mod:`privopt.problem` — the data, client partition and model of a config's tables.
+- :mod:`privopt.torch` — the methods on any PyTorch model (optional extra ``[torch]``).
 - :mod:`privopt.errors` — the exceptions.
 """
 
 from __future__ import annotations
+
+from types import ModuleType
 
 from . import errors  # noqa: F401  (the native module raises these classes)
 from ._native import __version__
@@ -20,9 +23,10 @@ from ._native import __version__
 __all__ = ["__version__", "errors", "ckks", "paillier", "secagg", "dp", "protocols", "problem"]
 
 
-def __getattr__(name: str):  # lazy submodules: `import privopt` stays cheap
+def __getattr__(name: str) -> ModuleType:  # lazy submodules: `import privopt` stays cheap
     import importlib
 
-    if name in {"ckks", "paillier", "secagg", "dp", "protocols", "problem"}:
+    # `torch` is not in __all__: `from privopt import *` must not import PyTorch.
+    if name in {"ckks", "paillier", "secagg", "dp", "protocols", "problem", "torch"}:
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,7 +11,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from .config import Settings
+from .config import ConfigError, Settings
 
 
 class Report:
@@ -24,6 +24,15 @@ class Report:
         self.events: list[str] = []
         self.start = time.monotonic()
         self._last = self.start
+        if s.out_dir:  # a result file that cannot be written fails now, not after the run
+            d = Path(s.out_dir)
+            try:
+                d.mkdir(parents=True, exist_ok=True)
+                probe = d / ".privopt-write-check"
+                probe.write_text("")
+                probe.unlink()
+            except OSError as e:
+                raise ConfigError(f"out-dir {str(d)!r} cannot be written: {e}") from e
 
     def event(self, text: str) -> None:
         """Something a reader of the run must know (a dropout, an aborted round)."""

@@ -252,3 +252,38 @@ def test_the_privacy_ledger_charges_each_client_its_own_rounds_and_enforces_a_bu
     assert capped["clients_at_budget"] == [0, 1, 2, 3, 4]
     assert any("reached dome.max_epsilon = 2.5" in e for e in capped["events"])
     assert any("below 3: stop" in e for e in capped["events"])
+
+
+def test_the_ledger_agrees_with_dp_accounting_for_each_participation_pattern(dome_config):
+    """Each client's ε equals Google's dp-accounting RDP accountant composing the Gaussian
+    mechanisms of the rounds it was in, at the noise each carried, within 1%."""
+    dp_accounting = pytest.importorskip("dp_accounting")
+    out = inprocess.run(
+        {**dome_config, "rounds": 6, "dome.epsilon": 4.0}, kill={(2, "mask"): {1}, (4, "mask"): {3}}
+    )
+    sigma, eps = out["sigma"], out["epsilon_per_client"]
+    # Party 1 left in round 2 (4 of 5 shares made it), party 3 in round 4 (3 of 4).
+    thin2, thin4 = sigma * (4 / 5) ** 0.5, sigma * (3 / 4) ** 0.5
+    patterns = {
+        0: [sigma, thin2, sigma, thin4, sigma, sigma],
+        1: [sigma],
+        2: [sigma, thin2, sigma, thin4, sigma, sigma],
+        3: [sigma, thin2, sigma],
+        4: [sigma, thin2, sigma, thin4, sigma, sigma],
+    }
+    for c, sigmas in patterns.items():
+        acc = dp_accounting.rdp.RdpAccountant()
+        acc.compose(
+            dp_accounting.ComposedDpEvent([dp_accounting.GaussianDpEvent(x) for x in sigmas])
+        )
+        assert eps[c] == pytest.approx(acc.get_epsilon(1e-5), rel=0.01), c
+    assert eps[1] < eps[3] < eps[0]
+
+
+def test_an_out_dir_that_cannot_be_written_fails_before_the_first_round(dome_config, tmp_path):
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    with pytest.raises(config.ConfigError, match="out-dir .* cannot be written"):
+        inprocess.run({**dome_config, "out-dir": str(blocked / "run")})
+    with pytest.raises(config.ConfigError, match="dome.max_epsilon must be >= 0"):
+        inprocess.run({**dome_config, "dome.max_epsilon": -1.0})

@@ -45,20 +45,25 @@ impl Part<'_> {
     }
 }
 
-/// The model's storage: contiguous ``float64`` or ``float32`` numpy arrays in order (views of
-/// a module's tensors). Overlapping arrays are refused by numpy's borrow checking.
-pub(crate) fn borrow_parts<'py>(
-    xs: &[Bound<'py, PyAny>],
-) -> PyResult<Vec<Result<PyReadwriteArray1<'py, f64>, PyReadwriteArray1<'py, f32>>>> {
+/// A borrowed array of a model's storage.
+pub(crate) enum Borrowed<'py> {
+    F64(PyReadwriteArray1<'py, f64>),
+    F32(PyReadwriteArray1<'py, f32>),
+}
+
+/// The model's storage: writable 1-D ``float64`` or ``float32`` numpy arrays in order (views
+/// of a module's tensors). Arrays that overlap are refused by numpy's borrow checking.
+pub(crate) fn borrow_parts<'py>(xs: &[Bound<'py, PyAny>]) -> PyResult<Vec<Borrowed<'py>>> {
     xs.iter()
         .map(|x| {
             if let Ok(a) = x.extract::<PyReadwriteArray1<'py, f64>>() {
-                Ok(Ok(a))
+                Ok(Borrowed::F64(a))
             } else if let Ok(a) = x.extract::<PyReadwriteArray1<'py, f32>>() {
-                Ok(Err(a))
+                Ok(Borrowed::F32(a))
             } else {
                 Err(errors::parameter(format!(
-                    "expected writable 1-D float64 or float32 numpy arrays, got {}",
+                    "expected writable 1-D float64 or float32 numpy arrays that do not overlap, \
+                     got {}",
                     x.get_type().name()?
                 )))
             }
@@ -66,15 +71,14 @@ pub(crate) fn borrow_parts<'py>(
         .collect()
 }
 
-pub(crate) fn parts<'a>(
-    guards: &'a mut [Result<PyReadwriteArray1<'_, f64>, PyReadwriteArray1<'_, f32>>],
-) -> PyResult<Vec<Part<'a>>> {
+/// The borrowed arrays as slices (each must be contiguous).
+pub(crate) fn parts<'a>(guards: &'a mut [Borrowed<'_>]) -> PyResult<Vec<Part<'a>>> {
     let contiguous = || errors::parameter("the model's arrays must be contiguous");
     guards
         .iter_mut()
         .map(|g| match g {
-            Ok(a) => a.as_slice_mut().map(Part::F64).map_err(|_| contiguous()),
-            Err(a) => a.as_slice_mut().map(Part::F32).map_err(|_| contiguous()),
+            Borrowed::F64(a) => a.as_slice_mut().map(Part::F64).map_err(|_| contiguous()),
+            Borrowed::F32(a) => a.as_slice_mut().map(Part::F32).map_err(|_| contiguous()),
         })
         .collect()
 }

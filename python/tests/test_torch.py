@@ -571,3 +571,47 @@ def test_bfloat16_parameters_and_buffers():
     np.testing.assert_array_equal(
         client.params.to_numpy(), x
     )  # restored exactly (copy)
+
+
+def test_a_restarted_client_resumes_from_its_saved_module_and_state(problem):
+    """A HiSo client saved (module state_dict + state_dict()) and restored after missing
+    rounds catches up by replay and answers exactly as one that never stopped."""
+    d = problem.num_params
+    spec = scalar_fl.Spec(lr=0.5, perturbations=2, rule="hiso")
+    server = scalar_fl.Server(spec, np.zeros(d), clients=2, seed=3)
+    loss = rows_loss(problem)
+    steady = ZerothOrderClient(TorchLogistic(d - 1), spec, id=0, loss_fn=loss)
+    flaky = ZerothOrderClient(TorchLogistic(d - 1), spec, id=1, loss_fn=loss)
+    saved = None
+    for r in range(8):
+        plan, who = server.begin_round(per_round=2)
+        if r == 5:  # client 1 restarts from the save it made after round 2
+            module = TorchLogistic(d - 1)
+            module.load_state_dict(saved[0])
+            flaky = ZerothOrderClient(module, spec, id=1, loss_fn=loss, state=saved[1])
+            server.rewind(1, flaky.round)
+        replies = []
+        for c in (steady, flaky):
+            c.receive(server.catch_up(c.id))
+            replies.append(c.local_update(plan, [problem.client_indices(c.id)[:16]]))
+        assert flaky.round == steady.round
+        np.testing.assert_allclose(
+            flaky.params.to_numpy(), steady.params.to_numpy(), rtol=1e-12
+        )
+        np.testing.assert_allclose(flaky.h, steady.h, rtol=1e-12)
+        for rep in replies:
+            server.receive(rep)
+        server.finish_round()
+        if r == 2:
+            saved = (
+                {k: v.clone() for k, v in flaky.module.state_dict().items()},
+                flaky.state_dict(),
+            )
+    with pytest.raises(ParameterError, match="positive values"):
+        ZerothOrderClient(
+            TorchLogistic(d - 1),
+            spec,
+            id=1,
+            loss_fn=loss,
+            state={"round": 3, "h": [1.0]},
+        )

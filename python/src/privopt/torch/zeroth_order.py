@@ -4,7 +4,7 @@ model; only scalars leave the client."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal, Union
 
 import numpy as np
@@ -73,6 +73,7 @@ class ZerothOrderClient(InPlaceModel):
         difference: Literal["forward", "central"] = "forward",
         chunk: int = DEFAULT_CHUNK,
         restore: Restore = "auto",
+        state: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(module, loss_fn, params, mu, chunk, restore)
         if difference not in ("forward", "central"):
@@ -81,10 +82,31 @@ class ZerothOrderClient(InPlaceModel):
             )
         self.spec = spec
         self.difference = difference
-        self.participant = scalar_fl.Participant(id, spec, len(self.params))
+        d = len(self.params)
         self.h: npt.NDArray[np.float64] | None = (
-            np.ones(len(self.params)) if spec.rule == "hiso" else None
+            np.ones(d) if spec.rule == "hiso" else None
         )
+        round_ = 0
+        if state is not None:  # a restart: the module holds the start of state["round"]
+            round_ = int(state["round"])
+            if self.h is not None:
+                h = np.asarray(state.get("h"), dtype=np.float64)
+                if h.shape != (d,) or not (h > 0).all():
+                    raise ParameterError(
+                        f"state['h'] must be {d} positive values (HiSo)"
+                    )
+                self.h[:] = h
+        self.participant = scalar_fl.Participant(id, spec, d, round_)
+
+    def state_dict(self) -> dict[str, Any]:
+        """What to save beside the module's own ``state_dict()`` to resume this client: the
+        round whose start the module holds, and HiSo's Hessian diagonal. Pass it back as
+        ``state=`` to a new client over the restored module, and tell the server
+        (:meth:`~privopt.protocols.scalar_fl.Server.rewind`) if it is behind."""
+        out: dict[str, Any] = {"round": self.round}
+        if self.h is not None:
+            out["h"] = self.h.copy()
+        return out
 
     @property
     def id(self) -> int:

@@ -584,7 +584,7 @@ def test_a_restarted_client_resumes_from_its_saved_module_and_state(problem):
     flaky = ZerothOrderClient(TorchLogistic(d - 1), spec, id=1, loss_fn=loss)
     saved = None
     for r in range(8):
-        plan, who = server.begin_round(per_round=2)
+        plan, _ = server.begin_round(per_round=2)
         if r == 5:  # client 1 restarts from the save it made after round 2
             module = TorchLogistic(d - 1)
             module.load_state_dict(saved[0])

@@ -13,7 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from privopt import secagg
-from privopt.errors import ComputationError, ParameterError
+from privopt.errors import ComputationError, ParameterError, ProtocolError
 from privopt.problem import Problem
 from privopt.protocols import dome, pdsgd, scalar_fl
 from privopt.torch import (
@@ -615,3 +615,29 @@ def test_a_restarted_client_resumes_from_its_saved_module_and_state(problem):
             loss_fn=loss,
             state={"round": 3, "h": [1.0]},
         )
+
+
+def test_a_catch_up_that_fails_part_way_leaves_a_client_that_refuses_to_go_on(problem):
+    d = problem.num_params
+    spec = scalar_fl.Spec(lr=0.5)
+    server = scalar_fl.Server(spec, np.zeros(d), clients=1, seed=0)
+    client = ZerothOrderClient(
+        TorchLogistic(d - 1), spec, id=0, loss_fn=rows_loss(problem)
+    )
+    batch = [problem.client_indices(0)[:16]]
+    for _ in range(2):
+        plan, _ = server.begin_round(per_round=1)
+        client.receive(server.catch_up(0))
+        server.receive(client.local_update(plan, batch))
+        server.finish_round()
+    # The client holds round 1's start; the next catch-up replays round 1.
+
+    def fail(op):
+        raise RuntimeError("device lost")
+
+    client._apply = fail  # type: ignore[method-assign]
+    plan, _ = server.begin_round(per_round=1)
+    with pytest.raises(RuntimeError, match="device lost"):
+        client.receive(server.catch_up(0))
+    with pytest.raises(ProtocolError, match="failed part-way .*device lost"):
+        client.local_update(plan, batch)

@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from ..errors import ParameterError
+from ..errors import ParameterError, ProtocolError
 from ..protocols import scalar_fl
 from ._inplace import InPlaceModel, Restore, as_float32
 from ._params import DEFAULT_CHUNK, ParameterSet, Selection
@@ -97,6 +97,7 @@ class ZerothOrderClient(InPlaceModel):
                     )
                 self.h[:] = h
         self.participant = scalar_fl.Participant(id, spec, d, round_)
+        self._broken: str | None = None
 
     def state_dict(self) -> dict[str, Any]:
         """What to save beside the module's own ``state_dict()`` to resume this client: the
@@ -118,17 +119,33 @@ class ZerothOrderClient(InPlaceModel):
         return self.participant.round
 
     def receive(self, message: bytes) -> None:
-        """Applies the server's catch-up to the module (and HiSo's Hessian)."""
+        """Applies the server's catch-up to the module (and HiSo's Hessian). A message the
+        protocol refuses changes nothing; if applying an accepted one fails part-way, the
+        module no longer matches any round and this client refuses all further work."""
+        self._check_usable()
         catch = self.participant.receive(message)
-        if catch.kind == "replay":
-            self._apply(
-                lambda xs, off: self.participant.replay(catch, xs, self.h, offset=off)
+        try:
+            if catch.kind == "replay":
+                self._apply(
+                    lambda xs, off: self.participant.replay(
+                        catch, xs, self.h, offset=off
+                    )
+                )
+            elif catch.kind == "full":
+                assert catch.x is not None
+                self.params.load(catch.x)
+                if self.h is not None and catch.h is not None:
+                    self.h[:] = catch.h
+        except BaseException as e:
+            self._broken = f"{type(e).__name__}: {e}"
+            raise
+
+    def _check_usable(self) -> None:
+        if self._broken is not None:
+            raise ProtocolError(
+                f"client {self.id}: a catch-up failed part-way ({self._broken}); the module "
+                "matches no round: rebuild the client from a saved module and state"
             )
-        elif catch.kind == "full":
-            assert catch.x is not None
-            self.params.load(catch.x)
-            if self.h is not None and catch.h is not None:
-                self.h[:] = catch.h
 
     def _local_step(self, step: int, scalars: list[float], undo: bool) -> None:
         self._apply(
@@ -168,6 +185,7 @@ class ZerothOrderClient(InPlaceModel):
         module is restored and the exception propagates: the client drops out of the round as
         a killed client would.
         """
+        self._check_usable()
         seeds = self.participant.accept(plan)
         steps, perturbations = self.spec.local_steps, self.spec.perturbations
         batch_of = _batch_source(batches, steps)

@@ -65,13 +65,12 @@ class Task:
                 f"method {s.method!r} does not train a user model; use one of "
                 f"{', '.join(TASK_METHODS)}"
             )
-        return dataclasses.replace(s, task=self._task(json.dumps(flat, sort_keys=True)))
+        return dataclasses.replace(s, task=self._task(s, flat))
 
-    def _task(self, key: str) -> TorchTask:
+    def _task(self, s: config.Settings, flat: dict[str, Any]) -> TorchTask:
         cache = self._cache
+        key = json.dumps(flat, sort_keys=True)
         if key not in cache:
-            flat = json.loads(key)
-            s = config.parse(flat)
             cache[key] = TorchTask(
                 self.model_fn,
                 data_fn=self.data_fn,

@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 from privopt.torch import ParameterSet, Selection
+from privopt.torch.losses import evaluate_loss, loss_and_gradient
 
 from .config import ConfigError
 
@@ -150,27 +151,13 @@ class TorchTask:
         self.params.load(w)
         return self.module
 
-    def _value(self, loss: Any) -> float:
-        if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
-            raise TypeError("loss_fn must return a scalar tensor")
-        return float(loss.detach().item())
-
     def loss(self, w: npt.ArrayLike, idx: npt.ArrayLike) -> float:
-        module = self._at(w)
-        with torch.no_grad():
-            return self._value(self.loss_fn(module, self._batch(idx)))
+        return evaluate_loss(self.loss_fn, self._at(w), self._batch(idx))
 
     def loss_grad(
         self, w: npt.ArrayLike, idx: npt.ArrayLike
     ) -> tuple[float, npt.NDArray[np.float64]]:
-        module = self._at(w)
-        self.params.zero_grad()
-        loss = self.loss_fn(module, self._batch(idx))
-        value = self._value(loss)
-        loss.backward()  # type: ignore[no-untyped-call]
-        grad = self.params.grad()
-        self.params.zero_grad()
-        return value, grad
+        return loss_and_gradient(self.loss_fn, self._at(w), self.params, self._batch(idx))
 
     def evaluate(self, w: npt.ArrayLike) -> tuple[float, float | None]:
         """``(test loss, accuracy)``: ``evaluate_fn(module)`` if given, else the mean loss on
@@ -191,7 +178,7 @@ class TorchTask:
             for start in range(0, n, EVAL_BATCH):
                 batch = _rows(data, range(start, min(n, start + EVAL_BATCH)))
                 size = min(n, start + EVAL_BATCH) - start
-                total += self._value(self.loss_fn(module, batch)) * size
+                total += evaluate_loss(self.loss_fn, module, batch) * size
                 x, y = batch[0], batch[-1]
                 out = module(x)
                 if out.dim() == 2 and not y.is_floating_point():

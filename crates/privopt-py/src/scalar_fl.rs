@@ -428,12 +428,17 @@ impl PyParticipant {
         }
     }
 
-    fn plan(&self, step: usize) -> PyResult<(u64, u64)> {
-        let Some((invitation, seeds)) = &self.accepted else {
-            return Err(errors::protocol(privopt_protocols::Error::OutOfOrder(
+    /// The accepted plan's invitation and seeds.
+    fn accepted(&self) -> PyResult<&(Invitation, Vec<u64>)> {
+        self.accepted.as_ref().ok_or_else(|| {
+            errors::protocol(privopt_protocols::Error::OutOfOrder(
                 "no plan accepted: call accept(plan) first".into(),
-            )));
-        };
+            ))
+        })
+    }
+
+    fn plan(&self, step: usize) -> PyResult<(u64, u64)> {
+        let (invitation, seeds) = self.accepted()?;
         let seed = seeds.get(step).ok_or_else(|| {
             errors::parameter(format!(
                 "step {step} is outside the plan's {} local steps",
@@ -630,11 +635,7 @@ impl PyParticipant {
     /// (step-major); a scalar that is not finite raises :class:`~privopt.errors.ProtocolError`
     /// (the client diverged) and nothing is sent.
     fn reply<'py>(&mut self, py: Python<'py>, scalars: Vec<f64>) -> PyResult<Bound<'py, PyBytes>> {
-        let Some((invitation, _)) = &self.accepted else {
-            return Err(errors::protocol(privopt_protocols::Error::OutOfOrder(
-                "no plan accepted: call accept(plan) first".into(),
-            )));
-        };
+        let invitation = self.accepted()?.0;
         if scalars.len() != self.spec.scalars_per_round() {
             return Err(errors::parameter(format!(
                 "a reply carries {} scalars, got {}",
@@ -650,7 +651,7 @@ impl PyParticipant {
         }
         let reply = self
             .participant
-            .reply(*invitation, scalars.iter().map(|&g| g as f32).collect());
+            .reply(invitation, scalars.iter().map(|&g| g as f32).collect());
         self.accepted = None;
         Ok(bytes(py, &reply))
     }

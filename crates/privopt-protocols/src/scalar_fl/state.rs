@@ -3,7 +3,7 @@
 //! client that replays the rounds it missed holds bit for bit the server's state.
 
 use privopt_math::SeedTree;
-use privopt_ml::zo::{add_direction, gaussian_fill_at};
+use privopt_ml::zo::add_direction;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result, check_param};
@@ -256,13 +256,15 @@ pub fn step_delta(
     let inv_p = 1.0 / scalars.len() as f64;
     scratch.delta.fill(0.0);
     for (p, &g) in scalars.iter().enumerate() {
-        gaussian_fill_at(
+        // Each direction is consumed as it is generated (the sum is add_scaled_direction's,
+        // coordinate for coordinate).
+        add_direction(
             &direction_key(seed, round, k as u64, p as u64),
             offset,
-            &mut scratch.u,
+            &mut scratch.delta,
+            f64::from(g) * inv_p,
+            Some(&scratch.h_inv_sqrt),
         );
-        let c = f64::from(g) * inv_p;
-        add_scaled_direction(&mut scratch.delta, c, &scratch.h_inv_sqrt, &scratch.u);
     }
 }
 

@@ -3,7 +3,6 @@ the server's sketch (and summed by SecAgg+); the server's debiased Adam writes t
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -11,10 +10,9 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from ..errors import ComputationError
 from ..protocols import dome
 from ._params import ParameterSet, Selection
-from .losses import LossFn
+from .losses import LossFn, loss_and_gradient
 
 
 class DomeClient:
@@ -45,26 +43,7 @@ class DomeClient:
 
     def gradient(self, batch: Any) -> tuple[float, npt.NDArray[np.float64]]:
         """``(loss, gradient)`` of ``loss_fn`` on ``batch`` at the module's parameters."""
-        self.params.zero_grad()
-        value = self.loss_fn(self.module, batch)
-        if not isinstance(value, torch.Tensor) or value.numel() != 1:
-            what = (
-                f"a tensor of shape {tuple(value.shape)}"
-                if isinstance(value, torch.Tensor)
-                else type(value).__name__
-            )
-            raise TypeError(
-                f"loss_fn must return a scalar tensor with a graph, not {what}"
-            )
-        loss = float(value.item())
-        if not math.isfinite(loss):
-            raise ComputationError(f"loss_fn returned {loss}")
-        value.backward()  # type: ignore[no-untyped-call]
-        grad = self.params.grad()
-        self.params.zero_grad()
-        if not np.isfinite(grad).all():
-            raise ComputationError("the gradient has non-finite values")
-        return loss, grad
+        return loss_and_gradient(self.loss_fn, self.module, self.params, batch)
 
     def release(
         self,

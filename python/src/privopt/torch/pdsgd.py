@@ -15,8 +15,7 @@ import torch
 from ..errors import ParameterError, ProtocolError
 from ..protocols import pdsgd
 from ._params import ParameterSet, Selection
-from .dome import DomeClient
-from .losses import LossFn
+from .losses import LossFn, loss_and_gradient
 
 
 @dataclass(frozen=True)
@@ -72,7 +71,7 @@ class PdsgdAgent:
         self.params = (
             params if isinstance(params, ParameterSet) else ParameterSet(module, params)
         )
-        self._grad = DomeClient(module, loss_fn=loss_fn, params=self.params)
+        self.loss_fn = loss_fn
         self._mix = np.zeros(len(self.params))
         self._q: npt.NDArray[np.int64] | None = None
 
@@ -102,7 +101,7 @@ class PdsgdAgent:
         """The iteration's update of the module; returns the minibatch loss."""
         if k < 1:
             raise ParameterError(f"iterations count from 1, got {k}")
-        loss, g = self._grad.gradient(batch)
+        loss, g = loss_and_gradient(self.loss_fn, self.module, self.params, batch)
         gamma = self.schedule.attenuation(k)
         lam = self.schedule.stepsize(k, g.size)
         mix, self._q = self._mix, None

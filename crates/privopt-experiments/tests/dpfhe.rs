@@ -372,9 +372,9 @@ fn fig4_plain_gd_diverges_and_the_barrier_stays_inside() {
 #[test]
 #[cfg_attr(not(data_credit), ignore = "needs credit: privopt data fetch credit")]
 fn encrypted_algorithm_5_matches_the_plaintext_run() {
-    use privopt_ckks::eval::EvalContext;
+    use privopt_sim::context::NoProgress;
     use privopt_sim::methods::dpfhe::data::load_task;
-    use privopt_sim::methods::dpfhe::encrypted::{encrypted_params, presample, run_encrypted};
+    use privopt_sim::methods::dpfhe::encrypted::{EncryptedBackend, presample, run_encrypted};
 
     let Some(dir) = common::real_data_dir(&["credit"]) else {
         return;
@@ -411,9 +411,12 @@ fn encrypted_algorithm_5_matches_the_plaintext_run() {
     };
     let plain = train(&tt.train, &spec, &mut seeds.stream("run", &[]), false);
     let inputs = presample(&tt.train, &spec, 5, &mut seeds.stream("run", &[]));
-    let ctx = EvalContext::new(&encrypted_params().unwrap()).unwrap();
+    let backend = EncryptedBackend::new(Default::default(), &NoProgress).unwrap();
     let keys = privopt_math::sample::secret_rng(Some(3));
-    let enc = run_encrypted(&ctx, &tt.train, &spec, &sig, None, &inputs, 2, keys, false).unwrap();
+    let enc = run_encrypted(
+        &backend, &tt.train, &spec, &sig, None, &inputs, 2, keys, false,
+    )
+    .unwrap();
     let diff = enc
         .w
         .iter()

@@ -19,6 +19,11 @@ pub trait Progress {
     fn advance(&self, n: u64);
     /// The work is over.
     fn finish(&self);
+    /// Whether the caller wants long work stopped (asked between steps of work that takes
+    /// seconds per step, e.g. an encrypted training step).
+    fn should_stop(&self) -> bool {
+        false
+    }
 }
 
 /// A [`Progress`] that reports nothing.

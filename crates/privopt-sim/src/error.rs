@@ -44,6 +44,9 @@ pub enum Error {
     /// A worker thread of [`crate::context::parallel_map`] panicked.
     #[error("a worker thread panicked")]
     WorkerPanicked,
+    /// The caller asked the run to stop ([`crate::context::Progress::should_stop`]).
+    #[error("interrupted")]
+    Interrupted,
     /// The run diverged (a non-finite loss).
     #[error("run diverged at round {round}: {what} is not finite (lower the learning rate?)")]
     Diverged {

@@ -10,11 +10,12 @@
 //! This is a diagnosis, not a DP procedure: the grid best is picked on the test set, for both
 //! methods alike.
 
-use super::{DpfheSuiteConfig, GapDataset, GridBest, Table4Plan};
+use super::{DpfheSuiteConfig, GapDataset, GridBest};
 use privopt_sim::context::{RunContext, parallel_map};
 use privopt_sim::error::Result;
 use privopt_sim::methods::dpfhe::algorithms::{GdSpec, train};
 use privopt_sim::methods::dpfhe::logreg::{Link, accuracy};
+use privopt_sim::methods::dpfhe::plan::PlanTargets;
 use privopt_sim::metrics::mean_variance;
 
 /// One grid cell: a method and the run (T, η, noise) it stands for.
@@ -30,13 +31,13 @@ impl DpfheSuiteConfig {
         let mut report = Vec::new();
         for (di, name) in self.datasets.iter().enumerate() {
             let tt = self.load(ctx, name)?;
-            let Table4Plan {
-                noclip,
-                key,
-                numbers,
-                ..
-            } = self.table4_plan(ctx, "gap", di, name, &tt)?;
-            let cells = self.gap_cells(tt.train.len(), tt.train.n_features())?;
+            let plan = self.table4_plan(ctx, di, name, &tt)?;
+            let (noclip, numbers, key) = (plan.noclip, plan.numbers, format!("gap_{name}"));
+            let cells = self.gap_cells(
+                &self.plan_targets(name),
+                tt.train.len(),
+                tt.train.n_features(),
+            )?;
             let runs = self.runs;
             let label = format!("gap {name}");
             let accs = parallel_map(
@@ -95,15 +96,15 @@ impl DpfheSuiteConfig {
     /// DP-GD (clip C, replace-one sensitivity 2C, δ) and the idealised no-clip run (no clip,
     /// sensitivity 2(φ′_max + E_f)√m, δ/3 as Theorem 3 leaves the Gaussian steps) for every
     /// (T, η) of the grid; full batches, ε as configured.
-    fn gap_cells(&self, n: usize, m: usize) -> Result<Vec<Cell>> {
+    fn gap_cells(&self, targets: &PlanTargets, n: usize, m: usize) -> Result<Vec<Cell>> {
         let mut cells = Vec::new();
         for &steps in &self.gap_steps {
             let steps = self.steps(steps);
-            let std_dpgd = self.noise_multiplier(n, n, self.delta, steps)?
-                * self.dpgd_sensitivity()
+            let std_dpgd = targets.noise_multiplier(n, n, self.delta, steps)?
+                * targets.dpgd_sensitivity()
                 / n as f64;
-            let std_ideal = self.noise_multiplier(n, n, self.delta / 3.0, steps)?
-                * self.noclip_sensitivity(m)
+            let std_ideal = targets.noise_multiplier(n, n, self.delta / 3.0, steps)?
+                * targets.noclip_sensitivity(m)
                 / n as f64;
             for &lr in &self.gap_lrs {
                 for (method, clip, noise_std) in

@@ -10,25 +10,26 @@ use privopt_approx::functions::{
     Method as Fit, SIGMOID_LIPSCHITZ, approximate, reciprocal, sigmoid,
 };
 use privopt_approx::{Interval, error_report};
-use privopt_dp::GaussianMechanism;
-use privopt_dp::exact::gaussian_mu_for_epsilon;
-use privopt_dp::logmath::normal_upper_quantile;
-use privopt_dp::{Accountant, GaussianRun, Sampling};
+use privopt_ml::data::load::CategoricalEncoding;
+use privopt_ml::data::scale::FeatureScaling;
 use privopt_ml::data::{Dataset, TrainTest};
 use serde::{Deserialize, Serialize};
 
 use super::{Suite, SuiteReport};
-use privopt_ml::data::load::CategoricalEncoding;
-use privopt_ml::data::scale::FeatureScaling;
 use privopt_sim::context::{RunContext, parallel_map};
 use privopt_sim::error::{Result, ensure, ensure_threads};
 use privopt_sim::methods::dpfhe::algorithms::{
-    Barrier, GdSpec, output_perturbation, output_sensitivity, train, train_observed,
+    Barrier, GdSpec, output_perturbation, train, train_observed,
 };
 use privopt_sim::methods::dpfhe::data::{PAPER_DATASETS, Preprocessing, load_task};
-use privopt_sim::methods::dpfhe::logreg::{Link, accuracy, auc, gradient_sum, minimizer};
+pub use privopt_sim::methods::dpfhe::encrypted::BootstrapChoice;
+use privopt_sim::methods::dpfhe::encrypted::{
+    EncryptedAlgorithm, EncryptedBackend, ServerSetup, presample,
+};
+use privopt_sim::methods::dpfhe::logreg::{Link, accuracy, auc, minimizer};
+use privopt_sim::methods::dpfhe::plan::{Plan, PlanTargets, plan};
 use privopt_sim::methods::dpfhe::theorem::{
-    BarrierParams, BarrierShape, PHI_MAX, RunShape, SelectionTargets, check, select,
+    BarrierParams, BarrierShape, PHI_MAX, RunShape, SelectionTargets, check,
 };
 use privopt_sim::metrics::mean_variance;
 
@@ -188,31 +189,8 @@ pub struct DpfheSuiteConfig {
     pub encrypted_sparse_weights: bool,
 }
 
-/// The smallest period the weights are bootstrapped with by sparse packing.
-const MIN_SPARSE_PERIOD: usize = 1024;
-
 fn default_true() -> bool {
     true
-}
-
-/// A bootstrapping preset, by name in configs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum BootstrapChoice {
-    /// [`privopt_ckks::eval::BootstrapPreset::N15`].
-    N15,
-    /// [`privopt_ckks::eval::BootstrapPreset::N16`].
-    N16,
-}
-
-impl BootstrapChoice {
-    fn preset(self) -> privopt_ckks::eval::bootstrap::BootstrapPreset {
-        use privopt_ckks::eval::bootstrap::BootstrapPreset;
-        match self {
-            Self::N15 => BootstrapPreset::N15,
-            Self::N16 => BootstrapPreset::N16,
-        }
-    }
 }
 
 fn default_e_f_target() -> f64 {
@@ -307,41 +285,22 @@ impl DpfheSuiteConfig {
         self.max_steps.map_or(steps, |cap| steps.min(cap))
     }
 
-    /// Noise multiplier for (ε, δ) over `steps` steps of `batch` out of `n` examples: exact
-    /// Gaussian composition for full batches, the RDP accountant with sampling without
-    /// replacement otherwise.
-    pub(super) fn noise_multiplier(
-        &self,
-        n: usize,
-        batch: usize,
-        delta: f64,
-        steps: u64,
-    ) -> Result<f64> {
-        if batch >= n {
-            Ok((steps as f64).sqrt() / gaussian_mu_for_epsilon(self.epsilon, delta)?)
-        } else {
-            let sampling = Sampling::WithoutReplacement {
-                q: batch as f64 / n as f64,
-            };
-            Ok(GaussianRun::calibrate(
-                self.epsilon,
-                delta,
-                sampling,
-                steps,
-                Accountant::Rdp,
-            )?)
+    /// The plan targets of `dataset`'s Table 4 runs (steps capped by `max_steps`).
+    pub(super) fn plan_targets(&self, dataset: &str) -> PlanTargets {
+        let s = self.table4_settings(dataset);
+        PlanTargets {
+            epsilon: self.epsilon,
+            delta: self.delta,
+            clip: self.clip,
+            steps: self.steps(s.steps),
+            steps_noclip: self.steps(s.steps_noclip.unwrap_or(s.steps)),
+            batch: s.batch,
+            lr_dpgd: s.lr_dpgd,
+            sigmoid_degrees: s.sigmoid_degrees,
+            e_f_target: self.e_f_target,
+            barrier: self.barrier,
+            release_d: self.release_d,
         }
-    }
-
-    /// Replace-one L2 sensitivity of DP-GD's clipped gradient sum: 2C.
-    pub(super) fn dpgd_sensitivity(&self) -> f64 {
-        2.0 * self.clip
-    }
-
-    /// Replace-one L2 sensitivity of the no-clip gradient sum (Theorem 3, App. C.2):
-    /// Δ₂ = 2(φ′_max + E_f)√m for m features.
-    pub(super) fn noclip_sensitivity(&self, m: usize) -> f64 {
-        2.0 * (PHI_MAX + self.e_f_target) * (m as f64).sqrt()
     }
 
     fn table4_settings(&self, dataset: &str) -> Table4Settings {
@@ -465,24 +424,6 @@ impl Suite for DpfheSuiteConfig {
     }
 }
 
-/// What [`DpfheSuiteConfig::table4_plan`] decides for one dataset.
-pub(super) struct Table4Plan {
-    /// DP-SGD with clipping (exact sigmoid).
-    pub(super) dpgd: GdSpec,
-    /// The no-clip barrier method (Algorithm 3).
-    pub(super) noclip: GdSpec,
-    /// Output perturbation: passes, step and noise.
-    pub(super) passes: u64,
-    pub(super) lr_out: f64,
-    pub(super) std_out: f64,
-    /// Examples per step.
-    pub(super) batch: usize,
-    /// Summary-key prefix of the dataset.
-    pub(super) key: String,
-    /// The numbers reported.
-    pub(super) numbers: PlanNumbers,
-}
-
 /// One row of Table 3 before training.
 struct Table3Row {
     dataset: usize,
@@ -596,126 +537,20 @@ impl DpfheSuiteConfig {
         Ok(cells)
     }
 
-    /// The Table 4 runs of one dataset: DP-SGD with clipping and the no-clip method calibrated
-    /// to (ε, δ), App. D.3's certified parameters, and output perturbation; its numbers are
-    /// reported under `{prefix}_{name}_…`.
+    /// The Table 4 plan of one dataset ([`plan`]), its errors naming the dataset.
     pub(super) fn table4_plan(
         &self,
         ctx: &RunContext<'_>,
-        prefix: &str,
         di: usize,
         name: &str,
         tt: &TrainTest,
-    ) -> Result<Table4Plan> {
-        let s = self.table4_settings(name);
-        let (n, m) = (tt.train.len(), tt.train.n_features());
-        let batch = s.batch.map_or(n, |b| b.min(n));
-        let steps = self.steps(s.steps);
-        let steps_noclip = self.steps(s.steps_noclip.unwrap_or(s.steps));
-        let multiplier = |delta: f64, steps: u64| self.noise_multiplier(n, batch, delta, steps);
-        let sigma_dpgd = multiplier(self.delta, steps)?;
-        let std_dpgd = sigma_dpgd * self.dpgd_sensitivity() / batch as f64;
-        // No-clip (Thm 3): sensitivity Δ₂ = 2(φ′_max + e_f)√m with e_f ≤ E_f; Lemma 5.3's
-        // weight bound takes 2δ/3. The rest goes to the Gaussian steps (δ/3), or, when d is
-        // released (Remark 5.3, full batches), δ/6 to T + 1 Gaussians and δ/6 to the
-        // chance that the released bound on d is too low.
-        let targets = SelectionTargets {
-            sigmoid_degrees: s.sigmoid_degrees.clone(),
-            e_f_target: self.e_f_target,
-            barrier: self.barrier,
-            ..SelectionTargets::default()
-        };
-        let release_d = self.release_d && batch == n;
-        let sigma_noclip = if release_d {
-            multiplier(self.delta / 6.0, steps_noclip + 1)?
-        } else {
-            multiplier(self.delta / 3.0, steps_noclip)?
-        };
-        let std_noclip = sigma_noclip * self.noclip_sensitivity(m) / batch as f64;
-        let d = if release_d {
-            let mut rng = ctx.seeds.stream("dpfhe/table4/d", &[di as u64]);
-            released_d_bound(&tt.train, sigma_noclip, self.delta / 6.0, &mut rng)?
-        } else {
-            0.5
-        };
-        let shape = RunShape {
-            m,
-            steps: steps_noclip,
-            delta: self.delta,
-            noise_std: std_noclip,
-            d,
-        };
-        let (selection, certified) = match select(&shape, &targets)? {
-            Ok(sel) => (sel, true),
-            Err(cert) => {
-                return Err(privopt_sim::Error::Infeasible(format!(
-                    "{name}: App. D.3 selection found no certified parameters; last failures: {}",
-                    cert.failures.join("; ")
-                )));
+    ) -> Result<Plan> {
+        let mut d_rng = ctx.seeds.stream("dpfhe/table4/d", &[di as u64]);
+        plan(&tt.train, &self.plan_targets(name), &mut d_rng).map_err(|e| match e {
+            privopt_sim::Error::Infeasible(why) => {
+                privopt_sim::Error::Infeasible(format!("{name}: {why}"))
             }
-        };
-        let cert = &selection.certificate;
-        let key = format!("{prefix}_{name}");
-        // Output perturbation: as many epochs as DP-SGD, constant step 1/β (β = m/4), L = √m.
-        let passes = ((steps as f64 * batch as f64) / n as f64).ceil().max(1.0) as u64;
-        let lr_out = 4.0 / m as f64;
-        let sens = output_sensitivity(passes, (m as f64).sqrt(), lr_out, batch);
-        let std_out = sens / gaussian_mu_for_epsilon(self.epsilon, self.delta)?;
-        let numbers = PlanNumbers {
-            features: m,
-            mean_norm: tt.train.mean_row_norm(),
-            noclip_d: d,
-            noclip_certified: certified,
-            sigma_dpgd,
-            sigma_noclip,
-            noise_std_dpgd: std_dpgd,
-            noise_std_noclip: std_noclip,
-            steps,
-            steps_noclip,
-            batch,
-            noclip_eta: cert.params.eta,
-            noclip_theta: cert.params.theta,
-            noclip_lambda: cert.params.lambda,
-            noclip_kappa: cert.params.kappa,
-            noclip_sigmoid_degree: selection.sigmoid.degree(),
-            noclip_sigmoid_half_width: cert.sigmoid_half_width,
-            noclip_e_f: cert.e_f,
-            noclip_e_b: cert.e_b,
-            noclip_r: cert.r,
-            noise_std_output: std_out,
-            output_passes: passes,
-        };
-        let dpgd = GdSpec {
-            link: Link::Exact,
-            steps,
-            lr: s.lr_dpgd,
-            batch: s.batch,
-            clip: Some(self.clip),
-            noise_std: std_dpgd,
-            barrier: None,
-        };
-        let noclip = GdSpec {
-            link: Link::Poly(selection.sigmoid.clone()),
-            steps: steps_noclip,
-            lr: cert.params.eta,
-            batch: s.batch,
-            clip: None,
-            noise_std: std_noclip,
-            barrier: Some(Barrier {
-                lambda: cert.params.lambda,
-                theta: cert.params.theta,
-                reciprocal: selection.reciprocal.clone(),
-            }),
-        };
-        Ok(Table4Plan {
-            dpgd,
-            noclip,
-            passes,
-            lr_out,
-            std_out,
-            batch,
-            key,
-            numbers,
+            other => other,
         })
     }
 
@@ -724,87 +559,36 @@ impl DpfheSuiteConfig {
     /// agreement with the plaintext run. With `encrypted_bootstrap` the server bootstraps
     /// instead of asking the data owner to refresh.
     fn encrypted(&self, ctx: &mut RunContext<'_>) -> Result<EncryptedReport> {
-        use std::sync::Arc;
-
-        use privopt_ckks::eval::{BootstrapConfig, Bootstrapper, EvalContext};
-        use privopt_sim::methods::dpfhe::encrypted::{
-            Bootstrappers, ClipCircuit, EncryptedSession, Layout, encrypted_params, presample,
-            training_circuit,
-        };
-
-        let preset = self.encrypted_bootstrap.map(BootstrapChoice::preset);
-        let params = match preset {
-            Some(p) => p.params().build()?,
-            None => encrypted_params()?,
-        };
-        let ectx = EvalContext::new(&params)?;
-        let boot = match preset {
-            Some(p) => {
-                ctx.progress
-                    .start("preparing the bootstrapping transforms", 1);
-                let boot = Bootstrapper::new(&ectx, &p.config())?;
-                ctx.progress.finish();
-                Some(Arc::new(boot))
-            }
-            None => None,
-        };
-        // The weights' sparse-packing bootstrapper for a dataset's block width: a period of
-        // at least 1024 slots (weights that repeat every block repeat every multiple of it).
-        // A sparse message's coefficients grow like 1/√(2s), and with them the sine's cubic
-        // error at the presets' message ratios: 15.3 bits at s = 1024 and 10.8 at s = 64 for
-        // N15, 25.9 and 16.8 (s = 32) for N16 (docs/ckks-eval.md).
-        let weights_boot = |block: usize| -> Result<Option<Arc<Bootstrapper>>> {
-            let (Some(p), true) = (preset, self.encrypted_sparse_weights) else {
-                return Ok(None);
-            };
-            let period = block.max(MIN_SPARSE_PERIOD);
-            if period >= ectx.slots() {
-                return Ok(None);
-            }
-            let cfg = BootstrapConfig {
-                slots: Some(period),
-                ..p.config()
-            };
-            Ok(Some(Arc::new(Bootstrapper::new(&ectx, &cfg)?)))
-        };
+        let backend = EncryptedBackend::new(
+            ServerSetup {
+                bootstrap: self.encrypted_bootstrap,
+                sparse_weights: self.encrypted_sparse_weights,
+            },
+            ctx.progress,
+        )?;
         let mut report = EncryptedReport {
-            ring_dim: params.n(),
-            log_qp: params.key_basis().log_modulus(),
-            levels: boot
-                .as_ref()
-                .map_or(params.max_level(), |b| b.output_level()),
+            ring_dim: backend.params().n(),
+            log_qp: backend.params().key_basis().log_modulus(),
+            levels: backend.levels(),
             bootstrap: self.encrypted_bootstrap,
             datasets: Vec::new(),
         };
         for (di, name) in self.datasets.iter().enumerate() {
             let tt = self.load(ctx, name)?;
-            let plan = self.table4_plan(ctx, "encrypted", di, name, &tt)?;
+            let plan = self.table4_plan(ctx, di, name, &tt)?;
+            // Seeded keys: an experiment must be reproducible; deployments use OS entropy.
+            let keys = privopt_math::sample::secret_rng(Some(
+                ctx.seeds.child_seed("dpfhe/encrypted/keys", &[di as u64]),
+            ));
+            let mut trainer = backend.trainer(name, &tt.train, &plan, keys)?;
             let mut entry = EncryptedDataset {
                 name: name.clone(),
                 plan: plan.numbers,
                 alg5: None,
                 alg4: None,
                 output_sgd: None,
-                sparse_weights_period: None,
+                sparse_weights_period: trainer.sparse_weights_period(),
             };
-            let Link::Poly(sigmoid) = plan.noclip.link.clone() else {
-                return Err(privopt_sim::Error::Infeasible(
-                    "the no-clip method needs a polynomial sigmoid".into(),
-                ));
-            };
-            let m = tt.train.n_features() as f64;
-            let layout = Layout::new(tt.train.n_features(), plan.batch, ectx.slots())?;
-            let weights = weights_boot(layout.block)?;
-            entry.sparse_weights_period = weights.as_ref().and_then(|w| w.slots());
-            let bootstrappers = boot.as_ref().map(|any| Bootstrappers {
-                any: Arc::clone(any),
-                weights,
-            });
-            // Seeded keys: an experiment must be reproducible; deployments use OS entropy.
-            let keys = privopt_math::sample::secret_rng(Some(
-                ctx.seeds.child_seed("dpfhe/encrypted/keys", &[di as u64]),
-            ));
-            let mut session: Option<EncryptedSession> = None;
             let runs = [
                 (EncryptedAlgorithm::Alg5, Some(self.encrypted_steps)),
                 (
@@ -815,30 +599,7 @@ impl DpfheSuiteConfig {
             ];
             for (alg, steps) in runs {
                 let Some(steps) = steps else { continue };
-                let mut spec = match alg {
-                    EncryptedAlgorithm::Alg5 => plan.noclip.clone(),
-                    EncryptedAlgorithm::Alg4 => plan.dpgd.clone(),
-                    // Output perturbation's SGD: plain steps at its step size, the noise
-                    // added once to the decrypted output (outside the server's circuit).
-                    EncryptedAlgorithm::OutputSgd => GdSpec {
-                        lr: plan.lr_out,
-                        clip: None,
-                        noise_std: 0.0,
-                        barrier: None,
-                        ..plan.noclip.clone()
-                    },
-                };
-                // Algorithm 4 uses the same polynomial sigmoid; its clipping is polynomial too.
-                spec.link = Link::Poly(sigmoid.clone());
-                spec.steps = steps;
-                let clip = if alg == EncryptedAlgorithm::Alg4 {
-                    // ‖(p̃(z) − y)·x‖² ≤ (1 + e_f)² · m for features in [−1, 1].
-                    Some(ClipCircuit::new(self.clip, 1.21 * m)?)
-                } else {
-                    None
-                };
-                let bound = weight_bound(&spec, &plan.numbers, m, alg);
-                let circuit = training_circuit(layout, &spec, &sigmoid, clip.as_ref(), bound);
+                let spec = trainer.spec(alg, steps);
                 let plain = train(
                     &tt.train,
                     &spec,
@@ -851,22 +612,6 @@ impl DpfheSuiteConfig {
                     steps,
                     &mut ctx.seeds.stream("dpfhe/encrypted", &[di as u64]),
                 );
-                let session = match &mut session {
-                    Some(s) => s,
-                    None => {
-                        ctx.progress
-                            .start(&format!("{name}: generating the keys"), 1);
-                        let made = EncryptedSession::new(
-                            &ectx,
-                            circuit.clone(),
-                            keys.clone(),
-                            bootstrappers.clone(),
-                            true,
-                        )?;
-                        ctx.progress.finish();
-                        session.insert(made)
-                    }
-                };
                 let mut first_run = None;
                 let mut seconds_per_step = Vec::new();
                 for (i, &threads) in self.encrypted_threads.iter().enumerate() {
@@ -875,25 +620,15 @@ impl DpfheSuiteConfig {
                     } else {
                         self.encrypted_timing_steps.unwrap_or(steps).min(steps)
                     };
-                    let label = format!("{name}: {} on {threads} thread(s)", alg.label());
-                    ctx.progress.start(&label, n);
-                    let run = session.run(
+                    let run = trainer.run(
                         &tt.train,
-                        circuit.clone(),
+                        alg,
+                        &spec,
                         &inputs[..n as usize],
                         threads,
                         ctx.progress,
                     )?;
-                    ctx.progress.finish();
-                    // Steady state: the first step starts from fresh weights (no refresh or
-                    // bootstrap of them yet), so it is left out when there are more.
-                    let timed = match run.seconds_per_step.as_slice() {
-                        [only] => std::slice::from_ref(only),
-                        [_, rest @ ..] => rest,
-                        [] => &[],
-                    };
-                    let secs = timed.iter().sum::<f64>() / timed.len().max(1) as f64;
-                    seconds_per_step.push((threads, secs));
+                    seconds_per_step.push((threads, run.steady_seconds_per_step()));
                     if first_run.is_none() {
                         first_run = Some(run);
                     }
@@ -952,16 +687,15 @@ impl DpfheSuiteConfig {
         let mut report = Vec::new();
         for (di, name) in self.datasets.iter().enumerate() {
             let tt = self.load(ctx, name)?;
-            let Table4Plan {
+            let Plan {
                 dpgd,
                 noclip,
                 passes,
                 lr_out,
                 std_out,
                 batch,
-                key,
                 numbers,
-            } = self.table4_plan(ctx, "table4", di, name, &tt)?;
+            } = self.table4_plan(ctx, di, name, &tt)?;
             let label = format!("table 4 {name}");
             let results = parallel_map(self.runs, self.threads, &label, ctx.progress, |r| {
                 let mut rng = ctx.seeds.stream("dpfhe/table4", &[di as u64, r as u64]);
@@ -1004,7 +738,7 @@ impl DpfheSuiteConfig {
                 ])?;
             }
             report.push(Table4Dataset {
-                key,
+                key: format!("table4_{name}"),
                 plan: numbers,
                 dpgd: methods[0],
                 noclip: methods[1],
@@ -1123,31 +857,6 @@ impl DpfheSuiteConfig {
     }
 }
 
-/// Remark 5.3: a DP upper bound on d = ‖∇f(0)‖/√m. ‖∇f(0)‖ = ‖mean_i (½ − y_i)·x_i‖ changes by
-/// at most √m/N when one example is replaced, so it is released with Gaussian noise of standard
-/// deviation σ·√m/N (one more step of the same mechanism), then raised by z·std with
-/// P(N(0,1) > z) = `tail` so that it bounds the true value except with probability `tail`.
-/// Never above ½, which always bounds d.
-fn released_d_bound(
-    data: &Dataset,
-    sigma: f64,
-    tail: f64,
-    rng: &mut impl rand::Rng,
-) -> Result<f64> {
-    let (n, m) = (data.len(), data.n_features());
-    // ∇f(0) = mean_i (σ(0) − y_i)·x_i.
-    let mut grad = vec![0.0; m];
-    let all: Vec<usize> = (0..n).collect();
-    gradient_sum(&Link::Exact, &vec![0.0; m], data, &all, None, &mut grad);
-    let norm = grad.iter().map(|g| g * g).sum::<f64>().sqrt() / n as f64;
-    let sqrt_m = (m as f64).sqrt();
-    let mechanism = GaussianMechanism::new(sigma, sqrt_m / n as f64)?;
-    let mut released = [norm];
-    mechanism.perturb(&mut released, rng);
-    let bound = released[0] + mechanism.std() * normal_upper_quantile(tail);
-    Ok((bound.max(0.0) / sqrt_m).min(0.5))
-}
-
 /// min(v, cap), keeping NaN (a stopped run) as NaN.
 fn clip(v: f64, cap: f64) -> f64 {
     if v.is_nan() { v } else { v.min(cap) }
@@ -1182,43 +891,4 @@ fn top_eigenvalue_of_gram(data: &Dataset) -> f64 {
         v = next.into_iter().map(|x| x / norm).collect();
     }
     lambda
-}
-
-/// The encrypted runs, in the order they run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum EncryptedAlgorithm {
-    Alg5,
-    Alg4,
-    OutputSgd,
-}
-
-impl EncryptedAlgorithm {
-    fn label(self) -> &'static str {
-        match self {
-            Self::Alg5 => "Algorithm 5",
-            Self::Alg4 => "Algorithm 4",
-            Self::OutputSgd => "Output-SGD",
-        }
-    }
-
-    /// The `algorithm` column of the records (Output-SGD: 0).
-    fn number(self) -> u8 {
-        match self {
-            Self::Alg5 => 5,
-            Self::Alg4 => 4,
-            Self::OutputSgd => 0,
-        }
-    }
-}
-
-/// A bound on every weight through `spec`'s run, which a bootstrapping server divides the
-/// weights by: Theorem 3's radius `R` for a certified Algorithm 5; otherwise the sum of the
-/// steps' largest moves, `T·η·(G + 6σ√m)` with `G` the clipping bound (Algorithm 4) or
-/// `(1 + e_f)√m` (features in [−1, 1]), plus the barrier's pull (never outward).
-fn weight_bound(spec: &GdSpec, plan: &PlanNumbers, m: f64, alg: EncryptedAlgorithm) -> f64 {
-    if alg == EncryptedAlgorithm::Alg5 && plan.noclip_certified {
-        return plan.noclip_r;
-    }
-    let gradient = spec.clip.unwrap_or((1.0 + plan.noclip_e_f) * m.sqrt());
-    spec.steps as f64 * spec.lr * (gradient + 6.0 * spec.noise_std * m.sqrt())
 }

@@ -1,5 +1,6 @@
 //! What the dpfhe suites found, typed, and the flat `summary.json` keys they are written as.
 
+pub use privopt_sim::methods::dpfhe::plan::PlanNumbers;
 use privopt_sim::metrics::Summary;
 use serde::Serialize;
 
@@ -89,56 +90,6 @@ pub struct Table3Cell {
     /// Fig. 3's curve: ‖w_t − w*‖² for t = 0, …, T.
     #[serde(skip)]
     pub distance: Vec<f64>,
-}
-
-/// Table 4's parameters for one dataset: noise, App. D.3's certified no-clip parameters and
-/// output perturbation.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct PlanNumbers {
-    /// Features m (with the bias).
-    pub features: usize,
-    /// Mean ‖x‖ over the training rows (against the √m that Theorem 3's sensitivity assumes).
-    pub mean_norm: f64,
-    /// The bound on d = ‖∇f(0)‖/√m used by the certificate (released with DP or ½).
-    pub noclip_d: f64,
-    /// Whether Theorem 3 certifies the no-clip parameters.
-    pub noclip_certified: bool,
-    /// DP-SGD's noise multiplier.
-    pub sigma_dpgd: f64,
-    /// The no-clip method's noise multiplier.
-    pub sigma_noclip: f64,
-    /// DP-SGD's noise standard deviation on the mean gradient.
-    pub noise_std_dpgd: f64,
-    /// The no-clip method's.
-    pub noise_std_noclip: f64,
-    /// DP-SGD's steps.
-    pub steps: u64,
-    /// The no-clip method's steps.
-    pub steps_noclip: u64,
-    /// Examples per step.
-    pub batch: usize,
-    /// Certified step size η.
-    pub noclip_eta: f64,
-    /// Barrier Θ.
-    pub noclip_theta: f64,
-    /// Barrier λ.
-    pub noclip_lambda: f64,
-    /// Barrier κ.
-    pub noclip_kappa: f64,
-    /// Degree of the selected polynomial sigmoid.
-    pub noclip_sigmoid_degree: usize,
-    /// Half-width of its interval.
-    pub noclip_sigmoid_half_width: f64,
-    /// Its sup error e_f.
-    pub noclip_e_f: f64,
-    /// The barrier polynomial's error e_b.
-    pub noclip_e_b: f64,
-    /// The certificate's radius R.
-    pub noclip_r: f64,
-    /// Output perturbation's noise standard deviation.
-    pub noise_std_output: f64,
-    /// Output perturbation's passes over the data.
-    pub output_passes: u64,
 }
 
 /// Mean and standard deviation of accuracy and AUC over runs.

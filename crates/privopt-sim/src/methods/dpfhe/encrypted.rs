@@ -12,12 +12,14 @@ use std::time::Instant;
 
 use privopt_approx::ChebPoly;
 use privopt_ckks::CkksParams;
-use privopt_ckks::eval::{EvalContext, GaloisKeys};
+use privopt_ckks::eval::bootstrap::BootstrapPreset;
+use privopt_ckks::eval::{BootstrapConfig, Bootstrapper, EvalContext, GaloisKeys};
 use privopt_ckks::params::CkksParamsBuilder;
 use privopt_dp::GaussianMechanism;
 use privopt_ml::data::Dataset;
 use rand::Rng;
 use rand_chacha::ChaCha20Rng;
+use serde::{Deserialize, Serialize};
 
 pub use privopt_protocols::dpfhe::{Bootstrappers, ClipCircuit, Layout, StageDepths};
 use privopt_protocols::dpfhe::{
@@ -26,6 +28,8 @@ use privopt_protocols::dpfhe::{
 };
 
 use super::algorithms::GdSpec;
+use super::logreg::Link;
+use super::plan::{Plan, PlanNumbers};
 use crate::context::{NoProgress, Progress};
 use crate::error::{Error, Result};
 use crate::methods::minibatch;
@@ -88,6 +92,19 @@ pub struct EncryptedRun {
     pub refreshes: usize,
     /// Bootstraps the server ran.
     pub bootstraps: usize,
+}
+
+impl EncryptedRun {
+    /// Seconds per step in the steady state: the first step starts from fresh weights (no
+    /// refresh or bootstrap of them yet), so it is left out when there are more.
+    pub fn steady_seconds_per_step(&self) -> f64 {
+        let timed = match self.seconds_per_step.as_slice() {
+            [only] => std::slice::from_ref(only),
+            [_, rest @ ..] => rest,
+            [] => &[],
+        };
+        timed.iter().sum::<f64>() / timed.len().max(1) as f64
+    }
 }
 
 /// The step circuit of `spec` (Algorithm 5 if it has a barrier, 4 with `clip`, plain
@@ -192,6 +209,9 @@ impl EncryptedSession {
         let mut first_depths = None;
         let mut bootstraps = 0;
         for (t, step) in inputs.iter().enumerate() {
+            if progress.should_stop() {
+                return Err(Error::Interrupted);
+            }
             let t = t as u64;
             let mut enc = self
                 .owner
@@ -239,7 +259,7 @@ impl EncryptedSession {
 /// refreshes, weights) crosses as its encoding.
 #[allow(clippy::too_many_arguments)]
 pub fn run_encrypted(
-    ctx: &Arc<EvalContext>,
+    backend: &EncryptedBackend,
     data: &Dataset,
     spec: &GdSpec,
     sigmoid: &ChebPoly,
@@ -249,6 +269,7 @@ pub fn run_encrypted(
     key_rng: ChaCha20Rng,
     through_bytes: bool,
 ) -> Result<EncryptedRun> {
+    let ctx = &backend.ctx;
     let batch = inputs.first().map_or(0, |s| s.batch.len());
     let layout = Layout::new(data.n_features(), batch, ctx.slots())?;
     // Refreshing servers never bootstrap, so the weights need no bound.
@@ -272,4 +293,300 @@ fn ask_owner(
         return Ok(Refresh::from_bytes(ctx, &reply.to_bytes(ctx))?);
     }
     Ok(reply)
+}
+
+/// The algorithms an encrypted run can execute.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EncryptedAlgorithm {
+    /// Algorithm 5: the no-clip barrier method.
+    Alg5,
+    /// Algorithm 4: DP-GD with polynomial clipping.
+    Alg4,
+    /// Output perturbation's SGD step (the noise is added once to the decrypted output).
+    OutputSgd,
+}
+
+impl EncryptedAlgorithm {
+    /// A name for progress lines.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Alg5 => "Algorithm 5",
+            Self::Alg4 => "Algorithm 4",
+            Self::OutputSgd => "Output-SGD",
+        }
+    }
+
+    /// The paper's number (Output-SGD: 0).
+    pub fn number(self) -> u8 {
+        match self {
+            Self::Alg5 => 5,
+            Self::Alg4 => 4,
+            Self::OutputSgd => 0,
+        }
+    }
+}
+
+/// A bootstrapping preset, by name in configs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BootstrapChoice {
+    /// [`BootstrapPreset::N15`].
+    N15,
+    /// [`BootstrapPreset::N16`].
+    N16,
+}
+
+impl BootstrapChoice {
+    /// The preset.
+    pub fn preset(self) -> BootstrapPreset {
+        match self {
+            Self::N15 => BootstrapPreset::N15,
+            Self::N16 => BootstrapPreset::N16,
+        }
+    }
+}
+
+/// How the compute server keeps its ciphertexts alive. The default asks the data owner to
+/// refresh.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServerSetup {
+    /// Bootstrap with this 128-bit preset; `None`: ask the data owner to refresh, at the
+    /// n = 2^15 parameters of [`encrypted_params`].
+    pub bootstrap: Option<BootstrapChoice>,
+    /// Bootstrap the weights (whose slots repeat with the block width) by sparse packing of
+    /// that period, cheaper than a full-slot bootstrap.
+    pub sparse_weights: bool,
+}
+
+impl Default for ServerSetup {
+    fn default() -> Self {
+        Self {
+            bootstrap: None,
+            sparse_weights: true,
+        }
+    }
+}
+
+/// The smallest period the weights are bootstrapped with by sparse packing.
+const MIN_SPARSE_PERIOD: usize = 1024;
+
+/// The CKKS context and (when bootstrapping) the full-slot bootstrapper, shared by the
+/// trainers of several datasets.
+pub struct EncryptedBackend {
+    ctx: Arc<EvalContext>,
+    setup: ServerSetup,
+    boot: Option<Arc<Bootstrapper>>,
+}
+
+impl std::fmt::Debug for EncryptedBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EncryptedBackend")
+            .field("setup", &self.setup)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EncryptedBackend {
+    /// Builds the parameters and, for a bootstrapping server, the bootstrapping transforms.
+    pub fn new(setup: ServerSetup, progress: &dyn Progress) -> Result<Self> {
+        let preset = setup.bootstrap.map(BootstrapChoice::preset);
+        let params = match preset {
+            Some(p) => p.params().build()?,
+            None => encrypted_params()?,
+        };
+        let ctx = EvalContext::new(&params)?;
+        let boot = match preset {
+            Some(p) => {
+                progress.start("preparing the bootstrapping transforms", 1);
+                let boot = Bootstrapper::new(&ctx, &p.config())?;
+                progress.finish();
+                Some(Arc::new(boot))
+            }
+            None => None,
+        };
+        Ok(Self { ctx, setup, boot })
+    }
+
+    /// The CKKS parameters.
+    pub fn params(&self) -> &Arc<CkksParams> {
+        self.ctx.params()
+    }
+
+    /// Levels a fresh (or freshly bootstrapped) ciphertext has.
+    pub fn levels(&self) -> usize {
+        self.boot
+            .as_ref()
+            .map_or(self.params().max_level(), |b| b.output_level())
+    }
+
+    /// The weights' sparse-packing bootstrapper for a dataset's block width: a period of at
+    /// least 1024 slots (weights that repeat every block repeat every multiple of it). A
+    /// sparse message's coefficients grow like 1/√(2s), and with them the sine's cubic error
+    /// at the presets' message ratios: 15.3 bits at s = 1024 and 10.8 at s = 64 for N15, 25.9
+    /// and 16.8 (s = 32) for N16 (docs/ckks-eval.md).
+    fn weights_bootstrapper(&self, block: usize) -> Result<Option<Arc<Bootstrapper>>> {
+        let (Some(choice), true) = (self.setup.bootstrap, self.setup.sparse_weights) else {
+            return Ok(None);
+        };
+        let period = block.max(MIN_SPARSE_PERIOD);
+        if period >= self.ctx.slots() {
+            return Ok(None);
+        }
+        let cfg = BootstrapConfig {
+            slots: Some(period),
+            ..choice.preset().config()
+        };
+        Ok(Some(Arc::new(Bootstrapper::new(&self.ctx, &cfg)?)))
+    }
+
+    /// A trainer for `plan` on `train` (its no-clip sigmoid is the polynomial every encrypted
+    /// algorithm uses), whose data owner draws its keys from `key_rng` when the first run
+    /// starts. `name` labels its progress lines.
+    pub fn trainer(
+        &self,
+        name: &str,
+        train: &Dataset,
+        plan: &Plan,
+        key_rng: ChaCha20Rng,
+    ) -> Result<EncryptedTrainer<'_>> {
+        let Link::Poly(sigmoid) = plan.noclip.link.clone() else {
+            return Err(Error::Infeasible(
+                "the no-clip method needs a polynomial sigmoid".into(),
+            ));
+        };
+        let layout = Layout::new(train.n_features(), plan.batch, self.ctx.slots())?;
+        let weights = self.weights_bootstrapper(layout.block)?;
+        let sparse_weights_period = weights.as_ref().and_then(|w| w.slots());
+        let bootstrappers = self.boot.as_ref().map(|any| Bootstrappers {
+            any: Arc::clone(any),
+            weights,
+        });
+        Ok(EncryptedTrainer {
+            backend: self,
+            name: name.to_owned(),
+            layout,
+            bootstrappers,
+            sparse_weights_period,
+            sigmoid,
+            clip: plan.dpgd.clip.unwrap_or(1.0),
+            features: train.n_features() as f64,
+            numbers: plan.numbers,
+            plan_specs: (plan.noclip.clone(), plan.dpgd.clone(), plan.lr_out),
+            key_rng: Some(key_rng),
+            session: None,
+        })
+    }
+}
+
+/// The encrypted runs of one plan on one training set: one data owner's keys, one server.
+pub struct EncryptedTrainer<'a> {
+    backend: &'a EncryptedBackend,
+    name: String,
+    layout: Layout,
+    bootstrappers: Option<Bootstrappers>,
+    sparse_weights_period: Option<usize>,
+    sigmoid: ChebPoly,
+    clip: f64,
+    features: f64,
+    numbers: PlanNumbers,
+    /// The no-clip and DP-GD specs and output perturbation's step.
+    plan_specs: (GdSpec, GdSpec, f64),
+    key_rng: Option<ChaCha20Rng>,
+    session: Option<EncryptedSession>,
+}
+
+impl std::fmt::Debug for EncryptedTrainer<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EncryptedTrainer")
+            .field("name", &self.name)
+            .field("layout", &self.layout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EncryptedTrainer<'_> {
+    /// The period of the weights' sparse bootstrap, if they get one.
+    pub fn sparse_weights_period(&self) -> Option<usize> {
+        self.sparse_weights_period
+    }
+
+    /// What `steps` steps of `alg` compute, as a plaintext spec: the plan's spec with the
+    /// polynomial sigmoid (Algorithm 4's clipping is polynomial too, see [`Self::run`]);
+    /// Output-SGD takes plain steps at output perturbation's step size.
+    pub fn spec(&self, alg: EncryptedAlgorithm, steps: u64) -> GdSpec {
+        let (noclip, dpgd, lr_out) = &self.plan_specs;
+        let mut spec = match alg {
+            EncryptedAlgorithm::Alg5 => noclip.clone(),
+            EncryptedAlgorithm::Alg4 => dpgd.clone(),
+            EncryptedAlgorithm::OutputSgd => GdSpec {
+                lr: *lr_out,
+                clip: None,
+                noise_std: 0.0,
+                barrier: None,
+                ..noclip.clone()
+            },
+        };
+        spec.link = Link::Poly(self.sigmoid.clone());
+        spec.steps = steps;
+        spec
+    }
+
+    /// Runs `alg` on ciphertexts for `inputs.len()` steps of `spec` (from [`Self::spec`])
+    /// from w₀ = 0 with `threads` server threads; the keys are made on the first run. Reports
+    /// the key generation and then the steps to `progress`, each as its own piece of work.
+    pub fn run(
+        &mut self,
+        train: &Dataset,
+        alg: EncryptedAlgorithm,
+        spec: &GdSpec,
+        inputs: &[StepInputs],
+        threads: usize,
+        progress: &dyn Progress,
+    ) -> Result<EncryptedRun> {
+        let clip = if alg == EncryptedAlgorithm::Alg4 {
+            // ‖(p̃(z) − y)·x‖² ≤ (1 + e_f)² · m for features in [−1, 1].
+            Some(ClipCircuit::new(self.clip, 1.21 * self.features)?)
+        } else {
+            None
+        };
+        let bound = weight_bound(spec, &self.numbers, self.features, alg);
+        let circuit = training_circuit(self.layout, spec, &self.sigmoid, clip.as_ref(), bound);
+        let session = match (&mut self.session, self.key_rng.take()) {
+            (Some(s), _) => s,
+            (None, Some(keys)) => {
+                progress.start(&format!("{}: generating the keys", self.name), 1);
+                let made = EncryptedSession::new(
+                    &self.backend.ctx,
+                    circuit.clone(),
+                    keys,
+                    self.bootstrappers.clone(),
+                    true,
+                )?;
+                progress.finish();
+                self.session.insert(made)
+            }
+            (None, None) => {
+                return Err(Error::Infeasible(
+                    "the encrypted trainer lost its keys in a failed key generation".into(),
+                ));
+            }
+        };
+        let label = format!("{}: {} on {threads} thread(s)", self.name, alg.label());
+        progress.start(&label, inputs.len() as u64);
+        let run = session.run(train, circuit, inputs, threads, progress);
+        progress.finish();
+        run
+    }
+}
+
+/// A bound on every weight through `spec`'s run, which a bootstrapping server divides the
+/// weights by: Theorem 3's radius `R` for a certified Algorithm 5; otherwise the sum of the
+/// steps' largest moves, `T·η·(G + 6σ√m)` with `G` the clipping bound (Algorithm 4) or
+/// `(1 + e_f)√m` (features in [−1, 1]), plus the barrier's pull (never outward).
+fn weight_bound(spec: &GdSpec, plan: &PlanNumbers, m: f64, alg: EncryptedAlgorithm) -> f64 {
+    if alg == EncryptedAlgorithm::Alg5 && plan.noclip_certified {
+        return plan.noclip_r;
+    }
+    let gradient = spec.clip.unwrap_or((1.0 + plan.noclip_e_f) * m.sqrt());
+    spec.steps as f64 * spec.lr * (gradient + 6.0 * spec.noise_std * m.sqrt())
 }

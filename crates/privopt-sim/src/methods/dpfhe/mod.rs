@@ -8,5 +8,7 @@
 pub mod algorithms;
 pub mod data;
 pub mod encrypted;
+pub mod estimator;
 pub mod logreg;
+pub mod plan;
 pub mod theorem;

@@ -11,7 +11,12 @@ use privopt_experiments::suites::SuiteReport;
 use privopt_experiments::suites::dpfhe::DpfheSuiteReport;
 use privopt_ml::data::Dataset;
 use privopt_sim::methods::dpfhe::algorithms::{Barrier, GdSpec, train};
-use privopt_sim::methods::dpfhe::logreg::{Link, accuracy};
+use privopt_sim::context::NoProgress;
+use privopt_sim::methods::dpfhe::data::load_task;
+use privopt_sim::methods::dpfhe::encrypted::ServerSetup;
+use privopt_sim::methods::dpfhe::estimator::{Algorithm, EncryptedFit, FitSpec, fit};
+use privopt_sim::methods::dpfhe::logreg::{Link, accuracy, auc};
+use privopt_sim::methods::dpfhe::plan::PlanTargets;
 use privopt_sim::methods::dpfhe::theorem::{
     BarrierParams, BarrierShape, PHI_MAX, RunShape, SelectionTargets, check, select,
     wall_polynomial,
@@ -372,8 +377,6 @@ fn fig4_plain_gd_diverges_and_the_barrier_stays_inside() {
 #[test]
 #[cfg_attr(not(data_credit), ignore = "needs credit: privopt data fetch credit")]
 fn encrypted_algorithm_5_matches_the_plaintext_run() {
-    use privopt_sim::context::NoProgress;
-    use privopt_sim::methods::dpfhe::data::load_task;
     use privopt_sim::methods::dpfhe::encrypted::{EncryptedBackend, presample, run_encrypted};
 
     let Some(dir) = common::real_data_dir(&["credit"]) else {
@@ -493,6 +496,63 @@ fn dpfhe_encrypted_smoke_writes_depths_timings_and_agreement() {
     assert!((s["acc_encrypted"] - s["acc_plain"]).abs() <= 0.001);
     // Algorithm 4 needs more levels than the 16-level chain has: it went back to the client.
     assert!(s["alg4_client_refreshes"] >= 1.0);
+
+    // The estimator's fit (what `privopt.dpfhe.LogisticRegression` runs) from the same seed
+    // on the same data is the suite's run: the same plan, the same plaintext and encrypted
+    // models, to the bit where the keys and noise are the same.
+    let Some(Outcome::Suite(report)) = &out.report else {
+        panic!("no suite report");
+    };
+    let SuiteReport::Dpfhe(DpfheSuiteReport::Encrypted(report)) = report.as_ref() else {
+        panic!("not an encrypted report");
+    };
+    let entry = &report.datasets[0];
+    let seeds = privopt_math::SeedTree::new(0);
+    let tt = load_task("credit", &dir, &seeds, &Default::default()).unwrap();
+    let targets = PlanTargets {
+        batch: Some(100),
+        ..PlanTargets::default()
+    };
+    for (algorithm, suite_run) in [
+        (Algorithm::NoClip, entry.alg5.as_ref().unwrap()),
+        (Algorithm::DpGd, entry.alg4.as_ref().unwrap()),
+    ] {
+        let mut spec = FitSpec {
+            algorithm,
+            targets: targets.clone(),
+            stop_after: Some(1),
+            encrypted: Some(EncryptedFit {
+                setup: ServerSetup::default(),
+                threads: 2,
+            }),
+            seed: 0,
+        };
+        let enc = fit(&tt.train, &spec, &NoProgress).unwrap();
+        assert_eq!(enc.plan, entry.plan, "{algorithm:?}: the plans differ");
+        assert_eq!(enc.steps_run, 1);
+        // The suite's owner encrypted Algorithm 5's run before Algorithm 4's with the same
+        // keys, so Algorithm 4's encryption randomness differs from a fresh fit's: equal up
+        // to CKKS's own error there, to the bit for Algorithm 5.
+        let tolerance = if algorithm == Algorithm::NoClip { 0.0 } else { 1e-5 };
+        let (acc, area) = (accuracy(&enc.w, &tt.test), auc(&enc.w, &tt.test));
+        assert!((acc - suite_run.acc_encrypted).abs() <= tolerance, "{algorithm:?} {acc}");
+        assert!((area - suite_run.auc_encrypted).abs() <= tolerance, "{algorithm:?} {area}");
+        assert_eq!(enc.encrypted.unwrap().refreshes, suite_run.refreshes);
+        if algorithm == Algorithm::NoClip {
+            // Algorithm 5's plaintext twin is the plan's no-clip run itself.
+            spec.encrypted = None;
+            let plain = fit(&tt.train, &spec, &NoProgress).unwrap();
+            assert_eq!(accuracy(&plain.w, &tt.test), suite_run.acc_plain);
+            assert_eq!(auc(&plain.w, &tt.test), suite_run.auc_plain);
+            let diff = plain
+                .w
+                .iter()
+                .zip(&enc.w)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f64::max);
+            assert!(diff <= suite_run.max_abs_diff * 1.0001 + 1e-12, "{diff}");
+        }
+    }
 }
 
 /// The preprocessing choices of issue 21: the authors' label encoding gives the paper's

@@ -10,8 +10,8 @@ use privopt_experiments::runner::Outcome;
 use privopt_experiments::suites::SuiteReport;
 use privopt_experiments::suites::dpfhe::DpfheSuiteReport;
 use privopt_ml::data::Dataset;
-use privopt_sim::methods::dpfhe::algorithms::{Barrier, GdSpec, train};
 use privopt_sim::context::NoProgress;
+use privopt_sim::methods::dpfhe::algorithms::{Barrier, GdSpec, train};
 use privopt_sim::methods::dpfhe::data::load_task;
 use privopt_sim::methods::dpfhe::encrypted::ServerSetup;
 use privopt_sim::methods::dpfhe::estimator::{Algorithm, EncryptedFit, FitSpec, fit};
@@ -525,7 +525,7 @@ fn dpfhe_encrypted_smoke_writes_depths_timings_and_agreement() {
                 setup: ServerSetup::default(),
                 threads: 2,
             }),
-            seed: 0,
+            seed: Some(0),
         };
         let enc = fit(&tt.train, &spec, &NoProgress).unwrap();
         assert_eq!(enc.plan, entry.plan, "{algorithm:?}: the plans differ");
@@ -533,10 +533,20 @@ fn dpfhe_encrypted_smoke_writes_depths_timings_and_agreement() {
         // The suite's owner encrypted Algorithm 5's run before Algorithm 4's with the same
         // keys, so Algorithm 4's encryption randomness differs from a fresh fit's: equal up
         // to CKKS's own error there, to the bit for Algorithm 5.
-        let tolerance = if algorithm == Algorithm::NoClip { 0.0 } else { 1e-5 };
+        let tolerance = if algorithm == Algorithm::NoClip {
+            0.0
+        } else {
+            1e-5
+        };
         let (acc, area) = (accuracy(&enc.w, &tt.test), auc(&enc.w, &tt.test));
-        assert!((acc - suite_run.acc_encrypted).abs() <= tolerance, "{algorithm:?} {acc}");
-        assert!((area - suite_run.auc_encrypted).abs() <= tolerance, "{algorithm:?} {area}");
+        assert!(
+            (acc - suite_run.acc_encrypted).abs() <= tolerance,
+            "{algorithm:?} {acc}"
+        );
+        assert!(
+            (area - suite_run.auc_encrypted).abs() <= tolerance,
+            "{algorithm:?} {area}"
+        );
         assert_eq!(enc.encrypted.unwrap().refreshes, suite_run.refreshes);
         if algorithm == Algorithm::NoClip {
             // Algorithm 5's plaintext twin is the plan's no-clip run itself.

@@ -18,6 +18,7 @@ mod ckks;
 mod dome;
 mod dp;
 mod dpfhe;
+mod dpfhe_fit;
 mod eezofl;
 mod errors;
 mod model_arrays;
@@ -37,7 +38,7 @@ type Register = fn(&Bound<'_, PyModule>) -> PyResult<()>;
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    let registrations: [(&str, Register); 11] = [
+    let registrations: [(&str, Register); 12] = [
         ("ckks", ckks::register),
         ("multiparty", multiparty::register),
         ("paillier", paillier::register),
@@ -48,6 +49,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ("dome", dome::register),
         ("eezofl", eezofl::register),
         ("dpfhe", dpfhe::register),
+        ("dpfhe_fit", dpfhe_fit::register),
         ("problem", problem::register),
     ];
     for (name, register) in registrations {

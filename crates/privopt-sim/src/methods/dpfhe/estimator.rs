@@ -47,8 +47,10 @@ pub struct FitSpec {
     pub stop_after: Option<u64>,
     /// `None`: plaintext.
     pub encrypted: Option<EncryptedFit>,
-    /// Root of every random stream (batches, noise, the owner's keys).
-    pub seed: u64,
+    /// Root of every random stream (batches, noise, the owner's keys), for reproducible
+    /// experiments: whoever knows it can recompute the noise. `None`: the operating system's
+    /// entropy, as a deployment needs.
+    pub seed: Option<u64>,
 }
 
 /// What the encrypted run reports.
@@ -90,13 +92,20 @@ pub fn fit(data: &Dataset, spec: &FitSpec, progress: &dyn Progress) -> Result<Fi
     ensure(spec.stop_after != Some(0), || {
         "stop_after must be >= 1".into()
     })?;
-    let seeds = SeedTree::new(spec.seed);
-    let plan = plan(
-        data,
-        &spec.targets,
-        &mut seeds.stream("dpfhe/table4/d", &[STREAM_INDEX]),
-    )?;
-    let mut rng = seeds.stream("dpfhe/encrypted", &[STREAM_INDEX]);
+    let (mut d_rng, mut rng, keys) = match spec.seed {
+        Some(seed) => {
+            let seeds = SeedTree::new(seed);
+            (
+                seeds.stream("dpfhe/table4/d", &[STREAM_INDEX]),
+                seeds.stream("dpfhe/encrypted", &[STREAM_INDEX]),
+                secret_rng(Some(
+                    seeds.child_seed("dpfhe/encrypted/keys", &[STREAM_INDEX]),
+                )),
+            )
+        }
+        None => (secret_rng(None), secret_rng(None), secret_rng(None)),
+    };
+    let plan = plan(data, &spec.targets, &mut d_rng)?;
     let Some(enc) = spec.encrypted else {
         let mut gd = match spec.algorithm {
             Algorithm::NoClip => plan.noclip.clone(),
@@ -147,10 +156,7 @@ pub fn fit(data: &Dataset, spec: &FitSpec, progress: &dyn Progress) -> Result<Fi
     };
     let steps = spec.stop_after.map_or(calibrated, |k| k.min(calibrated));
     let backend = EncryptedBackend::new(enc.setup, progress)?;
-    let keys = secret_rng(Some(
-        seeds.child_seed("dpfhe/encrypted/keys", &[STREAM_INDEX]),
-    ));
-    let mut trainer = backend.trainer("fit", data, &plan, keys)?;
+    let mut trainer = backend.trainer("encrypted", data, &plan, keys)?;
     let gd = trainer.spec(alg, steps);
     let inputs = presample(data, &gd, steps, &mut rng);
     let run = trainer.run(data, alg, &gd, &inputs, enc.threads, progress)?;

@@ -183,9 +183,7 @@ class LogisticRegression:
 
     def __repr__(self) -> str:
         defaults = LogisticRegression().get_params()
-        changed = ", ".join(
-            f"{k}={v!r}" for k, v in self.get_params().items() if v != defaults[k]
-        )
+        changed = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items() if v != defaults[k])
         return f"LogisticRegression({changed})"
 
     def fit(self, X: Any, y: Any) -> LogisticRegression:
@@ -257,6 +255,7 @@ class LogisticRegression:
 
     def predict(self, X: Any) -> npt.NDArray[Any]:
         """The more probable class of each row."""
+        self._check_fitted()
         picked: npt.NDArray[Any] = self.classes_[(self.decision_function(X) > 0).astype(int)]
         return picked
 
@@ -266,9 +265,7 @@ class LogisticRegression:
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "coef_"):
-            raise AttributeError(
-                "this LogisticRegression is not fitted yet: call fit(X, y) first"
-            )
+            raise AttributeError("this LogisticRegression is not fitted yet: call fit(X, y) first")
 
     def _features(self, X: Any, *, fitting: bool) -> FloatArray:
         columns = getattr(X, "columns", None)
@@ -284,8 +281,7 @@ class LogisticRegression:
                 self.feature_names_in_ = np.asarray([str(c) for c in columns], dtype=object)
         elif x.shape[1] != self.n_features_in_:
             raise ParameterError(
-                f"X has {x.shape[1]} features, but this model was fitted on "
-                f"{self.n_features_in_}"
+                f"X has {x.shape[1]} features, but this model was fitted on {self.n_features_in_}"
             )
         return x
 

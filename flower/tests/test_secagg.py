@@ -1,0 +1,311 @@
+"""privopt_flower.secagg: the drop-in SecAgg+ workflow and mod, driven through Flower's own
+ClientApp and workflow machinery with an in-process grid (no processes)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import pytest
+from flwr.app import ArrayRecord, Context, Message, MetricRecord, RecordDict
+from flwr.app.error import Error
+from flwr.client import ClientApp, NumPyClient
+from flwr.clientapp import ClientApp as MessageClientApp
+from privopt.errors import ProtocolError
+
+from privopt_flower import secagg
+
+
+@pytest.fixture(autouse=True)
+def task_identity():
+    """What a Flower process sets before a ServerApp runs (Message needs the run id)."""
+    from flwr.supercore.task_identity import TaskIdentity
+
+    TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = 1, 0, 1
+    yield
+
+
+class LoopbackGrid:
+    """A Grid whose nodes are ClientApps in this process, each with its own persistent
+    Context (as a SuperNode keeps one per run). ``kill`` maps a stage name to nodes that stop
+    answering from that stage on; ``tamper`` maps a stage to a function applied to one node's
+    reply content."""
+
+    def __init__(
+        self,
+        apps: dict[int, Any],
+        kill: dict[str, set[int]] | None = None,
+        tamper: dict[str, tuple[int, Any]] | None = None,
+    ) -> None:
+        self.apps = apps
+        self.contexts = {
+            n: Context(run_id=1, node_id=n, node_config={}, state=RecordDict(), run_config={})
+            for n in apps
+        }
+        self.kill = kill or {}
+        self.tamper = tamper or {}
+        self.dead: set[int] = set()
+        self.seen: list[tuple[int, RecordDict]] = []
+
+    def get_node_ids(self) -> Iterable[int]:
+        return [n for n in self.apps if n not in self.dead]
+
+    def send_and_receive(
+        self, messages: Iterable[Message], *, timeout: float | None = None
+    ) -> list[Message]:
+        replies = []
+        for msg in messages:
+            msg.metadata.__dict__["_message_id"] = uuid.uuid4().hex
+            node = msg.metadata.dst_node_id
+            stage = msg.content.config_records[secagg.RECORD]["stage"]
+            if node in self.kill.get(str(stage), set()):
+                self.dead.add(node)
+            if node in self.dead:
+                continue
+            try:
+                reply = self.apps[node](msg, self.contexts[node])
+            except Exception as e:  # noqa: BLE001  (a SuperNode turns it into an error reply)
+                reply = Message(Error(code=0, reason=f"{type(e).__name__}: {e}"), reply_to=msg)
+            if not reply.has_error():
+                self.seen.append((node, reply.content))
+                who, change = self.tamper.get(str(stage), (None, None))
+                if who == node:
+                    change(reply.content)
+            replies.append(reply)
+        return replies
+
+
+def legacy_app(values: dict[int, np.ndarray], weights: dict[int, int]) -> ClientApp:
+    """A legacy ClientApp (NumPyClient) that returns a fixed update per node, behind the mod."""
+
+    class Fixed(NumPyClient):
+        def __init__(self, node: int) -> None:
+            self.node = node
+
+        def fit(self, parameters, config):
+            return (
+                [values[self.node][:6].reshape(2, 3), values[self.node][6:]],
+                weights[self.node],
+                {"node": self.node},
+            )
+
+    return ClientApp(
+        client_fn=lambda ctx: Fixed(ctx.node_id).to_client(), mods=[secagg.secaggplus_mod]
+    )
+
+
+def message_app(values: dict[int, np.ndarray], weights: dict[int, int]) -> MessageClientApp:
+    """A Message-API ClientApp (``@app.train()``) behind the mod."""
+    app = MessageClientApp(mods=[secagg.secaggplus_mod])
+
+    @app.train()
+    def train(msg: Message, context: Context) -> Message:
+        update = ArrayRecord([values[context.node_id]])
+        metrics = MetricRecord({"num-examples": weights[context.node_id]})
+        return Message(RecordDict({"arrays": update, "metrics": metrics}), reply_to=msg)
+
+    return app
+
+
+def make_values(n: int, dim: int, seed: int = 0) -> dict[int, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {100 + i: rng.uniform(-2, 2, dim) for i in range(n)}
+
+
+def test_secure_sum_equals_the_plain_sum_and_never_shows_an_input():
+    values = make_values(7, 50)
+    weights = {n: 1 for n in values}
+    grid = LoopbackGrid({n: message_app(values, weights) for n in values})
+    template = ArrayRecord([np.zeros(50)])
+    out = secagg.secure_sum(
+        grid, values, RecordDict({"arrays": template}), server_round=1, num_shares=5,
+        reconstruction_threshold=3,
+    )  # fmt: skip
+    want = sum(values.values())
+    got = out.arrays.to_numpy_ndarrays()[0]
+    # Stochastic quantization to 2^22 levels over [-8, 8]: 4e-6 per entry per client.
+    assert np.abs(got - want).max() < 7 * 4e-6
+    assert out.weight == pytest.approx(7.0) and sorted(out.replies) == sorted(values)
+    # What crossed the wire from the clients: no reply carries an input in the clear.
+    for _, content in grid.seen:
+        for record in content.array_records.values():
+            assert len(record) == 0
+        for v in content.config_records[secagg.RECORD].values():
+            if isinstance(v, bytes):
+                for x in values.values():
+                    assert x.astype("<f8").tobytes()[:16] not in v
+
+
+@pytest.mark.parametrize(
+    "stage", [secagg.Stage.SHARE_KEYS, secagg.Stage.COLLECT_MASKED_VECTORS, secagg.Stage.UNMASK]
+)
+def test_a_client_that_dies_at_any_stage_is_handled_as_secagg_plus_handles_it(stage):
+    values = make_values(7, 20, seed=1)
+    weights = {n: 1 for n in values}
+    victim = 103
+    grid = LoopbackGrid({n: message_app(values, weights) for n in values}, kill={stage: {victim}})
+    out = secagg.secure_sum(
+        grid, values, RecordDict({"arrays": ArrayRecord([np.zeros(20)])}), server_round=4,
+        num_shares=5, reconstruction_threshold=3,
+    )  # fmt: skip
+    counted = set(out.replies)
+    # Dying before its masked input arrived leaves it out; dying after (at unmask) keeps it in.
+    assert (victim in counted) == (stage == secagg.Stage.UNMASK)
+    assert victim in out.dropped or victim in counted
+    want = sum(values[n] for n in counted)
+    assert np.abs(out.arrays.to_numpy_ndarrays()[0] - want).max() < 7 * 4e-6
+
+
+def test_too_many_dropouts_stop_the_round_without_unmasking():
+    values = make_values(5, 10, seed=2)
+    weights = {n: 1 for n in values}
+    grid = LoopbackGrid(
+        {n: message_app(values, weights) for n in values},
+        kill={secagg.Stage.COLLECT_MASKED_VECTORS: {100, 101, 102}},
+    )
+    with pytest.raises(ProtocolError):
+        secagg.secure_sum(
+            grid, values, RecordDict({"arrays": ArrayRecord([np.zeros(10)])}), server_round=2,
+            num_shares=5, reconstruction_threshold=3,
+        )  # fmt: skip
+
+
+def test_a_tampered_masked_vector_is_refused_naming_the_node():
+    values = make_values(6, 10, seed=3)
+    weights = {n: 1 for n in values}
+
+    def flip(content: RecordDict) -> None:
+        rec = content.config_records[secagg.RECORD]
+        msg = bytearray(rec["msg"])
+        msg[-5] ^= 0xFF
+        rec["msg"] = bytes(msg)
+
+    grid = LoopbackGrid(
+        {n: message_app(values, weights) for n in values},
+        tamper={secagg.Stage.SHARE_KEYS: (104, flip)},
+    )
+    out = secagg.secure_sum(
+        grid, values, RecordDict({"arrays": ArrayRecord([np.zeros(10)])}), server_round=3,
+        num_shares=5, reconstruction_threshold=3,
+    )  # fmt: skip
+    assert 104 in out.dropped and "refused" in out.dropped[104]
+    want = sum(values[n] for n in out.replies)
+    assert 104 not in out.replies
+    assert np.abs(out.arrays.to_numpy_ndarrays()[0] - want).max() < 6 * 4e-6
+
+
+def test_weighted_mean_is_flowers_fedavg():
+    values = make_values(4, 8, seed=4)
+    weights = {100: 10, 101: 30, 102: 50, 103: 110}
+    grid = LoopbackGrid({n: message_app(values, weights) for n in values})
+    out = secagg.secure_sum(
+        grid, values, RecordDict({"arrays": ArrayRecord([np.zeros(8)])}), server_round=1,
+        weighted=True, num_shares=3, reconstruction_threshold=2,
+    )  # fmt: skip
+    total = sum(weights.values())
+    mean = sum(weights[n] * values[n] for n in values) / total
+    assert out.weight == pytest.approx(total, rel=1e-3)
+    got = out.arrays.to_numpy_ndarrays()[0] / out.weight
+    assert np.abs(got - mean).max() < 1e-4
+
+
+def test_the_workflow_gives_fedavg_of_the_sampled_clients_through_flowers_legacy_strategy():
+    from flwr.app import ConfigRecord
+    from flwr.common import ndarrays_to_parameters
+    from flwr.server import ClientManager
+    from flwr.server.client_proxy import ClientProxy
+    from flwr.server.compat.legacy_context import LegacyContext
+    from flwr.server.strategy import FedAvg
+    from flwr.server.workflow.constant import MAIN_CONFIGS_RECORD, MAIN_PARAMS_RECORD
+
+    values = make_values(5, 9, seed=5)
+    weights = {100: 5, 101: 15, 102: 20, 103: 40, 104: 20}
+    grid = LoopbackGrid({n: legacy_app(values, weights) for n in values})
+
+    class Proxy(ClientProxy):
+        def get_properties(self, *a: Any, **k: Any) -> Any: ...
+        def get_parameters(self, *a: Any, **k: Any) -> Any: ...
+        def fit(self, *a: Any, **k: Any) -> Any: ...
+        def evaluate(self, *a: Any, **k: Any) -> Any: ...
+        def reconnect(self, *a: Any, **k: Any) -> Any: ...
+
+    class Manager(ClientManager):
+        def __init__(self) -> None:
+            self.proxies = {str(n): Proxy(str(n)) for n in values}
+            for n, p in self.proxies.items():
+                p.node_id = int(n)
+
+        def num_available(self) -> int:
+            return len(self.proxies)
+
+        def register(self, client: ClientProxy) -> bool:
+            return True
+
+        def unregister(self, client: ClientProxy) -> None: ...
+
+        def all(self) -> dict[str, ClientProxy]:
+            return self.proxies
+
+        def wait_for(self, num_clients: int, timeout: int) -> bool:
+            return True
+
+        def sample(self, num_clients: int, min_num_clients: int | None = None, criterion=None):
+            return list(self.proxies.values())[:num_clients]
+
+    strategy = FedAvg(fraction_fit=1.0, min_fit_clients=5, min_available_clients=5)
+    context = LegacyContext(
+        Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config={}),
+        strategy=strategy,
+        client_manager=Manager(),
+    )
+    initial = [np.zeros((2, 3)), np.zeros(3)]
+    from flwr.compat.common.recorddict_compat import parameters_to_arrayrecord
+
+    context.state.array_records[MAIN_PARAMS_RECORD] = parameters_to_arrayrecord(
+        ndarrays_to_parameters(initial), True
+    )
+    context.state.config_records[MAIN_CONFIGS_RECORD] = ConfigRecord({"current_round": 1})
+    workflow = secagg.SecAggPlusWorkflow(num_shares=3, reconstruction_threshold=2)
+    workflow(grid, context)
+    result = context.state.array_records[MAIN_PARAMS_RECORD].to_numpy_ndarrays()
+    total = sum(weights.values())
+    mean = sum(weights[n] * values[n] for n in values) / total
+    assert result[0].shape == (2, 3) and result[1].shape == (3,)
+    flat = np.concatenate([result[0].ravel(), result[1]])
+    assert np.abs(flat - mean).max() < 1e-4
+
+
+def test_a_train_message_without_secagg_configuration_is_refused():
+    values = make_values(2, 4)
+    app = message_app(values, {n: 1 for n in values})
+    msg = Message(RecordDict({"arrays": ArrayRecord([np.zeros(4)])}), dst_node_id=100,
+                  message_type="train")  # fmt: skip
+    msg.metadata.__dict__["_message_id"] = "m"
+    ctx = Context(run_id=1, node_id=100, node_config={}, state=RecordDict(), run_config={})
+    with pytest.raises(ValueError, match="without SecAgg\\+ configuration"):
+        app(msg, ctx)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"num_shares": 2, "reconstruction_threshold": 1}, "greater than 2"),
+        ({"num_shares": 5, "reconstruction_threshold": 5}, "less than `num_shares`"),
+        ({"num_shares": 5, "reconstruction_threshold": 2}, "exceed half the neighbours"),
+        ({"num_shares": 3, "reconstruction_threshold": 2, "modulus_range": 3 * 2**22},
+         "power of 2"),
+        ({"num_shares": 3, "reconstruction_threshold": 2, "modulus_range": 2**33},
+         "at most 2\\*\\*32"),
+        ({"num_shares": 3, "reconstruction_threshold": 2, "clipping_range": 0.0}, "clipping"),
+    ],
+)  # fmt: skip
+def test_bad_settings_are_one_clear_error(kwargs, match):
+    values = make_values(5, 4)
+    grid = LoopbackGrid({n: message_app(values, {m: 1 for m in values}) for n in values})
+    with pytest.raises(ValueError, match=match):
+        secagg.secure_sum(
+            grid, values, RecordDict({"arrays": ArrayRecord([np.zeros(4)])}), server_round=1,
+            **kwargs,
+        )  # fmt: skip

@@ -3,78 +3,23 @@ ClientApp and workflow machinery with an in-process grid (no processes)."""
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterable
+import contextlib
+import io
+import json
+import sys
+import tomllib
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from flwr.app import ArrayRecord, Context, Message, MetricRecord, RecordDict
-from flwr.app.error import Error
 from flwr.client import ClientApp, NumPyClient
 from flwr.clientapp import ClientApp as MessageClientApp
+from loopback import LoopbackGrid, task_identity  # noqa: F401  (an autouse fixture)
 from privopt.errors import ProtocolError
 
 from privopt_flower import secagg
-
-
-@pytest.fixture(autouse=True)
-def task_identity():
-    """What a Flower process sets before a ServerApp runs (Message needs the run id)."""
-    from flwr.supercore.task_identity import TaskIdentity
-
-    TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = 1, 0, 1
-    yield
-
-
-class LoopbackGrid:
-    """A Grid whose nodes are ClientApps in this process, each with its own persistent
-    Context (as a SuperNode keeps one per run). ``kill`` maps a stage name to nodes that stop
-    answering from that stage on; ``tamper`` maps a stage to a function applied to one node's
-    reply content."""
-
-    def __init__(
-        self,
-        apps: dict[int, Any],
-        kill: dict[str, set[int]] | None = None,
-        tamper: dict[str, tuple[int, Any]] | None = None,
-    ) -> None:
-        self.apps = apps
-        self.contexts = {
-            n: Context(run_id=1, node_id=n, node_config={}, state=RecordDict(), run_config={})
-            for n in apps
-        }
-        self.kill = kill or {}
-        self.tamper = tamper or {}
-        self.dead: set[int] = set()
-        self.seen: list[tuple[int, RecordDict]] = []
-
-    def get_node_ids(self) -> Iterable[int]:
-        return [n for n in self.apps if n not in self.dead]
-
-    def send_and_receive(
-        self, messages: Iterable[Message], *, timeout: float | None = None
-    ) -> list[Message]:
-        replies = []
-        for msg in messages:
-            msg.metadata.__dict__["_message_id"] = uuid.uuid4().hex
-            node = msg.metadata.dst_node_id
-            stage = msg.content.config_records[secagg.RECORD]["stage"]
-            if node in self.kill.get(str(stage), set()):
-                self.dead.add(node)
-            if node in self.dead:
-                continue
-            try:
-                reply = self.apps[node](msg, self.contexts[node])
-            except Exception as e:  # noqa: BLE001  (a SuperNode turns it into an error reply)
-                reply = Message(Error(code=0, reason=f"{type(e).__name__}: {e}"), reply_to=msg)
-            if not reply.has_error():
-                self.seen.append((node, reply.content))
-                who, change = self.tamper.get(str(stage), (None, None))
-                if who == node:
-                    change(reply.content)
-            replies.append(reply)
-        return replies
 
 
 def legacy_app(values: dict[int, np.ndarray], weights: dict[int, int]) -> ClientApp:
@@ -309,3 +254,72 @@ def test_bad_settings_are_one_clear_error(kwargs, match):
             grid, values, RecordDict({"arrays": ArrayRecord([np.zeros(4)])}), server_round=1,
             **kwargs,
         )  # fmt: skip
+
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "secagg-drop-in"
+RESULT = "[secagg-drop-in] result "
+
+
+def example_config() -> dict[str, Any]:
+    with open(EXAMPLE / "pyproject.toml", "rb") as f:
+        return dict(tomllib.load(f)["tool"]["flwr"]["app"]["config"])
+
+
+def plain_fedavg(cfg: dict[str, Any]) -> list[float]:
+    """The example's FedAvg without SecAgg+: the test loss after each round."""
+    sys.path.insert(0, str(EXAMPLE))
+    from secagg_drop_in.task import local_train, problem
+
+    clients = int(cfg["clients"])
+    p = problem(clients)
+    w = np.zeros(p.num_params)
+    losses = []
+    for _ in range(int(cfg["num-server-rounds"])):
+        updates = [
+            local_train(w, clients, i, int(cfg["local-steps"]), float(cfg["learning-rate"]))
+            for i in range(clients)
+        ]
+        w = sum(n * u for u, n in updates) / sum(n for _, n in updates)
+        losses.append(p.evaluate(w)[0])
+    return losses
+
+
+def test_the_drop_in_example_is_fedavg_in_process():
+    sys.path.insert(0, str(EXAMPLE))
+    from secagg_drop_in.client_app import app as client_app
+    from secagg_drop_in.server_app import app as server_app
+
+    cfg = example_config()
+    clients = int(cfg["clients"])
+    grid = LoopbackGrid(
+        {100 + i: client_app for i in range(clients)},
+        node_configs={
+            100 + i: {"partition-id": i, "num-partitions": clients} for i in range(clients)
+        },
+        run_config=cfg,
+    )
+    ctx = Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config=cfg)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        server_app(grid, ctx)
+    line = next(x for x in out.getvalue().splitlines() if x.startswith(RESULT))
+    history = json.loads(line[len(RESULT) :])["history"]
+    got = [h["loss"] for h in history[1:]]
+    want = plain_fedavg(cfg)
+    # Quantization to 2^22 levels over [-8, 8], weighted by n/1000: ~1e-5 on the weights.
+    assert got == pytest.approx(want, rel=1e-4)
+    assert history[-1]["accuracy"] > 0.8
+
+
+@pytest.mark.localhost
+def test_the_drop_in_example_runs_across_authenticated_supernodes(tmp_path):
+    from privopt_flower.localhost import Localhost
+
+    cfg = example_config()
+    run = {"num-server-rounds": 2, "timeout": 120.0}
+    with Localhost(tmp_path, int(cfg["clients"])) as fed:
+        assert fed.credentials is not None  # TLS and SuperNode authentication
+        got = fed.run(EXAMPLE, run, until=RESULT, timeout=900)
+    history = json.loads(got["line"])["history"]
+    want = plain_fedavg({**cfg, **run})
+    assert [h["loss"] for h in history[1:]] == pytest.approx(want, rel=1e-4)

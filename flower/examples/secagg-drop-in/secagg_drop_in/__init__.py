@@ -1,0 +1,1 @@
+"""Flower's secure-aggregation example on privopt's SecAgg+."""

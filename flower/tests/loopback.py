@@ -1,0 +1,100 @@
+"""An in-process Flower Grid for tests and benchmarks: every node a ClientApp in this
+process, with its own persistent Context, so server workflows and ClientApp mods run through
+Flower's own Message and ClientApp machinery without a SuperLink."""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+import pytest
+from flwr.app import Context, Message, RecordDict
+from flwr.app.error import Error
+
+
+def set_task_identity() -> None:
+    """What a Flower process sets before a ServerApp runs (a Message needs the run id)."""
+    from flwr.supercore.task_identity import TaskIdentity
+
+    TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = 1, 0, 1
+
+
+@pytest.fixture(autouse=True)
+def task_identity() -> None:
+    set_task_identity()
+
+
+def stage_of(msg: Message) -> str:
+    """The SecAgg+ stage a message carries (privopt's record or Flower's)."""
+    for key in ("privopt.secaggplus", "secaggplus_configs"):
+        record = msg.content.config_records.get(key)
+        if record is not None and "stage" in record:
+            return str(record["stage"])
+    return ""
+
+
+class LoopbackGrid:
+    """A Grid whose nodes are ClientApps in this process, each with its own persistent
+    Context (as a SuperNode keeps one per run). ``kill`` maps a stage name to nodes that stop
+    answering from that stage on; ``tamper`` maps a stage to a function applied to one node's
+    reply content."""
+
+    def __init__(
+        self,
+        apps: dict[int, Any],
+        kill: dict[str, set[int]] | None = None,
+        tamper: dict[str, tuple[int, Any]] | None = None,
+        node_configs: dict[int, dict[str, Any]] | None = None,
+        run_config: dict[str, Any] | None = None,
+    ) -> None:
+        self.apps = apps
+        self.contexts = {
+            n: Context(
+                run_id=1,
+                node_id=n,
+                node_config=(node_configs or {}).get(n, {}),
+                state=RecordDict(),
+                run_config=dict(run_config or {}),
+            )
+            for n in apps
+        }
+        self.kill = kill or {}
+        self.tamper = tamper or {}
+        self.dead: set[int] = set()
+        self.seen: list[tuple[int, RecordDict]] = []
+
+    @property
+    def run(self) -> Any:
+        from flwr.supercore.run import Run
+
+        return Run.create_empty(run_id=1)
+
+    def get_node_ids(self) -> Iterable[int]:
+        return [n for n in self.apps if n not in self.dead]
+
+    def send_and_receive(
+        self, messages: Iterable[Message], *, timeout: float | None = None
+    ) -> list[Message]:
+        replies = []
+        for msg in messages:
+            msg.metadata.__dict__["_message_id"] = uuid.uuid4().hex
+            node = msg.metadata.dst_node_id
+            stage = stage_of(msg)
+            if node in self.kill.get(str(stage), set()):
+                self.dead.add(node)
+            if node in self.dead:
+                continue
+            try:
+                # Each node gets its own copy, as over the wire (a mod may edit what it got).
+                reply = self.apps[node](copy.deepcopy(msg), self.contexts[node])
+            except Exception as e:  # noqa: BLE001  (a SuperNode turns it into an error reply)
+                reply = Message(Error(code=0, reason=f"{type(e).__name__}: {e}"), reply_to=msg)
+            if not reply.has_error():
+                self.seen.append((node, reply.content))
+                who, change = self.tamper.get(str(stage), (None, None))
+                if who == node:
+                    change(reply.content)
+            replies.append(reply)
+        return replies

@@ -37,6 +37,7 @@ def main() -> None:
             [args.cli, "reproduce", "dpfhe-table4-maxabs", "--datasets", args.dataset,
              "--runs", str(args.runs), "--out", out, "--force", "-q"],
             check=True,
+            stdout=subprocess.DEVNULL,
         )  # fmt: skip
         summary = json.loads((pathlib.Path(out) / "summary.json").read_text())
     prefix = f"table4_{args.dataset}"

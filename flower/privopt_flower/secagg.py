@@ -20,8 +20,8 @@ with Flower's own quantizer, summed modulo ``modulus_range``). Apps on the Messa
 Where this differs from Flower's (flwr 1.41):
 
 - The cryptography is privopt's SecAgg+ (``privopt.secagg``, Bell et al. 2020): X25519 key
-  agreement, shares sealed with ChaCha20-Poly1305 and bound to the session, round and both
-  ends, masks from a ChaCha20 stream, in Rust. Flower's stage names are kept (``setup``,
+  agreement, HKDF-SHA256 bound to the session, round and both ends, Shamir shares sealed
+  with AES-128-GCM, masks from AES-128-CTR, in Rust (docs/secagg.md). Flower's stage names are kept (``setup``,
   ``share_keys``, ``collect_masked_vectors``, ``unmask``); the messages are privopt's bytes in
   a config record of their own (``privopt.secaggplus``), so this mod never pairs silently with
   Flower's workflow or the other way round.

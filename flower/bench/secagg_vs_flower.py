@@ -33,7 +33,7 @@ from flwr.server.workflow.constant import MAIN_CONFIGS_RECORD, MAIN_PARAMS_RECOR
 from privopt_flower import secagg
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests"))
-from loopback import LoopbackGrid, set_task_identity  # noqa: E402
+from loopback import LoopbackGrid, set_task_identity
 
 
 class _Proxy(ClientProxy):
@@ -70,7 +70,16 @@ class _Manager(ClientManager):
         return list(self.proxies.values())[:num_clients]
 
 
-def one_round(workflow: Any, mod: Any, updates: dict[int, np.ndarray], weights: dict[int, int]):
+def one_round(
+    workflow: Any,
+    mod: Any,
+    updates: dict[int, np.ndarray],
+    weights: dict[int, int],
+    kill: dict[str, set[int]] | None = None,
+) -> tuple[float, float, np.ndarray]:
+    """One FedAvg round with ``workflow`` and ``mod``: wall seconds, seconds inside the
+    ClientApps, and the aggregated model."""
+
     class Fixed(NumPyClient):
         def __init__(self, node: int) -> None:
             self.node = node
@@ -79,7 +88,7 @@ def one_round(workflow: Any, mod: Any, updates: dict[int, np.ndarray], weights: 
             return [updates[self.node]], weights[self.node], {}
 
     app = ClientApp(client_fn=lambda ctx: Fixed(ctx.node_id).to_client(), mods=[mod])
-    grid = LoopbackGrid({n: app for n in updates})
+    grid = LoopbackGrid({n: app for n in updates}, kill=kill, keep_replies=False)
     n = len(updates)
     context = LegacyContext(
         Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config={}),
@@ -94,34 +103,44 @@ def one_round(workflow: Any, mod: Any, updates: dict[int, np.ndarray], weights: 
     start = time.perf_counter()
     workflow(grid, context)
     seconds = time.perf_counter() - start
-    return seconds, context.state.array_records[MAIN_PARAMS_RECORD].to_numpy_ndarrays()[0]
+    result = context.state.array_records[MAIN_PARAMS_RECORD].to_numpy_ndarrays()[0]
+    return seconds, grid.client_seconds, result
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--clients", type=int, default=50)
-    parser.add_argument("--dim", type=int, default=100_000)
+    parser.add_argument("--clients", type=int, nargs="+", default=[10, 50])
+    parser.add_argument("--dims", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--num-shares", type=int, default=11)
     parser.add_argument("--threshold", type=int, default=7)
+    parser.add_argument("--only", choices=["flower", "privopt"], default=None)
     args = parser.parse_args()
     set_task_identity()
-    rng = np.random.default_rng(0)
-    updates = {10 + i: rng.uniform(-1, 1, args.dim) for i in range(args.clients)}
-    weights = {n: int(rng.integers(10, 100)) for n in updates}
-    mean = sum(weights[n] * updates[n] for n in updates) / sum(weights.values())
-    common = {"num_shares": args.num_shares, "reconstruction_threshold": args.threshold}
-    print(f"{args.clients} clients, d = {args.dim}, num_shares = {args.num_shares}, "
-          f"threshold = {args.threshold}: one FedAvg round with SecAgg+, all in one process")  # fmt: skip
-    results = {}
-    for name, workflow, mod in (
-        ("Flower", FlowerWorkflow(**common), flower_mod),
-        ("privopt", secagg.SecAggPlusWorkflow(**common), secagg.secaggplus_mod),
-    ):
-        seconds, avg = one_round(workflow, mod, updates, weights)
-        results[name] = seconds
-        print(f"  {name:<8} {seconds:8.2f} s   max |result - weighted mean| = "
-              f"{np.abs(avg - mean).max():.2e}")  # fmt: skip
-    print(f"  speed-up: {results['Flower'] / results['privopt']:.1f}x")
+    print(f"num_shares = {args.num_shares}, threshold = {args.threshold}: one FedAvg round with "
+          "SecAgg+, every node in this process; seconds: wall (clients' compute + server's)")  # fmt: skip
+    print(f"{'N':>4} {'d':>9} | {'Flower wall':>11} {'clients':>8} {'server':>8} | "
+          f"{'privopt wall':>12} {'clients':>8} {'server':>8} | {'ratio':>6} | max err F / p")  # fmt: skip
+    for n in args.clients:
+        for dim in args.dims:
+            rng = np.random.default_rng(0)
+            updates = {10 + i: rng.uniform(-1, 1, dim) for i in range(n)}
+            weights = {c: int(rng.integers(10, 100)) for c in updates}
+            mean = sum(weights[c] * updates[c] for c in updates) / sum(weights.values())
+            common = {"num_shares": args.num_shares, "reconstruction_threshold": args.threshold}
+            row = {}
+            for name, workflow, mod in (
+                ("flower", FlowerWorkflow(**common), flower_mod),
+                ("privopt", secagg.SecAggPlusWorkflow(**common), secagg.secaggplus_mod),
+            ):
+                if args.only not in (None, name):
+                    row[name] = (float("nan"), float("nan"), float("nan"))
+                    continue
+                wall, clients, avg = one_round(workflow, mod, updates, weights)
+                row[name] = (wall, clients, float(np.abs(avg - mean).max()))
+            f, p = row["flower"], row["privopt"]
+            print(f"{n:>4} {dim:>9} | {f[0]:>11.2f} {f[1]:>8.2f} {f[0] - f[1]:>8.2f} | "
+                  f"{p[0]:>12.2f} {p[1]:>8.2f} {p[0] - p[1]:>8.2f} | {f[0] / p[0]:>5.1f}x | "
+                  f"{f[2]:.1e} / {p[2]:.1e}", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":

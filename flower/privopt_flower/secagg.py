@@ -29,9 +29,11 @@ Where this differs from Flower's (flwr 1.41):
   the self-mask share and the masking-key share; the server's list of dropped clients is
   checked against what each client saw (a server that calls a client dead to some neighbours
   and alive to others is caught). Flower's mod answers whatever the unmask request lists.
-- The threshold must exceed half the neighbours (``num_shares − 1``): at or below it a
-  server that lies about dropouts can learn a client's input. Flower accepts any threshold
-  below ``num_shares``; here such settings raise, naming the bound.
+- The threshold counts the neighbours' shares only (``num_shares − 1`` neighbours; a client
+  keeps no share of its own secrets) and must exceed half of them: at or below half, a server
+  that lies about dropouts can learn a client's input. Flower's client keeps one share of its
+  own, so at the same ``num_shares`` and threshold a Flower round survives one more dropout
+  among a live client's neighbours; here settings below the bound raise, naming it.
 - A client refuses a train message that carries no SecAgg+ configuration, so a misconfigured
   (or malicious) server cannot collect a plaintext update from it.
 - ``modulus_range`` may be any power of two up to 2^32 (sums are taken modulo 2^32, then

@@ -5,6 +5,7 @@ Flower's own Message and ClientApp machinery without a SuperLink."""
 from __future__ import annotations
 
 import copy
+import time
 import uuid
 from collections.abc import Iterable
 from typing import Any
@@ -48,6 +49,7 @@ class LoopbackGrid:
         tamper: dict[str, tuple[int, Any]] | None = None,
         node_configs: dict[int, dict[str, Any]] | None = None,
         run_config: dict[str, Any] | None = None,
+        keep_replies: bool = True,
     ) -> None:
         self.apps = apps
         self.contexts = {
@@ -63,6 +65,8 @@ class LoopbackGrid:
         self.kill = kill or {}
         self.tamper = tamper or {}
         self.dead: set[int] = set()
+        self.keep_replies = keep_replies
+        self.client_seconds = 0.0  # time spent inside the ClientApps (their compute)
         self.seen: list[tuple[int, RecordDict]] = []
 
     @property
@@ -88,11 +92,17 @@ class LoopbackGrid:
                 continue
             try:
                 # Each node gets its own copy, as over the wire (a mod may edit what it got).
-                reply = self.apps[node](copy.deepcopy(msg), self.contexts[node])
+                delivered = copy.deepcopy(msg)
+                start = time.perf_counter()
+                try:
+                    reply = self.apps[node](delivered, self.contexts[node])
+                finally:
+                    self.client_seconds += time.perf_counter() - start
             except Exception as e:  # noqa: BLE001  (a SuperNode turns it into an error reply)
                 reply = Message(Error(code=0, reason=f"{type(e).__name__}: {e}"), reply_to=msg)
             if not reply.has_error():
-                self.seen.append((node, reply.content))
+                if self.keep_replies:
+                    self.seen.append((node, reply.content))
                 who, change = self.tamper.get(str(stage), (None, None))
                 if who == node:
                     change(reply.content)

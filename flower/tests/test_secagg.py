@@ -323,3 +323,38 @@ def test_the_drop_in_example_runs_across_authenticated_supernodes(tmp_path):
     history = json.loads(got["line"])["history"]
     want = plain_fedavg({**cfg, **run})
     assert [h["loss"] for h in history[1:]] == pytest.approx(want, rel=1e-4)
+
+
+@pytest.mark.parametrize("killed", [0, 2])
+def test_flowers_secagg_plus_and_the_drop_in_give_the_same_model(killed):
+    """The same legacy app run twice, with Flower's imports and with privopt's: the same
+    aggregate within the quantization error, also with clients killed mid-round."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    from flwr.client.mod import secaggplus_mod as flower_mod
+    from flwr.server.workflow import SecAggPlusWorkflow as FlowerWorkflow
+    from secagg_vs_flower import one_round
+
+    rng = np.random.default_rng(7)
+    updates = {10 + i: rng.uniform(-1, 1, 300) for i in range(8)}
+    weights = {n: int(rng.integers(10, 100)) for n in updates}
+    # Two clients die after sharing their keys, before their masked inputs arrive. Seven
+    # shares (six neighbours), threshold 4: every client keeps 4 live neighbours whichever
+    # two die (privopt's threshold counts neighbours only: see the module docs).
+    dead = set(list(updates)[:killed])
+    results = []
+    for workflow, mod in (
+        (FlowerWorkflow(num_shares=7, reconstruction_threshold=4), flower_mod),
+        (
+            secagg.SecAggPlusWorkflow(num_shares=7, reconstruction_threshold=4),
+            secagg.secaggplus_mod,
+        ),
+    ):
+        _, _, avg = one_round(
+            workflow, mod, updates, weights, kill={"collect_masked_vectors": dead}
+        )
+        results.append(avg)
+    alive = [n for n in updates if n not in dead]
+    mean = sum(weights[n] * updates[n] for n in alive) / sum(weights[n] for n in alive)
+    for avg in results:
+        assert np.abs(avg - mean).max() < 1e-4
+    assert np.abs(results[0] - results[1]).max() < 1e-4

@@ -555,6 +555,22 @@ def _reply_arrays(content: RecordDict) -> tuple[list[npt.NDArray[Any]], float | 
     return arrays, weight
 
 
+def _check_update(arrays: Sequence[npt.NDArray[Any]], weight: float, expected: int) -> None:
+    """Refuses (so the client drops out of the round, named) an update the sum cannot take:
+    the wrong length, a non-finite entry or weight. Entries outside the clipping range are
+    clipped by the quantizer, as Flower's are."""
+    size = sum(int(np.size(a)) for a in arrays)
+    if size != expected:
+        raise ValueError(f"SecAgg+: the update has {size} values, the round sums {expected}")
+    if not (math.isfinite(weight) and weight >= 0):
+        raise ValueError(f"SecAgg+: the update's weight is {weight}, not a finite number >= 0")
+    for i, a in enumerate(arrays):
+        bad = ~np.isfinite(np.asarray(a, dtype=np.float64))
+        if bad.any():
+            at = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"SecAgg+: array {i} of the update is not finite at index {at}")
+
+
 def secaggplus_mod(msg: Message, ctxt: Context, call_next: ClientAppCallable) -> Message:
     """Flower's ``secaggplus_mod``, on privopt's SecAgg+: a ClientApp mod that answers the
     four SecAgg+ stages of :class:`SecAggPlusWorkflow` and :func:`secure_sum`, and masks what
@@ -581,7 +597,13 @@ def secaggplus_mod(msg: Message, ctxt: Context, call_next: ClientAppCallable) ->
         )
         keep = {
             k: configs[k]
-            for k in ("clipping_range", "quantization_range", "modulus_range", "max_weight")
+            for k in (
+                "clipping_range",
+                "quantization_range",
+                "modulus_range",
+                "max_weight",
+                "vector_len",
+            )
         }
         _save(ctxt, client, keep)
         return _reply(msg, RecordDict(), client.advertisement)
@@ -609,6 +631,7 @@ def secaggplus_mod(msg: Message, ctxt: Context, call_next: ClientAppCallable) ->
                 "SecAgg+: the train reply has no weight (a legacy FitRes num_examples or a "
                 "'num-examples' metric)"
             )
+        _check_update(arrays, weight, int(cast(int, keep["vector_len"])) - 1)
         vector = quant.encode(arrays, weight)
         out = client.mask_input(cast(bytes, configs["msg"]), vector)
         _save(ctxt, client, keep)

@@ -358,3 +358,37 @@ def test_flowers_secagg_plus_and_the_drop_in_give_the_same_model(killed):
     for avg in results:
         assert np.abs(avg - mean).max() < 1e-4
     assert np.abs(results[0] - results[1]).max() < 1e-4
+
+
+@pytest.mark.parametrize(
+    ("bad", "why"),
+    [
+        (lambda v: np.where(np.arange(v.size) == 3, np.nan, v), "not finite at index 3"),
+        (lambda v: np.where(np.arange(v.size) == 5, np.inf, v), "not finite at index 5"),
+        (lambda v: np.concatenate([v, v]), "has 20 values, the round sums 10"),
+    ],
+)
+def test_a_bad_update_drops_its_client_by_name_and_the_round_completes(bad, why):
+    values = make_values(6, 10, seed=8)
+    weights = {n: 1 for n in values}
+    liar = 102
+    sent = {n: (bad(v) if n == liar else v) for n, v in values.items()}
+    grid = LoopbackGrid({n: message_app(sent, weights) for n in values})
+    out = secagg.secure_sum(
+        grid, values, RecordDict({"arrays": ArrayRecord([np.zeros(10)])}), server_round=5,
+        num_shares=5, reconstruction_threshold=3,
+    )  # fmt: skip
+    assert liar in out.dropped and why in out.dropped[liar]
+    assert sorted(out.replies) == sorted(n for n in values if n != liar)
+    want = sum(values[n] for n in out.replies)
+    assert np.abs(out.arrays.to_numpy_ndarrays()[0] - want).max() < 6 * 4e-6
+
+
+def test_entries_outside_the_clipping_range_are_clipped_as_flowers_are():
+    values = {100: np.full(4, 20.0), 101: np.full(4, -0.5), 102: np.full(4, 0.25)}
+    grid = LoopbackGrid({n: message_app(values, {m: 1 for m in values}) for n in values})
+    out = secagg.secure_sum(
+        grid, values, RecordDict({"arrays": ArrayRecord([np.zeros(4)])}), server_round=1,
+        num_shares=3, reconstruction_threshold=2, clipping_range=8.0,
+    )  # fmt: skip
+    np.testing.assert_allclose(out.arrays.to_numpy_ndarrays()[0], 8.0 - 0.5 + 0.25, atol=2e-5)

@@ -94,8 +94,18 @@ class Localhost:
         nodes: int,
         simulation: bool = False,
         insecure: bool = False,
+        host: str = "127.0.0.1",
+        superlink_netns: str | None = None,
+        supernode_netns: str | None = None,
     ):
+        """``host`` is the address the SuperLink listens on and is reached at (its certificate
+        names it). ``superlink_netns`` / ``supernode_netns`` run the SuperLink (with the
+        ``flwr`` CLI) and the SuperNodes inside those Linux network namespaces (``ip netns
+        exec``): two hosts on one machine, joined only by the network between them."""
         self.workdir = Path(workdir)
+        self.host = host
+        self.superlink_netns = superlink_netns
+        self.supernode_netns = supernode_netns
         self.nodes = nodes
         self.simulation = simulation
         # The simulation runtime has no SuperNodes to authenticate; TLS still applies.
@@ -108,6 +118,11 @@ class Localhost:
         self.home = self.workdir / "flwr-home"
 
     # -- processes ---------------------------------------------------------------------
+    @staticmethod
+    def _in(netns: str | None, cmd: list[str]) -> list[str]:
+        """``cmd`` run inside ``netns`` (as is without one)."""
+        return cmd if netns is None else ["ip", "netns", "exec", netns, *cmd]
+
     def _spawn(self, name: str, cmd: list[str], home: Path, test_kill: bool = False) -> None:
         home.mkdir(parents=True, exist_ok=True)
         env = flower_env(home)
@@ -125,7 +140,7 @@ class Localhost:
 
     def start(self, timeout: float = 60.0) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
-        cmd = [tool("flower-superlink"), "--port", str(self.port)]
+        cmd = [tool("flower-superlink"), "--host", self.host, "--port", str(self.port)]
         cmd += ["--disable-runtime-dependency-installation"]
         if self.insecure:
             print(
@@ -137,9 +152,8 @@ class Localhost:
             )
             cmd += ["--insecure"]
         else:
-            self.credentials = credentials.make(
-                self.workdir / "credentials", self.nodes, ["127.0.0.1", "localhost"]
-            )
+            names = [self.host] + (["localhost"] if self.host == "127.0.0.1" else [])
+            self.credentials = credentials.make(self.workdir / "credentials", self.nodes, names)
             c = self.credentials
             cmd += ["--ssl-ca-certfile", str(c.ca), "--ssl-certfile", str(c.superlink_cert)]
             cmd += ["--ssl-keyfile", str(c.superlink_key)]
@@ -147,7 +161,9 @@ class Localhost:
                 cmd += ["--enable-supernode-auth"]
         if self.simulation:
             cmd += ["--simulation"]
-        self._spawn("superlink", cmd, self.workdir / "superlink-home")
+        self._spawn(
+            "superlink", self._in(self.superlink_netns, cmd), self.workdir / "superlink-home"
+        )
         self._wait_health(timeout)
         self.home.mkdir(parents=True, exist_ok=True)
         security = (
@@ -157,7 +173,7 @@ class Localhost:
         )
         (self.home / "config.toml").write_text(
             '[superlink]\ndefault = "privopt"\n\n[superlink.privopt]\n'
-            f'address = "127.0.0.1:{self.port}"\n{security}\n'
+            f'address = "{self.host}:{self.port}"\n{security}\n'
         )
         if not self.simulation:
             for i in range(self.nodes):
@@ -168,7 +184,10 @@ class Localhost:
     def register(self, public_key: Path) -> None:
         """``flwr supernode register``: the SuperLink admits the holder of that key."""
         done = subprocess.run(
-            [tool("flwr"), "supernode", "register", str(public_key), "privopt"],
+            self._in(
+                self.superlink_netns,
+                [tool("flwr"), "supernode", "register", str(public_key), "privopt"],
+            ),
             env=flower_env(self.home),
             capture_output=True,
             text=True,
@@ -185,7 +204,23 @@ class Localhost:
         while time.monotonic() < end:
             if self.procs["superlink"].poll() is not None:
                 raise RuntimeError(f"the SuperLink exited; see {self.workdir / 'superlink.log'}")
-            url = f"{scheme}://127.0.0.1:{self.port}/health"
+            url = f"{scheme}://{self.host}:{self.port}/health"
+            if self.superlink_netns is not None:  # only reachable from inside its namespace
+                ca = "None" if self.credentials is None else repr(str(self.credentials.ca))
+                probe = (
+                    "import ssl, urllib.request; urllib.request.urlopen("
+                    f"{url!r}, timeout=1, context=ssl.create_default_context(cafile={ca}) "
+                    f"if {ca} else None)"
+                )
+                done = subprocess.run(
+                    self._in(self.superlink_netns, [sys.executable, "-c", probe]),
+                    capture_output=True,
+                    check=False,
+                )
+                if done.returncode == 0:
+                    return
+                time.sleep(0.2)
+                continue
             try:
                 with urllib.request.urlopen(url, timeout=1, context=context):
                     return
@@ -205,13 +240,18 @@ class Localhost:
             tool("flower-supernode"),
             *security,
             "--superlink",
-            f"127.0.0.1:{self.port}",
+            f"{self.host}:{self.port}",
             "--port",
             str(free_port()),
             "--node-config",
             f'partition-id={i} num-partitions={self.nodes} state-dir="{self.workdir / "state"}"',
         ]
-        self._spawn(f"supernode-{i}", cmd, self.workdir / f"supernode-{i}-home", test_kill=True)
+        self._spawn(
+            f"supernode-{i}",
+            self._in(self.supernode_netns, cmd),
+            self.workdir / f"supernode-{i}-home",
+            test_kill=True,
+        )
 
     def kill(self, i: int) -> None:
         """``kill -9`` of SuperNode ``i`` and its ClientApp processes."""
@@ -262,6 +302,7 @@ class Localhost:
         cmd = [tool("flwr"), "run", str(app), "privopt", "--stream", "--run-config", overrides]
         if self.simulation:
             cmd += ["--federation-config", f"num-supernodes={self.nodes}"]
+        cmd = self._in(self.superlink_netns, cmd)
         env = flower_env(self.home)
         proc = subprocess.Popen(
             cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True

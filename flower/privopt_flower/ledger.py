@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from privopt import dp
@@ -23,14 +24,19 @@ class PrivacyLedger:
     """Per-client ε over a run. ``max_epsilon`` (``None``: no limit) is each client's budget:
     :meth:`admits` says whether one more release at ``σ`` keeps a client within it."""
 
-    def __init__(self, clients: int, delta: float, max_epsilon: float | None = None) -> None:
+    def __init__(
+        self, clients: int | Iterable[int], delta: float, max_epsilon: float | None = None
+    ) -> None:
+        """``clients``: their ids (or their count, for ids 0 … n−1); a client first seen in
+        :meth:`record` joins the ledger then."""
         if not 0 < delta < 1:
             raise ValueError(f"delta must be in (0, 1), got {delta}")
         if max_epsilon is not None and not max_epsilon > 0:
             raise ValueError(f"max_epsilon must be > 0, got {max_epsilon}")
         self.delta, self.max_epsilon = delta, max_epsilon
-        self._precision = [0.0] * clients  # Σ 1/σ_r² per client
-        self._releases = [0] * clients
+        ids = range(clients) if isinstance(clients, int) else clients
+        self._precision = dict.fromkeys(ids, 0.0)  # Σ 1/σ_r² per client
+        self._releases = dict.fromkeys(self._precision, 0)
         self.rows: list[tuple[int, int, int, float]] = []  # (round, client, releases, ε)
         #: Clients a release was refused to because it would exceed their budget.
         self.exhausted: set[int] = set()
@@ -42,7 +48,7 @@ class PrivacyLedger:
 
     def epsilon(self, client: int) -> float:
         """Client ``client``'s ε so far."""
-        return self._epsilon(self._precision[client])
+        return self._epsilon(self._precision.get(client, 0.0))
 
     def admits(self, client: int, sigma: float) -> bool:
         """Whether a release at noise multiplier ``sigma`` keeps the client within budget
@@ -51,7 +57,7 @@ class PrivacyLedger:
             return False
         if self.max_epsilon is None or sigma == math.inf:
             return True
-        if self._epsilon(self._precision[client] + sigma**-2) <= self.max_epsilon:
+        if self._epsilon(self._precision.get(client, 0.0) + sigma**-2) <= self.max_epsilon:
             return True
         self.exhausted.add(client)
         return False
@@ -59,16 +65,23 @@ class PrivacyLedger:
     def record(self, round_: int, clients: list[int], sigma: float) -> None:
         """Round ``round_`` released a sum containing ``clients``' updates at noise
         multiplier ``sigma`` (``inf``: no release reached them)."""
-        for c in clients:
+        self.record_each(round_, dict.fromkeys(clients, sigma))
+
+    def record_each(self, round_: int, sigmas: Mapping[int, float]) -> None:
+        """Round ``round_`` released a sum containing each listed client's update at its own
+        noise multiplier (the noise over that client's sensitivity in the sum)."""
+        for c, sigma in sigmas.items():
+            self._precision.setdefault(c, 0.0)
+            self._releases.setdefault(c, 0)
             if sigma < math.inf:
                 self._precision[c] += sigma**-2
                 self._releases[c] += 1
-        for c in range(len(self._precision)):
+        for c in self._precision:
             self.rows.append((round_, c, self._releases[c], self.epsilon(c)))
 
     def summary(self) -> str:
         """One progress line: the spread of ε over clients, and how many are at budget."""
-        eps = sorted(self.epsilon(c) for c in range(len(self._precision)))
+        eps = sorted(self.epsilon(c) for c in self._precision) or [0.0]
         line = f"ε per client: min {eps[0]:.3g}, median {eps[len(eps) // 2]:.3g}, max {eps[-1]:.3g}"
         if self.max_epsilon is not None:
             line += f"; budget {self.max_epsilon:g}, {len(self.exhausted)} client(s) stopped"
@@ -86,7 +99,8 @@ class PrivacyLedger:
         final = {
             "delta": self.delta,
             "max_epsilon": self.max_epsilon,
-            "epsilon": [self.epsilon(c) for c in range(len(self._precision))],
-            "releases": list(self._releases),
+            "clients": list(self._precision),
+            "epsilon": [self.epsilon(c) for c in self._precision],
+            "releases": list(self._releases.values()),
         }
         (out / "privacy.json").write_text(json.dumps(final, indent=2) + "\n")

@@ -192,6 +192,7 @@ class Localhost:
             capture_output=True,
             text=True,
             timeout=60,
+            check=False,
         )
         if done.returncode != 0:
             raise RuntimeError(f"registering {public_key.name} failed: {done.stdout}{done.stderr}")

@@ -29,7 +29,7 @@ use privopt_sim::methods::dpfhe::encrypted::{
 use privopt_sim::methods::dpfhe::logreg::{Link, accuracy, auc, minimizer};
 use privopt_sim::methods::dpfhe::plan::{Plan, PlanTargets, plan};
 use privopt_sim::methods::dpfhe::theorem::{
-    BarrierParams, BarrierShape, PHI_MAX, RunShape, SelectionTargets, check,
+    BarrierParams, BarrierShape, RunShape, SelectionTargets, check,
 };
 use privopt_sim::metrics::mean_variance;
 
@@ -337,15 +337,12 @@ impl Suite for DpfheSuiteConfig {
             format!("suite.degree must be in 1..=31, got {}", self.degree)
         })?;
         ensure(self.runs >= 1, || "suite.runs must be >= 1".into())?;
-        ensure(self.epsilon > 0.0 && self.epsilon.is_finite(), || {
-            format!("suite.epsilon must be > 0, got {}", self.epsilon)
-        })?;
-        ensure(self.delta > 0.0 && self.delta < 1.0, || {
-            format!("suite.delta must be in (0, 1), got {}", self.delta)
-        })?;
-        ensure(self.clip > 0.0 && self.clip.is_finite(), || {
-            format!("suite.clip must be > 0, got {}", self.clip)
-        })?;
+        // The privacy targets, and each dataset's Table 4 settings, as the plan checks them.
+        self.plan_targets("").validate("suite.")?;
+        for d in self.table4.keys() {
+            self.plan_targets(d)
+                .validate(&format!("suite.table4.{d}: "))?;
+        }
         ensure_threads("suite.threads", self.threads)?;
         ensure(
             self.encrypted_steps >= 1 && self.encrypted_steps_alg4 != Some(0),
@@ -369,12 +366,6 @@ impl Suite for DpfheSuiteConfig {
             !self.gap_lrs.is_empty() && self.gap_lrs.iter().all(|&lr| lr > 0.0 && lr.is_finite()),
             || "suite.gap_lrs must list learning rates > 0".into(),
         )?;
-        ensure(self.e_f_target > 0.0 && self.e_f_target < PHI_MAX, || {
-            format!(
-                "suite.e_f_target must be in (0, {PHI_MAX}), got {}",
-                self.e_f_target
-            )
-        })?;
         if let Some(scaling) = &self.scaling {
             scaling
                 .validate()
@@ -391,18 +382,6 @@ impl Suite for DpfheSuiteConfig {
         for (d, r) in &self.rho {
             ensure(*r > 0.0 && r.is_finite(), || {
                 format!("suite.rho.{d} must be > 0")
-            })?;
-        }
-        for (d, s) in &self.table4 {
-            ensure(
-                s.steps >= 1 && s.steps_noclip != Some(0) && s.batch != Some(0),
-                || format!("suite.table4.{d}: steps, steps_noclip and batch must be >= 1"),
-            )?;
-            ensure(s.lr_dpgd > 0.0 && s.lr_dpgd.is_finite(), || {
-                format!("suite.table4.{d}.lr_dpgd must be > 0")
-            })?;
-            ensure(!s.sigmoid_degrees.is_empty(), || {
-                format!("suite.table4.{d}.sigmoid_degrees must not be empty")
             })?;
         }
         Ok(())

@@ -69,7 +69,7 @@ def test_a_supernode_host_reaches_the_superlink_host_only_over_tls(
     if shutil.which("ping") is not None:
         assert reach.returncode == 0, reach.stdout
     # No DP noise: the clients draw it from the OS, so only a noise-free run is reproducible.
-    run = {**dome_config, "rounds": 2, "clients": 3, "dome.epsilon": 0.0}
+    run = {**dome_config, "rounds": 1, "clients": 3, "dome.epsilon": 0.0}
     with Localhost(
         tmp_path / "fed", 3, host=SUPERLINK_ADDRESS, superlink_netns=a, supernode_netns=b
     ) as fed:

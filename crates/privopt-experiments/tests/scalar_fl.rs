@@ -1,4 +1,4 @@
-//! Scalar-only FL (paper 003): exact state reconstruction, history collection, the protocol's
+//! Scalar-only FL (the HiSo paper): exact state reconstruction, history collection, the protocol's
 //! checks, the HiSo update, and a smoke run of the shipped `hiso-mnist` reproduction.
 #![allow(
     clippy::unwrap_used,

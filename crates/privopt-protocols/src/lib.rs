@@ -8,12 +8,12 @@
 //!
 //! | method | roles | messages |
 //! |---|---|---|
-//! | [`scalar_fl`] (DeComFL/HiSo, paper 003) | [`scalar_fl::Client`], [`scalar_fl::Server`] | [`scalar_fl::RoundPlan`], [`scalar_fl::CatchUp`], [`scalar_fl::Reply`] |
-//! | [`eezofl`] (paper 000), over the air | [`eezofl::ExactDevice`], [`eezofl::ServerRound`] | [`eezofl::Transmission`] |
+//! | [`scalar_fl`] (DeComFL/HiSo, the HiSo paper) | [`scalar_fl::Client`], [`scalar_fl::Server`] | [`scalar_fl::RoundPlan`], [`scalar_fl::CatchUp`], [`scalar_fl::Reply`] |
+//! | [`eezofl`] (the EEZOFL paper), over the air | [`eezofl::ExactDevice`], [`eezofl::ServerRound`] | [`eezofl::Transmission`] |
 //! | [`eezofl`], digital | [`eezofl::DigitalDevice`], [`eezofl::DigitalServer`] | [`eezofl::Upload`], [`eezofl::SumBroadcast`], [`eezofl::ShareUpload`], [`eezofl::KeyRelay`] |
-//! | [`dpfhe`] (DP training under FHE, paper 002) | [`dpfhe::DataOwner`], [`dpfhe::ComputeServer`] | [`dpfhe::EncryptedStep`], [`dpfhe::Refresh`], [`dpfhe::Weights`], evaluation keys |
-//! | [`dome`] (paper 004) | [`dome::release`] + a SecAgg+ client, [`dome::DomeServer`] + a SecAgg+ server | [`dome::RoundBroadcast`], [`dome::BasisChunk`], the SecAgg+ messages of [`secagg`] |
-//! | [`pdsgd`] (Paillier D-SGD, paper 001) | [`pdsgd::Agent`] | [`pdsgd::Request`], [`pdsgd::Response`] |
+//! | [`dpfhe`] (DP training under FHE, the FHE paper) | [`dpfhe::DataOwner`], [`dpfhe::ComputeServer`] | [`dpfhe::EncryptedStep`], [`dpfhe::Refresh`], [`dpfhe::Weights`], evaluation keys |
+//! | [`dome`] (the DOME paper) | [`dome::release`] + a SecAgg+ client, [`dome::DomeServer`] + a SecAgg+ server | [`dome::RoundBroadcast`], [`dome::BasisChunk`], the SecAgg+ messages of [`secagg`] |
+//! | [`pdsgd`] (Paillier D-SGD, the Paillier D-SGD paper) | [`pdsgd::Agent`] | [`pdsgd::Request`], [`pdsgd::Response`] |
 
 pub mod dome;
 pub mod dpfhe;

@@ -27,15 +27,15 @@ pub const MAX_MESSAGE_BYTES: usize = 64 << 20;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Method {
-    /// EEZOFL (paper 000).
+    /// EEZOFL (the EEZOFL paper).
     Eezofl = 1,
-    /// Paillier decentralized SGD (paper 001).
+    /// Paillier decentralized SGD (the Paillier D-SGD paper).
     Pdsgd = 2,
-    /// DP training under FHE (paper 002).
+    /// DP training under FHE (the FHE paper).
     Dpfhe = 3,
-    /// Scalar-only FL, DeComFL/HiSo (paper 003).
+    /// Scalar-only FL, DeComFL/HiSo (the HiSo paper).
     ScalarFl = 4,
-    /// DOME (paper 004).
+    /// DOME (the DOME paper).
     Dome = 5,
     /// SecAgg+ (what DOME sums with).
     SecAgg = 6,

@@ -1,4 +1,4 @@
-//! `privopt.protocols.dpfhe`: DP training under FHE (paper 002, Algorithms 4 and 5): the data
+//! `privopt.protocols.dpfhe`: DP training under FHE (the FHE paper, Algorithms 4 and 5): the data
 //! owner (secret key, encrypts its batches and pre-sampled noise) and the compute server
 //! (evaluation keys only, runs each step on ciphertexts), driven by bytes. Until
 //! bootstrapping lands, the server's step pauses with a refresh request when a ciphertext runs

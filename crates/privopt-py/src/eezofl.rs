@@ -1,4 +1,4 @@
-//! `privopt.protocols.eezofl`: EEZOFL's digital path (paper 000): devices send one
+//! `privopt.protocols.eezofl`: EEZOFL's digital path (the EEZOFL paper): devices send one
 //! xMK-CKKS-encrypted scalar per round, the server sums them and fuses the devices' decryption
 //! shares. Driven by bytes.
 

@@ -1,5 +1,5 @@
 //! `privopt.protocols.pdsgd`: the agent of Paillier decentralized SGD's pairwise encrypted
-//! exchange (paper 001, Fig. 1), driven by bytes. Each agent owns its Paillier key pair and
+//! exchange (the Paillier D-SGD paper, Fig. 1), driven by bytes. Each agent owns its Paillier key pair and
 //! holds only its neighbours' public keys and its private weights towards them.
 
 use numpy::PyArray1;

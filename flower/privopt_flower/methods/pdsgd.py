@@ -146,7 +146,7 @@ def hello(state: State, node: Node, s: Settings) -> Payload:
 
 
 def _quantize(x: np.ndarray, delta: float) -> np.ndarray:
-    """Stochastic rounding to the δ grid (paper 001, eq. 4), from the agent's secret randomness."""
+    """Stochastic rounding to the δ grid (the Paillier D-SGD paper, eq. 4), from the agent's secret randomness."""
     scaled = x / delta
     low = np.floor(scaled)
     up = np.random.default_rng(secrets.randbits(128)).random(x.shape) < (scaled - low)

@@ -1,4 +1,4 @@
-//! Multi-key CKKS (xMK-CKKS, Ma et al.), as used by EEZOFL (paper 000, §III-B, App. A).
+//! Multi-key CKKS (xMK-CKKS, Ma et al.), as used by EEZOFL (the EEZOFL paper, §III-B, App. A).
 //!
 //! Every party `i` holds its own secret `s_i`; nobody holds the sum.
 //!

@@ -32,16 +32,16 @@ pub trait Suite {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "name", rename_all = "snake_case")]
 pub enum SuiteConfig {
-    /// EEZOFL (paper 000) §VI: Table III, Fig. 2/3, Table II and the audits.
+    /// EEZOFL (the EEZOFL paper) §VI: Table III, Fig. 2/3, Table II and the audits.
     Eezofl(eezofl::EezoflSuiteConfig),
-    /// DP training under FHE (paper 002): Table 3, Table 4, Fig. 4/5, the encrypted runs and
+    /// DP training under FHE (the FHE paper): Table 3, Table 4, Fig. 4/5, the encrypted runs and
     /// the accuracy-gap diagnosis.
     Dpfhe(dpfhe::DpfheSuiteConfig),
-    /// Scalar-only FL (paper 003) §6: HiSo vs DeComFL, Fig. 5/8, the baselines.
+    /// Scalar-only FL (the HiSo paper) §6: HiSo vs DeComFL, Fig. 5/8, the baselines.
     Hiso(hiso::HisoSuiteConfig),
-    /// DOME (paper 004): every method over ε and k.
+    /// DOME (the DOME paper): every method over ε and k.
     Dome(dome::DomeSuiteConfig),
-    /// DOME (paper 004) at one ε: step sizes chosen on validation, seeds, dropouts.
+    /// DOME (the DOME paper) at one ε: step sizes chosen on validation, seeds, dropouts.
     DomeSeeds(dome_seeds::DomeSeedsSuiteConfig),
 }
 

@@ -1,4 +1,4 @@
-//! DOME (paper 004, Alg. 1): DP federated Adam on a learned low-rank sketch, summed with
+//! DOME (the DOME paper, Alg. 1): DP federated Adam on a learned low-rank sketch, summed with
 //! SecAgg+. Each round the [`DomeServer`] opens the round ([`RoundBroadcast`], and the sketch
 //! as [`BasisChunk`]s); each participant [`release`]s its privatized, quantized sketch through
 //! a SecAgg+ client ([`privopt_secagg::Client`], messages encoded by [`crate::secagg`]); the

@@ -1,4 +1,4 @@
-//! DP training under FHE (paper 002, Algorithms 4 and 5 of App. F): the [`DataOwner`] holds
+//! DP training under FHE (the FHE paper, Algorithms 4 and 5 of App. F): the [`DataOwner`] holds
 //! the secret key and encrypts each step's batch, labels and pre-sampled DP noise; the
 //! [`ComputeServer`] holds evaluation keys only and runs the step on ciphertexts. The step is
 //! resumable: when a ciphertext lacks the levels its next stage needs, the server returns it
@@ -6,7 +6,7 @@
 //! comes back. Each such round trip is counted; the owner learns nothing it did not have,
 //! and the server sees ciphertexts only. A server given bootstrapping keys
 //! ([`ComputeServer::bootstrapping`]) refreshes by itself: the owner encrypts its data
-//! and goes offline until it decrypts the final model (paper 002's setting).
+//! and goes offline until it decrypts the final model (the FHE paper's setting).
 //!
 //! **Packing.** A whole batch goes into one ciphertext ([`Layout`]); the paper encrypts one
 //! example per ciphertext. The arithmetic is the same with ~100× fewer ciphertext operations.

@@ -1,4 +1,4 @@
-//! EEZOFL (paper 000): zero-order FL where each device sends one scalar per round, summed
+//! EEZOFL (the EEZOFL paper): zero-order FL where each device sends one scalar per round, summed
 //! under multi-key CKKS. Two paths share the scalar encoding:
 //!
 //! - **over the air** ([`ExactDevice`], [`ServerRound`]): the four-phase protocol of §IV in

@@ -1,4 +1,4 @@
-//! An agent of the pairwise encrypted exchange (Ruan et al. 2019, adopted by paper 001,
+//! An agent of the pairwise encrypted exchange (Ruan et al. 2019, adopted by the Paillier D-SGD paper,
 //! Fig. 1), for an edge (i, j):
 //!
 //! 1. i ([`Agent::initiate`]) sends `E_i(−Q(x_i))` under its own key;

@@ -1,4 +1,4 @@
-//! Paillier decentralized SGD (paper 001): agents on any connected undirected [`Graph`]
+//! Paillier decentralized SGD (the Paillier D-SGD paper): agents on any connected undirected [`Graph`]
 //! exchange encrypted quantized states pairwise. Each [`Agent`] owns its key pair and holds
 //! only its neighbours' public keys ([`KeyAnnouncement`]); an exchange is a [`Request`] and a
 //! [`Response`] between two agents. The [`Scheme`] is real Paillier or, for long experiments,

@@ -1,4 +1,4 @@
-//! Scalar-only federated learning (paper 003, DeComFL and HiSo): the roles and their messages.
+//! Scalar-only federated learning (the HiSo paper, DeComFL and HiSo): the roles and their messages.
 //!
 //! The [`Server`] samples participants and one seed per local step ([`RoundPlan`]), brings
 //! each participant to the round's starting state ([`CatchUp`]: nothing, a replay of the

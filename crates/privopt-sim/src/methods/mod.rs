@@ -38,15 +38,15 @@ pub enum MethodConfig {
     Sgd(sgd::SgdConfig),
     /// Federated zeroth-order SGD with shared perturbations and plain (unprotected) scalars.
     ZoSgd(zo_sgd::ZoSgdConfig),
-    /// EEZOFL: one encrypted scalar per device per round over a fading channel (paper 000).
+    /// EEZOFL: one encrypted scalar per device per round over a fading channel (the EEZOFL paper).
     Eezofl(eezofl::EezoflConfig),
-    /// Paillier-encrypted decentralized SGD with random stepsizes (paper 001): Fig. 3's three
+    /// Paillier-encrypted decentralized SGD with random stepsizes (the Paillier D-SGD paper): Fig. 3's three
     /// variants over many trials.
     Pdsgd(pdsgd::PdsgdConfig),
-    /// Scalar-only federated learning (paper 003): DeComFL, HiSo, and the FedAvg, FedAdam and
+    /// Scalar-only federated learning (the HiSo paper): DeComFL, HiSo, and the FedAvg, FedAdam and
     /// FedZO baselines.
     ScalarFl(scalar_fl::ScalarFlConfig),
-    /// DOME (paper 004): DP federated Adam on a learned sketch with SecAgg+; one run.
+    /// DOME (the DOME paper): DP federated Adam on a learned sketch with SecAgg+; one run.
     Dome(dome::DomeConfig),
 }
 

@@ -1,4 +1,4 @@
-"""xMK-CKKS: multi-key CKKS as EEZOFL uses it (paper 000, §III-B).
+"""xMK-CKKS: multi-key CKKS as EEZOFL uses it (the EEZOFL paper, §III-B).
 
 Every party holds its own secret and nobody holds the sum. A round:
 

@@ -1,15 +1,15 @@
 """The federated methods' roles, driven by bytes: each role takes the bytes a peer sent and
 returns the bytes to send back, so any transport (sockets, Flower messages, files) carries them.
 
-- :mod:`privopt.protocols.scalar_fl` — DeComFL / HiSo (paper 003): only seeds and scalars
+- :mod:`privopt.protocols.scalar_fl` — DeComFL / HiSo (the HiSo paper): only seeds and scalars
   travel; the client's loss is a Python callable.
-- :mod:`privopt.protocols.dome` — DOME (paper 004): the server's debiased Adam on a learned
+- :mod:`privopt.protocols.dome` — DOME (the DOME paper): the server's debiased Adam on a learned
   sketch and a client's private release; the sum between them is a SecAgg+ round.
-- :mod:`privopt.protocols.dpfhe` — DP training under FHE (paper 002): data owner and compute
+- :mod:`privopt.protocols.dpfhe` — DP training under FHE (the FHE paper): data owner and compute
   server of encrypted logistic-regression training.
-- :mod:`privopt.protocols.eezofl` — EEZOFL's digital path (paper 000): one xMK-CKKS-encrypted
+- :mod:`privopt.protocols.eezofl` — EEZOFL's digital path (the EEZOFL paper): one xMK-CKKS-encrypted
   scalar per device per round, summed and fused.
-- :mod:`privopt.protocols.pdsgd` — Paillier decentralized SGD (paper 001): the agents'
+- :mod:`privopt.protocols.pdsgd` — Paillier decentralized SGD (the Paillier D-SGD paper): the agents'
   pairwise encrypted exchange of quantized states.
 """
 

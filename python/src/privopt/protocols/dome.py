@@ -1,4 +1,4 @@
-"""DOME (paper 004): DP federated Adam on a learned low-rank sketch, summed with SecAgg+.
+"""DOME (the DOME paper): DP federated Adam on a learned low-rank sketch, summed with SecAgg+.
 
 A round: the :class:`Server` opens it (a broadcast and the sketch's chunks, as bytes); each
 participant computes its gradient with its own model code and calls :func:`release`, whose

@@ -1,4 +1,4 @@
-"""DP training under FHE (paper 002, Algorithms 4 and 5): logistic regression trained by a
+"""DP training under FHE (the FHE paper, Algorithms 4 and 5): logistic regression trained by a
 server on data it only ever sees encrypted.
 
 The :class:`DataOwner` holds the secret key: it sends the :class:`ComputeServer` the evaluation

@@ -1,4 +1,4 @@
-"""EEZOFL's digital path (paper 000): each round every device sends one scalar encrypted under
+"""EEZOFL's digital path (the EEZOFL paper): each round every device sends one scalar encrypted under
 a multi-key CKKS key nobody holds whole; the server sums the ciphertexts, every device sends a
 decryption share of the sum, and the server learns the sum of the scalars only.
 

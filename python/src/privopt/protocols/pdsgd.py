@@ -1,4 +1,4 @@
-"""Paillier decentralized SGD (paper 001): the agents' pairwise encrypted exchange.
+"""Paillier decentralized SGD (the Paillier D-SGD paper): the agents' pairwise encrypted exchange.
 
 Agents on a connected graph each own a Paillier key pair. For an edge (i, j) in an iteration,
 i sends its negated quantized state encrypted under its own key, j raises the sum with its own

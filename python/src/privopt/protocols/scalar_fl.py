@@ -1,4 +1,4 @@
-"""Scalar-only federated learning (DeComFL and HiSo, paper 003).
+"""Scalar-only federated learning (DeComFL and HiSo, the HiSo paper).
 
 The server sends each round's plan (participants and one seed per local step) and, to each
 participant, a catch-up (nothing, a replay of the rounds it missed, or the full model); the

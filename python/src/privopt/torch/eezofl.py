@@ -1,4 +1,4 @@
-"""EEZOFL (paper 000, digital path) on a PyTorch module: a device's one scalar per round, the
+"""EEZOFL (the EEZOFL paper, digital path) on a PyTorch module: a device's one scalar per round, the
 two-point difference of its loss along the round's public direction, taken in place."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Paillier decentralized SGD (paper 001) on a PyTorch module: the agent's state is the
+"""Paillier decentralized SGD (the Paillier D-SGD paper) on a PyTorch module: the agent's state is the
 module's parameters, its gradient step comes from autograd, and its exchanges with neighbours
 are :class:`privopt.protocols.pdsgd.Agent`'s."""
 

@@ -1,4 +1,4 @@
-"""DeComFL and HiSo (paper 003) on a PyTorch module: the client perturbs the module in place
+"""DeComFL and HiSo (the HiSo paper) on a PyTorch module: the client perturbs the module in place
 from the round's seeds and restores it, so training costs forward passes and no copy of the
 model; only scalars leave the client."""
 

@@ -1,4 +1,4 @@
-//! DOME (paper 004, Alg. 1): DP federated Adam on a learned low-rank sketch, summed with
+//! DOME (the DOME paper, Alg. 1): DP federated Adam on a learned low-rank sketch, summed with
 //! SecAgg+.
 //!
 //! Each round `B` clients each take one unseen example (every example once per epoch), remove

@@ -1,4 +1,4 @@
-//! DP training under FHE (paper 002, §3–6, App. D): logistic regression with polynomial
+//! DP training under FHE (the FHE paper, §3–6, App. D): logistic regression with polynomial
 //! sigmoid approximations, DP without clipping through a barrier term (Algorithm 3), Theorem 3's
 //! conditions and the data-independent parameter selection of App. D.3, the clipping and
 //! output-perturbation baselines, and the encrypted Algorithms 4/5 driven through the data

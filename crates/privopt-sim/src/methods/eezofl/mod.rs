@@ -1,4 +1,4 @@
-//! EEZOFL (paper 000): zeroth-order federated learning where each device sends one scalar
+//! EEZOFL (the EEZOFL paper): zeroth-order federated learning where each device sends one scalar
 //! per round, encrypted under xMK-CKKS and summed over a fading channel by the four-phase
 //! protocol, plus the baselines and audits the paper's claims call for.
 //!

@@ -1,4 +1,4 @@
-//! Paper 000's convergence results checked against a configuration: the step-size conditions
+//! The EEZOFL paper's convergence results checked against a configuration: the step-size conditions
 //! of Assumption 3.3 and Theorem 1 for `η_k = η₀(1+k)^{−υ₁}`, `γ_k = γ₀(1+k)^{−υ₂}`, and
 //! Theorem 2's constants `R`, `ρ` and iteration count `K = R²/(εβ − ρ)²`.
 //!

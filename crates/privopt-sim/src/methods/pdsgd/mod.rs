@@ -1,5 +1,5 @@
 //! Privacy-preserving decentralized SGD with Paillier-encrypted pairwise exchanges and
-//! heterogeneous random stepsizes (paper 001, Alg. 1, eq. (3)–(9), §4).
+//! heterogeneous random stepsizes (the Paillier D-SGD paper, Alg. 1, eq. (3)–(9), §4).
 //!
 //! Agent i keeps `x_i`; each iteration it quantizes its state with the stochastic quantizer
 //! (4), runs the encrypted pairwise exchange ([`privopt_protocols::pdsgd::Agent`], which owns

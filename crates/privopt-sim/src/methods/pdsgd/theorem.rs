@@ -1,4 +1,4 @@
-//! Paper 001's convergence conditions, checked on a configured run: Theorem 1's series
+//! The Paillier D-SGD paper's convergence conditions, checked on a configured run: Theorem 1's series
 //! conditions (37), Lemma 1's `‖W̄^k‖ = 1 − μγ^k`, and the quantization bound
 //! `E‖ξ_i^k‖² ≤ ½(n − 1)²dδ²` used throughout its proofs.
 //!

@@ -1,4 +1,4 @@
-//! Scalar-only federated learning (paper 003): DeComFL and HiSo, with exact state
+//! Scalar-only federated learning (the HiSo paper): DeComFL and HiSo, with exact state
 //! reconstruction, and the full-dimension baselines FedAvg, FedAdam and FedZO.
 //!
 //! **Framework (Alg. 1/2).** Each round `r` the server samples clients and one seed per local

@@ -8,8 +8,9 @@ use rand::CryptoRng;
 use zeroize::Zeroize;
 
 use crate::PaillierError;
-use crate::keys::{DJN_EXPONENT_BITS, KeyPair, PublicKey, random_bits, random_unit};
+use crate::keys::{DJN_EXPONENT_BITS, KeyPair, PublicKey, random_unit};
 use crate::mont::{Wiped, from_limbs, limbs};
+use crate::primes::random_bits;
 
 /// A validated ciphertext: an element of `Z*_{n²}` for its key, held in the Montgomery form of
 /// that key's `n²` (so that homomorphic addition is one Montgomery product).

@@ -8,23 +8,10 @@ use zeroize::Zeroize;
 
 use crate::PaillierError;
 use crate::mont::{Modulus, Wiped, from_limbs, limbs};
-use crate::primes::random_prime;
+use crate::primes::{random_bits, random_prime};
 
 /// Bits of the short DJN exponent α (2κ for κ = 128).
 pub const DJN_EXPONENT_BITS: u32 = 256;
-
-/// A uniformly random integer below `2^bits` drawn from `rng`.
-pub(crate) fn random_bits(bits: u32, rng: &mut impl CryptoRng) -> BigUint {
-    let mut bytes = vec![0u8; bits.div_ceil(8) as usize];
-    rng.fill_bytes(&mut bytes);
-    let excess = (bytes.len() * 8) as u32 - bits;
-    if let Some(top) = bytes.first_mut() {
-        *top &= 0xffu8.checked_shr(excess).unwrap_or(0);
-    }
-    let x = BigUint::from_bytes_be(&bytes);
-    bytes.zeroize();
-    x
-}
 
 /// A uniformly random integer in `[1, bound)` coprime to `bound`.
 pub(crate) fn random_unit(bound: &BigUint, rng: &mut impl CryptoRng) -> BigUint {
@@ -384,20 +371,5 @@ impl KeyPair {
                 hq,
             },
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn random_bits_stay_below_the_bound() {
-        let mut rng = <rand_chacha::ChaCha20Rng as rand::SeedableRng>::seed_from_u64(1);
-        for bits in [1u32, 7, 8, 9, 63, 64, 65, 1024] {
-            for _ in 0..50 {
-                assert!(random_bits(bits, &mut rng).bits() <= u64::from(bits));
-            }
-        }
     }
 }

@@ -5,8 +5,22 @@ use num_bigint::BigUint;
 use num_traits::ToPrimitive;
 use rand::CryptoRng;
 
-use crate::keys::random_bits;
+use zeroize::Zeroize;
+
 use crate::mont::Modulus;
+
+/// A uniformly random integer below `2^bits` drawn from `rng`.
+pub(crate) fn random_bits(bits: u32, rng: &mut impl CryptoRng) -> BigUint {
+    let mut bytes = vec![0u8; bits.div_ceil(8) as usize];
+    rng.fill_bytes(&mut bytes);
+    let excess = (bytes.len() * 8) as u32 - bits;
+    if let Some(top) = bytes.first_mut() {
+        *top &= 0xffu8.checked_shr(excess).unwrap_or(0);
+    }
+    let x = BigUint::from_bytes_be(&bytes);
+    bytes.zeroize();
+    x
+}
 
 /// Odd primes below 2000, for trial division.
 fn small_primes() -> Vec<u32> {
@@ -100,6 +114,16 @@ pub(crate) fn random_prime(bits: u32, rng: &mut impl CryptoRng) -> BigUint {
 mod tests {
     use super::*;
     use rand::SeedableRng;
+
+    #[test]
+    fn random_bits_stay_below_the_bound() {
+        let mut rng = <rand_chacha::ChaCha20Rng as rand::SeedableRng>::seed_from_u64(1);
+        for bits in [1u32, 7, 8, 9, 63, 64, 65, 1024] {
+            for _ in 0..50 {
+                assert!(random_bits(bits, &mut rng).bits() <= u64::from(bits));
+            }
+        }
+    }
 
     #[test]
     fn known_primes_and_composites() {

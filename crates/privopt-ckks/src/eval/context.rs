@@ -106,7 +106,8 @@ pub struct EvalContext {
     /// Inverse of `exponents`: position of each odd exponent.
     position: Vec<u32>,
     /// `X^{n/2}` in evaluation form over the ciphertext primes, made on first use.
-    i_monomial: OnceLock<Vec<u64>>,
+    /// `X^{n/2}` in evaluation form, made on first use (see `ring`).
+    pub(super) i_monomial: OnceLock<Vec<u64>>,
 }
 
 impl EvalContext {
@@ -227,20 +228,6 @@ impl EvalContext {
     /// The scale every ciphertext at level `l` carries, `Δ_l` ([`CkksParams::level_scale`]).
     pub fn level_scale(&self, level: usize) -> f64 {
         self.params.level_scale(level)
-    }
-
-    /// `X^{n/2}` in evaluation form, one row per ciphertext prime: a product with it
-    /// multiplies every slot by `i` (`ζ_j^{n/2} = i` at each slot root).
-    pub(crate) fn i_monomial(&self) -> &[u64] {
-        self.i_monomial.get_or_init(|| {
-            let n = self.n();
-            let rows: Vec<usize> = (0..self.q_count).collect();
-            let mut monomial = vec![0i64; n];
-            monomial[n / 2] = 1;
-            let mut x = super::ring::from_signed(self, &monomial, &rows);
-            super::ring::forward(self, &mut x, &rows);
-            x
-        })
     }
 
     /// Prime indices of `Q_l · P`: the first `l + 1` ciphertext primes, then `P`.

@@ -97,6 +97,23 @@ pub(crate) fn inverse(ctx: &EvalContext, data: &mut [u64], indices: &[usize]) {
     each_row(data, ctx.n(), indices, |row, _, i| ctx.ntt(i).inverse(row));
 }
 
+impl EvalContext {
+    /// `X^{n/2}` in evaluation form, one row per ciphertext prime: a product with it
+    /// multiplies every slot by `i` (`ζ_j^{n/2} = i` at each slot root). Made here, beside
+    /// the transforms it needs, and kept by the context.
+    pub(crate) fn i_monomial(&self) -> &[u64] {
+        self.i_monomial.get_or_init(|| {
+            let n = self.n();
+            let rows: Vec<usize> = (0..self.q_count).collect();
+            let mut monomial = vec![0i64; n];
+            monomial[n / 2] = 1;
+            let mut x = from_signed(self, &monomial, &rows);
+            forward(self, &mut x, &rows);
+            x
+        })
+    }
+}
+
 /// Signed coefficients reduced into each row (coefficient form).
 pub(crate) fn from_signed(ctx: &EvalContext, coeffs: &[i64], indices: &[usize]) -> Vec<u64> {
     let n = ctx.n();

@@ -51,9 +51,14 @@ impl PyParams {
     /// A leveled set: a ``base_bits`` base prime, ``levels`` rescaling primes chosen so that
     /// every level's scale stays at ``2**scale_bits``, and key-switching primes
     /// ``special_bits``. ``Params.leveled(8192, 60, 40, 2, (60,))`` is TenSEAL's
-    /// ``[60, 40, 40, 60]``.
+    /// ``[60, 40, 40, 60]``. ``secret_weight`` draws secrets with that many nonzero
+    /// coefficients (a sparse secret, which bootstrapping without encapsulation needs; the
+    /// 128-bit table is for dense secrets, so it needs ``insecure=True``).
     #[staticmethod]
-    #[pyo3(signature = (n, base_bits, scale_bits, levels, special_bits = vec![60], insecure = false))]
+    #[pyo3(signature = (
+        n, base_bits, scale_bits, levels, special_bits = vec![60], insecure = false,
+        secret_weight = None
+    ))]
     fn leveled(
         n: usize,
         base_bits: u32,
@@ -61,12 +66,15 @@ impl PyParams {
         levels: usize,
         special_bits: Vec<u32>,
         insecure: bool,
+        secret_weight: Option<usize>,
     ) -> PyResult<Self> {
-        CkksParamsBuilder::leveled(n, base_bits, scale_bits, levels, &special_bits)
-            .insecure_for_testing(insecure)
-            .build()
-            .map(Self)
-            .map_err(errors::ckks)
+        let mut builder =
+            CkksParamsBuilder::leveled(n, base_bits, scale_bits, levels, &special_bits)
+                .insecure_for_testing(insecure);
+        if let Some(weight) = secret_weight {
+            builder = builder.secret(privopt_ckks::SecretDistribution::Sparse(weight));
+        }
+        builder.build().map(Self).map_err(errors::ckks)
     }
 
     /// Ring degree.
@@ -178,7 +186,7 @@ impl Operators {
 pub struct PyContext(pub Arc<EvalContext>, Operators);
 
 impl PyContext {
-    fn with_operators(ctx: Arc<EvalContext>) -> Self {
+    pub(crate) fn with_operators(ctx: Arc<EvalContext>) -> Self {
         let ops = Operators::keyless(&ctx);
         Self(ctx, ops)
     }
@@ -270,7 +278,7 @@ fn encrypt_values(
 
 /// The secret key. Keep it with its owner: :meth:`to_bytes` is for the owner's storage.
 #[pyclass(module = "privopt.ckks", name = "SecretKey", frozen)]
-pub struct PySecretKey(Secret, PyContext);
+pub struct PySecretKey(pub(crate) Secret, pub(crate) PyContext);
 
 #[pymethods]
 impl PySecretKey {
@@ -363,7 +371,7 @@ impl PySecretKey {
 }
 
 /// Refuses an object made under another context's parameters.
-fn same(ours: &EvalContext, theirs: &EvalContext) -> PyResult<()> {
+pub(crate) fn same(ours: &EvalContext, theirs: &EvalContext) -> PyResult<()> {
     if ours.params().fingerprint() != theirs.params().fingerprint() {
         return Err(errors::parameter(
             "made under other parameters (the context fingerprints differ)",
@@ -373,7 +381,7 @@ fn same(ours: &EvalContext, theirs: &EvalContext) -> PyResult<()> {
 }
 
 impl PyCiphertext {
-    fn new(ct: EvalCiphertext, ctx: &PyContext, length: usize) -> Self {
+    pub(crate) fn new(ct: EvalCiphertext, ctx: &PyContext, length: usize) -> Self {
         Self {
             ct,
             ctx: ctx.clone(),
@@ -467,10 +475,10 @@ impl PyGaloisKeys {
 /// :class:`Evaluator` gives the same operations with explicit keys and threads.
 #[pyclass(module = "privopt.ckks", name = "Ciphertext", frozen)]
 pub struct PyCiphertext {
-    ct: EvalCiphertext,
-    ctx: PyContext,
+    pub(crate) ct: EvalCiphertext,
+    pub(crate) ctx: PyContext,
     /// Values that mean something (the length of the encrypted vector, or of a result).
-    length: usize,
+    pub(crate) length: usize,
 }
 
 /// The other operand of a ciphertext operator.
@@ -949,5 +957,5 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyGaloisKeys>()?;
     m.add_class::<PyCiphertext>()?;
     m.add_class::<PyEvaluator>()?;
-    Ok(())
+    crate::bootstrap::register(m)
 }

@@ -14,6 +14,7 @@ use pyo3::prelude::*;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod bootstrap;
 mod ckks;
 mod dome;
 mod dp;

@@ -113,8 +113,13 @@ impl Evaluator {
     }
 
     /// The encapsulation keys, if given.
-    pub(crate) fn encapsulation(&self) -> Option<&EncapsulationKeys> {
+    pub fn encapsulation(&self) -> Option<&EncapsulationKeys> {
         self.encapsulation.as_ref()
+    }
+
+    /// The relinearization key, if given.
+    pub fn relin(&self) -> Option<&RelinKey> {
+        self.relin.as_ref()
     }
 
     /// `a` switched by `key` (from the key's source secret to its target): `(c0 + k0, k1)`.

@@ -171,6 +171,11 @@ impl RelinKey {
         self.0.target
     }
 
+    /// Bytes held in memory.
+    pub fn byte_len(&self) -> usize {
+        self.0.byte_len()
+    }
+
     /// See [`SwitchingKey::compact`].
     pub fn compact(&mut self) {
         self.0.compact();

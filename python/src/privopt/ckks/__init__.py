@@ -13,6 +13,9 @@ them; its operators (``+``, ``-``, ``*`` with a ciphertext, a number or an array
 length, ``dot``, ``sum``) use the keys given to its context by ``set_keys``. An
 :class:`Evaluator` does the same with keys and threads of its own.
 
+:class:`Bootstrapper` refreshes a ciphertext that ran out of levels (128-bit presets
+``"n15"`` and ``"n16"``); its keys, :class:`BootstrapKeys`, come from the secret key's owner.
+
 Parameters are checked against the homomorphic-encryption standard's 128-bit table;
 ``insecure=True`` turns the check off for tests. Every object is tied to the parameters it
 was made under, and mixing sets raises :class:`~privopt.errors.ParameterError`.
@@ -31,6 +34,8 @@ RelinKey = _native.RelinKey
 GaloisKeys = _native.GaloisKeys
 Ciphertext = _native.Ciphertext
 Evaluator = _native.Evaluator
+Bootstrapper = _native.Bootstrapper
+BootstrapKeys = _native.BootstrapKeys
 
 __all__ = [
     "multiparty",
@@ -42,4 +47,6 @@ __all__ = [
     "GaloisKeys",
     "Ciphertext",
     "Evaluator",
+    "Bootstrapper",
+    "BootstrapKeys",
 ]

@@ -1,0 +1,298 @@
+//! `privopt.ckks.Bootstrapper`: CKKS bootstrapping from Python — a ciphertext out of levels
+//! back to a fresh level, its slots kept — with the 128-bit presets, keys as bytes.
+
+use std::sync::Arc;
+
+use privopt_ckks::eval::bootstrap::BootstrapPreset;
+use privopt_ckks::eval::{
+    BootstrapConfig, Bootstrapper, EncapsulationKeys, EvalContext, EvaluationKeys, Evaluator,
+    GaloisKeys, KeyRequest, RelinKey,
+};
+use privopt_math::sample::secret_rng;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::ckks::{PyCiphertext, PyContext, PyParams, PySecretKey, same};
+use crate::errors;
+
+/// Refreshes ciphertexts that ran out of levels: ``bootstrap(ct, keys)`` returns a ciphertext
+/// at :attr:`output_level` with the same slots (to the bootstrap's precision: about 17 bits
+/// at ``"n15"``, 24 at ``"n16"``, for slots of magnitude up to 1).
+///
+/// ``Bootstrapper("n15")`` (n = 2^15, 16 384 slots, 3 levels left, about 4 s and 2.7 GB) or
+/// ``Bootstrapper("n16")`` (n = 2^16, 32 768 slots, 9 levels of 45 bits left, about 20 s and
+/// 6 GB) are 128-bit parameter sets with a dense secret, bootstrapped through a sparse
+/// encapsulation key (certified too). ``compact=True`` keeps the keys with seeded halves (about
+/// half the memory, a little slower); ``slots=k`` bootstraps ``k`` slots that repeat every
+/// ``k`` (sparse packing: cheaper). Build the parameters' :attr:`context` from it, the keys
+/// with :meth:`keys` (the secret key's owner), and give the keys to whoever bootstraps.
+#[pyclass(module = "privopt.ckks", name = "Bootstrapper", frozen)]
+pub struct PyBootstrapper {
+    boot: Arc<Bootstrapper>,
+    ctx: PyContext,
+    preset: Option<&'static str>,
+}
+
+/// The keys :meth:`Bootstrapper.bootstrap` uses (relinearization, the transforms' rotations,
+/// sparse-secret encapsulation), made by the secret key's owner with
+/// :meth:`Bootstrapper.keys`. Large: gigabytes at ``"n16"`` (:attr:`nbytes`).
+#[pyclass(module = "privopt.ckks", name = "BootstrapKeys", frozen)]
+pub struct PyBootstrapKeys {
+    ev: Arc<Evaluator>,
+    ctx: PyContext,
+}
+
+fn preset_named(name: &str) -> PyResult<BootstrapPreset> {
+    BootstrapPreset::ALL
+        .into_iter()
+        .find(|p| p.name() == name)
+        .ok_or_else(|| errors::parameter(format!("preset must be 'n15' or 'n16', got {name:?}")))
+}
+
+impl PyBootstrapper {
+    fn build(
+        py: Python<'_>,
+        ctx: Arc<EvalContext>,
+        cfg: BootstrapConfig,
+        preset: Option<&'static str>,
+    ) -> PyResult<Self> {
+        let boot = py
+            .detach(|| Bootstrapper::new(&ctx, &cfg))
+            .map_err(|e| match e {
+                // At construction, too few levels is the parameters' fault.
+                privopt_ckks::CkksError::LevelExhausted(why) => errors::parameter(format!(
+                    "these parameters have too few levels to bootstrap: {why}"
+                )),
+                other => errors::ckks(other),
+            })?;
+        Ok(Self {
+            boot: Arc::new(boot),
+            ctx: PyContext::with_operators(ctx),
+            preset,
+        })
+    }
+}
+
+#[pymethods]
+impl PyBootstrapper {
+    #[new]
+    #[pyo3(signature = (preset = "n15", *, compact = false, slots = None))]
+    fn new(py: Python<'_>, preset: &str, compact: bool, slots: Option<usize>) -> PyResult<Self> {
+        let p = preset_named(preset)?;
+        let params = p.params().build().map_err(errors::ckks)?;
+        let ctx = py
+            .detach(|| EvalContext::new(&params))
+            .map_err(errors::ckks)?;
+        let cfg = BootstrapConfig {
+            compact,
+            slots,
+            ..p.config()
+        };
+        Self::build(py, ctx, cfg, Some(p.name()))
+    }
+
+    /// A bootstrapper for parameters of your own (enough levels for the transforms and
+    /// EvalMod: about 14 at the default configuration; a sparse ``secret_weight`` unless the
+    /// parameters are a preset's). Small insecure parameters make quick tests.
+    #[staticmethod]
+    #[pyo3(signature = (params, *, slots = None))]
+    fn with_params(py: Python<'_>, params: &PyParams, slots: Option<usize>) -> PyResult<Self> {
+        let params = Arc::clone(&params.0);
+        let ctx = py
+            .detach(|| EvalContext::new(&params))
+            .map_err(errors::ckks)?;
+        let cfg = BootstrapConfig {
+            slots,
+            ..BootstrapConfig::default()
+        };
+        Self::build(py, ctx, cfg, None)
+    }
+
+    /// The context of the parameters (for keys, encryption, decryption).
+    #[getter]
+    fn context(&self) -> PyContext {
+        self.ctx.clone()
+    }
+
+    /// ``"n15"``, ``"n16"`` or ``None`` (parameters of your own).
+    #[getter]
+    fn preset(&self) -> Option<&'static str> {
+        self.preset
+    }
+
+    /// The level a bootstrapped ciphertext comes out at (the levels left for computing).
+    #[getter]
+    fn output_level(&self) -> usize {
+        self.boot.output_level()
+    }
+
+    /// Slots bootstrapped: all of the context's, or the sparse-packing period.
+    #[getter]
+    fn slots(&self) -> usize {
+        self.boot.slots().unwrap_or_else(|| self.ctx.0.slots())
+    }
+
+    /// The keys a bootstrap needs, made from ``sk`` (their owner's), plus Galois keys for
+    /// ``rotations`` of your own circuit.
+    #[pyo3(signature = (sk, rotations = Vec::new()))]
+    fn keys(
+        &self,
+        py: Python<'_>,
+        sk: &PySecretKey,
+        rotations: Vec<i64>,
+    ) -> PyResult<PyBootstrapKeys> {
+        same(&self.ctx.0, sk.1.0.as_ref())?;
+        let top = self.ctx.0.params().max_level();
+        let extra: Vec<KeyRequest> = rotations
+            .into_iter()
+            .map(|steps| KeyRequest::Rotation { steps, level: top })
+            .collect();
+        let (boot, secret) = (&self.boot, &sk.0);
+        let keys = py
+            .detach(|| boot.keys(secret, &extra, &mut secret_rng(None)))
+            .map_err(errors::ckks)?;
+        Ok(PyBootstrapKeys {
+            ev: Arc::new(keys.evaluator(&self.ctx.0)),
+            ctx: self.ctx.clone(),
+        })
+    }
+
+    /// ``ct`` at :attr:`output_level` with the same slots (from any level; one above 0 is
+    /// dropped first). Raises if ``keys`` are another secret's or another context's.
+    fn bootstrap(
+        &self,
+        py: Python<'_>,
+        ct: &PyCiphertext,
+        keys: &PyBootstrapKeys,
+    ) -> PyResult<PyCiphertext> {
+        same(&self.ctx.0, &ct.ctx.0)?;
+        same(&self.ctx.0, &keys.ctx.0)?;
+        let (boot, ev, input) = (&self.boot, &keys.ev, &ct.ct);
+        let out = py
+            .detach(|| boot.bootstrap(ev, input))
+            .map_err(errors::ckks)?;
+        Ok(PyCiphertext::new(out, &self.ctx, ct.length))
+    }
+
+    fn __repr__(&self) -> String {
+        let preset = self.preset.map_or("None".to_owned(), |p| format!("'{p}'"));
+        format!(
+            "Bootstrapper(preset={preset}, n={}, slots={}, output_level={})",
+            self.ctx.0.n(),
+            self.slots(),
+            self.boot.output_level()
+        )
+    }
+}
+
+/// Appends one length-prefixed part.
+fn put(out: &mut Vec<u8>, part: &[u8]) {
+    out.extend_from_slice(&(part.len() as u64).to_le_bytes());
+    out.extend_from_slice(part);
+}
+
+/// Takes one length-prefixed part.
+fn take<'a>(data: &mut &'a [u8], what: &str) -> PyResult<&'a [u8]> {
+    let bad = || errors::MalformedMessage::new_err(format!("bootstrap keys: {what} truncated"));
+    let (len, rest) = data.split_first_chunk::<8>().ok_or_else(bad)?;
+    let len = usize::try_from(u64::from_le_bytes(*len)).map_err(|_| bad())?;
+    if rest.len() < len {
+        return Err(bad());
+    }
+    let (part, rest) = rest.split_at(len);
+    *data = rest;
+    Ok(part)
+}
+
+/// The format's first bytes.
+const KEYS_MAGIC: &[u8; 8] = b"POBOOTK1";
+
+#[pymethods]
+impl PyBootstrapKeys {
+    /// Bytes the keys take in memory.
+    #[getter]
+    fn nbytes(&self) -> usize {
+        let relin = self.ev.relin().map_or(0, RelinKey::byte_len);
+        let enc = self
+            .ev
+            .encapsulation()
+            .map_or(0, EncapsulationKeys::byte_len);
+        relin + self.ev.galois_keys().byte_len() + enc
+    }
+
+    /// The secret the keys belong to.
+    #[getter]
+    fn key_id(&self) -> Option<u64> {
+        self.ev.key_id().map(|k| k.get())
+    }
+
+    /// Their encoding (for storage or to hand them to the bootstrapping party).
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let params = self.ctx.0.params();
+        let ev = &self.ev;
+        let bytes = py.detach(|| {
+            let mut out = KEYS_MAGIC.to_vec();
+            put(
+                &mut out,
+                &ev.relin().map(|k| k.to_bytes(params)).unwrap_or_default(),
+            );
+            put(&mut out, &ev.galois_keys().to_bytes(params));
+            put(
+                &mut out,
+                &ev.encapsulation()
+                    .map(|k| k.to_bytes(params))
+                    .unwrap_or_default(),
+            );
+            out
+        });
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// Keys from :meth:`to_bytes`, for ``bootstrapper``'s parameters.
+    #[staticmethod]
+    fn from_bytes(py: Python<'_>, bootstrapper: &PyBootstrapper, data: &[u8]) -> PyResult<Self> {
+        let ctx = &bootstrapper.ctx;
+        let mut rest = data
+            .strip_prefix(KEYS_MAGIC.as_slice())
+            .ok_or_else(|| errors::MalformedMessage::new_err("not bootstrap keys (bad magic)"))?;
+        let relin = take(&mut rest, "relinearization key")?;
+        let galois = take(&mut rest, "Galois keys")?;
+        let enc = take(&mut rest, "encapsulation keys")?;
+        if !rest.is_empty() {
+            return Err(errors::MalformedMessage::new_err(
+                "bootstrap keys: trailing bytes",
+            ));
+        }
+        let eval_ctx = Arc::clone(&ctx.0);
+        let keys = py
+            .detach(|| -> Result<EvaluationKeys, privopt_ckks::CkksError> {
+                let params = eval_ctx.params();
+                Ok(EvaluationKeys {
+                    relin: RelinKey::from_bytes(params, relin)?,
+                    galois: GaloisKeys::from_bytes(&eval_ctx, galois)?,
+                    encapsulation: if enc.is_empty() {
+                        None
+                    } else {
+                        Some(EncapsulationKeys::from_bytes(params, enc)?)
+                    },
+                })
+            })
+            .map_err(errors::ckks)?;
+        let ev = keys.evaluator(&ctx.0);
+        ev.check_keys().map_err(errors::ckks)?;
+        Ok(Self {
+            ev: Arc::new(ev),
+            ctx: ctx.clone(),
+        })
+    }
+
+    fn __repr__(&self) -> String {
+        format!("BootstrapKeys(nbytes={})", self.nbytes())
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyBootstrapper>()?;
+    m.add_class::<PyBootstrapKeys>()?;
+    Ok(())
+}

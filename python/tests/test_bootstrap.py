@@ -1,0 +1,77 @@
+"""privopt.ckks.Bootstrapper on small insecure parameters (n = 2^12, a sparse secret): quick
+enough for every test run; the 128-bit presets run in examples/ckks_bootstrap.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from privopt import ckks
+from privopt.errors import MalformedMessage, ParameterError
+
+
+@pytest.fixture(scope="module")
+def setup():
+    params = ckks.Params.leveled(4096, 60, 50, 19, [60, 60, 60], insecure=True, secret_weight=64)
+    boot = ckks.Bootstrapper.with_params(params)
+    sk = ckks.SecretKey.generate(boot.context)
+    return boot, sk, boot.keys(sk)
+
+
+def values(n: int, seed: float = 0.0) -> np.ndarray:
+    return np.sin((np.arange(n) + seed) * 0.731)
+
+
+def test_a_ciphertext_out_of_levels_comes_back_with_its_slots(setup):
+    boot, sk, keys = setup
+    v = values(boot.slots)
+    ct = sk.encrypt(v, level=0)
+    fresh = boot.bootstrap(ct, keys)
+    assert ct.level == 0 and fresh.level == boot.output_level >= 1
+    err = np.abs(sk.decrypt(fresh) - v).max()
+    assert -np.log2(err) >= 14, err
+    # It computes again: a product by a constant at the new level.
+    np.testing.assert_allclose(sk.decrypt(fresh * 2.0), 2 * v, atol=4 * err)
+
+
+def test_keys_round_trip_through_bytes_and_refuse_damage(setup):
+    boot, sk, keys = setup
+    data = keys.to_bytes()
+    again = ckks.BootstrapKeys.from_bytes(boot, data)
+    assert again.nbytes == keys.nbytes and again.key_id == keys.key_id == sk.key_id
+    ct = sk.encrypt(values(boot.slots, 1.0), level=0)
+    np.testing.assert_array_equal(
+        sk.decrypt(boot.bootstrap(ct, again)), sk.decrypt(boot.bootstrap(ct, keys))
+    )
+    with pytest.raises(MalformedMessage):
+        ckks.BootstrapKeys.from_bytes(boot, data[:-10])
+    with pytest.raises(MalformedMessage):
+        ckks.BootstrapKeys.from_bytes(boot, b"not keys" + data[8:])
+
+
+def test_another_secrets_keys_or_parameters_are_refused(setup):
+    boot, _, keys = setup
+    other = ckks.SecretKey.generate(boot.context)
+    ct = other.encrypt(values(boot.slots), level=0)
+    with pytest.raises(ParameterError):
+        boot.bootstrap(ct, keys)
+    plain = ckks.Context(ckks.Params.leveled(8192, 60, 40, 2))
+    with pytest.raises(ParameterError, match="other parameters"):
+        boot.keys(ckks.SecretKey.generate(plain))
+
+
+def test_sparse_packing_bootstraps_repeated_slots(setup):
+    boot, sk, _ = setup
+    sparse = ckks.Bootstrapper.with_params(boot.context.params, slots=64)
+    keys = sparse.keys(sk)
+    v = np.tile(values(64, 2.0), boot.context.slots // 64)
+    fresh = sparse.bootstrap(sk.encrypt(v, level=0), keys)
+    assert -np.log2(np.abs(sk.decrypt(fresh) - v).max()) >= 12
+
+
+def test_bad_presets_and_shallow_parameters_are_one_clear_error():
+    with pytest.raises(ParameterError, match="'n15' or 'n16'"):
+        ckks.Bootstrapper("n17")  # type: ignore[arg-type]
+    shallow = ckks.Params.leveled(4096, 60, 50, 5, [60, 60], insecure=True, secret_weight=64)
+    with pytest.raises(ParameterError, match="level"):
+        ckks.Bootstrapper.with_params(shallow)

@@ -23,8 +23,6 @@ from flwr.client import ClientApp, NumPyClient
 from flwr.client.mod import secaggplus_mod as flower_mod
 from flwr.common import ndarrays_to_parameters
 from flwr.compat.common.recorddict_compat import parameters_to_arrayrecord
-from flwr.server import ClientManager
-from flwr.server.client_proxy import ClientProxy
 from flwr.server.compat.legacy_context import LegacyContext
 from flwr.server.strategy import FedAvg
 from flwr.server.workflow import SecAggPlusWorkflow as FlowerWorkflow
@@ -33,41 +31,7 @@ from flwr.server.workflow.constant import MAIN_CONFIGS_RECORD, MAIN_PARAMS_RECOR
 from privopt_flower import secagg
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests"))
-from loopback import LoopbackGrid, set_task_identity
-
-
-class _Proxy(ClientProxy):
-    def get_properties(self, *a: Any, **k: Any) -> Any: ...
-    def get_parameters(self, *a: Any, **k: Any) -> Any: ...
-    def fit(self, *a: Any, **k: Any) -> Any: ...
-    def evaluate(self, *a: Any, **k: Any) -> Any: ...
-    def reconnect(self, *a: Any, **k: Any) -> Any: ...
-
-
-class _Manager(ClientManager):
-    def __init__(self, nodes: list[int]) -> None:
-        self.proxies: dict[str, ClientProxy] = {}
-        for n in nodes:
-            p = _Proxy(str(n))
-            p.node_id = n
-            self.proxies[str(n)] = p
-
-    def num_available(self) -> int:
-        return len(self.proxies)
-
-    def register(self, client: ClientProxy) -> bool:
-        return True
-
-    def unregister(self, client: ClientProxy) -> None: ...
-
-    def all(self) -> dict[str, ClientProxy]:
-        return self.proxies
-
-    def wait_for(self, num_clients: int, timeout: int) -> bool:
-        return True
-
-    def sample(self, num_clients: int, min_num_clients: int | None = None, criterion: Any = None):
-        return list(self.proxies.values())[:num_clients]
+from loopback import LoopbackGrid, set_task_identity, static_client_manager
 
 
 def one_round(
@@ -93,7 +57,7 @@ def one_round(
     context = LegacyContext(
         Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config={}),
         strategy=FedAvg(fraction_fit=1.0, min_fit_clients=n, min_available_clients=n),
-        client_manager=_Manager(list(updates)),
+        client_manager=static_client_manager(updates),
     )
     dim = next(iter(updates.values())).shape[0]
     context.state.array_records[MAIN_PARAMS_RECORD] = parameters_to_arrayrecord(

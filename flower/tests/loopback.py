@@ -108,3 +108,46 @@ class LoopbackGrid:
                     change(reply.content)
             replies.append(reply)
         return replies
+
+
+def static_client_manager(nodes: Iterable[int]) -> Any:
+    """A legacy ``ClientManager`` over fixed node ids (what a legacy workflow samples from),
+    sampling the first ``k`` — for driving a legacy strategy without a SuperLink."""
+    from flwr.server import ClientManager
+    from flwr.server.client_proxy import ClientProxy
+
+    class Proxy(ClientProxy):
+        def get_properties(self, *a: Any, **k: Any) -> Any: ...
+        def get_parameters(self, *a: Any, **k: Any) -> Any: ...
+        def fit(self, *a: Any, **k: Any) -> Any: ...
+        def evaluate(self, *a: Any, **k: Any) -> Any: ...
+        def reconnect(self, *a: Any, **k: Any) -> Any: ...
+
+    class Manager(ClientManager):
+        def __init__(self) -> None:
+            self.proxies: dict[str, ClientProxy] = {}
+            for n in nodes:
+                proxy = Proxy(str(n))
+                proxy.node_id = n
+                self.proxies[str(n)] = proxy
+
+        def num_available(self) -> int:
+            return len(self.proxies)
+
+        def register(self, client: ClientProxy) -> bool:
+            return True
+
+        def unregister(self, client: ClientProxy) -> None: ...
+
+        def all(self) -> dict[str, ClientProxy]:
+            return self.proxies
+
+        def wait_for(self, num_clients: int, timeout: int) -> bool:
+            return True
+
+        def sample(
+            self, num_clients: int, min_num_clients: int | None = None, criterion: Any = None
+        ) -> Any:
+            return list(self.proxies.values())[:num_clients]
+
+    return Manager()

@@ -16,7 +16,11 @@ import pytest
 from flwr.app import ArrayRecord, Context, Message, MetricRecord, RecordDict
 from flwr.client import ClientApp, NumPyClient
 from flwr.clientapp import ClientApp as MessageClientApp
-from loopback import LoopbackGrid, task_identity  # noqa: F401  (an autouse fixture)
+from loopback import (  # noqa: F401  (task_identity: an autouse fixture)
+    LoopbackGrid,
+    static_client_manager,
+    task_identity,
+)
 from privopt.errors import ProtocolError
 
 from privopt_flower import secagg
@@ -159,8 +163,6 @@ def test_weighted_mean_is_flowers_fedavg():
 def test_the_workflow_gives_fedavg_of_the_sampled_clients_through_flowers_legacy_strategy():
     from flwr.app import ConfigRecord
     from flwr.common import ndarrays_to_parameters
-    from flwr.server import ClientManager
-    from flwr.server.client_proxy import ClientProxy
     from flwr.server.compat.legacy_context import LegacyContext
     from flwr.server.strategy import FedAvg
     from flwr.server.workflow.constant import MAIN_CONFIGS_RECORD, MAIN_PARAMS_RECORD
@@ -169,41 +171,11 @@ def test_the_workflow_gives_fedavg_of_the_sampled_clients_through_flowers_legacy
     weights = {100: 5, 101: 15, 102: 20, 103: 40, 104: 20}
     grid = LoopbackGrid({n: legacy_app(values, weights) for n in values})
 
-    class Proxy(ClientProxy):
-        def get_properties(self, *a: Any, **k: Any) -> Any: ...
-        def get_parameters(self, *a: Any, **k: Any) -> Any: ...
-        def fit(self, *a: Any, **k: Any) -> Any: ...
-        def evaluate(self, *a: Any, **k: Any) -> Any: ...
-        def reconnect(self, *a: Any, **k: Any) -> Any: ...
-
-    class Manager(ClientManager):
-        def __init__(self) -> None:
-            self.proxies = {str(n): Proxy(str(n)) for n in values}
-            for n, p in self.proxies.items():
-                p.node_id = int(n)
-
-        def num_available(self) -> int:
-            return len(self.proxies)
-
-        def register(self, client: ClientProxy) -> bool:
-            return True
-
-        def unregister(self, client: ClientProxy) -> None: ...
-
-        def all(self) -> dict[str, ClientProxy]:
-            return self.proxies
-
-        def wait_for(self, num_clients: int, timeout: int) -> bool:
-            return True
-
-        def sample(self, num_clients: int, min_num_clients: int | None = None, criterion=None):
-            return list(self.proxies.values())[:num_clients]
-
     strategy = FedAvg(fraction_fit=1.0, min_fit_clients=5, min_available_clients=5)
     context = LegacyContext(
         Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config={}),
         strategy=strategy,
-        client_manager=Manager(),
+        client_manager=static_client_manager(values),
     )
     initial = [np.zeros((2, 3)), np.zeros(3)]
     from flwr.compat.common.recorddict_compat import parameters_to_arrayrecord

@@ -75,3 +75,14 @@ def test_bad_presets_and_shallow_parameters_are_one_clear_error():
     shallow = ckks.Params.leveled(4096, 60, 50, 5, [60, 60], insecure=True, secret_weight=64)
     with pytest.raises(ParameterError, match="level"):
         ckks.Bootstrapper.with_params(shallow)
+
+
+def test_one_thread_and_two_give_the_same_bits(setup):
+    boot, sk, _ = setup
+    ct = sk.encrypt(values(boot.slots, 3.0), level=0)
+    data = boot.keys(sk).to_bytes()
+    one = ckks.BootstrapKeys.from_bytes(boot, data, threads=1)
+    two = ckks.BootstrapKeys.from_bytes(boot, data, threads=2)
+    assert boot.bootstrap(ct, one).to_bytes() == boot.bootstrap(ct, two).to_bytes()
+    with pytest.raises(ParameterError, match="threads"):
+        ckks.BootstrapKeys.from_bytes(boot, data, threads=0)

@@ -133,13 +133,15 @@ impl PyBootstrapper {
     }
 
     /// The keys a bootstrap needs, made from ``sk`` (their owner's), plus Galois keys for
-    /// ``rotations`` of your own circuit.
-    #[pyo3(signature = (sk, rotations = Vec::new()))]
+    /// ``rotations`` of your own circuit. Bootstraps with them run on ``threads`` threads
+    /// (default: every core; the result is the same to the bit).
+    #[pyo3(signature = (sk, rotations = Vec::new(), *, threads = None))]
     fn keys(
         &self,
         py: Python<'_>,
         sk: &PySecretKey,
         rotations: Vec<i64>,
+        threads: Option<usize>,
     ) -> PyResult<PyBootstrapKeys> {
         same(&self.ctx.0, sk.1.0.as_ref())?;
         let top = self.ctx.0.params().max_level();
@@ -152,7 +154,7 @@ impl PyBootstrapper {
             .detach(|| boot.keys(secret, &extra, &mut secret_rng(None)))
             .map_err(errors::ckks)?;
         Ok(PyBootstrapKeys {
-            ev: Arc::new(keys.evaluator(&self.ctx.0)),
+            ev: Arc::new(with_threads(keys.evaluator(&self.ctx.0), threads)?),
             ctx: self.ctx.clone(),
         })
     }
@@ -182,6 +184,15 @@ impl PyBootstrapper {
             self.slots(),
             self.boot.output_level()
         )
+    }
+}
+
+/// `ev` on `threads` threads (rayon's global pool, every core, when `None`).
+fn with_threads(ev: Evaluator, threads: Option<usize>) -> PyResult<Evaluator> {
+    match threads {
+        Some(0) => Err(errors::parameter("threads must be >= 1")),
+        Some(t) => ev.with_threads(t).map_err(errors::ckks),
+        None => Ok(ev),
     }
 }
 
@@ -248,9 +259,16 @@ impl PyBootstrapKeys {
         Ok(PyBytes::new(py, &bytes))
     }
 
-    /// Keys from :meth:`to_bytes`, for ``bootstrapper``'s parameters.
+    /// Keys from :meth:`to_bytes`, for ``bootstrapper``'s parameters, bootstrapping on
+    /// ``threads`` threads (default: every core).
     #[staticmethod]
-    fn from_bytes(py: Python<'_>, bootstrapper: &PyBootstrapper, data: &[u8]) -> PyResult<Self> {
+    #[pyo3(signature = (bootstrapper, data, *, threads = None))]
+    fn from_bytes(
+        py: Python<'_>,
+        bootstrapper: &PyBootstrapper,
+        data: &[u8],
+        threads: Option<usize>,
+    ) -> PyResult<Self> {
         let ctx = &bootstrapper.ctx;
         let mut rest = data
             .strip_prefix(KEYS_MAGIC.as_slice())
@@ -278,7 +296,7 @@ impl PyBootstrapKeys {
                 })
             })
             .map_err(errors::ckks)?;
-        let ev = keys.evaluator(&ctx.0);
+        let ev = with_threads(keys.evaluator(&ctx.0), threads)?;
         ev.check_keys().map_err(errors::ckks)?;
         Ok(Self {
             ev: Arc::new(ev),

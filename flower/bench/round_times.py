@@ -56,9 +56,15 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--dim", type=int, default=1000)
     ap.add_argument("--out", default="")
+    ap.add_argument(
+        "--secagg-only",
+        action="store_true",
+        help="only Flower's SecAgg+ app, with Flower's SecAgg+ and with privopt's drop-in",
+    )
     args = ap.parse_args()
     rows = []
-    for name, cfg in configs(args.nodes, args.rounds, args.dim).items():
+    methods = {} if args.secagg_only else configs(args.nodes, args.rounds, args.dim)
+    for name, cfg in methods.items():
         local = inprocess.run(cfg)
         with tempfile.TemporaryDirectory() as tmp, Localhost(tmp, cfg["clients"]) as fed:
             flwr = fed.run(APP, cfg, timeout=1800)
@@ -71,28 +77,32 @@ def main() -> None:
             }
         )
         print(rows[-1], flush=True)
-    peer: list[float] = []
-    with tempfile.TemporaryDirectory() as tmp, Localhost(tmp, args.nodes) as fed:
-        cfg = {"rounds": args.rounds, "clients": args.nodes, "dim": args.dim}
+    for impl in ("flower", "privopt"):
+        peer: list[float] = []
+        with tempfile.TemporaryDirectory() as tmp, Localhost(tmp, args.nodes) as fed:
+            cfg = {"rounds": args.rounds, "clients": args.nodes, "dim": args.dim, "impl": impl}
 
-        def grab(line: str) -> None:
-            m = re.search(r"\[peer\] round=\d+ seconds=([0-9.]+)", line)
-            if m:
-                peer.append(float(m[1]))
+            def grab(line: str, into: list[float] = peer) -> None:
+                m = re.search(r"\[peer\] round=\d+ seconds=([0-9.]+)", line)
+                if m:
+                    into.append(float(m[1]))
 
-        fed.run(PEER, cfg, on_line=grab, until="[peer] done", timeout=1800)
-    rows.append(
-        {
-            "method": f"Flower SecAgg+ (d={args.dim})",
-            "nodes": args.nodes,
-            "in_process_s": None,
-            "flower_s": statistics.median(peer),
-        }
-    )
-    print(f"{'method':28} {'nodes':>5} {'in-process s/round':>19} {'Flower s/round':>15}")
+            fed.run(PEER, cfg, on_line=grab, until="[peer] done", timeout=1800)
+        label = "Flower SecAgg+" if impl == "flower" else "privopt drop-in SecAgg+"
+        rows.append(
+            {
+                "method": f"{label} (d={args.dim})",
+                "nodes": args.nodes,
+                "in_process_s": None,
+                "flower_s": statistics.median(peer),
+                "rounds_s": peer,
+            }
+        )
+        print(rows[-1], flush=True)
+    print(f"{'method':36} {'nodes':>5} {'in-process s/round':>19} {'Flower s/round':>15}")
     for r in rows:
         ip = "-" if r["in_process_s"] is None else f"{r['in_process_s']:.3f}"
-        print(f"{r['method']:28} {r['nodes']:>5} {ip:>19} {r['flower_s']:>15.2f}")
+        print(f"{r['method']:36} {r['nodes']:>5} {ip:>19} {r['flower_s']:>15.2f}")
     if args.out:
         Path(args.out).write_text(
             json.dumps({"when": time.strftime("%Y-%m-%d %H:%M"), "rows": rows}, indent=2)

@@ -110,6 +110,8 @@ def test_each_clients_epsilon_is_dp_accountings_for_the_rounds_it_was_in(tmp_pat
         {n: strategy.ledger.epsilon(n) for n in written["clients"]}
     )
     assert (tmp_path / "privacy.csv").read_text().startswith("round,client,releases,epsilon")
+    svg = (tmp_path / "privacy.svg").read_text()
+    assert svg.startswith("<svg") and svg.count("<polyline") == len(written["clients"])
 
 
 def test_max_epsilon_stops_a_client_and_then_the_run():

@@ -5,6 +5,7 @@
 //! leveled single-key engine (products, rescaling, hybrid key switching, rotations,
 //! polynomial evaluation, and bootstrapping in [`eval::bootstrap`]).
 
+#[cfg(feature = "testing")]
 pub mod bench_support;
 pub mod encoding;
 pub mod error;

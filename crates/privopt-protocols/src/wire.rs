@@ -455,6 +455,8 @@ impl<'a> Reader<'a> {
 
 /// Helpers for the decoder tests of each method: every way a message's bytes can be damaged
 /// in transit, and forged frames (fields changed, checksum recomputed) for field validation.
+/// Behind the `testing` feature: not part of the protocol API.
+#[cfg(feature = "testing")]
 pub mod damage {
     use super::{CHECKSUM_BYTES, DecodeError, HEADER_BYTES, checksum};
 

@@ -33,6 +33,7 @@ pub mod params;
 pub mod quantize;
 mod server;
 pub mod shamir;
+#[cfg(feature = "simulation")]
 pub mod simulation;
 
 pub use client::{Client, ClientConfig, ClientSnapshot, UNMASK_LEDGER_CAPACITY, UnmaskLedger};

@@ -25,6 +25,7 @@ pub use remez::{Minimax, RemezOptions, remez};
 
 /// Errors from approximation: bad intervals or degrees, or a Remez iteration that failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ApproxError {
     /// Invalid input or a numerical failure, described.
     #[error("{0}")]

@@ -15,6 +15,7 @@ pub mod ota;
 
 /// Errors of the channel layer.
 #[derive(Debug, thiserror::Error, PartialEq)]
+#[non_exhaustive]
 pub enum ChannelError {
     /// Invalid channel parameters.
     #[error("invalid channel: {0}")]

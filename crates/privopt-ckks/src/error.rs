@@ -5,6 +5,7 @@ use privopt_math::MathError;
 
 /// Everything CKKS and xMK-CKKS can reject.
 #[derive(Debug, thiserror::Error, PartialEq)]
+#[non_exhaustive]
 pub enum CkksError {
     /// The parameters exceed the homomorphic-encryption standard's 128-bit bound.
     #[error(

@@ -25,6 +25,7 @@ pub use rdp::{Conversion, EpsilonAt, RdpCurve, Sampling, default_orders};
 
 /// Errors from the DP crate: every one names the parameter that is wrong.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum DpError {
     /// A parameter is out of its domain.
     #[error("{0}")]

@@ -29,6 +29,7 @@ pub const MAX_THREADS: usize = 256;
 
 /// Errors of the arithmetic layer.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum MathError {
     /// A ring degree that is not a power of two in the supported range.
     #[error("ring degree {0} is not a power of two in 2^4..=2^17")]

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 /// Everything that can go wrong while fetching, loading or using data and models.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// A file could not be read or written.
     #[error("{path}: {source}")]

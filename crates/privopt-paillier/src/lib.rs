@@ -26,6 +26,7 @@ pub use num_bigint::{BigInt, BigUint};
 
 /// Errors of the Paillier layer.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PaillierError {
     /// Unsupported key size.
     #[error(

@@ -41,6 +41,8 @@ pub fn ckks(e: CkksError) -> PyErr {
         | CkksError::LevelExhausted(_)
         | CkksError::ScaleMismatch(_)
         | CkksError::MissingKey(_) => ComputationError::new_err(msg),
+        // A kind a later version adds: a computation that did not complete.
+        _ => ComputationError::new_err(msg),
     }
 }
 
@@ -53,6 +55,8 @@ pub fn paillier(e: PaillierError) -> PyErr {
         PaillierError::InvalidCiphertext(_) | PaillierError::Malformed(_) => {
             MalformedMessage::new_err(msg)
         }
+        // A kind a later version adds.
+        _ => ParameterError::new_err(msg),
     }
 }
 

@@ -48,6 +48,7 @@ pub type ClientId = u32;
 
 /// Why a message or a round was refused. A refused message changes no state.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// Parameters that cannot work.
     #[error("invalid parameters: {0}")]

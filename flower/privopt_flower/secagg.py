@@ -285,8 +285,10 @@ def _run_round(
     reconstruction_threshold: float,
     server_round: int,
     timeout: float | None,
+    weighted: bool = True,
 ) -> _Round:
-    """Setup, share keys, collect masked vectors (the train contents go out here), unmask."""
+    """Setup, share keys, collect masked vectors (the train contents go out here), unmask.
+    ``weighted``: each client's weight is its reply's example count (else 1)."""
     nodes = sorted(train_contents)
     if len(nodes) < 2:
         raise ValueError(f"SecAgg+ needs at least 2 clients, got {len(nodes)}")
@@ -326,6 +328,7 @@ def _run_round(
                         "quantization_range": quant.quantization_range,
                         "modulus_range": quant.modulus_range,
                         "max_weight": float(quant.max_weight),
+                        "weighted": weighted,
                     }
                 )
             }
@@ -421,10 +424,6 @@ def secure_sum(
         timeout,
     )
     quant = Quantization(clipping_range, quantization_range, modulus_range, weight_cap)
-    # The mod reads whether to weight from the request.
-    for n in nodes:
-        per_node[n] = _copy(per_node[n])
-        per_node[n].config_records[RECORD + ".request"] = ConfigRecord({"weighted": weighted})
     outcome = _run_round(
         grid,
         per_node,
@@ -434,6 +433,7 @@ def secure_sum(
         reconstruction_threshold,
         server_round,
         timeout,
+        weighted=weighted,
     )
     total = [a * outcome.weight for a in outcome.average]
     return SecureSum(
@@ -617,6 +617,7 @@ def secaggplus_mod(msg: Message, ctxt: Context, call_next: ClientAppCallable) ->
                 "modulus_range",
                 "max_weight",
                 "vector_len",
+                "weighted",
             )
         }
         _save(ctxt, client, keep)
@@ -631,8 +632,7 @@ def secaggplus_mod(msg: Message, ctxt: Context, call_next: ClientAppCallable) ->
         if result.has_error():
             return result
         arrays, weight = _reply_arrays(result.content)
-        request = msg.content.config_records.get(RECORD + ".request")
-        if request is not None and not request.get("weighted", False):
+        if not keep["weighted"]:
             weight = 1.0
         quant = Quantization(
             float(cast(float, keep["clipping_range"])),

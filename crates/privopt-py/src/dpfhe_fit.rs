@@ -13,7 +13,7 @@ use privopt_sim::context::Progress;
 use privopt_sim::methods::dpfhe::data::load_task as load_paper_task;
 use privopt_sim::methods::dpfhe::encrypted::{BootstrapChoice, ServerSetup};
 use privopt_sim::methods::dpfhe::estimator::{Algorithm, EncryptedFit, FitSpec, Fitted, fit};
-use privopt_sim::methods::dpfhe::plan::{PlanNumbers, PlanTargets};
+use privopt_sim::methods::dpfhe::plan::PlanTargets;
 use privopt_sim::methods::dpfhe::theorem::BarrierShape;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -101,48 +101,24 @@ impl Progress for PyProgress {
     }
 }
 
-/// The plan's numbers as a dict (the keys of `privopt run`'s summary).
-fn plan_dict<'py>(py: Python<'py>, p: &PlanNumbers) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("features", p.features)?;
-    d.set_item("mean_norm", p.mean_norm)?;
-    d.set_item("noclip_d", p.noclip_d)?;
-    d.set_item("noclip_certified", p.noclip_certified)?;
-    d.set_item("sigma_dpgd", p.sigma_dpgd)?;
-    d.set_item("sigma_noclip", p.sigma_noclip)?;
-    d.set_item("noise_std_dpgd", p.noise_std_dpgd)?;
-    d.set_item("noise_std_noclip", p.noise_std_noclip)?;
-    d.set_item("steps", p.steps)?;
-    d.set_item("steps_noclip", p.steps_noclip)?;
-    d.set_item("batch", p.batch)?;
-    d.set_item("noclip_eta", p.noclip_eta)?;
-    d.set_item("noclip_theta", p.noclip_theta)?;
-    d.set_item("noclip_lambda", p.noclip_lambda)?;
-    d.set_item("noclip_kappa", p.noclip_kappa)?;
-    d.set_item("noclip_sigmoid_degree", p.noclip_sigmoid_degree)?;
-    d.set_item("noclip_sigmoid_half_width", p.noclip_sigmoid_half_width)?;
-    d.set_item("noclip_e_f", p.noclip_e_f)?;
-    d.set_item("noclip_e_b", p.noclip_e_b)?;
-    d.set_item("noclip_r", p.noclip_r)?;
-    d.set_item("noise_std_output", p.noise_std_output)?;
-    d.set_item("output_passes", p.output_passes)?;
-    Ok(d)
+/// `value` as a Python dict, through its serde form (the field names are the keys, as in
+/// `privopt run`'s summary).
+fn to_dict<'py>(py: Python<'py>, value: &impl serde::Serialize) -> PyResult<Bound<'py, PyDict>> {
+    let json = serde_json::to_string(value).map_err(|e| errors::parameter(e.to_string()))?;
+    Ok(py
+        .import("json")?
+        .call_method1("loads", (json,))?
+        .cast_into()?)
 }
 
 /// What a fit reports besides the weights.
 fn report_dict<'py>(py: Python<'py>, f: &Fitted) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
-    d.set_item("plan", plan_dict(py, &f.plan)?)?;
+    d.set_item("plan", to_dict(py, &f.plan)?)?;
     d.set_item("steps_run", f.steps_run)?;
     d.set_item("diverged", f.diverged)?;
     if let Some(e) = &f.encrypted {
-        let enc = PyDict::new(py);
-        enc.set_item("seconds_per_step", e.seconds_per_step)?;
-        enc.set_item("refreshes", e.refreshes)?;
-        enc.set_item("bootstraps", e.bootstraps)?;
-        enc.set_item("depth", e.depth)?;
-        enc.set_item("ring_dim", e.ring_dim)?;
-        d.set_item("encrypted", enc)?;
+        d.set_item("encrypted", to_dict(py, e)?)?;
     }
     Ok(d)
 }

@@ -24,6 +24,7 @@ bound or, as the paper does, min-max scaling) and the labels must take two value
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -162,21 +163,20 @@ class LogisticRegression:
         self.random_state = random_state
         self.verbose = verbose
 
-    # scikit-learn's parameter protocol (clone, grid search).
-    _PARAMS = (
-        "epsilon", "delta", "algorithm", "encrypted", "steps", "steps_noclip", "batch_size",
-        "lr", "clip", "stop_after", "fit_intercept", "bootstrap", "sparse_weights", "threads",
-        "sigmoid_degrees", "e_f_target", "barrier", "release_d", "random_state", "verbose",
-    )  # fmt: skip
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        """The constructor's keyword arguments (scikit-learn's protocol reads them the same
+        way: clone, grid search)."""
+        return [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         """The constructor's parameters."""
-        return {name: getattr(self, name) for name in self._PARAMS}
+        return {name: getattr(self, name) for name in self._param_names()}
 
     def set_params(self, **params: Any) -> LogisticRegression:
         """Sets constructor parameters; an unknown name raises."""
         for name, value in params.items():
-            if name not in self._PARAMS:
+            if name not in self._param_names():
                 raise ParameterError(f"LogisticRegression has no parameter {name!r}")
             setattr(self, name, value)
         return self

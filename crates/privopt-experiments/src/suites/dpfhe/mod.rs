@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use super::{Suite, SuiteReport};
 use privopt_sim::context::{RunContext, parallel_map};
 use privopt_sim::error::{Result, ensure, ensure_threads};
+use privopt_sim::methods::dpfhe::DatasetStreams;
 use privopt_sim::methods::dpfhe::algorithms::{
     Barrier, GdSpec, output_perturbation, train, train_observed,
 };
@@ -524,7 +525,7 @@ impl DpfheSuiteConfig {
         name: &str,
         tt: &TrainTest,
     ) -> Result<Plan> {
-        let mut d_rng = ctx.seeds.stream("dpfhe/table4/d", &[di as u64]);
+        let mut d_rng = DatasetStreams::new(ctx.seeds, di as u64).release_d();
         plan(&tt.train, &self.plan_targets(name), &mut d_rng).map_err(|e| match e {
             privopt_sim::Error::Infeasible(why) => {
                 privopt_sim::Error::Infeasible(format!("{name}: {why}"))
@@ -556,9 +557,8 @@ impl DpfheSuiteConfig {
             let tt = self.load(ctx, name)?;
             let plan = self.table4_plan(ctx, di, name, &tt)?;
             // Seeded keys: an experiment must be reproducible; deployments use OS entropy.
-            let keys = privopt_math::sample::secret_rng(Some(
-                ctx.seeds.child_seed("dpfhe/encrypted/keys", &[di as u64]),
-            ));
+            let streams = DatasetStreams::new(ctx.seeds, di as u64);
+            let keys = streams.keys();
             let mut trainer = backend.trainer(name, &tt.train, &plan, keys)?;
             let mut entry = EncryptedDataset {
                 name: name.clone(),
@@ -579,18 +579,8 @@ impl DpfheSuiteConfig {
             for (alg, steps) in runs {
                 let Some(steps) = steps else { continue };
                 let spec = trainer.spec(alg, steps);
-                let plain = train(
-                    &tt.train,
-                    &spec,
-                    &mut ctx.seeds.stream("dpfhe/encrypted", &[di as u64]),
-                    false,
-                );
-                let inputs = presample(
-                    &tt.train,
-                    &spec,
-                    steps,
-                    &mut ctx.seeds.stream("dpfhe/encrypted", &[di as u64]),
-                );
+                let plain = train(&tt.train, &spec, &mut streams.training(), false);
+                let inputs = presample(&tt.train, &spec, steps, &mut streams.training());
                 let mut first_run = None;
                 let mut seconds_per_step = Vec::new();
                 for (i, &threads) in self.encrypted_threads.iter().enumerate() {

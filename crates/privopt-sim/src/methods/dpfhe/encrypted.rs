@@ -456,7 +456,6 @@ impl EncryptedBackend {
         };
         let layout = Layout::new(train.n_features(), plan.batch, self.ctx.slots())?;
         let weights = self.weights_bootstrapper(layout.block)?;
-        let sparse_weights_period = weights.as_ref().and_then(|w| w.slots());
         let bootstrappers = self.boot.as_ref().map(|any| Bootstrappers {
             any: Arc::clone(any),
             weights,
@@ -466,12 +465,8 @@ impl EncryptedBackend {
             name: name.to_owned(),
             layout,
             bootstrappers,
-            sparse_weights_period,
             sigmoid,
-            clip: plan.dpgd.clip.unwrap_or(1.0),
-            features: train.n_features() as f64,
-            numbers: plan.numbers,
-            plan_specs: (plan.noclip.clone(), plan.dpgd.clone(), plan.lr_out),
+            plan: plan.clone(),
             key_rng: Some(key_rng),
             session: None,
         })
@@ -484,13 +479,9 @@ pub struct EncryptedTrainer<'a> {
     name: String,
     layout: Layout,
     bootstrappers: Option<Bootstrappers>,
-    sparse_weights_period: Option<usize>,
+    /// The plan's no-clip sigmoid, the polynomial every encrypted algorithm uses.
     sigmoid: ChebPoly,
-    clip: f64,
-    features: f64,
-    numbers: PlanNumbers,
-    /// The no-clip and DP-GD specs and output perturbation's step.
-    plan_specs: (GdSpec, GdSpec, f64),
+    plan: Plan,
     key_rng: Option<ChaCha20Rng>,
     session: Option<EncryptedSession>,
 }
@@ -507,23 +498,24 @@ impl std::fmt::Debug for EncryptedTrainer<'_> {
 impl EncryptedTrainer<'_> {
     /// The period of the weights' sparse bootstrap, if they get one.
     pub fn sparse_weights_period(&self) -> Option<usize> {
-        self.sparse_weights_period
+        let weights = self.bootstrappers.as_ref()?.weights.as_ref()?;
+        weights.slots()
     }
 
     /// What `steps` steps of `alg` compute, as a plaintext spec: the plan's spec with the
     /// polynomial sigmoid (Algorithm 4's clipping is polynomial too, see [`Self::run`]);
     /// Output-SGD takes plain steps at output perturbation's step size.
     pub fn spec(&self, alg: EncryptedAlgorithm, steps: u64) -> GdSpec {
-        let (noclip, dpgd, lr_out) = &self.plan_specs;
+        let plan = &self.plan;
         let mut spec = match alg {
-            EncryptedAlgorithm::Alg5 => noclip.clone(),
-            EncryptedAlgorithm::Alg4 => dpgd.clone(),
+            EncryptedAlgorithm::Alg5 => plan.noclip.clone(),
+            EncryptedAlgorithm::Alg4 => plan.dpgd.clone(),
             EncryptedAlgorithm::OutputSgd => GdSpec {
-                lr: *lr_out,
+                lr: plan.lr_out,
                 clip: None,
                 noise_std: 0.0,
                 barrier: None,
-                ..noclip.clone()
+                ..plan.noclip.clone()
             },
         };
         spec.link = Link::Poly(self.sigmoid.clone());
@@ -543,13 +535,13 @@ impl EncryptedTrainer<'_> {
         threads: usize,
         progress: &dyn Progress,
     ) -> Result<EncryptedRun> {
-        let clip = if alg == EncryptedAlgorithm::Alg4 {
+        let m = self.layout.d as f64;
+        let clip = match (alg, spec.clip) {
             // ‖(p̃(z) − y)·x‖² ≤ (1 + e_f)² · m for features in [−1, 1].
-            Some(ClipCircuit::new(self.clip, 1.21 * self.features)?)
-        } else {
-            None
+            (EncryptedAlgorithm::Alg4, Some(c)) => Some(ClipCircuit::new(c, 1.21 * m)?),
+            _ => None,
         };
-        let bound = weight_bound(spec, &self.numbers, self.features, alg);
+        let bound = weight_bound(spec, &self.plan.numbers, m, alg);
         let circuit = training_circuit(self.layout, spec, &self.sigmoid, clip.as_ref(), bound);
         let session = match (&mut self.session, self.key_rng.take()) {
             (Some(s), _) => s,

@@ -8,6 +8,7 @@ use privopt_math::SeedTree;
 use privopt_math::sample::secret_rng;
 use privopt_ml::data::Dataset;
 
+use super::DatasetStreams;
 use super::algorithms::{output_perturbation, train};
 use super::encrypted::{EncryptedAlgorithm, EncryptedBackend, ServerSetup, presample};
 use super::plan::{PlanNumbers, PlanTargets, plan};
@@ -54,7 +55,7 @@ pub struct FitSpec {
 }
 
 /// What the encrypted run reports.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct EncryptedFitReport {
     /// Server seconds per step (steady state).
     pub seconds_per_step: f64,
@@ -92,17 +93,26 @@ pub fn fit(data: &Dataset, spec: &FitSpec, progress: &dyn Progress) -> Result<Fi
     ensure(spec.stop_after != Some(0), || {
         "stop_after must be >= 1".into()
     })?;
-    let (mut d_rng, mut rng, keys) = match spec.seed {
-        Some(seed) => {
-            let seeds = SeedTree::new(seed);
-            (
-                seeds.stream("dpfhe/table4/d", &[STREAM_INDEX]),
-                seeds.stream("dpfhe/encrypted", &[STREAM_INDEX]),
-                secret_rng(Some(
-                    seeds.child_seed("dpfhe/encrypted/keys", &[STREAM_INDEX]),
-                )),
-            )
+    // Refused before any work: output perturbation has no encrypted run.
+    let alg = match (spec.algorithm, spec.encrypted) {
+        (Algorithm::Output, Some(_)) => {
+            return Err(Error::Config(
+                "output perturbation runs in plaintext only: its sensitivity is that of \
+                 permutation passes, which the encrypted circuit does not run"
+                    .into(),
+            ));
         }
+        (Algorithm::DpGd, _) => EncryptedAlgorithm::Alg4,
+        _ => EncryptedAlgorithm::Alg5,
+    };
+    if let Some(enc) = spec.encrypted {
+        ensure_threads("threads", enc.threads)?;
+    }
+    let streams = spec
+        .seed
+        .map(|s| DatasetStreams::new(SeedTree::new(s), STREAM_INDEX));
+    let (mut d_rng, mut rng, keys) = match &streams {
+        Some(s) => (s.release_d(), s.training(), s.keys()),
         None => (secret_rng(None), secret_rng(None), secret_rng(None)),
     };
     let plan = plan(data, &spec.targets, &mut d_rng)?;
@@ -137,18 +147,6 @@ pub fn fit(data: &Dataset, spec: &FitSpec, progress: &dyn Progress) -> Result<Fi
             diverged: run.diverged_at.is_some(),
             encrypted: None,
         });
-    };
-    ensure_threads("threads", enc.threads)?;
-    let alg = match spec.algorithm {
-        Algorithm::NoClip => EncryptedAlgorithm::Alg5,
-        Algorithm::DpGd => EncryptedAlgorithm::Alg4,
-        Algorithm::Output => {
-            return Err(Error::Config(
-                "output perturbation runs in plaintext only: its sensitivity is that of \
-                 permutation passes, which the encrypted circuit does not run"
-                    .into(),
-            ));
-        }
     };
     let calibrated = match alg {
         EncryptedAlgorithm::Alg5 => plan.numbers.steps_noclip,

@@ -12,3 +12,40 @@ pub mod estimator;
 pub mod logreg;
 pub mod plan;
 pub mod theorem;
+
+use privopt_math::{SeedTree, StreamRng};
+
+/// The random streams of one dataset's plan and encrypted runs, labelled by its index in the
+/// suite: the suites and [`estimator::fit`] draw from these, so a fit from seed `s` is the
+/// `encrypted` suite's run of its first dataset with `seed = s`.
+#[derive(Clone, Copy, Debug)]
+pub struct DatasetStreams {
+    seeds: SeedTree,
+    dataset: u64,
+}
+
+impl DatasetStreams {
+    /// The streams of dataset `dataset` under `seeds`.
+    pub fn new(seeds: SeedTree, dataset: u64) -> Self {
+        Self { seeds, dataset }
+    }
+
+    /// The DP release of d (Remark 5.3).
+    pub fn release_d(&self) -> StreamRng {
+        self.seeds.stream("dpfhe/table4/d", &[self.dataset])
+    }
+
+    /// An encrypted run's batches and noise (a fresh copy each call: the plaintext twin and
+    /// the pre-sampled inputs draw the same values).
+    pub fn training(&self) -> StreamRng {
+        self.seeds.stream("dpfhe/encrypted", &[self.dataset])
+    }
+
+    /// The data owner's keys.
+    pub fn keys(&self) -> StreamRng {
+        privopt_math::sample::secret_rng(Some(
+            self.seeds
+                .child_seed("dpfhe/encrypted/keys", &[self.dataset]),
+        ))
+    }
+}

@@ -39,23 +39,26 @@ type Register = fn(&Bound<'_, PyModule>) -> PyResult<()>;
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    let registrations: [(&str, Register); 12] = [
-        ("ckks", ckks::register),
-        ("multiparty", multiparty::register),
-        ("paillier", paillier::register),
-        ("secagg", secagg::register),
-        ("dp", dp::register),
-        ("scalar_fl", scalar_fl::register),
-        ("pdsgd", pdsgd::register),
-        ("dome", dome::register),
-        ("eezofl", eezofl::register),
-        ("dpfhe", dpfhe::register),
-        ("dpfhe_fit", dpfhe_fit::register),
-        ("problem", problem::register),
+    // The bootstrapper shares `privopt.ckks` with the leveled classes but lives in a module of its own.
+    let registrations: [(&str, &[Register]); 12] = [
+        ("ckks", &[ckks::register, bootstrap::register]),
+        ("multiparty", &[multiparty::register]),
+        ("paillier", &[paillier::register]),
+        ("secagg", &[secagg::register]),
+        ("dp", &[dp::register]),
+        ("scalar_fl", &[scalar_fl::register]),
+        ("pdsgd", &[pdsgd::register]),
+        ("dome", &[dome::register]),
+        ("eezofl", &[eezofl::register]),
+        ("dpfhe", &[dpfhe::register]),
+        ("dpfhe_fit", &[dpfhe_fit::register]),
+        ("problem", &[problem::register]),
     ];
-    for (name, register) in registrations {
+    for (name, registers) in registrations {
         let sub = PyModule::new(m.py(), name)?;
-        register(&sub)?;
+        for register in registers {
+            register(&sub)?;
+        }
         m.add_submodule(&sub)?;
     }
     Ok(())

@@ -4,12 +4,12 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressDrawTarget};
-use privopt_ml::data::catalog::{CATALOG, lookup};
-use privopt_ml::data::fetch::{
-    FetchOutcome, dataset_dir, fetch as fetch_one, is_present, require, verify_files,
-};
-use privopt_ml::data::load::{SplitOptions, load};
-use privopt_ml::data::{Dataset, catalog};
+use privopt_data::catalog;
+use privopt_data::catalog::{CATALOG, lookup};
+use privopt_data::fetch::{FetchOutcome, fetch as fetch_one};
+use privopt_data::load::{SplitOptions, load};
+use privopt_data::store::{dataset_dir, is_present, require, verify_files};
+use privopt_ml::data::Dataset;
 
 /// The catalog entries called `names`, or all of them when `names` is empty.
 fn specs(names: &[String]) -> Result<Vec<&'static catalog::DatasetSpec>> {

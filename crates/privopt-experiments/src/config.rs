@@ -1,9 +1,9 @@
 //! Experiment configuration: the TOML schema, its parser with one-line errors that name the
 //! offending key, and range validation.
 
+use privopt_data::problem::DataConfig;
 use privopt_ml::model::ModelSpec;
 use privopt_sim::methods::MethodConfig;
-use privopt_sim::problem::DataConfig;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result, ensure};

@@ -41,3 +41,11 @@ pub(crate) fn ensure(cond: bool, msg: impl FnOnce() -> String) -> Result<()> {
         Err(Error::Config(msg()))
     }
 }
+
+/// Data errors reach an experiment as the driver reports them (one `Config` for a bad
+/// `[data]` value, whichever layer checked it).
+impl From<privopt_data::DataError> for Error {
+    fn from(e: privopt_data::DataError) -> Self {
+        Error::Run(e.into())
+    }
+}

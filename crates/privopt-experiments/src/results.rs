@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
-use privopt_ml::data::fetch::{process_alive, remove_dead_process_dirs};
+use privopt_data::store::{process_alive, remove_dead_process_dirs};
 
 use crate::config::ExperimentConfig;
 use crate::error::{Error, Result};

@@ -4,11 +4,11 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
+use privopt_data::problem::Problem;
 use privopt_math::SeedTree;
 use privopt_sim::context::{Progress, RunContext};
 use privopt_sim::methods::Report;
 use privopt_sim::metrics::{MetricsTable, Summary};
-use privopt_sim::problem::Problem;
 
 use crate::config::ExperimentConfig;
 use crate::error::{Error, Result};

@@ -5,12 +5,12 @@
 
 mod common;
 
+use privopt_data::problem::Problem;
 use privopt_experiments::config::ExperimentConfig;
 use privopt_math::SeedTree;
 use privopt_sim::methods::dome::{
     DomeConfig, DropStage, DropoutSettings, SecAggSettings, Variant, privacy, train,
 };
-use privopt_sim::problem::Problem;
 
 fn problem() -> Problem {
     let text = r#"

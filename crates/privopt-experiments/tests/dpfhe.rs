@@ -574,7 +574,7 @@ fn dpfhe_encrypted_smoke_writes_depths_timings_and_agreement() {
     ignore = "needs mnist, adult, credit: privopt data fetch mnist adult credit"
 )]
 fn preprocessing_choices_change_what_they_should() {
-    use privopt_ml::data::load::CategoricalEncoding;
+    use privopt_data::load::CategoricalEncoding;
     use privopt_ml::data::scale::FeatureScaling;
     use privopt_sim::methods::dpfhe::data::{Preprocessing, load_task};
 

@@ -722,8 +722,8 @@ fn dome_client_target(broadcast: &RoundBroadcast) -> Target {
 
 /// Data files and configs: IDX, CSV (parse, then fit the encoder), the experiment TOML.
 fn file_targets() -> Vec<Target> {
-    use privopt_ml::data::idx::parse_idx;
-    use privopt_ml::data::tabular::{Column, CsvOptions, RawTable, TabularEncoder, TabularSchema};
+    use privopt_data::idx::parse_idx;
+    use privopt_data::tabular::{Column, CsvOptions, RawTable, TabularEncoder, TabularSchema};
     let mut idx = vec![0u8, 0, 8, 3];
     for d in [3u32, 4, 4] {
         idx.extend_from_slice(&d.to_be_bytes());

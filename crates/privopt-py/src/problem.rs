@@ -5,9 +5,9 @@
 use std::path::PathBuf;
 
 use numpy::{PyArray1, PyArray2};
+use privopt_data::problem::{DataConfig, Problem};
 use privopt_math::SeedTree;
 use privopt_ml::model::ModelSpec;
-use privopt_sim::problem::{DataConfig, Problem};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use rand::SeedableRng;

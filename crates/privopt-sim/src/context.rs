@@ -9,7 +9,7 @@ use privopt_math::SeedTree;
 
 use crate::error::{Error, Result};
 use crate::metrics::{Comm, MetricsTable};
-use crate::problem::Problem;
+use privopt_data::problem::Problem;
 
 /// Reports progress of long work (the CLI draws a bar; tests use [`NoProgress`]).
 pub trait Progress {

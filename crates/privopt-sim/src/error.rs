@@ -10,6 +10,9 @@ pub enum Error {
     /// Data or model failure.
     #[error(transparent)]
     Ml(#[from] privopt_ml::Error),
+    /// A dataset could not be loaded, or the `[data]` table is out of range.
+    #[error(transparent)]
+    Data(privopt_data::DataError),
     /// A privacy-accounting failure.
     #[error(transparent)]
     Dp(#[from] privopt_dp::DpError),
@@ -57,6 +60,17 @@ pub enum Error {
     },
 }
 
+impl From<privopt_data::DataError> for Error {
+    fn from(e: privopt_data::DataError) -> Self {
+        match e {
+            // One configuration error, whichever layer checked the value.
+            privopt_data::DataError::Config(m) => Error::Config(m),
+            privopt_data::DataError::Ml(e) => Error::Ml(e),
+            e => Error::Data(e),
+        }
+    }
+}
+
 impl From<privopt_protocols::Error> for Error {
     fn from(e: privopt_protocols::Error) -> Self {
         match e {
@@ -90,10 +104,7 @@ via_protocols!(
 /// Shorthand for results of this crate.
 pub type Result<T> = std::result::Result<T, Error>;
 
-/// Most numbers one array of a run may hold: 2^28 (2 GiB of `f64`), so that the few such
-/// arrays a run keeps fit the 24 GiB machines privopt is sized for; larger asks fail at
-/// validation instead of aborting on allocation.
-pub const MAX_ELEMENTS: u64 = 1 << 28;
+pub use privopt_math::MAX_ELEMENTS;
 
 /// Most steps, rounds or iterations a run may ask for (past this a run would go on for days;
 /// `1e12` ran until killed).
@@ -101,28 +112,17 @@ pub const MAX_STEPS: u64 = 100_000_000;
 
 /// Refuses a count outside `1..=max`, naming the key and the bound.
 pub fn ensure_count(key: &str, value: u64, max: u64) -> Result<()> {
-    ensure((1..=max).contains(&value), || {
-        format!("{key} must be in 1..={max}, got {value}")
-    })
+    privopt_math::limits::count(key, value, max).map_err(Error::Config)
 }
 
 /// Refuses a product of sizes (the numbers of one array) above [`MAX_ELEMENTS`].
 pub fn ensure_elements(what: &str, sizes: &[u64]) -> Result<()> {
-    let total = sizes
-        .iter()
-        .try_fold(1u64, |acc, &s| acc.checked_mul(s))
-        .unwrap_or(u64::MAX);
-    ensure(total <= MAX_ELEMENTS, || {
-        format!("{what} would hold {total} numbers, above the bound of {MAX_ELEMENTS}")
-    })
+    privopt_math::limits::elements(what, sizes).map_err(Error::Config)
 }
 
 /// `key` (a thread count) in `1..=MAX_THREADS`.
 pub fn ensure_threads(key: &str, threads: usize) -> Result<()> {
-    let max = privopt_math::MAX_THREADS;
-    ensure((1..=max).contains(&threads), || {
-        format!("{key} must be in 1..={max}, got {threads}")
-    })
+    ensure_count(key, threads as u64, privopt_math::MAX_THREADS as u64)
 }
 
 /// Returns `Err(Error::Config(..))` unless `cond` holds.

@@ -3,7 +3,7 @@
 //! Each module of [`methods`] is one method: a config struct implementing [`methods::Method`]
 //! and a driver that plays every party of the method inside one process, through the roles
 //! of `privopt-protocols`, deterministic from the run's seed. A driver runs against a
-//! [`context::RunContext`]: the problem ([`problem`]), seeded random streams, progress, and
+//! [`context::RunContext`]: the problem (`privopt_data::problem`), seeded random streams, progress, and
 //! the sinks for metrics and communication.
 //!
 //! Configs, the runner, the papers' reproduction suites and result files live one crate up,
@@ -13,6 +13,5 @@ pub mod context;
 pub mod error;
 pub mod methods;
 pub mod metrics;
-pub mod problem;
 
 pub use error::{Error, Result};

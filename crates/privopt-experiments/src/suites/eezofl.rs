@@ -16,9 +16,9 @@ use privopt_sim::methods::eezofl::aggregate::{
 use privopt_sim::methods::eezofl::{Aggregation, EezoflConfig, audit, paper_params, theorem};
 
 use super::{Suite, SuiteReport, validate_base};
+use privopt_data::problem::Problem;
 use privopt_sim::metrics::Summary;
 use privopt_sim::metrics::mean_variance;
-use privopt_sim::problem::Problem;
 
 /// `[suite] name = "eezofl"`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -19,9 +19,9 @@ use privopt_sim::methods::scalar_fl::{Algorithm, ScalarFlConfig, Trajectory, sim
 use privopt_sim::methods::{check_lr, minibatch};
 
 use super::{Suite, SuiteReport, validate_base};
+use privopt_data::problem::Problem;
 use privopt_sim::metrics::Summary;
 use privopt_sim::metrics::{Quantiles, mean_ci95, mean_variance, spearman};
-use privopt_sim::problem::Problem;
 
 /// A full-dimension baseline run of the suite.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

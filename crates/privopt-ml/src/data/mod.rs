@@ -1,15 +1,10 @@
-//! Datasets: the in-memory container, file formats, preprocessing, and the catalog of real
-//! datasets privopt can fetch from package registries.
+//! Datasets: the in-memory container, preprocessing, splits and synthetic problems. Reading
+//! the real datasets from files and fetching them is `privopt-data`'s job.
 
-pub mod catalog;
 mod dataset;
-pub mod fetch;
-pub mod idx;
-pub mod load;
 pub mod pca;
 pub mod scale;
 pub mod split;
 pub mod synthetic;
-pub mod tabular;
 
 pub use dataset::{Dataset, TrainTest};

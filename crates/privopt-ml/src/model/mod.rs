@@ -252,16 +252,18 @@ fn cnn_kernel() -> usize {
 
 impl ModelSpec {
     /// Builds the model for data with `n_features` features and `num_classes` classes.
+    /// MiniLM needs its pretrained weights: see [`ModelSpec::build_with`].
     pub fn build(&self, n_features: usize, num_classes: Option<usize>) -> Result<Box<dyn Model>> {
-        self.build_in(n_features, num_classes, std::path::Path::new("data"))
+        self.build_with(n_features, num_classes, None)
     }
 
-    /// [`ModelSpec::build`], reading pretrained weights (MiniLM) from `data_dir`.
-    pub fn build_in(
+    /// [`ModelSpec::build`], reading MiniLM's pretrained weights from `minilm_dir` (the
+    /// fetched `minilm` folder; `privopt-data` finds it in the data directory).
+    pub fn build_with(
         &self,
         n_features: usize,
         num_classes: Option<usize>,
-        data_dir: &std::path::Path,
+        minilm_dir: Option<&std::path::Path>,
     ) -> Result<Box<dyn Model>> {
         let check_l2 = |l2: f64| {
             ensure(l2 >= 0.0 && l2.is_finite(), || {
@@ -303,9 +305,13 @@ impl ModelSpec {
                 let classes = num_classes.ok_or_else(|| {
                     crate::Error::Invalid("model.kind = \"minilm\" needs class labels".into())
                 })?;
-                let dir = crate::data::fetch::require(data_dir, "minilm")?;
+                let dir = minilm_dir.ok_or_else(|| {
+                    crate::Error::Invalid(
+                        "model.kind = \"minilm\" needs the folder of its pretrained weights".into(),
+                    )
+                })?;
                 Box::new(crate::text::MiniLmClassifier::load(
-                    &dir, n_features, classes, trainable,
+                    dir, n_features, classes, trainable,
                 )?)
             }
             ModelSpec::Cnn {

@@ -10,7 +10,7 @@ use privopt_approx::functions::{
     Method as Fit, SIGMOID_LIPSCHITZ, approximate, reciprocal, sigmoid,
 };
 use privopt_approx::{Interval, error_report};
-use privopt_ml::data::load::CategoricalEncoding;
+use privopt_data::load::CategoricalEncoding;
 use privopt_ml::data::scale::FeatureScaling;
 use privopt_ml::data::{Dataset, TrainTest};
 use serde::{Deserialize, Serialize};

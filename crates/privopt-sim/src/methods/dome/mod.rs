@@ -48,7 +48,7 @@ use serde::{Deserialize, Serialize};
 use crate::context::RunContext;
 use crate::error::{MAX_STEPS, Result, ensure, ensure_count};
 use crate::methods::{Method, Report, Trained, check_lr};
-use crate::problem::Problem;
+use privopt_data::problem::Problem;
 
 /// Which method runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

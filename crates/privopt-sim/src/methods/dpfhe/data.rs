@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
+use privopt_data::load::{CategoricalEncoding, SplitOptions, load_with};
 use privopt_math::SeedTree;
-use privopt_ml::data::load::{CategoricalEncoding, SplitOptions, load_with};
 use privopt_ml::data::pca::Pca;
 use privopt_ml::data::scale::FeatureScaling;
 use privopt_ml::data::{Dataset, TrainTest};

@@ -25,7 +25,7 @@ use self::aggregate::{
 use super::{Method, Report, Trained, minibatch};
 use crate::context::RunContext;
 use crate::error::{Error, MAX_STEPS, Result, ensure, ensure_count};
-use crate::problem::Problem;
+use privopt_data::problem::Problem;
 
 /// How the scalars are aggregated.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

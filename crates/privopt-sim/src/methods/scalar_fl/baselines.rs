@@ -10,7 +10,7 @@ use rayon::prelude::*;
 use super::{Algorithm, ScalarFlConfig, Trajectory, eval_set, evaluate, local_batch};
 use crate::context::Progress;
 use crate::error::Result;
-use crate::problem::Problem;
+use privopt_data::problem::Problem;
 
 /// Bytes of one parameter of a full-model exchange (`f32`).
 pub const PARAM_BYTES: u64 = 4;

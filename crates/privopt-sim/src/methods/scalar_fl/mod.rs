@@ -44,7 +44,7 @@ use super::{Method, Report, Trained, check_lr, minibatch};
 use crate::context::{Progress, RunContext};
 use crate::error::{MAX_STEPS, Result, ensure, ensure_count};
 use crate::metrics::Quantiles;
-use crate::problem::Problem;
+use privopt_data::problem::Problem;
 use privopt_protocols::scalar_fl::{
     Client, ModelState, Probe, ReplaySpec, Reply, Rule, SEED_BYTES, Server,
 };

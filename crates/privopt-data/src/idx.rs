@@ -7,8 +7,8 @@
 use std::io::Read;
 use std::path::Path;
 
-use crate::data::Dataset;
-use crate::error::{Error, Result};
+use crate::error::{DataError, Result};
+use privopt_ml::data::Dataset;
 
 /// Upper bound on the decoded size of one IDX file (MNIST train images are 47 MB).
 const MAX_IDX_BYTES: usize = 1 << 28;
@@ -24,7 +24,7 @@ pub struct IdxArray {
 
 /// Parses an IDX byte buffer; `path` only names the source in errors.
 pub fn parse_idx(bytes: &[u8], path: &Path) -> Result<IdxArray> {
-    let bad = |reason: String| Error::corrupt(path, reason);
+    let bad = |reason: String| DataError::corrupt(path, reason);
     if bytes.len() < 4 {
         return Err(bad(format!(
             "{} bytes is too short for an IDX header",
@@ -77,13 +77,13 @@ pub fn parse_idx(bytes: &[u8], path: &Path) -> Result<IdxArray> {
 
 /// Reads and parses an IDX file; a `.gz` file (gzip magic) is decompressed first.
 pub fn read_idx(path: &Path) -> Result<IdxArray> {
-    let raw = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let raw = std::fs::read(path).map_err(|e| DataError::io(path, e))?;
     let bytes = if raw.starts_with(&[0x1f, 0x8b]) {
         let mut out = Vec::new();
         flate2::read::GzDecoder::new(&raw[..])
             .take(MAX_IDX_BYTES as u64 + 64)
             .read_to_end(&mut out)
-            .map_err(|e| Error::corrupt(path, format!("bad gzip stream: {e}")))?;
+            .map_err(|e| DataError::corrupt(path, format!("bad gzip stream: {e}")))?;
         out
     } else {
         raw
@@ -96,19 +96,19 @@ pub fn load_images(images: &Path, labels: &Path, num_classes: usize) -> Result<D
     let img = read_idx(images)?;
     let lab = read_idx(labels)?;
     if img.dims.len() < 2 {
-        return Err(Error::corrupt(
+        return Err(DataError::corrupt(
             images,
             "image file must have >= 2 dimensions",
         ));
     }
     if lab.dims.len() != 1 {
-        return Err(Error::corrupt(
+        return Err(DataError::corrupt(
             labels,
             "label file must have exactly 1 dimension",
         ));
     }
     if img.dims[0] != lab.dims[0] {
-        return Err(Error::corrupt(
+        return Err(DataError::corrupt(
             labels,
             format!(
                 "{} labels for {} images in {}",
@@ -119,7 +119,7 @@ pub fn load_images(images: &Path, labels: &Path, num_classes: usize) -> Result<D
         ));
     }
     if let Some(&bad) = lab.data.iter().find(|&&l| l as usize >= num_classes) {
-        return Err(Error::corrupt(
+        return Err(DataError::corrupt(
             labels,
             format!("label {bad} is not below {num_classes}"),
         ));
@@ -127,7 +127,7 @@ pub fn load_images(images: &Path, labels: &Path, num_classes: usize) -> Result<D
     let d: usize = img.dims[1..].iter().product();
     let x = img.data.iter().map(|&p| f64::from(p) / 255.0).collect();
     let y = lab.data.iter().map(|&l| f64::from(l)).collect();
-    Dataset::new(x, y, d, Some(num_classes))
+    Ok(Dataset::new(x, y, d, Some(num_classes))?)
 }
 
 #[cfg(test)]

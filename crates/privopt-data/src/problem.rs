@@ -4,7 +4,6 @@
 use std::path::Path;
 
 use privopt_math::SeedTree;
-use privopt_ml::data::load::{SplitOptions, load};
 use privopt_ml::data::pca::Pca;
 use privopt_ml::data::{Dataset, TrainTest, synthetic};
 use privopt_ml::model::{Model, ModelSpec};
@@ -13,7 +12,27 @@ use rand::seq::SliceRandom;
 use rand::seq::index::sample;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Result, ensure, ensure_count, ensure_elements};
+use crate::catalog::{CATALOG, lookup};
+use crate::error::{DataError, Result};
+use crate::load::{SplitOptions, load};
+use crate::store::require;
+
+/// Returns `Err(DataError::Config(..))` unless `cond` holds.
+fn ensure(cond: bool, msg: impl FnOnce() -> String) -> Result<()> {
+    if cond {
+        Ok(())
+    } else {
+        Err(DataError::Config(msg()))
+    }
+}
+
+fn ensure_count(key: &str, value: u64, max: u64) -> Result<()> {
+    privopt_math::limits::count(key, value, max).map_err(DataError::Config)
+}
+
+fn ensure_elements(what: &str, sizes: &[u64]) -> Result<()> {
+    privopt_math::limits::elements(what, sizes).map_err(DataError::Config)
+}
 
 /// Most clients a training set may be split across.
 const MAX_CLIENTS: u64 = 10_000_000;
@@ -75,13 +94,13 @@ impl DataConfig {
     /// Checks every value against its range; errors name the key (`data.…`).
     pub fn validate(&self) -> Result<()> {
         let d = self;
-        let known = privopt_ml::data::catalog::lookup(&d.dataset).is_ok();
+        let known = lookup(&d.dataset).is_ok();
         ensure(d.is_synthetic() || known, || {
             format!(
                 "data.dataset: unknown dataset `{}` (synthetic: {}; fetchable: {})",
                 d.dataset,
                 SYNTHETIC_DATASETS.join(", "),
-                privopt_ml::data::catalog::CATALOG
+                CATALOG
                     .iter()
                     .map(|s| s.name)
                     .collect::<Vec<_>>()
@@ -264,8 +283,16 @@ impl Problem {
         )?;
         let mut rng = seeds.stream("data/partition", &[]);
         let clients = partition(tt.train.labels(), d.clients, &d.partition, &mut rng)
-            .map_err(|e| crate::Error::Config(format!("data.partition: {e}")))?;
-        let model = model.build_in(tt.train.n_features(), tt.train.num_classes(), data_dir)?;
+            .map_err(|e| DataError::Config(format!("data.partition: {e}")))?;
+        let minilm = match model {
+            ModelSpec::Minilm { .. } => Some(require(data_dir, "minilm")?),
+            _ => None,
+        };
+        let model = model.build_with(
+            tt.train.n_features(),
+            tt.train.num_classes(),
+            minilm.as_deref(),
+        )?;
         Ok(Problem {
             train: tt.train,
             test: tt.test,

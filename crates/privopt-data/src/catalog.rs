@@ -4,7 +4,7 @@
 //! it (see DESIGN.md). The sums are of the extracted files, pinned when the catalog entry was
 //! written; a registry serving different bytes is an error, never a silent change of data.
 
-use crate::error::{Error, Result};
+use crate::error::{DataError, Result};
 
 /// Where a dataset's package comes from, and the client that fetches it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -234,7 +234,7 @@ pub fn lookup(name: &str) -> Result<&'static DatasetSpec> {
     CATALOG
         .iter()
         .find(|s| s.name == name)
-        .ok_or_else(|| Error::UnknownDataset {
+        .ok_or_else(|| DataError::UnknownDataset {
             name: name.to_owned(),
             known: CATALOG
                 .iter()

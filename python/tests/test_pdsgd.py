@@ -38,10 +38,13 @@ def test_bad_exchanges_are_refused_and_the_exchange_stays_open(triangle):
         agents[0].initiate(1, 100, q)  # one open exchange per neighbour
     with pytest.raises(MalformedMessage):
         agents[1].respond(request[:-1], q)
-    with pytest.raises(PeerMisbehaved, match="dimension"):
+    with pytest.raises(PeerMisbehaved, match="dimension") as wrong_size:
         agents[1].respond(request, np.arange(5, dtype=np.int64))
-    with pytest.raises(PeerMisbehaved, match="meant for"):
+    assert wrong_size.value.kind == "malformed"
+    with pytest.raises(PeerMisbehaved, match="meant for") as elsewhere:
         agents[2].respond(request, q)  # addressed to agent 1
+    assert elsewhere.value.kind == "misaddressed"
+    assert str(elsewhere.value).startswith("party 0 misbehaved"), str(elsewhere.value)
     stray = agents[2].respond(agents[0].initiate(2, 100, q), q)
     # Meant for agent 0, under its key: agent 1 refuses it as unreadable under its own key
     # (when a ciphertext exceeds its n²) or as addressed to someone else.
@@ -49,8 +52,9 @@ def test_bad_exchanges_are_refused_and_the_exchange_stays_open(triangle):
         agents[1].finish(stray, 0.01)
     good = agents[1].respond(request, q)
     np.testing.assert_allclose(agents[0].finish(good, 0.01), np.zeros(4))
-    with pytest.raises(PeerMisbehaved, match="asked it nothing"):
+    with pytest.raises(PeerMisbehaved, match="asked it nothing") as replayed:
         agents[0].finish(good, 0.01)  # a replayed response
+    assert replayed.value.kind == "unsolicited"
     agents[0].finish(stray, 0.01)  # closes the exchange with agent 2
     with pytest.raises(InsecureParameters):
         pdsgd.Agent(9, bits=1024)

@@ -15,12 +15,15 @@ pub enum Error {
     /// A peer sent a well-formed message the protocol forbids at this point (another round,
     /// a duplicate, the wrong size, a party that is not in the round). Drop it, and consider
     /// excluding the peer.
-    #[error("{peer} misbehaved: {reason}")]
+    #[error("{peer} misbehaved: {detail}")]
     PeerMisbehaved {
         /// Who.
         peer: Peer,
-        /// What it did.
-        reason: String,
+        /// What kind of misbehaviour, for a caller that treats them apart (a late message is
+        /// dropped, a malformed one excludes the sender).
+        kind: Misbehavior,
+        /// What it did, with the numbers involved.
+        detail: String,
     },
     /// The role was driven out of order by its own caller (a bug in the driver, not the peer).
     #[error("out of order: {0}")]
@@ -78,11 +81,58 @@ impl std::fmt::Display for Peer {
     }
 }
 
+/// What a peer did wrong, by kind; [`Error::PeerMisbehaved`] carries the details.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Misbehavior {
+    /// A message of another round, step, iteration or session: late, replayed, or of another
+    /// run.
+    WrongRound,
+    /// A message from, or a request about, a party that is not in the round (not a member,
+    /// not a neighbour, left out of the plan).
+    NotParticipant,
+    /// A message meant for another party.
+    Misaddressed,
+    /// A second message where the protocol allows one (a second reply, a second decryption
+    /// share).
+    Duplicate,
+    /// A message of the wrong shape: count, dimension, key or layout.
+    Malformed,
+    /// A value outside the bound the protocol sets for it.
+    OutOfBounds,
+    /// An answer to a question nobody asked.
+    Unsolicited,
+    /// A request the protocol forbids, such as a decryption share for a ciphertext the party
+    /// did not help make.
+    Forbidden,
+    /// A message that fails its authentication, or contradicts what the peer told another
+    /// party.
+    Tampered,
+}
+
+impl Misbehavior {
+    /// The kind's name in snake case (`"wrong_round"`, …), as the Python bindings report it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Misbehavior::WrongRound => "wrong_round",
+            Misbehavior::NotParticipant => "not_participant",
+            Misbehavior::Misaddressed => "misaddressed",
+            Misbehavior::Duplicate => "duplicate",
+            Misbehavior::Malformed => "malformed",
+            Misbehavior::OutOfBounds => "out_of_bounds",
+            Misbehavior::Unsolicited => "unsolicited",
+            Misbehavior::Forbidden => "forbidden",
+            Misbehavior::Tampered => "tampered",
+        }
+    }
+}
+
 /// `Error::PeerMisbehaved` by `peer`.
-pub(crate) fn misbehaved(peer: Peer, reason: impl Into<String>) -> Error {
+pub(crate) fn misbehaved(peer: Peer, kind: Misbehavior, detail: impl Into<String>) -> Error {
     Error::PeerMisbehaved {
         peer,
-        reason: reason.into(),
+        kind,
+        detail: detail.into(),
     }
 }
 

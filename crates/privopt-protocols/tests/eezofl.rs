@@ -15,7 +15,7 @@ use privopt_protocols::eezofl::{
     key_share_to_bytes,
 };
 use privopt_protocols::wire::damage;
-use privopt_protocols::{DecodeError, Error};
+use privopt_protocols::{DecodeError, Error, Misbehavior};
 
 const DEVICES: u32 = 4;
 
@@ -167,13 +167,19 @@ fn digital_server_refuses_missing_duplicate_and_stale_uploads() {
     dup[2] = ups[1].clone();
     assert!(matches!(
         server.sum(&dup),
-        Err(Error::PeerMisbehaved { .. })
+        Err(Error::PeerMisbehaved {
+            kind: Misbehavior::Duplicate,
+            ..
+        })
     ));
     let mut stale = ups.clone();
     stale[0].round = 9;
     assert!(matches!(
         server.sum(&stale),
-        Err(Error::PeerMisbehaved { .. })
+        Err(Error::PeerMisbehaved {
+            kind: Misbehavior::WrongRound,
+            ..
+        })
     ));
     let sum = server.sum(&ups).unwrap();
     // A device refuses to decrypt a sum of a round it did not encrypt for.
@@ -181,7 +187,10 @@ fn digital_server_refuses_missing_duplicate_and_stale_uploads() {
     other.round = 1;
     assert!(matches!(
         devices[0].decryption_share(&other, &mut rng),
-        Err(Error::PeerMisbehaved { .. })
+        Err(Error::PeerMisbehaved {
+            kind: Misbehavior::Forbidden,
+            ..
+        })
     ));
     // Fusion needs every member's share; the round stays open until it has them.
     let shares: Vec<ShareUpload> = devices
@@ -239,12 +248,18 @@ fn a_device_decrypts_only_the_rounds_sum_and_only_once() {
     for d in &mut devices {
         assert!(matches!(
             d.decryption_share(&sum, &mut rng),
-            Err(Error::PeerMisbehaved { .. })
+            Err(Error::PeerMisbehaved {
+                kind: Misbehavior::Duplicate,
+                ..
+            })
         ));
         let mut restored = DigitalDevice::restore(&params, &crs, &d.save()).unwrap();
         assert!(matches!(
             restored.decryption_share(&sum, &mut rng),
-            Err(Error::PeerMisbehaved { .. })
+            Err(Error::PeerMisbehaved {
+                kind: Misbehavior::Duplicate,
+                ..
+            })
         ));
         // Re-encrypting for the decrypted round would open a second share of it.
         assert!(matches!(

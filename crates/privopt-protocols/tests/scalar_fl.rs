@@ -460,8 +460,9 @@ fn replies_are_bounded_and_bound_to_their_sender_and_session() {
     let peer = |e: Error| match e {
         Error::PeerMisbehaved {
             peer: privopt_protocols::error::Peer::Party(p),
-            reason,
-        } => (p, reason),
+            detail,
+            ..
+        } => (p, detail),
         other => panic!("{other}"),
     };
     // 3e38 from client 1: refused, named.

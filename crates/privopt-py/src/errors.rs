@@ -4,7 +4,7 @@
 use privopt_ckks::CkksError;
 use privopt_dp::DpError;
 use privopt_paillier::PaillierError;
-use privopt_protocols::{DecodeError, Error as ProtocolFailure};
+use privopt_protocols::{DecodeError, Error as ProtocolFailure, Misbehavior};
 use pyo3::PyErr;
 
 pyo3::import_exception!(privopt.errors, ParameterError);
@@ -32,10 +32,10 @@ pub fn ckks(e: CkksError) -> PyErr {
         | CkksError::Encoding(_)
         | CkksError::Mismatch(_) => ParameterError::new_err(msg),
         CkksError::Malformed { .. } => MalformedMessage::new_err(msg),
-        CkksError::DuplicateShare { .. }
-        | CkksError::UnknownParty { .. }
-        | CkksError::WrongSession { .. }
-        | CkksError::WrongBinding { .. } => PeerMisbehaved::new_err(msg),
+        CkksError::DuplicateShare { .. } => misbehaved(msg, Misbehavior::Duplicate),
+        CkksError::UnknownParty { .. } => misbehaved(msg, Misbehavior::NotParticipant),
+        CkksError::WrongSession { .. } => misbehaved(msg, Misbehavior::WrongRound),
+        CkksError::WrongBinding { .. } => misbehaved(msg, Misbehavior::Misaddressed),
         CkksError::MissingShare { .. } => ProtocolError::new_err(msg),
         CkksError::DecodeOverflow { .. }
         | CkksError::LevelExhausted(_)
@@ -67,13 +67,12 @@ pub fn secagg(e: privopt_secagg::Error) -> PyErr {
     match e {
         E::Parameters(_) => ParameterError::new_err(msg),
         E::Malformed(_) => MalformedMessage::new_err(msg),
-        E::WrongSession
-        | E::WrongRound { .. }
-        | E::Duplicate(_)
-        | E::UnexpectedClient { .. }
-        | E::Authentication { .. }
-        | E::Reconstruction(_)
-        | E::Equivocation { .. } => PeerMisbehaved::new_err(msg),
+        E::WrongSession | E::WrongRound { .. } => misbehaved(msg, Misbehavior::WrongRound),
+        E::Duplicate(_) => misbehaved(msg, Misbehavior::Duplicate),
+        E::UnexpectedClient { .. } => misbehaved(msg, Misbehavior::NotParticipant),
+        E::Authentication { .. } | E::Reconstruction(_) | E::Equivocation { .. } => {
+            misbehaved(msg, Misbehavior::Tampered)
+        }
         // Out of order, below threshold, aborted, and whatever a later version adds.
         _ => ProtocolError::new_err(msg),
     }
@@ -89,7 +88,7 @@ pub fn protocol(e: ProtocolFailure) -> PyErr {
     match e {
         ProtocolFailure::Parameters(_) => ParameterError::new_err(e.to_string()),
         ProtocolFailure::Decode(d) => decode(d),
-        ProtocolFailure::PeerMisbehaved { .. } => PeerMisbehaved::new_err(e.to_string()),
+        ProtocolFailure::PeerMisbehaved { kind, .. } => misbehaved(e.to_string(), kind),
         ProtocolFailure::Diverged { .. } => ComputationError::new_err(e.to_string()),
         ProtocolFailure::Paillier(p) => paillier(p),
         ProtocolFailure::Ckks(c) => ckks(c),
@@ -100,6 +99,12 @@ pub fn protocol(e: ProtocolFailure) -> PyErr {
         // Out of order, incomplete rounds, and whatever a later version adds.
         _ => ProtocolError::new_err(e.to_string()),
     }
+}
+
+/// `PeerMisbehaved(message, kind)`: the kind (`"wrong_round"`, …) lets a caller drop a late
+/// message and exclude the sender of a malformed one.
+fn misbehaved(msg: String, kind: Misbehavior) -> PyErr {
+    PeerMisbehaved::new_err((msg, kind.name()))
 }
 
 /// An accountant failure.

@@ -41,7 +41,23 @@ class ProtocolError(PrivoptError):
 class PeerMisbehaved(ProtocolError):
     """A peer sent a well-formed message the protocol forbids here (another round, a
     duplicate, the wrong size, a party not in the round). Drop it; consider excluding the
-    peer."""
+    peer.
+
+    :attr:`kind` says which: ``"wrong_round"`` (late, replayed, another run),
+    ``"not_participant"``, ``"misaddressed"``, ``"duplicate"``, ``"malformed"``,
+    ``"out_of_bounds"``, ``"unsolicited"``, ``"forbidden"`` (e.g. a second decryption share
+    asked for) or ``"tampered"`` (failed authentication, equivocation); ``"unknown"`` when
+    raised without one.
+    """
+
+    kind: str
+
+    def __init__(self, message: str, kind: str = "unknown") -> None:
+        super().__init__(message, kind)
+        self.kind = kind
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 class ComputationError(PrivoptError, ArithmeticError):

@@ -184,6 +184,7 @@ impl BasisAssembler {
         {
             return Err(crate::error::misbehaved(
                 crate::error::Peer::Server,
+                crate::error::Misbehavior::Malformed,
                 format!(
                     "sent sketch columns {first}..{} of round {} ({} × {}), expected round {} ({d} × {k}) without repeats",
                     first + count,

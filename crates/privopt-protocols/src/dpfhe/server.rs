@@ -67,6 +67,7 @@ impl Step {
         if reply.step != self.step {
             return Err(crate::error::misbehaved(
                 crate::error::Peer::DataOwner,
+                crate::error::Misbehavior::WrongRound,
                 format!(
                     "refreshed a ciphertext of step {}, the step is {}",
                     reply.step, self.step
@@ -96,6 +97,7 @@ fn check_owner(key: Option<KeyId>, ct: &Ciphertext, what: &str) -> Result<()> {
     match key {
         Some(key) if ct.key_id() != key => Err(crate::error::misbehaved(
             crate::error::Peer::DataOwner,
+            crate::error::Misbehavior::Malformed,
             format!(
                 "{what} is under key {}, the server's evaluation keys are of key {key}",
                 ct.key_id()

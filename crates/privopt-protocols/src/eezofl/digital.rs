@@ -22,7 +22,7 @@ use rand::CryptoRng;
 use super::messages::{
     KeyRelay, ShareUpload, SumBroadcast, Upload, device_state_from_bytes, device_state_to_bytes,
 };
-use crate::error::{Error, Peer, Result, misbehaved};
+use crate::error::{Error, Misbehavior, Peer, Result, misbehaved};
 
 /// The key session every digital EEZOFL key share belongs to.
 pub const KEY_SESSION: u64 = 0;
@@ -134,6 +134,7 @@ impl DigitalDevice {
         if !relay.members.contains(&self.id()) {
             return Err(misbehaved(
                 Peer::Server,
+                Misbehavior::NotParticipant,
                 format!("left device {} out of the key", self.id()),
             ));
         }
@@ -159,6 +160,7 @@ impl DigitalDevice {
         {
             return Err(misbehaved(
                 Peer::Server,
+                Misbehavior::WrongRound,
                 format!(
                     "asked device {} to encrypt for round {round}, but round {done} is decrypted",
                     self.id()
@@ -186,40 +188,52 @@ impl DigitalDevice {
         sum: &SumBroadcast,
         rng: &mut impl CryptoRng,
     ) -> Result<ShareUpload> {
-        let refuse = |reason: String| Err(misbehaved(Peer::Server, reason));
+        let refuse = |kind, detail: String| Err(misbehaved(Peer::Server, kind, detail));
         if self.encrypted != Some(sum.round) {
-            return refuse(format!(
-                "asked device {} to decrypt a sum of round {}, which it did not encrypt for",
-                self.id(),
-                sum.round
-            ));
+            return refuse(
+                Misbehavior::Forbidden,
+                format!(
+                    "asked device {} to decrypt a sum of round {}, which it did not encrypt for",
+                    self.id(),
+                    sum.round
+                ),
+            );
         }
         if self.decrypted == Some(sum.round) {
-            return refuse(format!(
-                "asked device {} for a second decryption share in round {}",
-                self.id(),
-                sum.round
-            ));
+            return refuse(
+                Misbehavior::Duplicate,
+                format!(
+                    "asked device {} for a second decryption share in round {}",
+                    self.id(),
+                    sum.round
+                ),
+            );
         }
         let members = self.key.as_ref().map_or(&[][..], |k| k.members());
         if usize::try_from(sum.sum.count()).ok() != Some(members.len())
             || sum.sum.members() != members
         {
-            return refuse(format!(
-                "asked device {} to decrypt a sum of {} encryptions under members {:?}; the \
+            return refuse(
+                Misbehavior::Forbidden,
+                format!(
+                    "asked device {} to decrypt a sum of {} encryptions under members {:?}; the \
                  round has members {members:?}",
-                self.id(),
-                sum.sum.count(),
-                sum.sum.members()
-            ));
+                    self.id(),
+                    sum.sum.count(),
+                    sum.sum.members()
+                ),
+            );
         }
         // A share depends on the parameters, the session and C1 only: what `digest` covers.
         let digest = sum.sum.digest();
         if self.last_sum == Some(digest) {
-            return refuse(format!(
-                "asked device {} to decrypt again a sum it decrypted before",
-                self.id()
-            ));
+            return refuse(
+                Misbehavior::Duplicate,
+                format!(
+                    "asked device {} to decrypt again a sum it decrypted before",
+                    self.id()
+                ),
+            );
         }
         let share = self.party.partial_decrypt(&sum.sum, rng)?;
         self.decrypted = Some(sum.round);
@@ -288,6 +302,7 @@ impl DigitalServer {
             if up.round != self.round {
                 return Err(misbehaved(
                     peer,
+                    Misbehavior::WrongRound,
                     format!(
                         "sent a ciphertext for round {}, the round is {}",
                         up.round, self.round
@@ -295,14 +310,23 @@ impl DigitalServer {
                 ));
             }
             if !members.contains(&up.from) {
-                return Err(misbehaved(peer, "sent a ciphertext but is not a member"));
+                return Err(misbehaved(
+                    peer,
+                    Misbehavior::NotParticipant,
+                    "sent a ciphertext but is not a member",
+                ));
             }
             if !seen.insert(up.from) {
-                return Err(misbehaved(peer, "sent two ciphertexts in one round"));
+                return Err(misbehaved(
+                    peer,
+                    Misbehavior::Duplicate,
+                    "sent two ciphertexts in one round",
+                ));
             }
             if up.ct.count() != 1 || up.ct.members() != self.members() {
                 return Err(misbehaved(
                     peer,
+                    Misbehavior::Malformed,
                     "sent a ciphertext that is not one encryption under the collective key",
                 ));
             }
@@ -332,6 +356,7 @@ impl DigitalServer {
         if let Some(s) = shares.iter().find(|s| s.round != self.round) {
             return Err(misbehaved(
                 Peer::Party(u64::from(s.share.party())),
+                Misbehavior::WrongRound,
                 format!(
                     "sent a share for round {}, the round is {}",
                     s.round, self.round

@@ -21,7 +21,7 @@ use privopt_math::sample::{signs, ternary, wide_gaussian};
 use rand::CryptoRng;
 use zeroize::Zeroize;
 
-use crate::error::{Error, Peer, Result, misbehaved};
+use crate::error::{Error, Misbehavior, Peer, Result, misbehaved};
 
 /// Public setup of the exact model: parameters, the exact ring, the grid and `a` as an integer
 /// polynomial (the centered lift of the CRS polynomial).
@@ -254,6 +254,7 @@ fn check_transmitters(expected: &BTreeSet<u32>, phase: &str, transmitted: &[u32]
     if let Some(extra) = got.difference(expected).next() {
         return Err(misbehaved(
             Peer::Party(u64::from(*extra)),
+            Misbehavior::NotParticipant,
             format!("transmitted in {phase} of a round it is not part of"),
         ));
     }

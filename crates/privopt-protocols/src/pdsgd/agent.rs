@@ -21,7 +21,7 @@ use super::messages::{
     decode_exchange, encode_exchange,
 };
 use super::scheme::Scheme;
-use crate::error::{Error, Peer, Result, check_param, misbehaved};
+use crate::error::{Error, Misbehavior, Peer, Result, check_param, misbehaved};
 use crate::wire::{self, DecodeError, Method, Reader};
 
 /// Largest state dimension an exchange may carry.
@@ -188,6 +188,7 @@ impl<S: Scheme> Agent<S> {
         self.neighbours.get(&j).ok_or_else(|| {
             misbehaved(
                 Peer::Party(j as u64),
+                Misbehavior::NotParticipant,
                 format!("is not a neighbour of agent {}", self.id),
             )
         })
@@ -251,6 +252,7 @@ impl<S: Scheme> Agent<S> {
         if request.to != self.id {
             return Err(misbehaved(
                 peer,
+                Misbehavior::Misaddressed,
                 format!("sent agent {} a request meant for {}", self.id, request.to),
             ));
         }
@@ -258,6 +260,7 @@ impl<S: Scheme> Agent<S> {
         if request.cts.len() != q_own.len() {
             return Err(misbehaved(
                 peer,
+                Misbehavior::Malformed,
                 format!(
                     "sent {} ciphertexts for a state of dimension {}",
                     request.cts.len(),
@@ -291,6 +294,7 @@ impl<S: Scheme> Agent<S> {
         if response.to != self.id {
             return Err(misbehaved(
                 peer,
+                Misbehavior::Misaddressed,
                 format!(
                     "sent agent {} a response meant for {}",
                     self.id, response.to
@@ -300,12 +304,14 @@ impl<S: Scheme> Agent<S> {
         let Some(&(iteration, dim)) = self.pending.get(&j) else {
             return Err(misbehaved(
                 peer,
+                Misbehavior::Unsolicited,
                 format!("answered agent {}, which asked it nothing", self.id),
             ));
         };
         if response.iteration != iteration || response.cts.len() != dim {
             return Err(misbehaved(
                 peer,
+                Misbehavior::Malformed,
                 format!(
                     "answered iteration {} with {} values; the open exchange is iteration \
                      {iteration} with {dim}",

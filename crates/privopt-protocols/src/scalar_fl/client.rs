@@ -7,7 +7,7 @@ use super::messages::{CatchUp, Reply, RoundPlan, Ticket, Update};
 use super::state::{
     ModelState, ReplaySpec, RoundRecord, Scratch, add_scaled_direction, direction_key,
 };
-use crate::error::{Error, Peer, Result, misbehaved};
+use crate::error::{Error, Misbehavior, Peer, Result, misbehaved};
 
 /// How a client estimates its directional derivatives.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -130,6 +130,7 @@ impl Participant {
         if msg.client != self.id {
             return Err(misbehaved(
                 Peer::Server,
+                Misbehavior::Misaddressed,
                 format!(
                     "sent client {} the catch-up of client {}",
                     self.id, msg.client
@@ -160,6 +161,7 @@ impl Participant {
             Update::UpToDate { round } if round == self.round => Ok((Catch::UpToDate, round)),
             Update::UpToDate { round } => Err(misbehaved(
                 Peer::Server,
+                Misbehavior::WrongRound,
                 format!(
                     "said client {} is up to date at round {round}; it is at round {}",
                     self.id, self.round
@@ -173,6 +175,7 @@ impl Participant {
                 if held > 0 && first_round + held as u64 != self.round {
                     return Err(misbehaved(
                         Peer::Server,
+                        Misbehavior::Malformed,
                         format!(
                             "replay for client {} (at round {}) starts at round {first_round} \
                              with a gap",
@@ -190,6 +193,7 @@ impl Participant {
                     {
                         return Err(misbehaved(
                             Peer::Server,
+                            Misbehavior::Malformed,
                             format!(
                                 "replay record {k} for client {} (at round {}) is round {} with \
                                  {} seeds and {} scalars",
@@ -209,6 +213,7 @@ impl Participant {
                 if state.x.len() != dim || state.h.as_ref().map(Vec::len) != hiso.then_some(dim) {
                     return Err(misbehaved(
                         Peer::Server,
+                        Misbehavior::Malformed,
                         format!("sent client {} a full state of the wrong shape", self.id),
                     ));
                 }
@@ -236,6 +241,7 @@ impl Participant {
         if plan.session != session || plan.round != round {
             return Err(misbehaved(
                 Peer::Server,
+                Misbehavior::WrongRound,
                 format!(
                     "planned round {} of session {:#x}; client {}'s catch-up was for round \
                      {round} of session {session:#x}",
@@ -246,6 +252,7 @@ impl Participant {
         if plan.clients.binary_search(&self.id).is_err() {
             return Err(misbehaved(
                 Peer::Server,
+                Misbehavior::NotParticipant,
                 format!(
                     "asked client {} to train round {}, whose plan leaves it out",
                     self.id, plan.round
@@ -255,6 +262,7 @@ impl Participant {
         if plan.seeds.len() != spec.local_steps {
             return Err(misbehaved(
                 Peer::Server,
+                Misbehavior::Malformed,
                 format!(
                     "planned {} seeds for {} local steps",
                     plan.seeds.len(),

@@ -11,7 +11,7 @@ use zeroize::Zeroizing;
 
 use super::messages::{CatchUp, Reply, RoundPlan, Ticket, Update};
 use super::state::{ModelState, ReplaySpec, RoundRecord, Scratch};
-use crate::error::{Error, Peer, Result, check_param, misbehaved};
+use crate::error::{Error, Misbehavior, Peer, Result, check_param, misbehaved};
 
 /// Most clients a server tracks (its per-client state is 8 bytes each).
 pub const MAX_CLIENTS: usize = 1 << 24;
@@ -170,6 +170,7 @@ impl Server {
         if plan.clients.binary_search(&client).is_err() {
             return Err(misbehaved(
                 Peer::Party(client as u64),
+                Misbehavior::NotParticipant,
                 format!(
                     "asked to catch up for round {}, which it is not in",
                     plan.round
@@ -217,12 +218,14 @@ impl Server {
         if client >= n {
             return Err(misbehaved(
                 Peer::Party(client as u64),
+                Misbehavior::NotParticipant,
                 format!("is not among the {n} clients"),
             ));
         }
         if round > self.state.round {
             return Err(misbehaved(
                 Peer::Party(client as u64),
+                Misbehavior::WrongRound,
                 format!(
                     "says it holds round {round}; the server is at round {}",
                     self.state.round
@@ -253,12 +256,14 @@ impl Server {
         if reply.session != self.session {
             return Err(misbehaved(
                 peer,
+                Misbehavior::WrongRound,
                 "replied for another server session (a message of another run)",
             ));
         }
         if reply.round != plan.round {
             return Err(misbehaved(
                 peer,
+                Misbehavior::WrongRound,
                 format!(
                     "replied for round {}, the open round is {}",
                     reply.round, plan.round
@@ -268,6 +273,7 @@ impl Server {
         if plan.clients.binary_search(&reply.client).is_err() {
             return Err(misbehaved(
                 peer,
+                Misbehavior::NotParticipant,
                 format!("replied in round {}, which it is not in", plan.round),
             ));
         }
@@ -278,18 +284,21 @@ impl Server {
         if difference != 0 {
             return Err(misbehaved(
                 peer,
+                Misbehavior::Misaddressed,
                 "replied without the ticket of its own catch-up (another client's reply?)",
             ));
         }
         if accepted.contains(&reply.client) {
             return Err(misbehaved(
                 peer,
+                Misbehavior::Duplicate,
                 format!("replied twice in round {}", plan.round),
             ));
         }
         if reply.scalars.len() != want || reply.scalars.iter().any(|s| !s.is_finite()) {
             return Err(misbehaved(
                 peer,
+                Misbehavior::Malformed,
                 format!(
                     "sent {} scalars (expected {want} finite ones)",
                     reply.scalars.len()
@@ -299,6 +308,7 @@ impl Server {
         if let Some(s) = reply.scalars.iter().find(|s| s.abs() > self.scalar_bound) {
             return Err(misbehaved(
                 peer,
+                Misbehavior::OutOfBounds,
                 format!(
                     "sent the scalar {s:e}, beyond the bound ±{:e}",
                     self.scalar_bound

@@ -154,7 +154,11 @@ fn headline(cfg: &ExperimentConfig, o: &RunOutcome) -> (String, String) {
     let s = &o.summary;
     let get = |k: &str| s.get(k).copied().unwrap_or(f64::NAN);
     let pct = |k: &str| format!("{:.1}%", 100.0 * get(k));
-    match (&o.report, &cfg.suite) {
+    let suite = match &cfg.job {
+        privopt_experiments::config::Job::Suite(s) => Some(s),
+        privopt_experiments::config::Job::Method(_) => None,
+    };
+    match (&o.report, suite) {
         (Some(Outcome::Method(Report::Pdsgd(r))), _) => {
             let real = r
                 .paillier

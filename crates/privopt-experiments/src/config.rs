@@ -11,28 +11,95 @@ use crate::suites::{SuiteConfig, SuiteOverrides};
 
 /// A whole experiment.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "ConfigFile", into = "ConfigFile")]
 pub struct ExperimentConfig {
     /// Identifier, used in result folder names (`[a-z0-9_-]`).
     pub name: String,
     /// One line saying what the experiment shows.
-    #[serde(default)]
     pub description: String,
     /// Master seed of every random stream in the run.
-    #[serde(default)]
     pub seed: u64,
     /// The data and its split across clients (for a method or suite that trains on them).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<DataConfig>,
     /// The model (default: the `[model]` defaults).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<ModelSpec>,
-    /// One run of a method (exactly one of `method` and `suite` is given).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub method: Option<MethodConfig>,
+    /// What runs: one method or a paper's suite.
+    pub job: Job,
+}
+
+/// What an experiment runs: the config's `[method]` or its `[suite]` table.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Job {
+    /// One run of a method.
+    Method(MethodConfig),
     /// A paper's reproduction suite.
+    Suite(SuiteConfig),
+}
+
+/// The file form of [`ExperimentConfig`]: TOML tables, where `[method]` and `[suite]` are two
+/// optional tables of which exactly one must be given. Parsing into it keeps the TOML spans
+/// that the one-line errors point at; the choice between the two tables is checked after.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    name: String,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    seed: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub suite: Option<SuiteConfig>,
+    data: Option<DataConfig>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    model: Option<ModelSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    method: Option<MethodConfig>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    suite: Option<SuiteConfig>,
+}
+
+impl TryFrom<ConfigFile> for ExperimentConfig {
+    type Error = String;
+
+    fn try_from(f: ConfigFile) -> std::result::Result<Self, String> {
+        let job = match (f.method, f.suite) {
+            (Some(m), None) => Job::Method(m),
+            (None, Some(s)) => Job::Suite(s),
+            (Some(_), Some(_)) => {
+                return Err("give either a [method] or a [suite] table, not both".into());
+            }
+            (None, None) => {
+                return Err(
+                    "missing a [method] table (one run) or a [suite] table (a reproduction)".into(),
+                );
+            }
+        };
+        Ok(ExperimentConfig {
+            name: f.name,
+            description: f.description,
+            seed: f.seed,
+            data: f.data,
+            model: f.model,
+            job,
+        })
+    }
+}
+
+impl From<ExperimentConfig> for ConfigFile {
+    fn from(c: ExperimentConfig) -> Self {
+        let (method, suite) = match c.job {
+            Job::Method(m) => (Some(m), None),
+            Job::Suite(s) => (None, Some(s)),
+        };
+        ConfigFile {
+            name: c.name,
+            description: c.description,
+            seed: c.seed,
+            data: c.data,
+            model: c.model,
+            method,
+            suite,
+        }
+    }
 }
 
 impl ExperimentConfig {
@@ -65,19 +132,6 @@ impl ExperimentConfig {
                 )
             },
         )?;
-        match (&self.method, &self.suite) {
-            (Some(_), Some(_)) => {
-                return Err(Error::Config(
-                    "give either a [method] or a [suite] table, not both".into(),
-                ));
-            }
-            (None, None) => {
-                return Err(Error::Config(
-                    "missing a [method] table (one run) or a [suite] table (a reproduction)".into(),
-                ));
-            }
-            _ => {}
-        }
         let what = self.job_name();
         if self.uses_data() {
             for (table, given) in [
@@ -101,13 +155,10 @@ impl ExperimentConfig {
                 })?;
             }
         }
-        if let Some(m) = &self.method {
-            m.validate()?;
+        match &self.job {
+            Job::Method(m) => Ok(m.validate()?),
+            Job::Suite(s) => Ok(s.validate()?),
         }
-        if let Some(s) = &self.suite {
-            s.validate()?;
-        }
-        Ok(())
     }
 
     /// Applies command-line overrides (`privopt reproduce … --runs/--datasets/--iterations/
@@ -119,19 +170,21 @@ impl ExperimentConfig {
         }
         let job = self.job_name();
         o.validate()?;
-        match &mut self.suite {
-            Some(SuiteConfig::Dpfhe(c)) => {
+        match &mut self.job {
+            Job::Suite(SuiteConfig::Dpfhe(c)) => {
                 c.apply_overrides(o);
                 // An overridden suite must still be one `privopt run` accepts (its
                 // config.toml is written with the results).
                 self.validate()
             }
-            Some(SuiteConfig::DomeSeeds(c)) if o.datasets.is_none() && o.iterations.is_none() => {
+            Job::Suite(SuiteConfig::DomeSeeds(c))
+                if o.datasets.is_none() && o.iterations.is_none() =>
+            {
                 c.seeds = o.runs.map_or(c.seeds, |n| n as u64);
                 c.threads = o.threads.unwrap_or(c.threads);
                 self.validate()
             }
-            Some(SuiteConfig::DomeSeeds(_)) => Err(Error::Config(format!(
+            Job::Suite(SuiteConfig::DomeSeeds(_)) => Err(Error::Config(format!(
                 "--datasets and --iterations do not apply to {job}; --runs sets its seeds"
             ))),
             _ => Err(Error::Config(format!(
@@ -143,28 +196,25 @@ impl ExperimentConfig {
 
     /// `method `NAME`` or `suite `NAME`` (for messages).
     pub fn job_name(&self) -> String {
-        match (&self.method, &self.suite) {
-            (Some(m), _) => format!("method `{}`", m.name()),
-            (None, Some(s)) => format!("suite `{}`", s.name()),
-            (None, None) => "this experiment".into(),
+        match &self.job {
+            Job::Method(m) => format!("method `{}`", m.name()),
+            Job::Suite(s) => format!("suite `{}`", s.name()),
         }
     }
 
     /// Whether the method or suite trains on `[data]` and `[model]`.
     pub fn uses_data(&self) -> bool {
-        match (&self.method, &self.suite) {
-            (Some(m), _) => m.uses_data(),
-            (None, Some(s)) => s.uses_data(),
-            (None, None) => true,
+        match &self.job {
+            Job::Method(m) => m.uses_data(),
+            Job::Suite(s) => s.uses_data(),
         }
     }
 
     /// The privacy mechanism and its parameters, in a few words (for one-line summaries).
     pub fn privacy(&self) -> String {
-        match (&self.method, &self.suite) {
-            (Some(m), _) => m.privacy(),
-            (None, Some(s)) => s.privacy(),
-            (None, None) => String::new(),
+        match &self.job {
+            Job::Method(m) => m.privacy(),
+            Job::Suite(s) => s.privacy(),
         }
     }
 }
@@ -251,6 +301,7 @@ batch_size = 8
         let data = c.data.as_ref().unwrap();
         assert_eq!(data.clients, 4);
         assert_eq!(data.partition, Partition::Dirichlet { alpha: 0.5 });
+        assert!(matches!(&c.job, Job::Method(m) if m.name() == "sgd"));
         let again = ExperimentConfig::from_toml(&c.to_toml().unwrap(), "again").unwrap();
         assert_eq!(c, again);
     }

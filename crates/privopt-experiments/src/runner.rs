@@ -10,7 +10,7 @@ use privopt_sim::context::{Progress, RunContext};
 use privopt_sim::methods::Report;
 use privopt_sim::metrics::{MetricsTable, Summary};
 
-use crate::config::ExperimentConfig;
+use crate::config::{ExperimentConfig, Job};
 use crate::error::{Error, Result};
 use crate::flat::write_flat;
 use crate::suites::SuiteReport;
@@ -69,16 +69,15 @@ pub fn run(
     };
     let mut ctx = RunContext::new(problem.as_ref(), seeds, progress);
     ctx.data_dir = opts.data_dir.clone();
-    let (params, report) = match (&cfg.method, &cfg.suite) {
-        (Some(method), _) => {
+    let (params, report) = match &cfg.job {
+        Job::Method(method) => {
             let trained = method.run(&mut ctx)?;
             (trained.params, Some(Outcome::Method(trained.report)))
         }
-        (None, Some(suite)) => (
+        Job::Suite(suite) => (
             Vec::new(),
             Some(Outcome::Suite(Box::new(suite.run(&mut ctx)?))),
         ),
-        (None, None) => return Err(Error::Config(cfg.job_name() + " has nothing to run")),
     };
     let (metrics, comm) = ctx.into_records();
     if metrics.is_empty() {

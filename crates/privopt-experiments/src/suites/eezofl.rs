@@ -81,10 +81,101 @@ fn default_threads() -> usize {
     2
 }
 
+/// Which runs a result groups (over seeds): one aggregation at one channel σ, the key of a
+/// Table III cell or a figure's curve.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(tag = "aggregation", rename_all = "snake_case")]
+pub enum GroupKey {
+    /// Homomorphic over-the-air aggregation with CKKS ring degree `n`.
+    He {
+        /// Ring degree.
+        n: usize,
+        /// Channel σ.
+        sigma: f64,
+    },
+    /// Over the air without encryption.
+    NoEncryption {
+        /// Channel σ.
+        sigma: f64,
+    },
+    /// A channel-state baseline (Fig. 3).
+    Csi {
+        /// The baseline.
+        baseline: CsiBaseline,
+        /// Its weight cap, when it is not the base config's (`inf`: uncapped).
+        cap: Option<f64>,
+        /// Channel σ.
+        sigma: f64,
+    },
+    /// Digital multi-key CKKS aggregation (no channel noise).
+    Digital,
+}
+
+/// A channel-state baseline of Fig. 3.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CsiBaseline {
+    /// Zero-forcing precoding.
+    Zf,
+    /// MMSE precoding.
+    Mmse,
+}
+
+impl CsiBaseline {
+    fn aggregation(self) -> Aggregation {
+        match self {
+            CsiBaseline::Zf => Aggregation::CsiZf,
+            CsiBaseline::Mmse => Aggregation::CsiMmse,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            CsiBaseline::Zf => "zf",
+            CsiBaseline::Mmse => "mmse",
+        }
+    }
+}
+
+impl GroupKey {
+    /// The key's name in summaries and plots: `he4096_sigma1`, `noenc_sigma10`, `zf_sigma1`,
+    /// `mmse_nocap_sigma1`, `digital`.
+    pub fn label(&self) -> String {
+        let sig = |s: f64| format!("sigma{s}");
+        match *self {
+            GroupKey::He { n, sigma } => format!("he{n}_{}", sig(sigma)),
+            GroupKey::NoEncryption { sigma } => format!("noenc_{}", sig(sigma)),
+            GroupKey::Csi {
+                baseline,
+                cap,
+                sigma,
+            } => {
+                let name = baseline.name();
+                let tag = match cap {
+                    None => String::new(),
+                    Some(c) if c.is_infinite() => "nocap_".into(),
+                    Some(c) => format!("cap{c}_"),
+                };
+                format!("{name}_{tag}{}", sig(sigma))
+            }
+            GroupKey::Digital => "digital".into(),
+        }
+    }
+
+    /// The figure its loss curve belongs to.
+    fn figure(&self) -> &'static str {
+        match self {
+            GroupKey::Csi { .. } => "fig3",
+            GroupKey::Digital => "digital",
+            GroupKey::He { .. } | GroupKey::NoEncryption { .. } => "fig2",
+        }
+    }
+}
+
 /// One training run of the suite.
 #[derive(Clone, Debug)]
 struct Job {
-    label: String,
+    key: GroupKey,
     cfg: EezoflConfig,
     seed: u64,
 }
@@ -338,14 +429,13 @@ impl Suite for EezoflSuiteConfig {
 
     fn run(&self, ctx: &mut RunContext<'_>) -> Result<SuiteReport> {
         let p = ctx.problem()?;
-        let sig = |s: f64| format!("sigma{s}");
         // Table III / Fig. 2: HE sets and no encryption; Fig. 3: CSI baselines; (c) digital.
         let mut jobs = Vec::new();
         for &sigma in &self.sigmas {
             for &n in &self.he_sets {
                 for &seed in &self.seeds {
                     jobs.push(Job {
-                        label: format!("he{n}_{}", sig(sigma)),
+                        key: GroupKey::He { n, sigma },
                         cfg: self.variant(Aggregation::HeOta, n, sigma),
                         seed,
                     });
@@ -353,25 +443,22 @@ impl Suite for EezoflSuiteConfig {
             }
             for &seed in &self.seeds {
                 jobs.push(Job {
-                    label: format!("noenc_{}", sig(sigma)),
+                    key: GroupKey::NoEncryption { sigma },
                     cfg: self.variant(Aggregation::Plain, 4096, sigma),
                     seed,
                 });
             }
-            for (name, agg) in [("zf", Aggregation::CsiZf), ("mmse", Aggregation::CsiMmse)] {
+            for baseline in [CsiBaseline::Zf, CsiBaseline::Mmse] {
                 for &cap in &self.csi_weight_caps {
-                    let tag = if cap == self.base.precoder_weight_cap {
-                        String::new()
-                    } else if cap.is_infinite() {
-                        "nocap_".into()
-                    } else {
-                        format!("cap{cap}_")
-                    };
                     jobs.push(Job {
-                        label: format!("{name}_{tag}{}", sig(sigma)),
+                        key: GroupKey::Csi {
+                            baseline,
+                            cap: (cap != self.base.precoder_weight_cap).then_some(cap),
+                            sigma,
+                        },
                         cfg: EezoflConfig {
                             precoder_weight_cap: cap,
-                            ..self.variant(agg, self.csi_he_n, sigma)
+                            ..self.variant(baseline.aggregation(), self.csi_he_n, sigma)
                         },
                         seed: self.seeds[0],
                     });
@@ -380,7 +467,7 @@ impl Suite for EezoflSuiteConfig {
         }
         for &seed in &self.seeds {
             jobs.push(Job {
-                label: "digital".into(),
+                key: GroupKey::Digital,
                 cfg: self.variant(Aggregation::Digital, self.he_sets[0], 0.0),
                 seed,
             });
@@ -391,23 +478,23 @@ impl Suite for EezoflSuiteConfig {
         })?;
         let training_runs_seconds = started.elapsed().as_secs_f64();
 
-        // Group by label: mean accuracy over seeds and the mean loss curve.
-        let mut labels: Vec<String> = jobs.iter().map(|j| j.label.clone()).collect();
-        labels.dedup();
+        // Group by key: mean accuracy over seeds and the mean loss curve.
+        let mut keys: Vec<GroupKey> = jobs.iter().map(|j| j.key).collect();
+        keys.dedup();
         let mut curves: Vec<(String, Vec<f64>)> = Vec::new();
         let mut groups = Vec::new();
-        for label in &labels {
+        for key in keys {
             let group: Vec<&Trace> = jobs
                 .iter()
                 .zip(&traces)
-                .filter(|(j, _)| &j.label == label)
+                .filter(|(j, _)| j.key == key)
                 .map(|(_, t)| t)
                 .collect();
             let accs: Vec<f64> = group.iter().map(|t| t.accuracy).collect();
             let by_seed = jobs
                 .iter()
                 .zip(&traces)
-                .filter(|(j, _)| &j.label == label)
+                .filter(|(j, _)| j.key == key)
                 .map(|(j, t)| (j.seed, t.accuracy))
                 .collect();
             let (mean, std) = mean_std(&accs);
@@ -416,8 +503,11 @@ impl Suite for EezoflSuiteConfig {
                 .map(|r| group.iter().map(|t| t.losses[r]).sum::<f64>() / group.len() as f64)
                 .collect();
             let collapsed = accs.iter().filter(|&&a| a < self.collapse_below).count();
+            let label = key.label();
+            curves.push((format!("{}/{label}", key.figure()), curve.clone()));
             groups.push(RunGroup {
-                label: label.clone(),
+                key,
+                label,
                 accuracy_by_seed: by_seed,
                 accuracy_mean: mean,
                 accuracy_std: std,
@@ -426,14 +516,6 @@ impl Suite for EezoflSuiteConfig {
                     / group.len() as f64,
                 final_loss: curve.last().copied(),
             });
-            let fig = if label.starts_with("zf") || label.starts_with("mmse") {
-                "fig3"
-            } else if label == "digital" {
-                "digital"
-            } else {
-                "fig2"
-            };
-            curves.push((format!("{fig}/{label}"), curve));
         }
         let rows = curves.iter().map(|(_, c)| c.len()).max().unwrap_or(0);
         for r in 0..rows {
@@ -550,7 +632,9 @@ impl Suite for EezoflSuiteConfig {
 /// The runs of one label (an aggregation at one σ) over the seeds.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RunGroup {
-    /// `he4096_sigma1`, `noenc_sigma10`, `zf_sigma1`, `digital`, …
+    /// The aggregation and σ of these runs.
+    pub key: GroupKey,
+    /// The key's label (`he4096_sigma1`, `noenc_sigma10`, `zf_sigma1`, `digital`, …).
     pub label: String,
     /// Test accuracy of each seed's run.
     pub accuracy_by_seed: Vec<(u64, f64)>,
@@ -668,8 +752,8 @@ pub struct TheoremReport {
 }
 
 impl EezoflSuiteReport {
-    fn group(&self, label: &str) -> Option<&RunGroup> {
-        self.groups.iter().find(|g| g.label == label)
+    fn group(&self, key: GroupKey) -> Option<&RunGroup> {
+        self.groups.iter().find(|g| g.key == key)
     }
 
     /// The flat `summary.json` keys (`acc_n4096_sigma1`, `rho_n8192`, …).
@@ -691,32 +775,41 @@ impl EezoflSuiteReport {
                 note(format!("final_loss_{label}"), l);
             }
         }
-        let sig = |s: f64| format!("sigma{s}");
-        // The short names for the CSI losses at the first σ.
-        if let Some(&s0) = self.sigmas.first() {
-            for name in ["zf", "mmse"] {
-                if let Some(g) = self.group(&format!("{name}_{}", sig(s0))) {
+        // The short names for the CSI losses at the first σ.
+        if let Some(&sigma) = self.sigmas.first() {
+            for baseline in [CsiBaseline::Zf, CsiBaseline::Mmse] {
+                let key = GroupKey::Csi {
+                    baseline,
+                    cap: None,
+                    sigma,
+                };
+                if let Some(g) = self.group(key) {
                     note(
-                        format!("final_loss_{name}"),
+                        format!("final_loss_{}", baseline.name()),
                         g.final_loss.unwrap_or(f64::NAN),
                     );
                 }
             }
         }
-        let mean_of = |label: String| self.group(&label).map_or(f64::NAN, |g| g.accuracy_mean);
+        let mean_of = |key: GroupKey| self.group(key).map_or(f64::NAN, |g| g.accuracy_mean);
         let mut short_names = Vec::new();
         for &sigma in &self.sigmas {
-            let s = sig(sigma);
             let short = if sigma.fract() == 0.0 {
                 format!("sigma{}", sigma as i64)
             } else {
-                s.clone()
+                format!("sigma{sigma}")
             };
             for a in &self.audits {
                 let n = a.n;
-                short_names.push((format!("acc_n{n}_{short}"), mean_of(format!("he{n}_{s}"))));
+                short_names.push((
+                    format!("acc_n{n}_{short}"),
+                    mean_of(GroupKey::He { n, sigma }),
+                ));
             }
-            short_names.push((format!("acc_noenc_{short}"), mean_of(format!("noenc_{s}"))));
+            short_names.push((
+                format!("acc_noenc_{short}"),
+                mean_of(GroupKey::NoEncryption { sigma }),
+            ));
         }
         for (k, v) in short_names {
             note(k, v);
@@ -791,7 +884,11 @@ impl EezoflSuiteReport {
         for &(eps, k) in &t2.iterations_for {
             note(format!("theorem2_iterations_eps{eps}"), k);
         }
-        let collusion = self.privacy.collusion.iter().map(|(s, r)| (sig(*s), r));
+        let collusion = self
+            .privacy
+            .collusion
+            .iter()
+            .map(|(s, r)| (format!("sigma{s}"), r));
         for (tag, r) in collusion.chain([("digital".to_string(), &self.privacy.collusion_digital)])
         {
             note(

@@ -68,7 +68,7 @@ pub enum DataError {
     Invalid(String),
     /// Building or using an in-memory dataset or a model failed.
     #[error(transparent)]
-    Ml(#[from] privopt_ml::Error),
+    Ml(#[from] privopt_ml::MlError),
 }
 
 /// Shorthand for results of this crate.

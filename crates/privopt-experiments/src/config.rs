@@ -6,7 +6,7 @@ use privopt_ml::model::ModelSpec;
 use privopt_sim::methods::MethodConfig;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result, ensure};
+use crate::error::{ExperimentError, Result, ensure};
 use crate::suites::{SuiteConfig, SuiteOverrides};
 
 /// A whole experiment.
@@ -107,15 +107,16 @@ impl ExperimentConfig {
     /// line: `source:LINE: [table] message`.
     pub fn from_toml(text: &str, source: &str) -> Result<Self> {
         let cfg: ExperimentConfig = toml::from_str(text)
-            .map_err(|e| Error::Config(describe_toml_error(&e, text, source)))?;
+            .map_err(|e| ExperimentError::Config(describe_toml_error(&e, text, source)))?;
         cfg.validate()
-            .map_err(|e| Error::Config(format!("{source}: {e}")))?;
+            .map_err(|e| ExperimentError::Config(format!("{source}: {e}")))?;
         Ok(cfg)
     }
 
     /// The config as TOML (what a run writes to `config.toml`, seed included).
     pub fn to_toml(&self) -> Result<String> {
-        toml::to_string(self).map_err(|e| Error::Config(format!("cannot serialize config: {e}")))
+        toml::to_string(self)
+            .map_err(|e| ExperimentError::Config(format!("cannot serialize config: {e}")))
     }
 
     /// Checks every value against its range; errors name the key.
@@ -184,10 +185,10 @@ impl ExperimentConfig {
                 c.threads = o.threads.unwrap_or(c.threads);
                 self.validate()
             }
-            Job::Suite(SuiteConfig::DomeSeeds(_)) => Err(Error::Config(format!(
+            Job::Suite(SuiteConfig::DomeSeeds(_)) => Err(ExperimentError::Config(format!(
                 "--datasets and --iterations do not apply to {job}; --runs sets its seeds"
             ))),
-            _ => Err(Error::Config(format!(
+            _ => Err(ExperimentError::Config(format!(
                 "--runs, --datasets, --iterations and --threads apply to the dpfhe and dome_seeds \
                  suites, not to {job}"
             ))),

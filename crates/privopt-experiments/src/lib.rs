@@ -16,4 +16,4 @@ pub mod results;
 pub mod runner;
 pub mod suites;
 
-pub use error::{Error, Result};
+pub use error::{ExperimentError, Result};

@@ -9,7 +9,7 @@ use std::sync::Once;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::error::{Error, Result};
+use crate::error::{ExperimentError, Result};
 
 static FONT: Once = Once::new();
 
@@ -117,7 +117,7 @@ pub(crate) fn line_plot(
     series: &[Series],
 ) -> Result<()> {
     register_font();
-    let err = |e: &dyn std::fmt::Display| Error::Plot {
+    let err = |e: &dyn std::fmt::Display| ExperimentError::Plot {
         path: path.to_owned(),
         reason: e.to_string(),
     };

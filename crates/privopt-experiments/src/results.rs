@@ -7,7 +7,7 @@ use std::sync::{Mutex, PoisonError};
 use privopt_data::store::{process_alive, remove_dead_process_dirs};
 
 use crate::config::ExperimentConfig;
-use crate::error::{Error, Result};
+use crate::error::{ExperimentError, Result};
 use crate::plot::line_plot;
 use crate::runner::{Outcome, RunOutcome};
 use crate::suites::SuiteReport;
@@ -74,7 +74,7 @@ struct OutLock {
 impl OutLock {
     fn acquire(parent: &Path, name: &str, target: &Path) -> Result<Self> {
         let path = parent.join(format!(".{name}.lock"));
-        let io = |source| Error::Io {
+        let io = |source| ExperimentError::Io {
             path: path.clone(),
             source,
         };
@@ -102,7 +102,7 @@ impl OutLock {
                     if live {
                         let who =
                             holder.map_or("another process".into(), |p| format!("process {p}"));
-                        return Err(Error::Config(format!(
+                        return Err(ExperimentError::Config(format!(
                             "--out {}: another run ({who}) is writing this folder; wait for it \
                              or choose another (a stale lock is {})",
                             target.display(),
@@ -114,7 +114,7 @@ impl OutLock {
                 Err(e) => return Err(io(e)),
             }
         }
-        Err(Error::Config(format!(
+        Err(ExperimentError::Config(format!(
             "--out {}: another run took the folder's lock first",
             target.display()
         )))
@@ -150,7 +150,7 @@ impl StagedDir {
     pub fn create(target: &Path, force: bool) -> Result<Self> {
         let io = |path: &Path| {
             let path = path.to_owned();
-            move |source| Error::Io { path, source }
+            move |source| ExperimentError::Io { path, source }
         };
         let merge = match std::fs::read_dir(target) {
             Ok(mut entries) => entries.next().is_some(),
@@ -158,14 +158,14 @@ impl StagedDir {
             Err(e) => return Err(io(target)(e)),
         };
         if merge && !force {
-            return Err(Error::Config(format!(
+            return Err(ExperimentError::Config(format!(
                 "--out {}: the folder exists and is not empty; choose another or pass --force \
                  to write into it",
                 target.display()
             )));
         }
         let name = target.file_name().ok_or_else(|| {
-            Error::Config(format!("--out {}: not a folder name", target.display()))
+            ExperimentError::Config(format!("--out {}: not a folder name", target.display()))
         })?;
         let parent = match target.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
@@ -197,7 +197,7 @@ impl StagedDir {
     pub fn commit(mut self) -> Result<PathBuf> {
         let io = |path: &Path| {
             let path = path.to_owned();
-            move |source| Error::Io { path, source }
+            move |source| ExperimentError::Io { path, source }
         };
         if self.merge {
             for entry in std::fs::read_dir(&self.staging).map_err(io(&self.staging))? {
@@ -231,7 +231,7 @@ impl Drop for StagedDir {
 }
 
 fn write(path: &Path, contents: &str) -> Result<()> {
-    std::fs::write(path, contents).map_err(|source| Error::Io {
+    std::fs::write(path, contents).map_err(|source| ExperimentError::Io {
         path: path.to_owned(),
         source,
     })
@@ -244,7 +244,7 @@ pub fn write_results(
     cfg: &ExperimentConfig,
     outcome: &RunOutcome,
 ) -> Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+    std::fs::create_dir_all(dir).map_err(|source| ExperimentError::Io {
         path: dir.to_owned(),
         source,
     })?;
@@ -258,7 +258,7 @@ pub fn write_results(
     put("config.toml", cfg.to_toml()?)?;
     put("metrics.csv", outcome.metrics.to_csv())?;
     let json = serde_json::to_string_pretty(&outcome.summary)
-        .map_err(|e| Error::Config(format!("cannot serialize summary: {e}")))?;
+        .map_err(|e| ExperimentError::Config(format!("cannot serialize summary: {e}")))?;
     put("summary.json", json + "\n")?;
 
     written.extend(write_plots(dir, &cfg.name, &outcome.metrics)?);

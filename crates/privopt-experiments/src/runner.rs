@@ -11,7 +11,7 @@ use privopt_sim::methods::Report;
 use privopt_sim::metrics::{MetricsTable, Summary};
 
 use crate::config::{ExperimentConfig, Job};
-use crate::error::{Error, Result};
+use crate::error::{ExperimentError, Result};
 use crate::flat::write_flat;
 use crate::suites::SuiteReport;
 
@@ -81,7 +81,7 @@ pub fn run(
     };
     let (metrics, comm) = ctx.into_records();
     if metrics.is_empty() {
-        return Err(Error::Config(format!(
+        return Err(ExperimentError::Config(format!(
             "{} recorded no metrics",
             cfg.job_name()
         )));

@@ -227,7 +227,7 @@ fn wrong_round_duplicate_foreign_and_malformed_replies_are_rejected_and_change_n
         edit(&mut bad);
         let e = server.finish_round(&bad).unwrap_err();
         assert!(
-            matches!(e, privopt_protocols::Error::PeerMisbehaved { .. }),
+            matches!(e, privopt_protocols::ProtocolError::PeerMisbehaved { .. }),
             "{e:?}"
         );
         let e = e.to_string();

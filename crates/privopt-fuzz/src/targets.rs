@@ -197,7 +197,7 @@ fn eezofl_server_target(
     key: &CollectivePublicKey,
     key_shares: &[PublicKeyShare],
     rng: &mut ChaCha20Rng,
-) -> Result<Target, privopt_protocols::Error> {
+) -> Result<Target, privopt_protocols::ProtocolError> {
     use privopt_protocols::eezofl::{DigitalServer, Upload};
     let uploads = (0..3)
         .map(|from| {
@@ -232,7 +232,7 @@ fn eezofl_server_target(
 fn eezofl_device_targets(
     params: &Arc<CkksParams>,
     rng: &mut ChaCha20Rng,
-) -> Result<Vec<Target>, privopt_protocols::Error> {
+) -> Result<Vec<Target>, privopt_protocols::ProtocolError> {
     use privopt_protocols::eezofl::{DigitalDevice, DigitalServer, SumBroadcast, encode_scalar};
     let crs = CommonPoly::from_seed(params, CRS_SEED);
     let mut devices: Vec<DigitalDevice> = (0..3)
@@ -337,7 +337,7 @@ fn paillier_targets() -> Fixture<Vec<Target>> {
 
 /// Paillier D-SGD's exchange, decoded and handled: agent 1 answers a fuzzed request with its
 /// state; agent 0 (restored afresh for each input) finishes a fuzzed response.
-fn pdsgd_targets() -> Result<Vec<Target>, privopt_protocols::Error> {
+fn pdsgd_targets() -> Result<Vec<Target>, privopt_protocols::ProtocolError> {
     use std::cell::RefCell;
 
     use privopt_paillier::KeyPair;
@@ -381,7 +381,7 @@ fn pdsgd_targets() -> Result<Vec<Target>, privopt_protocols::Error> {
 
 /// One SecAgg+ round of three clients, its every message recorded.
 fn secagg_targets() -> Fixture<Vec<Target>> {
-    let e = |e: privopt_secagg::Error| e.to_string();
+    let e = |e: privopt_secagg::SecAggError| e.to_string();
     let context = Context {
         session: SessionId([4; 16]),
         round: 1,
@@ -452,7 +452,7 @@ fn secagg_targets() -> Fixture<Vec<Target>> {
     };
     let handler_seeds = unmask.clone();
     let unmask_handler = move |b: &[u8]| {
-        let replay = || -> Result<Server, privopt_secagg::Error> {
+        let replay = || -> Result<Server, privopt_secagg::SecAggError> {
             let mut s = Server::new(config.clone())?;
             adverts_sent
                 .iter()
@@ -524,9 +524,9 @@ fn bytes<M: Message>(messages: &[M]) -> Vec<Vec<u8>> {
 
 /// The scalar-only FL server finishing a round with one hostile reply among the honest ones
 /// (a copy of one server per input, with the round open and every catch-up sent).
-fn scalar_fl_server_target() -> Result<Target, privopt_protocols::Error> {
+fn scalar_fl_server_target() -> Result<Target, privopt_protocols::ProtocolError> {
     use privopt_protocols::scalar_fl::{ModelState, ReplaySpec, Rule, Server};
-    let server = || -> Result<(Server, RoundPlan), privopt_protocols::Error> {
+    let server = || -> Result<(Server, RoundPlan), privopt_protocols::ProtocolError> {
         let spec = ReplaySpec {
             lr: 0.1,
             local_steps: 2,
@@ -557,7 +557,7 @@ fn scalar_fl_server_target() -> Result<Target, privopt_protocols::Error> {
                 scalars: vec![0.25, -0.5, 1.0, 0.0],
             })
         })
-        .collect::<Result<_, privopt_protocols::Error>>()?;
+        .collect::<Result<_, privopt_protocols::ProtocolError>>()?;
     let seeds = bytes(&replies);
     Ok(framed("scalar_fl/server-reply-handler", seeds, move |b| {
         let Ok(hostile) = Reply::from_bytes(b) else {

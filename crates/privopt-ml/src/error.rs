@@ -5,7 +5,7 @@ use std::path::PathBuf;
 /// Everything that can go wrong while building, loading or using data and models.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum Error {
+pub enum MlError {
     /// A file could not be read or written.
     #[error("{path}: {source}")]
     Io {
@@ -28,10 +28,10 @@ pub enum Error {
 }
 
 /// Shorthand for results of this crate.
-pub type Result<T> = std::result::Result<T, Error>;
+pub type Result<T> = std::result::Result<T, MlError>;
 
-impl Error {
-    /// An [`Error::Io`] for `path`.
+impl MlError {
+    /// An [`MlError::Io`] for `path`.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Self::Io {
             path: path.into(),
@@ -39,7 +39,7 @@ impl Error {
         }
     }
 
-    /// An [`Error::Corrupt`] for `path`.
+    /// An [`MlError::Corrupt`] for `path`.
     pub fn corrupt(path: impl Into<PathBuf>, reason: impl Into<String>) -> Self {
         Self::Corrupt {
             path: path.into(),
@@ -48,11 +48,11 @@ impl Error {
     }
 }
 
-/// Returns `Err(Error::Invalid(..))` unless `cond` holds.
+/// Returns `Err(MlError::Invalid(..))` unless `cond` holds.
 pub(crate) fn ensure(cond: bool, msg: impl FnOnce() -> String) -> Result<()> {
     if cond {
         Ok(())
     } else {
-        Err(Error::Invalid(msg()))
+        Err(MlError::Invalid(msg()))
     }
 }

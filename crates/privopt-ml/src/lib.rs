@@ -16,4 +16,4 @@ pub mod partition;
 pub mod text;
 pub mod zo;
 
-pub use error::{Error, Result};
+pub use error::{MlError, Result};

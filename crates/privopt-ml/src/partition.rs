@@ -8,7 +8,7 @@ use rand::seq::SliceRandom;
 use rand_distr::{Distribution, Gamma};
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result, ensure};
+use crate::error::{MlError, Result, ensure};
 
 /// How examples are spread across clients.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -71,7 +71,7 @@ pub fn partition(
                 format!("dirichlet alpha must be > 0, got {alpha}")
             })?;
             let gamma = Gamma::new(alpha, 1.0)
-                .map_err(|e| Error::Invalid(format!("dirichlet alpha {alpha}: {e}")))?;
+                .map_err(|e| MlError::Invalid(format!("dirichlet alpha {alpha}: {e}")))?;
             let classes = labels
                 .iter()
                 .map(|&v| v as usize)
@@ -107,7 +107,7 @@ pub fn partition(
                     return Ok(parts);
                 }
             }
-            Err(Error::Invalid(format!(
+            Err(MlError::Invalid(format!(
                 "dirichlet(alpha = {alpha}) left a client empty in {DIRICHLET_ATTEMPTS} draws; \
                  use fewer clients or a larger alpha"
             )))

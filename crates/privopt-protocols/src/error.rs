@@ -5,7 +5,7 @@ use crate::wire::DecodeError;
 /// Why a role refused an input or a call. A refused input changes no state.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum Error {
+pub enum ProtocolError {
     /// Parameters that cannot work (the message names the parameter).
     #[error("invalid parameters: {0}")]
     Parameters(String),
@@ -48,7 +48,7 @@ pub enum Error {
     Ckks(#[from] privopt_ckks::CkksError),
     /// A SecAgg+ failure (a refused message, a round below threshold).
     #[error("SecAgg+: {0}")]
-    SecAgg(#[from] privopt_secagg::Error),
+    SecAgg(#[from] privopt_secagg::SecAggError),
     /// A polynomial-approximation failure.
     #[error(transparent)]
     Approx(#[from] privopt_approx::ApproxError),
@@ -81,7 +81,7 @@ impl std::fmt::Display for Peer {
     }
 }
 
-/// What a peer did wrong, by kind; [`Error::PeerMisbehaved`] carries the details.
+/// What a peer did wrong, by kind; [`ProtocolError::PeerMisbehaved`] carries the details.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Misbehavior {
@@ -127,9 +127,13 @@ impl Misbehavior {
     }
 }
 
-/// `Error::PeerMisbehaved` by `peer`.
-pub(crate) fn misbehaved(peer: Peer, kind: Misbehavior, detail: impl Into<String>) -> Error {
-    Error::PeerMisbehaved {
+/// `ProtocolError::PeerMisbehaved` by `peer`.
+pub(crate) fn misbehaved(
+    peer: Peer,
+    kind: Misbehavior,
+    detail: impl Into<String>,
+) -> ProtocolError {
+    ProtocolError::PeerMisbehaved {
         peer,
         kind,
         detail: detail.into(),
@@ -137,13 +141,13 @@ pub(crate) fn misbehaved(peer: Peer, kind: Misbehavior, detail: impl Into<String
 }
 
 /// Shorthand for results of this crate.
-pub type Result<T> = std::result::Result<T, Error>;
+pub type Result<T> = std::result::Result<T, ProtocolError>;
 
-/// `Err(Error::Parameters(msg()))` unless `cond` holds.
+/// `Err(ProtocolError::Parameters(msg()))` unless `cond` holds.
 pub(crate) fn check_param(cond: bool, msg: impl FnOnce() -> String) -> Result<()> {
     if cond {
         Ok(())
     } else {
-        Err(Error::Parameters(msg()))
+        Err(ProtocolError::Parameters(msg()))
     }
 }

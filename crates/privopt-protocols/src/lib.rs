@@ -24,5 +24,5 @@ pub mod scalar_fl;
 pub mod secagg;
 pub mod wire;
 
-pub use error::{Error, Misbehavior, Result};
+pub use error::{Misbehavior, ProtocolError, Result};
 pub use wire::{DecodeError, Message};

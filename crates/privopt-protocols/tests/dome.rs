@@ -446,7 +446,7 @@ fn the_mean_is_over_contributors_and_the_noise_floor_refuses_thin_rounds() {
     let before = server.model().to_vec();
     let thin = server.close_round(&sum_of(2), 2, &mut rng);
     assert!(
-        matches!(thin, Err(privopt_protocols::Error::Incomplete(_))),
+        matches!(thin, Err(privopt_protocols::ProtocolError::Incomplete(_))),
         "{thin:?}"
     );
     assert_eq!(

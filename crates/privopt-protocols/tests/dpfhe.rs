@@ -23,7 +23,7 @@ use privopt_protocols::dpfhe::{
     relin_key_from_bytes, relin_key_to_bytes,
 };
 use privopt_protocols::wire::damage;
-use privopt_protocols::{DecodeError, Error};
+use privopt_protocols::{DecodeError, ProtocolError};
 
 const D: usize = 4;
 const BATCH: usize = 8;
@@ -292,7 +292,7 @@ fn the_step_state_machine_refuses_misuse() {
     };
     assert!(matches!(
         step.resume(stray.clone()),
-        Err(Error::OutOfOrder(_))
+        Err(ProtocolError::OutOfOrder(_))
     ));
     let StepStatus::NeedsRefresh(req) = server.advance(&mut step).unwrap() else {
         panic!("Algorithm 4 at 12 levels needs a refresh");
@@ -301,13 +301,13 @@ fn the_step_state_machine_refuses_misuse() {
     // is the owner's misbehaviour.
     assert!(matches!(
         server.advance(&mut step),
-        Err(Error::OutOfOrder(_))
+        Err(ProtocolError::OutOfOrder(_))
     ));
     let mut wrong = owner.refresh(&req).unwrap();
     wrong.step = 7;
     assert!(matches!(
         step.resume(wrong),
-        Err(Error::PeerMisbehaved { .. })
+        Err(ProtocolError::PeerMisbehaved { .. })
     ));
     step.resume(owner.refresh(&req).unwrap()).unwrap();
     assert!(server.advance(&mut step).is_ok());
@@ -333,7 +333,8 @@ fn the_compute_server_refuses_another_owners_ciphertexts_and_keys() {
     let inputs = owner.encrypt_step(0, &data, &batch, &[0.0; D]).unwrap();
     let foreign_w = stranger.encrypt_replicated(&[0.0; D]).unwrap();
     let foreign_inputs = stranger.encrypt_step(0, &data, &batch, &[0.0; D]).unwrap();
-    let refused = |r: Result<_, Error>| matches!(r, Err(Error::PeerMisbehaved { .. }));
+    let refused =
+        |r: Result<_, ProtocolError>| matches!(r, Err(ProtocolError::PeerMisbehaved { .. }));
     assert!(refused(server.begin_step(foreign_w, inputs.clone())));
     let mut mixed = inputs.clone();
     mixed.noise = foreign_inputs.noise.clone();
@@ -349,7 +350,7 @@ fn the_compute_server_refuses_another_owners_ciphertexts_and_keys() {
     };
     assert!(matches!(
         step.resume(forged),
-        Err(Error::PeerMisbehaved { .. })
+        Err(ProtocolError::PeerMisbehaved { .. })
     ));
     step.resume(owner.refresh(&req).unwrap()).unwrap();
     assert!(server.advance(&mut step).is_ok());

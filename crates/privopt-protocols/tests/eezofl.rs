@@ -15,7 +15,7 @@ use privopt_protocols::eezofl::{
     key_share_to_bytes,
 };
 use privopt_protocols::wire::damage;
-use privopt_protocols::{DecodeError, Error, Misbehavior};
+use privopt_protocols::{DecodeError, Misbehavior, ProtocolError};
 
 const DEVICES: u32 = 4;
 
@@ -162,12 +162,15 @@ fn digital_server_refuses_missing_duplicate_and_stale_uploads() {
             d.encrypt(0, m, &mut rng).unwrap()
         })
         .collect();
-    assert!(matches!(server.sum(&ups[..2]), Err(Error::Incomplete(_))));
+    assert!(matches!(
+        server.sum(&ups[..2]),
+        Err(ProtocolError::Incomplete(_))
+    ));
     let mut dup = ups.clone();
     dup[2] = ups[1].clone();
     assert!(matches!(
         server.sum(&dup),
-        Err(Error::PeerMisbehaved {
+        Err(ProtocolError::PeerMisbehaved {
             kind: Misbehavior::Duplicate,
             ..
         })
@@ -176,7 +179,7 @@ fn digital_server_refuses_missing_duplicate_and_stale_uploads() {
     stale[0].round = 9;
     assert!(matches!(
         server.sum(&stale),
-        Err(Error::PeerMisbehaved {
+        Err(ProtocolError::PeerMisbehaved {
             kind: Misbehavior::WrongRound,
             ..
         })
@@ -187,7 +190,7 @@ fn digital_server_refuses_missing_duplicate_and_stale_uploads() {
     other.round = 1;
     assert!(matches!(
         devices[0].decryption_share(&other, &mut rng),
-        Err(Error::PeerMisbehaved {
+        Err(ProtocolError::PeerMisbehaved {
             kind: Misbehavior::Forbidden,
             ..
         })
@@ -248,7 +251,7 @@ fn a_device_decrypts_only_the_rounds_sum_and_only_once() {
     for d in &mut devices {
         assert!(matches!(
             d.decryption_share(&sum, &mut rng),
-            Err(Error::PeerMisbehaved {
+            Err(ProtocolError::PeerMisbehaved {
                 kind: Misbehavior::Duplicate,
                 ..
             })
@@ -256,7 +259,7 @@ fn a_device_decrypts_only_the_rounds_sum_and_only_once() {
         let mut restored = DigitalDevice::restore(&params, &crs, &d.save()).unwrap();
         assert!(matches!(
             restored.decryption_share(&sum, &mut rng),
-            Err(Error::PeerMisbehaved {
+            Err(ProtocolError::PeerMisbehaved {
                 kind: Misbehavior::Duplicate,
                 ..
             })
@@ -264,7 +267,7 @@ fn a_device_decrypts_only_the_rounds_sum_and_only_once() {
         // Re-encrypting for the decrypted round would open a second share of it.
         assert!(matches!(
             restored.encrypt(0, 1, &mut rng),
-            Err(Error::PeerMisbehaved { .. })
+            Err(ProtocolError::PeerMisbehaved { .. })
         ));
         restored.encrypt(1, 1, &mut rng).unwrap();
     }

@@ -9,7 +9,7 @@ use privopt_protocols::pdsgd::{
     Agent, KeyAnnouncement, Paillier, Request, Transparent, TransparentKey,
 };
 use privopt_protocols::wire::damage;
-use privopt_protocols::{DecodeError, Error};
+use privopt_protocols::{DecodeError, ProtocolError};
 
 fn keys(n: usize, seed: u64) -> Vec<KeyPair> {
     let mut r = SeedTree::new(seed).stream("test/keys", &[]);
@@ -57,7 +57,7 @@ fn the_exchange_through_bytes_returns_the_weighted_difference() {
     // The exchange is closed: the same response again is refused.
     assert!(matches!(
         a[0].finish(&resp, 0.1),
-        Err(Error::PeerMisbehaved { .. })
+        Err(ProtocolError::PeerMisbehaved { .. })
     ));
 }
 
@@ -103,14 +103,14 @@ fn an_agent_cannot_read_a_neighbours_ciphertexts() {
         cts: req.cts.clone(),
     };
     match a[1].finish(&forged, 1.0) {
-        Err(e) => assert!(matches!(e, Error::Paillier(_)), "{e}"),
+        Err(e) => assert!(matches!(e, ProtocolError::Paillier(_)), "{e}"),
         Ok(v) => assert_ne!(v, vec![40.0, -41.0]),
     }
     // A request meant for another agent, or from a stranger, is refused.
     let req_2 = a[1].initiate(2, 0, &[5, 6], &mut r).unwrap();
     assert!(matches!(
         a[0].respond(&req_2, &[1, 2], &mut r),
-        Err(Error::PeerMisbehaved { .. })
+        Err(ProtocolError::PeerMisbehaved { .. })
     ));
     let stranger = Request {
         from: 2,
@@ -120,7 +120,7 @@ fn an_agent_cannot_read_a_neighbours_ciphertexts() {
     };
     assert!(matches!(
         a[0].respond(&stranger, &[1, 2], &mut r),
-        Err(Error::PeerMisbehaved { .. })
+        Err(ProtocolError::PeerMisbehaved { .. })
     ));
 }
 
@@ -137,18 +137,18 @@ fn wrong_iteration_or_length_responses_are_refused_and_unanswered_exchanges_are_
     for bad in [stale, short] {
         assert!(matches!(
             a[0].finish(&bad, 0.1),
-            Err(Error::PeerMisbehaved { .. })
+            Err(ProtocolError::PeerMisbehaved { .. })
         ));
     }
     // A request of the wrong length is refused by the responder.
     assert!(matches!(
         a[1].respond(&req, &[4, 5], &mut r),
-        Err(Error::PeerMisbehaved { .. })
+        Err(ProtocolError::PeerMisbehaved { .. })
     ));
     // A second request before the response is the driver's error; the good response closes.
     assert!(matches!(
         a[0].initiate(1, 3, &[1, 2, 3], &mut r),
-        Err(Error::OutOfOrder(_))
+        Err(ProtocolError::OutOfOrder(_))
     ));
     assert_eq!(a[0].finish(&good, 0.1).unwrap().len(), 3);
     // An exchange never answered (the neighbour died) is abandoned by the next iteration's
@@ -158,7 +158,7 @@ fn wrong_iteration_or_length_responses_are_refused_and_unanswered_exchanges_are_
     let next = a[0].initiate(1, 5, &[1, 2, 3], &mut r).unwrap();
     assert!(matches!(
         a[0].finish(&late, 0.1),
-        Err(Error::PeerMisbehaved { .. })
+        Err(ProtocolError::PeerMisbehaved { .. })
     ));
     let answer = a[1].respond(&next, &[4, 5, 6], &mut r).unwrap();
     assert_eq!(a[0].finish(&answer, 0.1).unwrap().len(), 3);

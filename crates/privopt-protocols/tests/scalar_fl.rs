@@ -9,7 +9,7 @@ use privopt_protocols::scalar_fl::{
     CatchUp, Client, ModelState, Probe, ReplaySpec, Reply, RoundPlan, Rule, Server, Update,
 };
 use privopt_protocols::wire::damage;
-use privopt_protocols::{DecodeError, Error, Message};
+use privopt_protocols::{DecodeError, Message, ProtocolError};
 use proptest::prelude::*;
 
 const D: usize = 12;
@@ -384,13 +384,13 @@ fn a_hostile_catch_up_or_plan_is_a_peer_error_and_changes_nothing() {
         let e = client.receive(to(0, bad), &spec).unwrap_err();
         if wrong_size {
             // A catch-up for a model of another length: the two sides were built differently.
-            assert!(matches!(e, Error::Parameters(_)), "{e}");
+            assert!(matches!(e, ProtocolError::Parameters(_)), "{e}");
             assert!(
                 e.to_string().contains("13 parameters; client 0's has 12"),
                 "{e}"
             );
         } else {
-            assert!(matches!(e, Error::PeerMisbehaved { .. }), "{e}");
+            assert!(matches!(e, ProtocolError::PeerMisbehaved { .. }), "{e}");
         }
         assert_eq!(client.state(), &initial);
     }
@@ -412,7 +412,7 @@ fn a_hostile_catch_up_or_plan_is_a_peer_error_and_changes_nothing() {
     let e = client
         .local_update(&plan, &spec, probe(), &loss(0))
         .unwrap_err();
-    assert!(matches!(e, Error::PeerMisbehaved { .. }), "{e}");
+    assert!(matches!(e, ProtocolError::PeerMisbehaved { .. }), "{e}");
 }
 
 proptest! {
@@ -457,8 +457,8 @@ fn replies_are_bounded_and_bound_to_their_sender_and_session() {
                 .unwrap()
         })
         .collect();
-    let peer = |e: Error| match e {
-        Error::PeerMisbehaved {
+    let peer = |e: ProtocolError| match e {
+        ProtocolError::PeerMisbehaved {
             peer: privopt_protocols::error::Peer::Party(p),
             detail,
             ..
@@ -497,7 +497,7 @@ fn replies_are_bounded_and_bound_to_their_sender_and_session() {
     let e = clients[0]
         .local_update(&other_plan, &spec, probe(), &loss(0))
         .unwrap_err();
-    assert!(matches!(e, Error::PeerMisbehaved { .. }), "{e}");
+    assert!(matches!(e, ProtocolError::PeerMisbehaved { .. }), "{e}");
     // The honest replies, client 2's included, complete the round.
     let before = server.state().x.clone();
     server.finish_round(&replies).unwrap();
@@ -515,7 +515,7 @@ fn replies_are_bounded_and_bound_to_their_sender_and_session() {
     reply.scalars[0] = 1e5;
     server.set_scalar_bound(1e6).unwrap();
     let e = server.finish_round(&[reply]).unwrap_err();
-    assert!(matches!(e, Error::Diverged { .. }), "{e}");
+    assert!(matches!(e, ProtocolError::Diverged { .. }), "{e}");
 }
 
 /// A state held in pieces (a PyTorch module's tensors), advanced window by window with

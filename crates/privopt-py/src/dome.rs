@@ -207,7 +207,7 @@ fn client_release<'py>(
     let words = py
         .detach(|| {
             let out = release(&mut grad, &round, basis, &mut secret_rng(None))?;
-            Ok::<_, privopt_protocols::Error>(quantizer(&round)?.encode(&out.vector)?)
+            Ok::<_, privopt_protocols::ProtocolError>(quantizer(&round)?.encode(&out.vector)?)
         })
         .map_err(errors::protocol)?;
     Ok(array(py, words))

@@ -23,10 +23,10 @@ use crate::numpy_io::{Reals, array, to_vec};
 
 /// A `privopt_sim` failure as a Python exception: bad settings or data are a
 /// `ParameterError`; an interrupted fit re-raises what interrupted it.
-fn sim_error(e: privopt_sim::Error) -> PyErr {
+fn sim_error(e: privopt_sim::SimError) -> PyErr {
     match e {
-        privopt_sim::Error::Roles(p) => errors::protocol(p),
-        privopt_sim::Error::Dp(d) => errors::dp(d),
+        privopt_sim::SimError::Roles(p) => errors::protocol(p),
+        privopt_sim::SimError::Dp(d) => errors::dp(d),
         other => errors::parameter(other.to_string()),
     }
 }

@@ -4,7 +4,7 @@
 use privopt_ckks::CkksError;
 use privopt_dp::DpError;
 use privopt_paillier::PaillierError;
-use privopt_protocols::{DecodeError, Error as ProtocolFailure, Misbehavior};
+use privopt_protocols::{DecodeError, Misbehavior, ProtocolError as ProtocolFailure};
 use pyo3::PyErr;
 
 pyo3::import_exception!(privopt.errors, ParameterError);
@@ -61,8 +61,8 @@ pub fn paillier(e: PaillierError) -> PyErr {
 }
 
 /// A SecAgg+ failure.
-pub fn secagg(e: privopt_secagg::Error) -> PyErr {
-    use privopt_secagg::Error as E;
+pub fn secagg(e: privopt_secagg::SecAggError) -> PyErr {
+    use privopt_secagg::SecAggError as E;
     let msg = format!("SecAgg+: {e}");
     match e {
         E::Parameters(_) => ParameterError::new_err(msg),

@@ -431,7 +431,7 @@ impl PyParticipant {
     /// The accepted plan's invitation and seeds.
     fn accepted(&self) -> PyResult<&(Invitation, Vec<u64>)> {
         self.accepted.as_ref().ok_or_else(|| {
-            errors::protocol(privopt_protocols::Error::OutOfOrder(
+            errors::protocol(privopt_protocols::ProtocolError::OutOfOrder(
                 "no plan accepted: call accept(plan) first".into(),
             ))
         })
@@ -644,10 +644,12 @@ impl PyParticipant {
             )));
         }
         if scalars.iter().any(|g| !g.is_finite()) {
-            return Err(errors::protocol(privopt_protocols::Error::Diverged {
-                round: invitation.round,
-                what: format!("client {}'s directional derivative", self.participant.id()),
-            }));
+            return Err(errors::protocol(
+                privopt_protocols::ProtocolError::Diverged {
+                    round: invitation.round,
+                    what: format!("client {}'s directional derivative", self.participant.id()),
+                },
+            ));
         }
         let reply = self
             .participant

@@ -10,7 +10,7 @@ use crate::keys::{self, SecretKey, SharePair};
 use crate::mask::{MaskSeed, Sign};
 use crate::messages::*;
 use crate::shamir::{self, Share};
-use crate::{ClientId, Error, check_context, pair_sign};
+use crate::{ClientId, SecAggError, check_context, pair_sign};
 
 /// What a client knows before a round starts (all of it public).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,12 +28,12 @@ pub struct ClientConfig {
 }
 
 impl ClientConfig {
-    fn check(&self) -> Result<(), Error> {
+    fn check(&self) -> Result<(), SecAggError> {
         let mut sorted = self.neighbours.clone();
         sorted.sort_unstable();
         sorted.dedup();
         if sorted != self.neighbours || sorted.contains(&self.id) {
-            return Err(Error::Parameters(
+            return Err(SecAggError::Parameters(
                 "neighbours must be increasing and exclude self".into(),
             ));
         }
@@ -94,7 +94,7 @@ impl Client {
     pub fn new<R: Rng + CryptoRng + ?Sized>(
         config: ClientConfig,
         rng: &mut R,
-    ) -> Result<(Self, AdvertiseKeys), Error> {
+    ) -> Result<(Self, AdvertiseKeys), SecAggError> {
         config.check()?;
         let encryption = SecretKey::generate(rng);
         let masking = SecretKey::generate(rng);
@@ -170,7 +170,7 @@ impl Client {
     /// The client a [`Client::snapshot`] was taken of. Refuses a snapshot no client could
     /// have produced: a bad configuration, keys or shares from non-neighbours, repeated
     /// entries, shares addressed to another holder, or state its stage cannot have.
-    pub fn restore(snapshot: ClientSnapshot) -> Result<Self, Error> {
+    pub fn restore(snapshot: ClientSnapshot) -> Result<Self, SecAggError> {
         let ClientSnapshot {
             config,
             stage,
@@ -182,7 +182,8 @@ impl Client {
             answered,
         } = snapshot;
         config.check()?;
-        let malformed = |what: &str| Err(Error::Malformed(format!("client snapshot: {what}")));
+        let malformed =
+            |what: &str| Err(SecAggError::Malformed(format!("client snapshot: {what}")));
         let mut peers = BTreeMap::new();
         for (peer, keys) in peer_list {
             if config.neighbours.binary_search(&peer).is_err() {
@@ -235,10 +236,15 @@ impl Client {
         })
     }
 
-    fn expect(&self, stage: Stage, context: &Context, recipient: ClientId) -> Result<(), Error> {
+    fn expect(
+        &self,
+        stage: Stage,
+        context: &Context,
+        recipient: ClientId,
+    ) -> Result<(), SecAggError> {
         check_context(&self.config.context, context)?;
         if self.stage != stage {
-            return Err(Error::OutOfOrder {
+            return Err(SecAggError::OutOfOrder {
                 current: self.stage,
                 got: stage,
             });
@@ -246,9 +252,9 @@ impl Client {
         self.check_recipient(recipient)
     }
 
-    fn check_recipient(&self, recipient: ClientId) -> Result<(), Error> {
+    fn check_recipient(&self, recipient: ClientId) -> Result<(), SecAggError> {
         if recipient != self.config.id {
-            return Err(Error::UnexpectedClient {
+            return Err(SecAggError::UnexpectedClient {
                 client: recipient,
                 reason: format!(
                     "message addressed to another client (I am {})",
@@ -259,9 +265,9 @@ impl Client {
         Ok(())
     }
 
-    fn enough(&self, stage: Stage, live: usize) -> Result<(), Error> {
+    fn enough(&self, stage: Stage, live: usize) -> Result<(), SecAggError> {
         if live < self.config.threshold {
-            return Err(Error::BelowThreshold {
+            return Err(SecAggError::BelowThreshold {
                 stage,
                 client: self.config.id,
                 live,
@@ -277,18 +283,18 @@ impl Client {
         &mut self,
         message: &NeighbourKeys,
         rng: &mut R,
-    ) -> Result<ShareKeys, Error> {
+    ) -> Result<ShareKeys, SecAggError> {
         self.expect(Stage::AdvertiseKeys, &message.context, message.recipient)?;
         let mut peers = BTreeMap::new();
         for (peer, keys) in &message.keys {
             if self.config.neighbours.binary_search(peer).is_err() {
-                return Err(Error::UnexpectedClient {
+                return Err(SecAggError::UnexpectedClient {
                     client: *peer,
                     reason: "keys relayed for a client that is not my neighbour".into(),
                 });
             }
             if peers.insert(*peer, *keys).is_some() {
-                return Err(Error::Duplicate(*peer));
+                return Err(SecAggError::Duplicate(*peer));
             }
         }
         self.enough(Stage::AdvertiseKeys, peers.len())?;
@@ -331,10 +337,10 @@ impl Client {
         &mut self,
         message: &IncomingShares,
         input: &[u32],
-    ) -> Result<MaskedInput, Error> {
+    ) -> Result<MaskedInput, SecAggError> {
         self.expect(Stage::ShareKeys, &message.context, message.recipient)?;
         if input.len() != self.config.vector_len {
-            return Err(Error::Malformed(format!(
+            return Err(SecAggError::Malformed(format!(
                 "input of length {}, the round aggregates length {}",
                 input.len(),
                 self.config.vector_len
@@ -346,7 +352,7 @@ impl Client {
             let keys = self
                 .peers
                 .get(&from)
-                .ok_or_else(|| Error::UnexpectedClient {
+                .ok_or_else(|| SecAggError::UnexpectedClient {
                     client: from,
                     reason: "shares from a client whose keys I never received".into(),
                 })?;
@@ -359,7 +365,7 @@ impl Client {
                 self.id(),
             )?;
             if held.insert(from, pair).is_some() {
-                return Err(Error::Duplicate(from));
+                return Err(SecAggError::Duplicate(from));
             }
         }
         self.enough(Stage::ShareKeys, held.len())?;
@@ -389,18 +395,18 @@ impl Client {
     ///
     /// The answer is single-use: once given, the client (and any client restored from a
     /// snapshot taken after it) answers only the same survivor list again, with the same
-    /// shares, and refuses another list with [`Error::Equivocation`]. A server that could ask
+    /// shares, and refuses another list with [`SecAggError::Equivocation`]. A server that could ask
     /// twice with the victim alive in one list and dropped in the other would collect both
     /// of its secrets. Restoring a snapshot taken *before* the answer escapes this record: see
     /// [`UnmaskLedger`] and docs/security.md for what a snapshot's storage must guarantee.
-    pub fn unmask(&mut self, message: &UnmaskRequest) -> Result<UnmaskShares, Error> {
+    pub fn unmask(&mut self, message: &UnmaskRequest) -> Result<UnmaskShares, SecAggError> {
         check_context(&self.config.context, &message.context)?;
         if let Some(answered) = &self.answered {
             self.check_recipient(message.recipient)?;
             let mut asked = message.survivors.clone();
             asked.sort_unstable();
             if &asked != answered {
-                return Err(Error::Equivocation {
+                return Err(SecAggError::Equivocation {
                     client: self.config.id,
                 });
             }
@@ -409,10 +415,10 @@ impl Client {
         self.expect(Stage::MaskedInput, &message.context, message.recipient)?;
         let survivors: BTreeSet<ClientId> = message.survivors.iter().copied().collect();
         if survivors.len() != message.survivors.len() {
-            return Err(Error::Malformed("repeated survivor".into()));
+            return Err(SecAggError::Malformed("repeated survivor".into()));
         }
         if !survivors.contains(&self.id()) {
-            return Err(Error::UnexpectedClient {
+            return Err(SecAggError::UnexpectedClient {
                 client: self.id(),
                 reason: "the survivor list omits me although I sent my masked input".into(),
             });
@@ -422,7 +428,7 @@ impl Client {
             .find(|c| self.config.neighbours.binary_search(c).is_ok() && !self.held.contains_key(c))
         {
             // A neighbour that never shared with me cannot have masked with me.
-            return Err(Error::UnexpectedClient {
+            return Err(SecAggError::UnexpectedClient {
                 client: stranger,
                 reason: "listed as a survivor but never shared keys with me".into(),
             });
@@ -497,13 +503,13 @@ impl UnmaskLedger {
         &mut self,
         client: &mut Client,
         message: &UnmaskRequest,
-    ) -> Result<UnmaskShares, Error> {
+    ) -> Result<UnmaskShares, SecAggError> {
         let key = client.round_key();
         if let Some(answered) = self.answered.get(&key) {
             client.answered = Some(answered.clone());
             client.stage = Stage::Done;
         } else if self.answered.len() >= UNMASK_LEDGER_CAPACITY {
-            return Err(Error::Parameters(format!(
+            return Err(SecAggError::Parameters(format!(
                 "the unmask ledger holds {UNMASK_LEDGER_CAPACITY} rounds; start a new one"
             )));
         }

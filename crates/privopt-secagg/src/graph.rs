@@ -8,7 +8,7 @@
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 
-use crate::{ClientId, Error};
+use crate::{ClientId, SecAggError};
 
 /// Most neighbour entries a graph holds (`n · k`, 256 MiB of ids): the complete graph on 8192
 /// clients fits, the complete graph on 10^5 (40 GB) does not.
@@ -23,32 +23,32 @@ pub struct Graph {
 
 impl Graph {
     /// The complete graph on `n` clients (original SecAgg).
-    pub fn complete(n: usize) -> Result<Self, Error> {
+    pub fn complete(n: usize) -> Result<Self, SecAggError> {
         Self::harary(n, n.saturating_sub(1), [0; 32])
     }
 
     /// A Harary graph H_{k,n} over a random ring order drawn from `order_seed`. `k` must be
     /// even, or odd with `n` even (then each client also links to the client opposite it).
-    pub fn harary(n: usize, k: usize, order_seed: [u8; 32]) -> Result<Self, Error> {
+    pub fn harary(n: usize, k: usize, order_seed: [u8; 32]) -> Result<Self, SecAggError> {
         if n < 2 || n > u32::MAX as usize {
-            return Err(Error::Parameters(format!(
+            return Err(SecAggError::Parameters(format!(
                 "a graph needs 2..2^32 clients, got {n}"
             )));
         }
         if k == 0 || k >= n {
-            return Err(Error::Parameters(format!(
+            return Err(SecAggError::Parameters(format!(
                 "degree {k} is impossible with {n} clients (1 ≤ k ≤ n − 1)"
             )));
         }
         if n.saturating_mul(k) > MAX_NEIGHBOUR_ENTRIES {
-            return Err(Error::Parameters(format!(
+            return Err(SecAggError::Parameters(format!(
                 "a graph of {n} clients of degree {k} holds more than {MAX_NEIGHBOUR_ENTRIES} \
                  neighbour entries; use a Harary graph of lower degree"
             )));
         }
         let complete = k == n - 1;
         if !complete && k % 2 == 1 && n % 2 == 1 {
-            return Err(Error::Parameters(format!(
+            return Err(SecAggError::Parameters(format!(
                 "an odd degree ({k}) needs an even number of clients, got {n}"
             )));
         }

@@ -15,7 +15,7 @@ use zeroize::Zeroizing;
 use crate::mask::MaskSeed;
 use crate::messages::{Context, PublicKeys};
 use crate::shamir::{LIMBS, Share};
-use crate::{ClientId, Error};
+use crate::{ClientId, SecAggError};
 
 /// An X25519 secret; the crate wipes it on drop.
 pub(crate) struct SecretKey(StaticSecret);
@@ -39,11 +39,11 @@ impl SecretKey {
         PublicKey::from(&self.0).to_bytes()
     }
 
-    fn agree(&self, peer: &[u8; 32]) -> Result<Zeroizing<[u8; 32]>, Error> {
+    fn agree(&self, peer: &[u8; 32]) -> Result<Zeroizing<[u8; 32]>, SecAggError> {
         let shared = self.0.diffie_hellman(&PublicKey::from(*peer));
         // A low-order peer key gives an all-zero secret: refuse it rather than mask with it.
         if !shared.was_contributory() {
-            return Err(Error::Malformed("a public key of low order".into()));
+            return Err(SecAggError::Malformed("a public key of low order".into()));
         }
         Ok(Zeroizing::new(shared.to_bytes()))
     }
@@ -53,7 +53,7 @@ impl SecretKey {
 /// all-zero secret whatever the secret key, so no honest client could use it. Checked by one
 /// agreement with a fixed secret: clamped scalars are multiples of 8 (the cofactor) and below
 /// both large subgroup orders, so the result is zero exactly for low-order keys.
-pub(crate) fn check_public(key: &[u8; 32]) -> Result<(), Error> {
+pub(crate) fn check_public(key: &[u8; 32]) -> Result<(), SecAggError> {
     let probe = StaticSecret::from([0x5a; 32]);
     if probe
         .diffie_hellman(&PublicKey::from(*key))
@@ -61,7 +61,7 @@ pub(crate) fn check_public(key: &[u8; 32]) -> Result<(), Error> {
     {
         Ok(())
     } else {
-        Err(Error::Malformed("a public key of low order".into()))
+        Err(SecAggError::Malformed("a public key of low order".into()))
     }
 }
 
@@ -91,7 +91,7 @@ pub(crate) fn pairwise_seed(
     ctx: &Context,
     me: ClientId,
     peer: ClientId,
-) -> Result<MaskSeed, Error> {
+) -> Result<MaskSeed, SecAggError> {
     let shared = mask_secret.agree(peer_mask_public)?;
     let okm = derive(
         &shared,
@@ -123,9 +123,9 @@ fn encode(pair: &SharePair) -> Vec<u8> {
         .collect()
 }
 
-fn decode(bytes: &[u8], holder: ClientId) -> Result<SharePair, Error> {
+fn decode(bytes: &[u8], holder: ClientId) -> Result<SharePair, SecAggError> {
     if bytes.len() != SHARE_PAIR_BYTES {
-        return Err(Error::Malformed(format!(
+        return Err(SecAggError::Malformed(format!(
             "a share of {} bytes",
             bytes.len()
         )));
@@ -147,7 +147,9 @@ fn decode(bytes: &[u8], holder: ClientId) -> Result<SharePair, Error> {
         .chain(&self_seed)
         .any(|&x| x >= crate::shamir::PRIME)
     {
-        return Err(Error::Malformed("a share limb outside the field".into()));
+        return Err(SecAggError::Malformed(
+            "a share limb outside the field".into(),
+        ));
     }
     Ok(SharePair {
         mask_key: Share {
@@ -167,12 +169,12 @@ fn cipher_for(
     ctx: &Context,
     from: ClientId,
     to: ClientId,
-) -> Result<(Aes128Gcm, [u8; 12], Vec<u8>), Error> {
+) -> Result<(Aes128Gcm, [u8; 12], Vec<u8>), SecAggError> {
     let shared = enc_secret.agree(&peer.encryption)?;
     // Directional keys: the share from `from` to `to` never shares a key with the reverse one.
     let okm = derive(&shared, ctx, b"privopt-secagg share", from, to);
     let cipher = Aes128Gcm::new_from_slice(&okm[..16])
-        .map_err(|_| Error::Malformed("AES-GCM key length".into()))?;
+        .map_err(|_| SecAggError::Malformed("AES-GCM key length".into()))?;
     let mut nonce = [0u8; 12];
     nonce.copy_from_slice(&okm[32..44]);
     let mut aad = ctx.session.0.to_vec();
@@ -190,7 +192,7 @@ pub(crate) fn seal(
     ctx: &Context,
     from: ClientId,
     to: ClientId,
-) -> Result<Vec<u8>, Error> {
+) -> Result<Vec<u8>, SecAggError> {
     let (cipher, nonce, aad) = cipher_for(enc_secret, to_keys, ctx, from, to)?;
     cipher
         .encrypt(
@@ -200,7 +202,7 @@ pub(crate) fn seal(
                 aad: &aad,
             },
         )
-        .map_err(|_| Error::Malformed("share encryption failed".into()))
+        .map_err(|_| SecAggError::Malformed("share encryption failed".into()))
 }
 
 /// Decrypts a share pair sent by `from` to `to`; any change to it, or a copy from another
@@ -212,7 +214,7 @@ pub(crate) fn open(
     ctx: &Context,
     from: ClientId,
     to: ClientId,
-) -> Result<SharePair, Error> {
+) -> Result<SharePair, SecAggError> {
     let (cipher, nonce, aad) = cipher_for(enc_secret, from_keys, ctx, from, to)?;
     let plain = cipher
         .decrypt(
@@ -222,6 +224,6 @@ pub(crate) fn open(
                 aad: &aad,
             },
         )
-        .map_err(|_| Error::Authentication { from })?;
+        .map_err(|_| SecAggError::Authentication { from })?;
     decode(&plain, to)
 }

@@ -49,7 +49,7 @@ pub type ClientId = u32;
 /// Why a message or a round was refused. A refused message changes no state.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum Error {
+pub enum SecAggError {
     /// Parameters that cannot work.
     #[error("invalid parameters: {0}")]
     Parameters(String),
@@ -124,12 +124,12 @@ pub enum Error {
 }
 
 /// Checks a message's session and round against the expected context.
-pub(crate) fn check_context(expected: &Context, got: &Context) -> Result<(), Error> {
+pub(crate) fn check_context(expected: &Context, got: &Context) -> Result<(), SecAggError> {
     if expected.session != got.session {
-        return Err(Error::WrongSession);
+        return Err(SecAggError::WrongSession);
     }
     if expected.round != got.round {
-        return Err(Error::WrongRound {
+        return Err(SecAggError::WrongRound {
             expected: expected.round,
             got: got.round,
         });

@@ -11,7 +11,7 @@
 //!
 //! If no `k < n − 1` works, the complete graph (original SecAgg) is checked the same way.
 
-use crate::Error;
+use crate::SecAggError;
 
 /// log2 of the statistical security target per bad event (two events: 2^−40 in total).
 const SECURITY_BITS_PER_EVENT: f64 = 41.0;
@@ -72,16 +72,16 @@ pub const MAX_VECTOR_LEN: usize = 1 << 28;
 /// exceed half the degree: otherwise a server that tells half of a client's neighbours that
 /// it dropped and the other half that it survived collects `t` shares of both its masking key
 /// and its self-mask seed, and unmasks its input alone.
-pub fn check_round(threshold: usize, degree: usize, vector_len: usize) -> Result<(), Error> {
+pub fn check_round(threshold: usize, degree: usize, vector_len: usize) -> Result<(), SecAggError> {
     if threshold < 2 || threshold > degree || 2 * threshold <= degree {
-        return Err(Error::Parameters(format!(
+        return Err(SecAggError::Parameters(format!(
             "threshold {threshold} with degree {degree}: need degree/2 < t ≤ degree and t ≥ 2 \
              (a threshold of half the degree or less lets a server that lies about dropouts \
              rebuild both a client's masking key and its self-mask seed)"
         )));
     }
     if vector_len == 0 || vector_len > MAX_VECTOR_LEN {
-        return Err(Error::Parameters(format!(
+        return Err(SecAggError::Parameters(format!(
             "vector length {vector_len}: must be in 1..={MAX_VECTOR_LEN}"
         )));
     }
@@ -131,10 +131,13 @@ fn threshold_for(n: usize, k: usize, threat: ThreatModel) -> Option<usize> {
 }
 
 /// The smallest even degree (or the complete graph) and its threshold that meet the targets.
-pub fn find_parameters(clients: usize, threat: ThreatModel) -> Result<GraphParameters, Error> {
+pub fn find_parameters(
+    clients: usize,
+    threat: ThreatModel,
+) -> Result<GraphParameters, SecAggError> {
     let valid = |r: f64| (0.0..1.0).contains(&r);
     if clients < 3 || !valid(threat.dropout_rate) || !valid(threat.corrupt_rate) {
-        return Err(Error::Parameters(format!(
+        return Err(SecAggError::Parameters(format!(
             "need ≥ 3 clients and rates in [0, 1); got {clients} clients, {threat:?}"
         )));
     }
@@ -150,7 +153,7 @@ pub fn find_parameters(clients: usize, threat: ThreatModel) -> Result<GraphParam
             });
         }
     }
-    Err(Error::Parameters(format!(
+    Err(SecAggError::Parameters(format!(
         "no degree and threshold give 2^-40 security and 2^-20 failure for {clients} clients \
          with {threat:?}; lower the dropout or corrupt rate or add clients"
     )))
@@ -161,9 +164,9 @@ pub fn threshold_for_degree(
     clients: usize,
     degree: usize,
     threat: ThreatModel,
-) -> Result<usize, Error> {
+) -> Result<usize, SecAggError> {
     threshold_for(clients, degree, threat).ok_or_else(|| {
-        Error::Parameters(format!(
+        SecAggError::Parameters(format!(
             "degree {degree} with {clients} clients cannot meet 2^-40 security and 2^-20 \
              failure under {threat:?}"
         ))

@@ -6,7 +6,7 @@
 //! `max_summands` such integers lies in `[−2^31 + 1, 2^31 − 1]`, so it never wraps and decodes
 //! exactly as a signed integer.
 
-use crate::Error;
+use crate::SecAggError;
 
 /// Most vectors one code sums (2^24: the scale keeps 2^7 levels per sign per summand).
 pub const MAX_SUMMANDS: usize = 1 << 24;
@@ -22,9 +22,9 @@ pub struct Quantizer {
 impl Quantizer {
     /// A code for values clipped to `[−clip, clip]`, summed over at most `max_summands` vectors
     /// (at most [`MAX_SUMMANDS`], so each summand keeps at least 2^7 levels per sign).
-    pub fn new(clip: f64, max_summands: usize) -> Result<Self, Error> {
+    pub fn new(clip: f64, max_summands: usize) -> Result<Self, SecAggError> {
         if !(clip.is_finite() && clip > 0.0 && (1..=MAX_SUMMANDS).contains(&max_summands)) {
-            return Err(Error::Parameters(format!(
+            return Err(SecAggError::Parameters(format!(
                 "quantizer needs a finite clip > 0 and 1..={MAX_SUMMANDS} summands, got {clip} \
                  and {max_summands}"
             )));
@@ -32,7 +32,7 @@ impl Quantizer {
         let scale = f64::from(i32::MAX) / (max_summands as f64 * clip);
         // A clip so small that the scale overflows has no representable step.
         if !scale.is_finite() {
-            return Err(Error::Parameters(format!(
+            return Err(SecAggError::Parameters(format!(
                 "quantizer clip {clip:e} is too small to encode at any resolution"
             )));
         }
@@ -50,9 +50,9 @@ impl Quantizer {
 
     /// Encodes one vector: values beyond the clip are clipped; a NaN or infinite value is
     /// refused (naming its index) rather than encoded as a number it is not.
-    pub fn encode(&self, values: &[f64]) -> Result<Vec<u32>, Error> {
+    pub fn encode(&self, values: &[f64]) -> Result<Vec<u32>, SecAggError> {
         if let Some(i) = values.iter().position(|x| !x.is_finite()) {
-            return Err(Error::Parameters(format!(
+            return Err(SecAggError::Parameters(format!(
                 "value {i} is {}: only finite values can be quantized",
                 values[i]
             )));

@@ -9,7 +9,7 @@ use crate::keys::{self, SecretKey};
 use crate::mask::{MaskSeed, Sign, apply_all_parallel};
 use crate::messages::*;
 use crate::shamir::{self, Share};
-use crate::{ClientId, Error, check_context, pair_sign};
+use crate::{ClientId, SecAggError, check_context, pair_sign};
 
 /// The public description of a round.
 #[derive(Clone, Debug)]
@@ -36,7 +36,7 @@ pub struct Aggregate {
 /// The server in one round: `receive_*` takes one client message of the current stage,
 /// `finish_*` closes the stage (whoever has not answered has dropped) and returns the messages
 /// for the next one. A refused message changes nothing; a round that falls below the threshold
-/// aborts with [`Error::BelowThreshold`] and refuses everything afterwards. A clone is a
+/// aborts with [`SecAggError::BelowThreshold`] and refuses everything afterwards. A clone is a
 /// checkpoint of the server's own (public) state.
 #[derive(Clone)]
 pub struct Server {
@@ -52,7 +52,7 @@ pub struct Server {
 
 impl Server {
     /// Opens a round in the key-advertising stage.
-    pub fn new(config: ServerConfig) -> Result<Self, Error> {
+    pub fn new(config: ServerConfig) -> Result<Self, SecAggError> {
         crate::params::check_round(config.threshold, config.graph.degree(), config.vector_len)?;
         let sum = vec![0; config.vector_len];
         Ok(Self {
@@ -77,13 +77,13 @@ impl Server {
     }
 
     /// Checks that the round is alive, the context is ours and `stage` is the current one.
-    fn check_stage(&self, stage: Stage, context: &Context) -> Result<(), Error> {
+    fn check_stage(&self, stage: Stage, context: &Context) -> Result<(), SecAggError> {
         if self.aborted {
-            return Err(Error::Aborted);
+            return Err(SecAggError::Aborted);
         }
         check_context(&self.config.context, context)?;
         if self.stage != stage {
-            return Err(Error::OutOfOrder {
+            return Err(SecAggError::OutOfOrder {
                 current: self.stage,
                 got: stage,
             });
@@ -100,22 +100,22 @@ impl Server {
         sender: ClientId,
         was_live: Option<&dyn Fn(ClientId) -> bool>,
         already: bool,
-    ) -> Result<(), Error> {
+    ) -> Result<(), SecAggError> {
         self.check_stage(stage, context)?;
         if sender as usize >= self.config.graph.len() {
-            return Err(Error::UnexpectedClient {
+            return Err(SecAggError::UnexpectedClient {
                 client: sender,
                 reason: format!("not in this round's {} clients", self.config.graph.len()),
             });
         }
         if was_live.is_some_and(|live| !live(sender)) {
-            return Err(Error::UnexpectedClient {
+            return Err(SecAggError::UnexpectedClient {
                 client: sender,
                 reason: "dropped at an earlier stage".into(),
             });
         }
         if already {
-            return Err(Error::Duplicate(sender));
+            return Err(SecAggError::Duplicate(sender));
         }
         Ok(())
     }
@@ -127,11 +127,11 @@ impl Server {
         stage: Stage,
         owners: &BTreeSet<ClientId>,
         live: &BTreeSet<ClientId>,
-    ) -> Result<(), Error> {
+    ) -> Result<(), SecAggError> {
         let t = self.config.threshold;
         if owners.len() < t {
             let client = owners.first().copied().unwrap_or(0);
-            return Err(Error::BelowThreshold {
+            return Err(SecAggError::BelowThreshold {
                 stage,
                 client,
                 live: owners.len(),
@@ -145,7 +145,7 @@ impl Server {
                 .filter(|n| live.contains(n))
                 .count();
             if count < t {
-                return Err(Error::BelowThreshold {
+                return Err(SecAggError::BelowThreshold {
                     stage,
                     client: c,
                     live: count,
@@ -157,10 +157,10 @@ impl Server {
     }
 
     /// Marks the round aborted when `result` is a round-ending error.
-    fn abort_on<T>(&mut self, result: Result<T, Error>) -> Result<T, Error> {
+    fn abort_on<T>(&mut self, result: Result<T, SecAggError>) -> Result<T, SecAggError> {
         if matches!(
             result,
-            Err(Error::BelowThreshold { .. } | Error::Reconstruction(_))
+            Err(SecAggError::BelowThreshold { .. } | SecAggError::Reconstruction(_))
         ) {
             self.aborted = true;
         }
@@ -168,7 +168,7 @@ impl Server {
     }
 
     /// Stage 1: a client's public keys.
-    pub fn receive_keys(&mut self, message: AdvertiseKeys) -> Result<(), Error> {
+    pub fn receive_keys(&mut self, message: AdvertiseKeys) -> Result<(), SecAggError> {
         let dup = self.keys.contains_key(&message.sender);
         self.admit(
             Stage::AdvertiseKeys,
@@ -185,7 +185,7 @@ impl Server {
     }
 
     /// Closes stage 1 and relays to each live client its live neighbours' keys.
-    pub fn finish_advertising(&mut self) -> Result<Vec<NeighbourKeys>, Error> {
+    pub fn finish_advertising(&mut self) -> Result<Vec<NeighbourKeys>, SecAggError> {
         self.check_stage(Stage::AdvertiseKeys, &self.config.context)?;
         let live: BTreeSet<ClientId> = self.keys.keys().copied().collect();
         let checked = self.require(Stage::AdvertiseKeys, &live, &live);
@@ -208,7 +208,7 @@ impl Server {
     }
 
     /// Stage 2: a client's encrypted shares, exactly one per live neighbour.
-    pub fn receive_shares(&mut self, message: ShareKeys) -> Result<(), Error> {
+    pub fn receive_shares(&mut self, message: ShareKeys) -> Result<(), SecAggError> {
         let dup = self.shares.contains_key(&message.sender);
         let keys = &self.keys;
         let was_live = |c: ClientId| keys.contains_key(&c);
@@ -227,7 +227,7 @@ impl Server {
             .collect();
         let got: Vec<ClientId> = message.shares.iter().map(|s| s.peer).collect();
         if got != expected {
-            return Err(Error::Malformed(format!(
+            return Err(SecAggError::Malformed(format!(
                 "client {} sent shares for {got:?}, its live neighbours are {expected:?}",
                 message.sender
             )));
@@ -237,7 +237,7 @@ impl Server {
     }
 
     /// Closes stage 2 and routes to each sharing client the shares addressed to it.
-    pub fn finish_sharing(&mut self) -> Result<Vec<IncomingShares>, Error> {
+    pub fn finish_sharing(&mut self) -> Result<Vec<IncomingShares>, SecAggError> {
         self.check_stage(Stage::ShareKeys, &self.config.context)?;
         let live: BTreeSet<ClientId> = self.shares.keys().copied().collect();
         let checked = self.require(Stage::ShareKeys, &live, &live);
@@ -267,7 +267,7 @@ impl Server {
 
     /// Stage 3: a masked input, added to the running sum at once (the server never keeps
     /// individual vectors).
-    pub fn receive_masked(&mut self, message: &MaskedInput) -> Result<(), Error> {
+    pub fn receive_masked(&mut self, message: &MaskedInput) -> Result<(), SecAggError> {
         let dup = self.masked.contains(&message.sender);
         let shares = &self.shares;
         let was_live = |c: ClientId| shares.contains_key(&c);
@@ -279,7 +279,7 @@ impl Server {
             dup,
         )?;
         if message.masked.len() != self.config.vector_len {
-            return Err(Error::Malformed(format!(
+            return Err(SecAggError::Malformed(format!(
                 "masked input of length {}, expected {}",
                 message.masked.len(),
                 self.config.vector_len
@@ -291,7 +291,7 @@ impl Server {
     }
 
     /// Closes stage 3 and asks every contributor for the shares that remove the masks.
-    pub fn finish_masking(&mut self) -> Result<Vec<UnmaskRequest>, Error> {
+    pub fn finish_masking(&mut self) -> Result<Vec<UnmaskRequest>, SecAggError> {
         self.check_stage(Stage::MaskedInput, &self.config.context)?;
         // Every client that shared needs t surviving holders for its secret to be rebuilt.
         let owners: BTreeSet<ClientId> = self.shares.keys().copied().collect();
@@ -310,7 +310,7 @@ impl Server {
     }
 
     /// Stage 4: a survivor's shares: exactly one per neighbour that shared, of the right kind.
-    pub fn receive_unmask(&mut self, message: UnmaskShares) -> Result<(), Error> {
+    pub fn receive_unmask(&mut self, message: UnmaskShares) -> Result<(), SecAggError> {
         let dup = self.unmask.contains_key(&message.sender);
         let masked = &self.masked;
         let was_live = |c: ClientId| masked.contains(&c);
@@ -333,7 +333,7 @@ impl Server {
         if owners(&message.self_seed_shares) != want_seeds
             || owners(&message.mask_key_shares) != want_keys
         {
-            return Err(Error::Malformed(format!(
+            return Err(SecAggError::Malformed(format!(
                 "client {} must reveal seed shares of {want_seeds:?} and key shares of {want_keys:?}",
                 message.sender
             )));
@@ -343,7 +343,9 @@ impl Server {
             .iter()
             .chain(&message.mask_key_shares);
         if all.clone().any(|(_, s)| s.holder != message.sender) {
-            return Err(Error::Malformed("a share held by someone else".into()));
+            return Err(SecAggError::Malformed(
+                "a share held by someone else".into(),
+            ));
         }
         // A limb outside the field would make the reconstruction fail for everyone: refuse
         // the reply (its sender is left out of the unmasking) instead.
@@ -351,7 +353,7 @@ impl Server {
             .flat_map(|(_, s)| s.limbs.iter())
             .any(|&l| l >= shamir::PRIME)
         {
-            return Err(Error::Malformed(format!(
+            return Err(SecAggError::Malformed(format!(
                 "client {} sent a share limb outside the field",
                 message.sender
             )));
@@ -361,7 +363,7 @@ impl Server {
     }
 
     /// Closes stage 4: rebuilds the secrets, removes the masks and returns the sum.
-    pub fn finish(&mut self) -> Result<Aggregate, Error> {
+    pub fn finish(&mut self) -> Result<Aggregate, SecAggError> {
         self.check_stage(Stage::Unmask, &self.config.context)?;
         let masks = self.unmask_seeds();
         let masks = self.abort_on(masks)?;
@@ -375,7 +377,7 @@ impl Server {
     }
 
     /// Rebuilds every secret the unmasking needs and lists the masks to remove.
-    fn unmask_seeds(&self) -> Result<Vec<(MaskSeed, Sign)>, Error> {
+    fn unmask_seeds(&self) -> Result<Vec<(MaskSeed, Sign)>, SecAggError> {
         let t = self.config.threshold;
         // Collect shares by owner.
         let mut seed_shares: BTreeMap<ClientId, Vec<Share>> = BTreeMap::new();
@@ -413,7 +415,7 @@ impl Server {
             let shares = key_shares.get(&owner).map_or(&[][..], Vec::as_slice);
             let secret = SecretKey::from_bytes(rebuild(owner, shares, t)?);
             if secret.public() != self.keys[&owner].masking {
-                return Err(Error::Reconstruction(format!(
+                return Err(SecAggError::Reconstruction(format!(
                     "client {owner}'s masking key does not match its advertised public key"
                 )));
             }
@@ -434,9 +436,9 @@ impl Server {
 }
 
 /// Rebuilds `owner`'s secret from the revealed shares.
-fn rebuild(owner: ClientId, shares: &[Share], t: usize) -> Result<[u8; 32], Error> {
+fn rebuild(owner: ClientId, shares: &[Share], t: usize) -> Result<[u8; 32], SecAggError> {
     if shares.len() < t {
-        return Err(Error::BelowThreshold {
+        return Err(SecAggError::BelowThreshold {
             stage: Stage::Unmask,
             client: owner,
             live: shares.len(),

@@ -7,7 +7,7 @@
 
 use rand::{CryptoRng, Rng};
 
-use crate::{ClientId, Error};
+use crate::{ClientId, SecAggError};
 
 /// The Mersenne prime 2^61 − 1.
 pub const PRIME: u64 = (1 << 61) - 1;
@@ -92,9 +92,9 @@ pub fn split<R: Rng + CryptoRng + ?Sized>(
     holders: &[ClientId],
     threshold: usize,
     rng: &mut R,
-) -> Result<Vec<Share>, Error> {
+) -> Result<Vec<Share>, SecAggError> {
     if threshold == 0 || threshold > holders.len() {
-        return Err(Error::Parameters(format!(
+        return Err(SecAggError::Parameters(format!(
             "cannot split a secret {threshold}-out-of-{} (the threshold must be in 1..=holders)",
             holders.len()
         )));
@@ -126,9 +126,9 @@ pub fn split<R: Rng + CryptoRng + ?Sized>(
 /// Recovers a secret from at least `threshold` shares with distinct holders (only the first
 /// `threshold` are used). Shares that were not produced by one polynomial of that degree give
 /// a wrong secret or a limb outside 32 bits, which is reported as an error.
-pub fn combine(shares: &[Share], threshold: usize) -> Result<[u8; 32], Error> {
+pub fn combine(shares: &[Share], threshold: usize) -> Result<[u8; 32], SecAggError> {
     if threshold == 0 || shares.len() < threshold {
-        return Err(Error::Parameters(format!(
+        return Err(SecAggError::Parameters(format!(
             "{} shares cannot recover a {threshold}-threshold secret",
             shares.len()
         )));
@@ -142,7 +142,7 @@ pub fn combine(shares: &[Share], threshold: usize) -> Result<[u8; 32], Error> {
         for (j, &xj) in xs.iter().enumerate() {
             if j != i {
                 if xj == xs[i] {
-                    return Err(Error::Parameters(format!(
+                    return Err(SecAggError::Parameters(format!(
                         "two shares held by client {}",
                         share.holder
                     )));
@@ -158,8 +158,9 @@ pub fn combine(shares: &[Share], threshold: usize) -> Result<[u8; 32], Error> {
     }
     let mut out = [0u8; 32];
     for (chunk, &limb) in out.chunks_exact_mut(4).zip(&secret) {
-        let limb = u32::try_from(limb)
-            .map_err(|_| Error::Reconstruction("the shares do not lie on one polynomial".into()))?;
+        let limb = u32::try_from(limb).map_err(|_| {
+            SecAggError::Reconstruction("the shares do not lie on one polynomial".into())
+        })?;
         chunk.copy_from_slice(&limb.to_le_bytes());
     }
     Ok(out)

@@ -9,7 +9,7 @@ use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
 
 use crate::messages::{Context, Stage};
-use crate::{Aggregate, Client, ClientConfig, ClientId, Error, Graph, Server, ServerConfig};
+use crate::{Aggregate, Client, ClientConfig, ClientId, Graph, SecAggError, Server, ServerConfig};
 
 /// Where each client stops answering: `None` = stays to the end, `Some(stage)` = sends nothing
 /// from that stage on.
@@ -58,18 +58,21 @@ addressed!(
 );
 
 /// The message for `client` among `messages`.
-fn message_for<M: Addressed>(messages: &[M], client: ClientId) -> Result<&M, Error> {
+fn message_for<M: Addressed>(messages: &[M], client: ClientId) -> Result<&M, SecAggError> {
     messages
         .iter()
         .find(|m| m.recipient() == client)
-        .ok_or_else(|| Error::UnexpectedClient {
+        .ok_or_else(|| SecAggError::UnexpectedClient {
             client,
             reason: "the server sent this client nothing".into(),
         })
 }
 
 /// Runs `f` and adds its wall time to `acc`.
-fn timed<T>(acc: &mut Duration, f: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
+fn timed<T>(
+    acc: &mut Duration,
+    f: impl FnOnce() -> Result<T, SecAggError>,
+) -> Result<T, SecAggError> {
     let start = Instant::now();
     let r = f();
     *acc += start.elapsed();
@@ -82,8 +85,8 @@ type Running = (Client, ChaCha20Rng, Duration);
 /// Runs one client step for every client in parallel, timing each client.
 fn client_step<R: Send>(
     clients: &mut [Running],
-    step: impl Fn(&mut Client, &mut ChaCha20Rng) -> Result<R, Error> + Sync,
-) -> Vec<Result<R, Error>> {
+    step: impl Fn(&mut Client, &mut ChaCha20Rng) -> Result<R, SecAggError> + Sync,
+) -> Vec<Result<R, SecAggError>> {
     clients
         .par_iter_mut()
         .map(|(client, rng, spent)| timed(spent, || step(client, rng)))
@@ -100,10 +103,10 @@ pub fn run_round(
     inputs: &[&[u32]],
     dropouts: &Dropouts,
     seed: u64,
-) -> Result<(Aggregate, RoundTimings), Error> {
+) -> Result<(Aggregate, RoundTimings), SecAggError> {
     let n = graph.len();
     if inputs.len() != n {
-        return Err(Error::Parameters(format!(
+        return Err(SecAggError::Parameters(format!(
             "{} inputs for {n} clients",
             inputs.len()
         )));
@@ -119,7 +122,7 @@ pub fn run_round(
 
     // Stage 1.
     let mut clients: Vec<Running> = Vec::with_capacity(n);
-    let started: Vec<Result<(Running, crate::AdvertiseKeys), Error>> = (0..n as ClientId)
+    let started: Vec<Result<(Running, crate::AdvertiseKeys), SecAggError>> = (0..n as ClientId)
         .into_par_iter()
         .filter(|&c| stays(dropouts, c, Stage::AdvertiseKeys))
         .map(|c| {
@@ -163,7 +166,7 @@ pub fn run_round(
     clients.retain(|(c, _, _)| stays(dropouts, c.id(), Stage::MaskedInput));
     let server_lock = std::sync::Mutex::new((&mut server, Duration::ZERO, 0u64));
     // The client's time excludes the server's receipt (and waiting for the lock).
-    let sent: Vec<Result<(), Error>> = clients
+    let sent: Vec<Result<(), SecAggError>> = clients
         .par_iter_mut()
         .map(|(client, _, spent)| {
             let masked = timed(spent, || {
@@ -172,14 +175,15 @@ pub fn run_round(
                     inputs[client.id() as usize],
                 )
             })?;
-            let mut guard = server_lock.lock().map_err(|_| Error::Aborted)?;
+            let mut guard = server_lock.lock().map_err(|_| SecAggError::Aborted)?;
             let (server, time, bytes) = &mut *guard;
             *bytes += masked.wire_bytes() as u64;
             timed(time, || server.receive_masked(&masked))
         })
         .collect();
-    sent.into_iter().collect::<Result<Vec<()>, Error>>()?;
-    let (_, receive_time, masked_bytes) = server_lock.into_inner().map_err(|_| Error::Aborted)?;
+    sent.into_iter().collect::<Result<Vec<()>, SecAggError>>()?;
+    let (_, receive_time, masked_bytes) =
+        server_lock.into_inner().map_err(|_| SecAggError::Aborted)?;
     timings.server += receive_time;
     timings.clients_upload_bytes += masked_bytes;
     let requests = timed(&mut timings.server, || server.finish_masking())?;

@@ -120,7 +120,7 @@ fn too_few_survivors_abort_the_round_with_a_clear_error() {
         let dropouts: Dropouts = (0..6).map(|c| (c < 3).then_some(stage)).collect();
         let err = run_round(context(1), &graph, 4, &refs(&inputs), &dropouts, 1).unwrap_err();
         match err {
-            Error::BelowThreshold {
+            SecAggError::BelowThreshold {
                 threshold: 4, live, ..
             } => assert!(live < 4, "{err}"),
             other => panic!("expected BelowThreshold at {stage:?}, got {other}"),
@@ -185,7 +185,7 @@ fn tampered_shares_are_rejected_and_change_nothing() {
     tampered.shares[1].ciphertext[5] ^= 0x01;
     let from = tampered.shares[1].peer;
     let err = clients[0].mask_input(&tampered, &[1; 8]).unwrap_err();
-    assert_eq!(err, Error::Authentication { from });
+    assert_eq!(err, SecAggError::Authentication { from });
     // A share re-labelled as coming from another client fails too.
     let mut relabelled = routed[0].clone();
     relabelled.shares.swap(0, 1);
@@ -194,7 +194,7 @@ fn tampered_shares_are_rejected_and_change_nothing() {
     relabelled.shares[1].peer = a;
     assert!(matches!(
         clients[0].mask_input(&relabelled, &[1; 8]),
-        Err(Error::Authentication { .. })
+        Err(SecAggError::Authentication { .. })
     ));
     // The client is still in the sharing stage and accepts the genuine message.
     assert_eq!(clients[0].stage(), Stage::ShareKeys);
@@ -211,12 +211,12 @@ fn shares_replayed_from_another_round_fail_authentication() {
     replay.shares[0].ciphertext = old[0].shares[0].ciphertext.clone();
     assert!(matches!(
         clients[0].mask_input(&replay, &[0; 8]),
-        Err(Error::Authentication { .. })
+        Err(SecAggError::Authentication { .. })
     ));
     // A whole message from the old round is refused before any decryption.
     assert_eq!(
         clients[0].mask_input(&old[0], &[0; 8]).unwrap_err(),
-        Error::WrongRound {
+        SecAggError::WrongRound {
             expected: 4,
             got: 3
         }
@@ -231,7 +231,7 @@ fn the_server_refuses_wrong_round_session_stage_duplicates_and_strangers() {
     wrong_round.context.round = 7;
     assert_eq!(
         server.receive_masked(&wrong_round),
-        Err(Error::WrongRound {
+        Err(SecAggError::WrongRound {
             expected: 8,
             got: 7
         })
@@ -240,22 +240,25 @@ fn the_server_refuses_wrong_round_session_stage_duplicates_and_strangers() {
     wrong_session.context.session = SessionId([0; 16]);
     assert_eq!(
         server.receive_masked(&wrong_session),
-        Err(Error::WrongSession)
+        Err(SecAggError::WrongSession)
     );
     let mut short = masked.clone();
     short.masked.pop();
     assert!(matches!(
         server.receive_masked(&short),
-        Err(Error::Malformed(_))
+        Err(SecAggError::Malformed(_))
     ));
     let mut stranger = masked.clone();
     stranger.sender = 99;
     assert!(matches!(
         server.receive_masked(&stranger),
-        Err(Error::UnexpectedClient { .. })
+        Err(SecAggError::UnexpectedClient { .. })
     ));
     server.receive_masked(&masked).unwrap();
-    assert_eq!(server.receive_masked(&masked), Err(Error::Duplicate(0)));
+    assert_eq!(
+        server.receive_masked(&masked),
+        Err(SecAggError::Duplicate(0))
+    );
     // A stage-1 message now is out of order.
     let advert = AdvertiseKeys {
         context: context(8),
@@ -267,7 +270,7 @@ fn the_server_refuses_wrong_round_session_stage_duplicates_and_strangers() {
     };
     assert!(matches!(
         server.receive_keys(advert),
-        Err(Error::OutOfOrder { .. })
+        Err(SecAggError::OutOfOrder { .. })
     ));
     // None of the refusals changed the sum: finish the round and check it.
     let mut inputs = vec![[5u32; 8]];
@@ -309,7 +312,7 @@ fn a_client_reveals_one_kind_of_share_per_neighbour() {
         .push(greedy.mask_key_shares.remove(0));
     assert!(matches!(
         server.receive_unmask(greedy),
-        Err(Error::Malformed(_))
+        Err(SecAggError::Malformed(_))
     ));
     server.receive_unmask(reply.clone()).unwrap();
     // Asked again for the same list, client 0 repeats its answer (a lost reply can be resent);
@@ -319,7 +322,7 @@ fn a_client_reveals_one_kind_of_share_per_neighbour() {
     other.survivors.push(4);
     assert!(matches!(
         clients[0].unmask(&other),
-        Err(Error::Equivocation { client: 0 })
+        Err(SecAggError::Equivocation { client: 0 })
     ));
 }
 
@@ -370,7 +373,7 @@ fn a_client_restored_twice_from_one_snapshot_answers_one_survivor_list() {
                     Ok(reply) => b.receive_unmask(reply).unwrap(),
                     Err(e) => assert_eq!(
                         e,
-                        Error::Equivocation {
+                        SecAggError::Equivocation {
                             client: i as ClientId
                         }
                     ),
@@ -406,7 +409,7 @@ fn a_client_restored_twice_from_one_snapshot_answers_one_survivor_list() {
     assert_eq!(again.unmask(&alive[0]).unwrap(), reply);
     assert_eq!(
         again.unmask(&dropped[0]),
-        Err(Error::Equivocation { client: 0 })
+        Err(SecAggError::Equivocation { client: 0 })
     );
 }
 
@@ -515,7 +518,7 @@ fn thresholds_at_or_below_half_the_degree_are_refused() {
     for t in [2, 24] {
         let err = Server::new(config(t, 8)).err().unwrap();
         assert!(
-            matches!(&err, Error::Parameters(m) if m.contains("degree/2")),
+            matches!(&err, SecAggError::Parameters(m) if m.contains("degree/2")),
             "{err:?}"
         );
         let client = ClientConfig {
@@ -528,14 +531,14 @@ fn thresholds_at_or_below_half_the_degree_are_refused() {
         let mut rng = ChaCha20Rng::seed_from_u64(1);
         assert!(matches!(
             Client::new(client, &mut rng),
-            Err(Error::Parameters(_))
+            Err(SecAggError::Parameters(_))
         ));
     }
     Server::new(config(25, 8)).unwrap();
     // A vector too long to hold is refused, not an allocation abort.
     assert!(matches!(
         Server::new(config(25, 1 << 40)),
-        Err(Error::Parameters(_))
+        Err(SecAggError::Parameters(_))
     ));
     for clients in [5, 10, 30, 100, 300] {
         for threat in [(0.0, 0.0), (0.1, 0.05), (0.2, 0.1), (0.3, 0.3)] {
@@ -591,7 +594,7 @@ fn low_order_keys_are_refused_when_advertised() {
             }
             assert_eq!(
                 server.receive_keys(advert),
-                Err(Error::Malformed("a public key of low order".into()))
+                Err(SecAggError::Malformed("a public key of low order".into()))
             );
         }
     }
@@ -619,7 +622,7 @@ fn an_out_of_field_share_excludes_its_sender_not_the_round() {
             reply.self_seed_shares[0].1.limbs[3] = shamir::PRIME;
             assert!(matches!(
                 server.receive_unmask(reply),
-                Err(Error::Malformed(m)) if m.contains("outside the field")
+                Err(SecAggError::Malformed(m)) if m.contains("outside the field")
             ));
         } else {
             server.receive_unmask(reply).unwrap();

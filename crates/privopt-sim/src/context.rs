@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use privopt_math::SeedTree;
 
-use crate::error::{Error, Result};
+use crate::error::{Result, SimError};
 use crate::metrics::{Comm, MetricsTable};
 use privopt_data::problem::Problem;
 
@@ -65,7 +65,9 @@ impl<'a> RunContext<'a> {
     /// The experiment's problem (`[data]` and `[model]`).
     pub fn problem(&self) -> Result<&'a Problem> {
         self.problem.ok_or_else(|| {
-            Error::Config("this method trains on a problem: the config needs a [data] table".into())
+            SimError::Config(
+                "this method trains on a problem: the config needs a [data] table".into(),
+            )
         })
     }
 
@@ -100,7 +102,7 @@ impl<'a> RunContext<'a> {
         let test_loss = model.loss(w, &problem.test, None);
         for (what, v) in [("training loss", train_loss), ("test loss", test_loss)] {
             if !v.is_finite() {
-                return Err(Error::Diverged {
+                return Err(SimError::Diverged {
                     round,
                     what: what.into(),
                 });
@@ -198,7 +200,7 @@ pub fn parallel_map<R: Send>(
             m.into_inner()
                 .ok()
                 .flatten()
-                .unwrap_or_else(|| Err(Error::WorkerPanicked))
+                .unwrap_or_else(|| Err(SimError::WorkerPanicked))
         })
         .collect()
 }

@@ -3,13 +3,13 @@
 /// What can go wrong while setting up or running a method.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum Error {
+pub enum SimError {
     /// The config file is malformed or a value is out of range; the message names the key.
     #[error("{0}")]
     Config(String),
     /// Data or model failure.
     #[error(transparent)]
-    Ml(#[from] privopt_ml::Error),
+    Ml(#[from] privopt_ml::MlError),
     /// A dataset could not be loaded, or the `[data]` table is out of range.
     #[error(transparent)]
     Data(privopt_data::DataError),
@@ -21,7 +21,7 @@ pub enum Error {
     Approx(#[from] privopt_approx::ApproxError),
     /// A protocol role refused an input or a call, or its cryptography failed.
     #[error(transparent)]
-    Roles(privopt_protocols::Error),
+    Roles(privopt_protocols::ProtocolError),
     /// A simulated quantity left the range the run's parameters were sized for (e.g. a fading
     /// gain above the bound the exact ring assumes).
     #[error("{what} = {value} exceeds the proven bound {bound}")]
@@ -60,23 +60,25 @@ pub enum Error {
     },
 }
 
-impl From<privopt_data::DataError> for Error {
+impl From<privopt_data::DataError> for SimError {
     fn from(e: privopt_data::DataError) -> Self {
         match e {
             // One configuration error, whichever layer checked the value.
-            privopt_data::DataError::Config(m) => Error::Config(m),
-            privopt_data::DataError::Ml(e) => Error::Ml(e),
-            e => Error::Data(e),
+            privopt_data::DataError::Config(m) => SimError::Config(m),
+            privopt_data::DataError::Ml(e) => SimError::Ml(e),
+            e => SimError::Data(e),
         }
     }
 }
 
-impl From<privopt_protocols::Error> for Error {
-    fn from(e: privopt_protocols::Error) -> Self {
+impl From<privopt_protocols::ProtocolError> for SimError {
+    fn from(e: privopt_protocols::ProtocolError) -> Self {
         match e {
             // One divergence error, whichever layer noticed.
-            privopt_protocols::Error::Diverged { round, what } => Error::Diverged { round, what },
-            e => Error::Roles(e),
+            privopt_protocols::ProtocolError::Diverged { round, what } => {
+                SimError::Diverged { round, what }
+            }
+            e => SimError::Roles(e),
         }
     }
 }
@@ -85,9 +87,9 @@ impl From<privopt_protocols::Error> for Error {
 /// deployment and a simulation report them alike.
 macro_rules! via_protocols {
     ($($t:ty),*) => {$(
-        impl From<$t> for Error {
+        impl From<$t> for SimError {
             fn from(e: $t) -> Self {
-                Error::Roles(e.into())
+                SimError::Roles(e.into())
             }
         }
     )*};
@@ -96,13 +98,13 @@ via_protocols!(
     privopt_protocols::DecodeError,
     privopt_ckks::CkksError,
     privopt_paillier::PaillierError,
-    privopt_secagg::Error,
+    privopt_secagg::SecAggError,
     privopt_channel::ChannelError,
     privopt_math::MathError
 );
 
 /// Shorthand for results of this crate.
-pub type Result<T> = std::result::Result<T, Error>;
+pub type Result<T> = std::result::Result<T, SimError>;
 
 pub use privopt_math::MAX_ELEMENTS;
 
@@ -112,12 +114,12 @@ pub const MAX_STEPS: u64 = 100_000_000;
 
 /// Refuses a count outside `1..=max`, naming the key and the bound.
 pub fn ensure_count(key: &str, value: u64, max: u64) -> Result<()> {
-    privopt_math::limits::count(key, value, max).map_err(Error::Config)
+    privopt_math::limits::count(key, value, max).map_err(SimError::Config)
 }
 
 /// Refuses a product of sizes (the numbers of one array) above [`MAX_ELEMENTS`].
 pub fn ensure_elements(what: &str, sizes: &[u64]) -> Result<()> {
-    privopt_math::limits::elements(what, sizes).map_err(Error::Config)
+    privopt_math::limits::elements(what, sizes).map_err(SimError::Config)
 }
 
 /// `key` (a thread count) in `1..=MAX_THREADS`.
@@ -125,11 +127,11 @@ pub fn ensure_threads(key: &str, threads: usize) -> Result<()> {
     ensure_count(key, threads as u64, privopt_math::MAX_THREADS as u64)
 }
 
-/// Returns `Err(Error::Config(..))` unless `cond` holds.
+/// Returns `Err(SimError::Config(..))` unless `cond` holds.
 pub fn ensure(cond: bool, msg: impl FnOnce() -> String) -> Result<()> {
     if cond {
         Ok(())
     } else {
-        Err(Error::Config(msg()))
+        Err(SimError::Config(msg()))
     }
 }

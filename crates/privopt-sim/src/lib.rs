@@ -14,4 +14,4 @@ pub mod error;
 pub mod methods;
 pub mod metrics;
 
-pub use error::{Error, Result};
+pub use error::{Result, SimError};

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::error::{Error, Result};
+use crate::error::{Result, SimError};
 
 /// A table of numbers with one row per evaluation point; the first row fixes the columns.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -20,7 +20,7 @@ impl MetricsTable {
         } else if row.len() != self.columns.len()
             || row.iter().zip(&self.columns).any(|((k, _), c)| k != c)
         {
-            return Err(Error::Metrics(format!(
+            return Err(SimError::Metrics(format!(
                 "metrics row {:?} does not match columns {:?}",
                 row.iter().map(|(k, _)| *k).collect::<Vec<_>>(),
                 self.columns
@@ -86,7 +86,7 @@ impl MetricsTable {
         let mut lines = text.lines();
         let header = lines
             .next()
-            .ok_or_else(|| Error::Metrics("metrics.csv is empty".into()))?;
+            .ok_or_else(|| SimError::Metrics("metrics.csv is empty".into()))?;
         let columns: Vec<String> = header.split(',').map(str::to_owned).collect();
         let mut rows = Vec::new();
         for (i, line) in lines.enumerate().filter(|(_, l)| !l.is_empty()) {
@@ -94,9 +94,9 @@ impl MetricsTable {
                 .split(',')
                 .map(str::parse::<f64>)
                 .collect::<std::result::Result<Vec<f64>, _>>()
-                .map_err(|e| Error::Metrics(format!("metrics.csv line {}: {e}", i + 2)))?;
+                .map_err(|e| SimError::Metrics(format!("metrics.csv line {}: {e}", i + 2)))?;
             if row.len() != columns.len() {
-                return Err(Error::Metrics(format!(
+                return Err(SimError::Metrics(format!(
                     "metrics.csv line {}: {} values for {} columns",
                     i + 2,
                     row.len(),

@@ -171,7 +171,7 @@ impl Suite for DomeSeedsSuiteConfig {
             self.config_for(m, self.base.lr)
                 .check()
                 .map_err(|e| match e {
-                    privopt_sim::Error::Config(msg) => privopt_sim::Error::Config(format!(
+                    privopt_sim::SimError::Config(msg) => privopt_sim::SimError::Config(format!(
                         "suite.methods `{}`: {}",
                         m.label,
                         msg.replace("method.", "")

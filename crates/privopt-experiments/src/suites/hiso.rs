@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use privopt_sim::context::{NoProgress, RunContext};
-use privopt_sim::error::{Error, Result, ensure};
+use privopt_sim::error::{Result, SimError, ensure};
 use privopt_sim::methods::scalar_fl::{Algorithm, ScalarFlConfig, Trajectory, simulate};
 use privopt_sim::methods::{check_lr, minibatch};
 
@@ -152,7 +152,7 @@ impl HisoSuiteConfig {
                     }
                     acc
                 }
-                Err(Error::Diverged { .. }) => f64::NAN,
+                Err(SimError::Diverged { .. }) => f64::NAN,
                 Err(e) => return Err(e),
             };
             points.push(SweepPoint {
@@ -163,7 +163,7 @@ impl HisoSuiteConfig {
             ctx.progress.advance(1);
         }
         best.ok_or_else(|| {
-            Error::Infeasible(format!(
+            SimError::Infeasible(format!(
                 "every learning rate of the {} sweep diverged",
                 algorithm.name()
             ))

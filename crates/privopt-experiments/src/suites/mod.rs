@@ -103,13 +103,13 @@ impl SuiteOverrides {
         ];
         for (flag, value) in zero {
             if value == Some(0) {
-                return Err(privopt_sim::Error::Config(format!(
+                return Err(privopt_sim::SimError::Config(format!(
                     "{flag} must be >= 1, got 0"
                 )));
             }
         }
         if self.datasets.as_ref().is_some_and(Vec::is_empty) {
-            return Err(privopt_sim::Error::Config(
+            return Err(privopt_sim::SimError::Config(
                 "--datasets must name at least one dataset".into(),
             ));
         }
@@ -175,8 +175,8 @@ impl SuiteConfig {
 /// Checks a suite's `base` method settings, naming their keys `suite.base.…`.
 pub(crate) fn validate_base(base: &dyn privopt_sim::methods::Method) -> Result<()> {
     base.validate().map_err(|e| match e {
-        privopt_sim::Error::Config(m) => {
-            privopt_sim::Error::Config(m.replace("method.", "suite.base."))
+        privopt_sim::SimError::Config(m) => {
+            privopt_sim::SimError::Config(m.replace("method.", "suite.base."))
         }
         e => e,
     })

@@ -136,7 +136,7 @@ impl Dataset {
     pub fn class_subset(&self, classes: &[usize]) -> Result<Dataset> {
         let c = self
             .num_classes
-            .ok_or_else(|| crate::Error::Invalid("class subset of regression data".into()))?;
+            .ok_or_else(|| crate::MlError::Invalid("class subset of regression data".into()))?;
         ensure(classes.len() >= 2, || {
             "a class subset needs >= 2 classes".into()
         })?;

@@ -3,7 +3,7 @@
 use faer::{Mat, Side};
 
 use crate::data::Dataset;
-use crate::error::{Error, Result, ensure};
+use crate::error::{MlError, Result, ensure};
 
 /// A fitted projection onto the top principal components.
 #[derive(Clone, Debug)]
@@ -35,7 +35,7 @@ impl Pca {
         let cov = centered.transpose() * &centered * faer::Scale(1.0 / (n as f64 - 1.0));
         let eig = cov
             .self_adjoint_eigen(Side::Lower)
-            .map_err(|e| Error::Invalid(format!("PCA eigendecomposition failed: {e:?}")))?;
+            .map_err(|e| MlError::Invalid(format!("PCA eigendecomposition failed: {e:?}")))?;
         // Eigenvalues come in nondecreasing order: the top k are the last k, reversed.
         let u = eig.U();
         let s = eig.S().column_vector();

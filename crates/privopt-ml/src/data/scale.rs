@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::data::{Dataset, TrainTest};
-use crate::error::{Error, Result};
+use crate::error::{MlError, Result};
 
 /// How each feature is mapped into `[−1, 1]`.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -29,9 +29,9 @@ impl FeatureScaling {
     /// Refuses a quantile outside `(0, 1]`.
     pub fn validate(&self) -> Result<()> {
         match *self {
-            FeatureScaling::Quantile(q) if !(q > 0.0 && q <= 1.0) => Err(Error::Invalid(format!(
-                "quantile scaling needs q in (0, 1], got {q}"
-            ))),
+            FeatureScaling::Quantile(q) if !(q > 0.0 && q <= 1.0) => Err(MlError::Invalid(
+                format!("quantile scaling needs q in (0, 1], got {q}"),
+            )),
             _ => Ok(()),
         }
     }

@@ -288,7 +288,7 @@ impl ModelSpec {
                 check_l2(l2)?;
                 ensure(hidden >= 1, || "model.hidden must be >= 1".into())?;
                 let classes = num_classes.ok_or_else(|| {
-                    crate::Error::Invalid("model.kind = \"mlp\" needs class labels".into())
+                    crate::MlError::Invalid("model.kind = \"mlp\" needs class labels".into())
                 })?;
                 let params = (n_features + 1)
                     .saturating_mul(hidden)
@@ -303,10 +303,10 @@ impl ModelSpec {
             }
             ModelSpec::Minilm { trainable } => {
                 let classes = num_classes.ok_or_else(|| {
-                    crate::Error::Invalid("model.kind = \"minilm\" needs class labels".into())
+                    crate::MlError::Invalid("model.kind = \"minilm\" needs class labels".into())
                 })?;
                 let dir = minilm_dir.ok_or_else(|| {
-                    crate::Error::Invalid(
+                    crate::MlError::Invalid(
                         "model.kind = \"minilm\" needs the folder of its pretrained weights".into(),
                     )
                 })?;
@@ -335,7 +335,7 @@ impl ModelSpec {
                     )
                 })?;
                 let classes = num_classes.ok_or_else(|| {
-                    crate::Error::Invalid("model.kind = \"cnn\" needs class labels".into())
+                    crate::MlError::Invalid("model.kind = \"cnn\" needs class labels".into())
                 })?;
                 let shape = CnnShape {
                     kernel,

@@ -26,7 +26,7 @@ use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
 
 use crate::data::Dataset;
-use crate::error::{Error, Result};
+use crate::error::{MlError, Result};
 use crate::model::{Model, argmax, par_sum_chunks, softmax_cross_entropy};
 
 /// LayerNorm epsilon of BERT.
@@ -56,8 +56,8 @@ struct Tensor {
 
 /// Reads every `F32` tensor of a safetensors file.
 fn read_safetensors(path: &Path) -> Result<HashMap<String, Tensor>> {
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    let corrupt = |r: String| Error::corrupt(path, r);
+    let bytes = std::fs::read(path).map_err(|e| MlError::io(path, e))?;
+    let corrupt = |r: String| MlError::corrupt(path, r);
     let head_len = bytes
         .get(..8)
         .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])) as usize)
@@ -198,7 +198,7 @@ impl MiniLmClassifier {
     /// token ids and `classes` classes, training the `trainable` tensors.
     pub fn load(dir: &Path, max_len: usize, classes: usize, trainable: Trainable) -> Result<Self> {
         if !(2..=512).contains(&max_len) {
-            return Err(Error::Invalid(format!(
+            return Err(MlError::Invalid(format!(
                 "MiniLM rows must hold 2..=512 token ids, the data has {max_len}"
             )));
         }
@@ -207,9 +207,9 @@ impl MiniLmClassifier {
         let mut take = |name: &str, shape: &[usize]| -> Result<Vec<f32>> {
             let x = t
                 .remove(name)
-                .ok_or_else(|| Error::corrupt(&path, format!("no tensor {name}")))?;
+                .ok_or_else(|| MlError::corrupt(&path, format!("no tensor {name}")))?;
             if x.shape != shape {
-                return Err(Error::corrupt(
+                return Err(MlError::corrupt(
                     &path,
                     format!("{name} has shape {:?}, expected {shape:?}", x.shape),
                 ));

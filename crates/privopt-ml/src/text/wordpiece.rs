@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use crate::error::{Error, Result};
+use crate::error::{MlError, Result};
 
 /// Longest word WordPiece tries to split; longer words become `[UNK]`.
 const MAX_WORD_CHARS: usize = 100;
@@ -27,8 +27,8 @@ pub struct WordPiece {
 impl WordPiece {
     /// Reads `vocab.txt` (one token per line; the line number is the id).
     pub fn from_vocab_file(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-        Self::from_vocab(&text).map_err(|reason| Error::corrupt(path, reason))
+        let text = std::fs::read_to_string(path).map_err(|e| MlError::io(path, e))?;
+        Self::from_vocab(&text).map_err(|reason| MlError::corrupt(path, reason))
     }
 
     /// Builds the vocabulary from the text of a `vocab.txt`.

@@ -8,7 +8,7 @@ use rand_distr::{Distribution, Normal};
 
 use super::messages::RoundBroadcast;
 use super::sketch::Basis;
-use crate::error::{Error, Result};
+use crate::error::{ProtocolError, Result};
 
 /// What a client releases, and (for its own records or a simulation's diagnostics) the noise
 /// it added.
@@ -31,7 +31,7 @@ pub fn release(
     let mut releases = release_many(grad, round, basis, rng)?;
     releases
         .pop()
-        .ok_or_else(|| Error::Parameters("an empty gradient".into()))
+        .ok_or_else(|| ProtocolError::Parameters("an empty gradient".into()))
 }
 
 /// Privatizes the gradients in `grads`, `d` values after `d` values, each changed in place to
@@ -45,7 +45,7 @@ pub fn release_many(
 ) -> Result<Vec<Release>> {
     let d = basis.d();
     if grads.is_empty() || !grads.len().is_multiple_of(d) || round.m_hat.len() != d {
-        return Err(Error::Parameters(format!(
+        return Err(ProtocolError::Parameters(format!(
             "gradients of {} values in all and a mean of {} for a model of dimension {d}",
             grads.len(),
             round.m_hat.len(),
@@ -53,7 +53,7 @@ pub fn release_many(
     }
     // A non-finite gradient would clip to NaN and reach the sum as zeros: refuse it.
     if let Some(i) = grads.iter().position(|g| !g.is_finite()) {
-        return Err(Error::Diverged {
+        return Err(ProtocolError::Diverged {
             round: round.round,
             what: format!(
                 "gradient value {} of client vector {} ({})",
@@ -64,7 +64,7 @@ pub fn release_many(
         });
     }
     let noise = Normal::new(0.0, round.noise_std)
-        .map_err(|e| Error::Parameters(format!("DOME noise: {e}")))?;
+        .map_err(|e| ProtocolError::Parameters(format!("DOME noise: {e}")))?;
     for grad in grads.chunks_mut(d) {
         grad.iter_mut().zip(&round.m_hat).for_each(|(x, m)| *x -= m);
     }

@@ -6,7 +6,7 @@
 
 use faer::Mat;
 
-use crate::error::{Error, Result};
+use crate::error::{ProtocolError, Result};
 use crate::wire::{DecodeError, MAX_MESSAGE_BYTES, Message, Method, Reader, Writer};
 
 /// What every participant needs to privatize its gradient this round.
@@ -208,7 +208,7 @@ impl BasisAssembler {
     pub fn finish(self) -> Result<Mat<f64>> {
         match self.filled.iter().position(|f| !f) {
             None => Ok(self.s),
-            Some(c) => Err(Error::Incomplete(format!(
+            Some(c) => Err(ProtocolError::Incomplete(format!(
                 "sketch column {c} never arrived"
             ))),
         }

@@ -8,7 +8,7 @@ use rand::Rng;
 
 use super::messages::RoundBroadcast;
 use super::sketch::{Basis, Sketch};
-use crate::error::{Error, Result, check_param};
+use crate::error::{ProtocolError, Result, check_param};
 
 /// The server's fixed settings.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -161,7 +161,7 @@ impl DomeServer {
     /// Opens round `round` with `participants` clients: what they need to privatize.
     pub fn open_round(&mut self, round: u64, participants: usize) -> Result<RoundBroadcast> {
         if let Some(o) = self.open {
-            return Err(Error::OutOfOrder(format!(
+            return Err(ProtocolError::OutOfOrder(format!(
                 "round {} is still open",
                 o.round
             )));
@@ -222,7 +222,7 @@ impl DomeServer {
     ) -> Result<Vec<f64>> {
         let open = self
             .open
-            .ok_or_else(|| Error::OutOfOrder("no round is open".into()))?;
+            .ok_or_else(|| ProtocolError::OutOfOrder("no round is open".into()))?;
         check_param(contributors <= open.participants, || {
             format!(
                 "{contributors} contributors in a round of {} participants",
@@ -231,7 +231,7 @@ impl DomeServer {
         })?;
         let required = self.required_contributors().unwrap_or(1);
         if contributors < required {
-            return Err(Error::Incomplete(format!(
+            return Err(ProtocolError::Incomplete(format!(
                 "round {}: {contributors} of {} participants contributed, below the {required} \
                  the noise floor needs",
                 open.round, open.participants
@@ -242,7 +242,7 @@ impl DomeServer {
             open.participants,
         )?;
         if sum.len() != self.sketch.dim() {
-            return Err(Error::Parameters(format!(
+            return Err(ProtocolError::Parameters(format!(
                 "a sum of {} words for a sketch of dimension {}",
                 sum.len(),
                 self.sketch.dim()
@@ -270,7 +270,7 @@ impl DomeServer {
     pub fn close_round_plain(&mut self, mean: &[f64], rng: &mut impl Rng) -> Result<Vec<f64>> {
         let open = self
             .open
-            .ok_or_else(|| Error::OutOfOrder("no round is open".into()))?;
+            .ok_or_else(|| ProtocolError::OutOfOrder("no round is open".into()))?;
         check_param(mean.len() == self.w.len(), || {
             format!("a mean of {} for a model of {}", mean.len(), self.w.len())
         })?;
@@ -301,7 +301,7 @@ impl DomeServer {
             self.w[j] -= s.lr * a.m_hat[j] / v_hat.max(s.gamma_prime).sqrt();
         }
         if self.w.iter().any(|x| !x.is_finite()) {
-            return Err(Error::Diverged {
+            return Err(ProtocolError::Diverged {
                 round,
                 what: "model parameters".into(),
             });

@@ -5,7 +5,7 @@
 use privopt_approx::functions::{Method as Fit, approximate};
 use privopt_approx::{ChebPoly, Interval};
 
-use crate::error::{Error, Result, check_param};
+use crate::error::{ProtocolError, Result, check_param};
 
 /// Slot layout of one batch: example `i` occupies slots `[i·D, (i+1)·D)` (`D` = the feature
 /// count rounded up to a power of two); weights are replicated in every block, so `X ∘ W`
@@ -127,7 +127,7 @@ impl ClipCircuit {
         })?;
         let fit = |f: &dyn Fn(f64) -> f64, lo: f64, hi: f64, deg: usize| {
             let iv = Interval::new(lo, hi)?;
-            Ok::<_, Error>(approximate(f, iv, deg, Fit::LeastSquares)?)
+            Ok::<_, ProtocolError>(approximate(f, iv, deg, Fit::LeastSquares)?)
         };
         Ok(Self {
             clip,

@@ -13,7 +13,7 @@ use rand_chacha::ChaCha20Rng;
 use super::circuit::Layout;
 use super::messages::{EncryptedStep, KIND_OWNER_STATE, Refresh};
 use super::server::Bootstrappers;
-use crate::error::{Error, Result};
+use crate::error::{ProtocolError, Result};
 use crate::wire::{self, DecodeError, Method};
 
 /// The data owner's keys and encryption state.
@@ -59,7 +59,7 @@ impl DataOwner {
     /// never needs more levels than the weights it meets).
     pub fn with_level(mut self, level: usize) -> Result<Self> {
         if level > self.ctx.max_level() {
-            return Err(Error::Parameters(format!(
+            return Err(ProtocolError::Parameters(format!(
                 "level {level} is above the parameters' {}",
                 self.ctx.max_level()
             )));
@@ -115,7 +115,7 @@ impl DataOwner {
     ) -> Result<EncryptedStep> {
         let l = self.layout;
         if batch.len() != l.batch || batch.iter().any(|&r| r >= data.len()) {
-            return Err(Error::Parameters(format!(
+            return Err(ProtocolError::Parameters(format!(
                 "a batch of {} rows below {} for a layout of {}",
                 batch.len(),
                 data.len(),

@@ -16,7 +16,7 @@ use privopt_ckks::eval::{
 
 use super::circuit::{ClipCircuit, StageDepths, TrainingCircuit, poly_levels};
 use super::messages::{EncryptedStep, Refresh};
-use crate::error::{Error, Result};
+use crate::error::{ProtocolError, Result};
 
 /// The intermediate values a step keeps (and may hand out for refresh).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -63,7 +63,7 @@ impl Step {
     pub fn resume(&mut self, reply: Refresh) -> Result<()> {
         let slot = self
             .awaiting
-            .ok_or_else(|| Error::OutOfOrder("no refresh was requested".into()))?;
+            .ok_or_else(|| ProtocolError::OutOfOrder("no refresh was requested".into()))?;
         if reply.step != self.step {
             return Err(crate::error::misbehaved(
                 crate::error::Peer::DataOwner,
@@ -111,7 +111,7 @@ fn check_owner(key: Option<KeyId>, ct: &Ciphertext, what: &str) -> Result<()> {
 fn value(values: &BTreeMap<Slot, Ciphertext>, slot: Slot) -> Result<&Ciphertext> {
     values
         .get(&slot)
-        .ok_or_else(|| Error::OutOfOrder(format!("{slot:?} is not computed")))
+        .ok_or_else(|| ProtocolError::OutOfOrder(format!("{slot:?} is not computed")))
 }
 
 /// What a bootstrapping server bootstraps with.
@@ -194,14 +194,14 @@ impl ComputeServer {
         let bootstrappers = bootstrappers.into();
         let bound = circuit.weight_bound;
         if !(bound.is_finite() && bound > 0.0) {
-            return Err(Error::Parameters(format!(
+            return Err(ProtocolError::Parameters(format!(
                 "bootstrapping needs a finite positive bound on the weights, got {bound}"
             )));
         }
         let need = circuit.step_depth();
         for have in bootstrappers.all().map(|b| b.output_level()) {
             if need > have {
-                return Err(Error::Parameters(format!(
+                return Err(ProtocolError::Parameters(format!(
                     "a training step needs {need} levels, bootstrapping leaves {have}"
                 )));
             }
@@ -209,7 +209,7 @@ impl ComputeServer {
         if let Some(w) = &bootstrappers.weights
             && w.encapsulation() != bootstrappers.any.encapsulation()
         {
-            return Err(Error::Parameters(format!(
+            return Err(ProtocolError::Parameters(format!(
                 "the weights' bootstrapper encapsulates to weight {:?} and the other to {:?}; \
                  one set of keys serves both only if they agree",
                 w.encapsulation(),
@@ -220,7 +220,7 @@ impl ComputeServer {
         if let Some(period) = bootstrappers.weights.as_ref().and_then(|w| w.slots())
             && period % block != 0
         {
-            return Err(Error::Parameters(format!(
+            return Err(ProtocolError::Parameters(format!(
                 "the weights repeat every {block} slots; a sparse bootstrap of period {period} \
                  would average them"
             )));
@@ -243,7 +243,7 @@ impl ComputeServer {
     /// must be the one the keys were made for.
     pub fn set_circuit(&mut self, circuit: TrainingCircuit) -> Result<()> {
         if circuit.layout != self.circuit.layout {
-            return Err(Error::Parameters(format!(
+            return Err(ProtocolError::Parameters(format!(
                 "the keys serve the layout {:?}, not {:?}",
                 self.circuit.layout, circuit.layout
             )));
@@ -296,7 +296,7 @@ impl ComputeServer {
         let boot = self.bootstrappers.as_ref().map(|b| b.for_slot(slot));
         let top = boot.map_or(self.ev.context().max_level(), |b| b.output_level());
         if levels > top {
-            return Err(Error::Parameters(format!(
+            return Err(ProtocolError::Parameters(format!(
                 "{slot:?} needs {levels} levels, a refreshed ciphertext has {top}"
             )));
         }
@@ -349,7 +349,7 @@ impl ComputeServer {
     /// refreshed first.
     pub fn advance(&self, step: &mut Step) -> Result<StepStatus> {
         if step.awaiting.is_some() {
-            return Err(Error::OutOfOrder(
+            return Err(ProtocolError::OutOfOrder(
                 "the step awaits a refreshed ciphertext".into(),
             ));
         }

@@ -7,7 +7,7 @@
 //! ([`DigitalServer::sum`]) and broadcasts the sum ([`SumBroadcast`]); devices answer with
 //! decryption shares ([`ShareUpload`]); the server fuses them into `M_k`
 //! ([`DigitalServer::fuse`]). A device that drops out of a round makes it undecryptable (every
-//! member's share is needed); the server reports that as [`Error::Incomplete`].
+//! member's share is needed); the server reports that as [`ProtocolError::Incomplete`].
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -22,7 +22,7 @@ use rand::CryptoRng;
 use super::messages::{
     KeyRelay, ShareUpload, SumBroadcast, Upload, device_state_from_bytes, device_state_to_bytes,
 };
-use crate::error::{Error, Misbehavior, Peer, Result, misbehaved};
+use crate::error::{Misbehavior, Peer, ProtocolError, Result, misbehaved};
 
 /// The key session every digital EEZOFL key share belongs to.
 pub const KEY_SESSION: u64 = 0;
@@ -31,7 +31,7 @@ pub const KEY_SESSION: u64 = 0;
 pub fn encode_scalar(x: f64, params: &CkksParams) -> Result<i64> {
     let v = (x * params.scale()).round();
     if !v.is_finite() || v.abs() > 2f64.powi(62) {
-        return Err(Error::Parameters(format!(
+        return Err(ProtocolError::Parameters(format!(
             "message {x} does not fit at scale 2^{}",
             params.scale_log2()
         )));
@@ -154,7 +154,7 @@ impl DigitalDevice {
         let key = self
             .key
             .as_ref()
-            .ok_or_else(|| Error::OutOfOrder("encrypt before the key is set".into()))?;
+            .ok_or_else(|| ProtocolError::OutOfOrder("encrypt before the key is set".into()))?;
         if let Some(done) = self.decrypted
             && round <= done
         {
@@ -287,10 +287,10 @@ impl DigitalServer {
     }
 
     /// Sums one upload per member of this round, in any order, and returns the sum to
-    /// broadcast. A member that sent nothing makes the round [`Error::Incomplete`].
+    /// broadcast. A member that sent nothing makes the round [`ProtocolError::Incomplete`].
     pub fn sum(&mut self, received: &[Upload]) -> Result<SumBroadcast> {
         if self.open.is_some() {
-            return Err(Error::OutOfOrder(format!(
+            return Err(ProtocolError::OutOfOrder(format!(
                 "round {} is awaiting decryption shares",
                 self.round
             )));
@@ -332,7 +332,7 @@ impl DigitalServer {
             }
         }
         if let Some(missing) = members.difference(&seen).next() {
-            return Err(Error::Incomplete(format!(
+            return Err(ProtocolError::Incomplete(format!(
                 "device {missing} sent no ciphertext in round {}; the sum would lack its scalar",
                 self.round
             )));
@@ -352,7 +352,7 @@ impl DigitalServer {
         let sum = self
             .open
             .as_ref()
-            .ok_or_else(|| Error::OutOfOrder("no round awaits decryption shares".into()))?;
+            .ok_or_else(|| ProtocolError::OutOfOrder("no round awaits decryption shares".into()))?;
         if let Some(s) = shares.iter().find(|s| s.round != self.round) {
             return Err(misbehaved(
                 Peer::Party(u64::from(s.share.party())),

@@ -21,7 +21,7 @@ use privopt_math::sample::{signs, ternary, wide_gaussian};
 use rand::CryptoRng;
 use zeroize::Zeroize;
 
-use crate::error::{Error, Misbehavior, Peer, Result, misbehaved};
+use crate::error::{Misbehavior, Peer, ProtocolError, Result, misbehaved};
 
 /// Public setup of the exact model: parameters, the exact ring, the grid and `a` as an integer
 /// polynomial (the centered lift of the CRS polynomial).
@@ -63,8 +63,8 @@ impl ExactSetup {
         f_bits: u32,
         crs_seed: [u8; 32],
     ) -> Result<Self> {
-        let grid =
-            DyadicGrid::new(f_bits).map_err(|e| Error::Parameters(format!("grid_bits: {e}")))?;
+        let grid = DyadicGrid::new(f_bits)
+            .map_err(|e| ProtocolError::Parameters(format!("grid_bits: {e}")))?;
         let bound = numerator_bound_bits(
             params.basis().log_modulus(),
             params.n(),
@@ -247,7 +247,7 @@ pub struct Recovery {
 fn check_transmitters(expected: &BTreeSet<u32>, phase: &str, transmitted: &[u32]) -> Result<()> {
     let got: BTreeSet<u32> = transmitted.iter().copied().collect();
     if let Some(missing) = expected.difference(&got).next() {
-        return Err(Error::Incomplete(format!(
+        return Err(ProtocolError::Incomplete(format!(
             "{phase}: device {missing} did not transmit; the round cannot be decrypted"
         )));
     }

@@ -21,7 +21,7 @@ use super::messages::{
     decode_exchange, encode_exchange,
 };
 use super::scheme::Scheme;
-use crate::error::{Error, Misbehavior, Peer, Result, check_param, misbehaved};
+use crate::error::{Misbehavior, Peer, ProtocolError, Result, check_param, misbehaved};
 use crate::wire::{self, DecodeError, Method, Reader};
 
 /// Largest state dimension an exchange may carry.
@@ -205,8 +205,9 @@ impl<S: Scheme> Agent<S> {
         q_own: &[i64],
         rng: &mut impl CryptoRng,
     ) -> Result<Request<S::Ct>> {
-        self.neighbour(to)
-            .map_err(|_| Error::OutOfOrder(format!("agent {} has no neighbour {to}", self.id)))?;
+        self.neighbour(to).map_err(|_| {
+            ProtocolError::OutOfOrder(format!("agent {} has no neighbour {to}", self.id))
+        })?;
         check_param(!q_own.is_empty() && q_own.len() <= MAX_DIM, || {
             format!(
                 "state dimension must be in 1..={MAX_DIM}, got {}",
@@ -216,7 +217,7 @@ impl<S: Scheme> Agent<S> {
         if let Some(&(open, _)) = self.pending.get(&to)
             && open >= iteration
         {
-            return Err(Error::OutOfOrder(format!(
+            return Err(ProtocolError::OutOfOrder(format!(
                 "agent {} already awaits a response from {to} in iteration {open}",
                 self.id
             )));
@@ -225,7 +226,7 @@ impl<S: Scheme> Agent<S> {
             .iter()
             .map(|&q| {
                 let neg = q.checked_neg().ok_or_else(|| {
-                    Error::Parameters(format!("quantized value {q} cannot be negated"))
+                    ProtocolError::Parameters(format!("quantized value {q} cannot be negated"))
                 })?;
                 S::encrypt(&self.public, neg, rng)
             })

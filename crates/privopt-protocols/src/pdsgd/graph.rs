@@ -33,7 +33,7 @@ impl Graph {
             neighbours[b].push(a);
         }
         if let Some(lonely) = neighbours.iter().position(Vec::is_empty) {
-            return Err(crate::Error::Parameters(format!(
+            return Err(crate::ProtocolError::Parameters(format!(
                 "graph: agent {lonely} has no edge (agents are numbered 0..{n})"
             )));
         }
@@ -49,7 +49,7 @@ impl Graph {
             }
         }
         if let Some(cut) = seen.iter().position(|s| !s) {
-            return Err(crate::Error::Parameters(format!(
+            return Err(crate::ProtocolError::Parameters(format!(
                 "graph: not connected (agent {cut} is unreachable from agent 0)"
             )));
         }

@@ -6,7 +6,7 @@ use num_traits::ToPrimitive;
 use privopt_paillier::{BigInt, Ciphertext, KeyPair, PaillierError, PublicKey};
 use rand::CryptoRng;
 
-use crate::error::{Error, Result};
+use crate::error::{ProtocolError, Result};
 use crate::wire::{DecodeError, Reader, Writer};
 
 /// Additively homomorphic encryption of `i64` plaintexts.
@@ -52,8 +52,8 @@ pub trait Scheme {
 #[derive(Clone, Copy, Debug)]
 pub enum Paillier {}
 
-fn too_large(what: &str) -> Error {
-    Error::Paillier(PaillierError::OutOfRange(format!(
+fn too_large(what: &str) -> ProtocolError {
+    ProtocolError::Paillier(PaillierError::OutOfRange(format!(
         "{what} does not fit in i64"
     )))
 }

@@ -7,7 +7,7 @@ use super::messages::{CatchUp, Reply, RoundPlan, Ticket, Update};
 use super::state::{
     ModelState, ReplaySpec, RoundRecord, Scratch, add_scaled_direction, direction_key,
 };
-use crate::error::{Error, Misbehavior, Peer, Result, misbehaved};
+use crate::error::{Misbehavior, Peer, ProtocolError, Result, misbehaved};
 
 /// How a client estimates its directional derivatives.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -138,7 +138,7 @@ impl Participant {
             ));
         }
         if msg.dim != dim {
-            return Err(Error::Parameters(format!(
+            return Err(ProtocolError::Parameters(format!(
                 "the server's model has {} parameters; client {}'s has {dim} (build both from \
                  the same model and parameter selection)",
                 msg.dim, self.id
@@ -227,13 +227,13 @@ impl Participant {
     /// catch-up's session, with one seed per local step; returns the invitation to reply to.
     pub fn accept(&self, plan: &RoundPlan, spec: &ReplaySpec) -> Result<Invitation> {
         if plan.round != self.round {
-            return Err(Error::OutOfOrder(format!(
+            return Err(ProtocolError::OutOfOrder(format!(
                 "client {} holds round {} but was asked to train round {} (catch up first)",
                 self.id, self.round, plan.round
             )));
         }
         let Some((session, round, ticket)) = self.invited else {
-            return Err(Error::OutOfOrder(format!(
+            return Err(ProtocolError::OutOfOrder(format!(
                 "client {} has received no catch-up for round {} (catch up first)",
                 self.id, plan.round
             )));
@@ -379,7 +379,7 @@ impl Client {
                 );
                 let g = probe.derivative(f, &x, base, &s.h_inv_sqrt, &s.u, &mut probe_point);
                 if !g.is_finite() {
-                    return Err(Error::Diverged {
+                    return Err(ProtocolError::Diverged {
                         round: plan.round,
                         what: format!("client {}'s directional derivative", self.id()),
                     });

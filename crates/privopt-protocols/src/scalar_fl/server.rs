@@ -11,7 +11,7 @@ use zeroize::Zeroizing;
 
 use super::messages::{CatchUp, Reply, RoundPlan, Ticket, Update};
 use super::state::{ModelState, ReplaySpec, RoundRecord, Scratch};
-use crate::error::{Error, Misbehavior, Peer, Result, check_param, misbehaved};
+use crate::error::{Misbehavior, Peer, ProtocolError, Result, check_param, misbehaved};
 
 /// Most clients a server tracks (its per-client state is 8 bytes each).
 pub const MAX_CLIENTS: usize = 1 << 24;
@@ -138,14 +138,14 @@ impl Server {
     /// one fresh seed per local step.
     pub fn begin_round(&mut self, per_round: usize, rng: &mut impl Rng) -> Result<RoundPlan> {
         if self.open.is_some() {
-            return Err(Error::OutOfOrder(format!(
+            return Err(ProtocolError::OutOfOrder(format!(
                 "round {} is still open",
                 self.state.round
             )));
         }
         let n = self.synced.len();
         if per_round == 0 || per_round > n {
-            return Err(Error::Parameters(format!(
+            return Err(ProtocolError::Parameters(format!(
                 "cannot sample {per_round} of {n} clients per round"
             )));
         }
@@ -163,10 +163,9 @@ impl Server {
 
     /// What participant `client` of the open round needs to hold the round's start state.
     pub fn catch_up(&mut self, client: usize) -> Result<CatchUp> {
-        let plan = self
-            .open
-            .as_ref()
-            .ok_or_else(|| Error::OutOfOrder("catch-up requested with no round open".into()))?;
+        let plan = self.open.as_ref().ok_or_else(|| {
+            ProtocolError::OutOfOrder("catch-up requested with no round open".into())
+        })?;
         if plan.clients.binary_search(&client).is_err() {
             return Err(misbehaved(
                 Peer::Party(client as u64),
@@ -233,7 +232,7 @@ impl Server {
             ));
         }
         if self.sent.iter().any(|&(c, _)| c == client) {
-            return Err(Error::OutOfOrder(format!(
+            return Err(ProtocolError::OutOfOrder(format!(
                 "client {client} cannot rewind during a round it has been sent"
             )));
         }
@@ -250,7 +249,7 @@ impl Server {
         let plan = self
             .open
             .as_ref()
-            .ok_or_else(|| Error::OutOfOrder("no round is open".into()))?;
+            .ok_or_else(|| ProtocolError::OutOfOrder("no round is open".into()))?;
         let want = self.spec.scalars_per_round();
         let peer = Peer::Party(reply.client as u64);
         if reply.session != self.session {
@@ -329,7 +328,7 @@ impl Server {
             seen.push(r.client);
         }
         let Some(plan) = self.open.as_ref() else {
-            return Err(Error::OutOfOrder("no round is open".into()));
+            return Err(ProtocolError::OutOfOrder("no round is open".into()));
         };
         let want = self.spec.scalars_per_round();
         let mut order: Vec<&Reply> = replies.iter().collect();
@@ -348,7 +347,7 @@ impl Server {
         };
         self.state.apply(&record, &self.spec, &mut self.scratch)?;
         if self.state.x.iter().any(|v| !v.is_finite()) {
-            return Err(Error::Diverged {
+            return Err(ProtocolError::Diverged {
                 round: record.round,
                 what: "the global model".into(),
             });

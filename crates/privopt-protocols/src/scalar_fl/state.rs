@@ -6,7 +6,7 @@ use privopt_math::SeedTree;
 use privopt_ml::zo::add_direction;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result, check_param};
+use crate::error::{ProtocolError, Result, check_param};
 
 /// PRG domain of the perturbation directions.
 const DIRECTION_DOMAIN: &str = "scalar_fl/direction";
@@ -183,13 +183,13 @@ impl ModelState {
         scratch: &mut Scratch,
     ) -> Result<()> {
         if rec.round != self.round {
-            return Err(Error::OutOfOrder(format!(
+            return Err(ProtocolError::OutOfOrder(format!(
                 "record of round {} applied to a state at round {}",
                 rec.round, self.round
             )));
         }
         if rec.seeds.len() != spec.local_steps || rec.scalars.len() != spec.scalars_per_round() {
-            return Err(Error::OutOfOrder(format!(
+            return Err(ProtocolError::OutOfOrder(format!(
                 "record of round {} has {} seeds and {} scalars; expected {} and {}",
                 rec.round,
                 rec.seeds.len(),

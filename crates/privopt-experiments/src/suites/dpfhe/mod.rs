@@ -370,7 +370,7 @@ impl Suite for DpfheSuiteConfig {
         if let Some(scaling) = &self.scaling {
             scaling
                 .validate()
-                .map_err(|e| privopt_sim::error::Error::Config(format!("suite.scaling: {e}")))?;
+                .map_err(|e| privopt_sim::error::SimError::Config(format!("suite.scaling: {e}")))?;
         }
         ensure(self.divergence_interval > 0.0, || {
             "suite.divergence_interval must be > 0".into()
@@ -527,8 +527,8 @@ impl DpfheSuiteConfig {
     ) -> Result<Plan> {
         let mut d_rng = DatasetStreams::new(ctx.seeds, di as u64).release_d();
         plan(&tt.train, &self.plan_targets(name), &mut d_rng).map_err(|e| match e {
-            privopt_sim::Error::Infeasible(why) => {
-                privopt_sim::Error::Infeasible(format!("{name}: {why}"))
+            privopt_sim::SimError::Infeasible(why) => {
+                privopt_sim::SimError::Infeasible(format!("{name}: {why}"))
             }
             other => other,
         })
@@ -790,7 +790,7 @@ impl DpfheSuiteConfig {
             (a, barrier_run.join())
         });
         let b = b.map_err(|_| {
-            privopt_sim::Error::Infeasible("the barrier run's thread panicked".into())
+            privopt_sim::SimError::Infeasible("the barrier run's thread panicked".into())
         })?;
         for t in 0..steps as usize {
             let pick = |v: &[f64]| v.get(t).copied().unwrap_or(f64::NAN);

@@ -403,7 +403,7 @@ impl SecureSum {
                 upload_per_client: report.clients_upload_bytes as f64 / n as f64,
                 download_per_client: report.clients_download_bytes as f64 / n as f64,
             })),
-            Err(privopt_secagg::Error::BelowThreshold { .. })
+            Err(privopt_secagg::SecAggError::BelowThreshold { .. })
                 if dropouts.iter().any(Option::is_some) =>
             {
                 Ok(None)

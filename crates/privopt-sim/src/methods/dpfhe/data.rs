@@ -10,7 +10,7 @@ use privopt_ml::data::pca::Pca;
 use privopt_ml::data::scale::FeatureScaling;
 use privopt_ml::data::{Dataset, TrainTest};
 
-use crate::error::{Error, Result};
+use crate::error::{Result, SimError};
 
 /// The datasets of Tables 3 and 4.
 pub const PAPER_DATASETS: &[&str] = &["mnist", "adult", "compas", "credit"];
@@ -32,8 +32,8 @@ pub fn check_known(name: &str) -> Result<()> {
 }
 
 /// The error for a dataset name [`load_task`] does not know, naming those it does.
-fn unknown_dataset(name: &str) -> Error {
-    Error::Config(format!(
+fn unknown_dataset(name: &str) -> SimError {
+    SimError::Config(format!(
         "method.datasets: `{name}` is not one of the paper's datasets ({}) or `{SYNTHETIC_DATASET}`",
         PAPER_DATASETS.join(", ")
     ))

@@ -17,7 +17,7 @@ use privopt_protocols::eezofl::{
 };
 use rand_distr::{Distribution, StandardNormal};
 
-use crate::error::{Error, Result};
+use crate::error::{Result, SimError};
 
 /// What one round of aggregation produced.
 #[derive(Clone, Debug, Default)]
@@ -241,20 +241,20 @@ impl ExactHeOta {
             })
             .collect();
         if let Some(bad) = g.iter().find(|x| x.abs() > self.max_gain) {
-            return Err(Error::OutOfBounds {
+            return Err(SimError::OutOfBounds {
                 what: "precoded channel gain",
                 value: *bad,
                 bound: self.max_gain,
             });
         }
-        self.setup.grid.quantize_all(&g).map_err(Error::from)
+        self.setup.grid.quantize_all(&g).map_err(SimError::from)
     }
 
     /// Channel noise of transmission `phase` in round `k`, on the grid, one value per coefficient.
     fn noise(&self, k: u64, phase: u64) -> Result<Vec<i64>> {
         let mut rng = self.seeds.stream("eezofl/awgn", &[k, phase]);
         let w = awgn(self.setup.params.n(), self.noise_sigma, &mut rng)?;
-        self.setup.grid.quantize_all(&w).map_err(Error::from)
+        self.setup.grid.quantize_all(&w).map_err(SimError::from)
     }
 
     /// Phase 1's superposition `b̃_k = Σ g_i b_i + w` as the server receives it, for the
@@ -403,7 +403,8 @@ impl ScalarAggregation for ModularHeOta {
             .map(|(i, d)| encode(d / ex.message_divisor(i), params))
             .collect::<Result<Vec<_>>>()?;
         let send = |xs: Vec<&Poly<Eval>>, phase: u64| -> Result<Poly<Eval>> {
-            superpose_modular(basis, ring, grid, &g, &xs, &ex.noise(k, phase)?).map_err(Error::from)
+            superpose_modular(basis, ring, grid, &g, &xs, &ex.noise(k, phase)?)
+                .map_err(SimError::from)
         };
         let mut crypto = ex.seeds.stream("eezofl/crypto", &[k]);
         let b_tilde = send(self.b.iter().collect(), 1)?;
@@ -413,7 +414,7 @@ impl ScalarAggregation for ModularHeOta {
                 let mut coeffs = vec![0i64; params.n()];
                 coeffs[0] = m;
                 encrypt_with_key(params, &b_tilde, &ex.setup.a_mod_q, &coeffs, &mut crypto)
-                    .map_err(Error::from)
+                    .map_err(SimError::from)
             })
             .collect::<Result<Vec<_>>>()?;
         let c0 = send(cts.iter().map(|c| &c.0).collect(), 2)?;

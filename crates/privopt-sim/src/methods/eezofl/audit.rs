@@ -286,7 +286,7 @@ pub fn channel_layer(
     let x = faer::Mat::<f64>::from_fn(k, key.len(), |a, j| obs[a][j] / scale);
     let mut eig: Vec<f64> = x
         .singular_values()
-        .map_err(|e| crate::Error::Config(format!("channel layer: SVD failed: {e:?}")))?;
+        .map_err(|e| crate::SimError::Config(format!("channel layer: SVD failed: {e:?}")))?;
     eig.sort_by(|a, b| b.total_cmp(a));
     let top = eig.first().copied().unwrap_or(1.0).max(f64::MIN_POSITIVE);
     let singular_values: Vec<f64> = eig.iter().map(|s| s / top).collect();

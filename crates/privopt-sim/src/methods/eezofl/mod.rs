@@ -24,7 +24,7 @@ use self::aggregate::{
 };
 use super::{Method, Report, Trained, minibatch};
 use crate::context::RunContext;
-use crate::error::{Error, MAX_STEPS, Result, ensure, ensure_count};
+use crate::error::{MAX_STEPS, Result, SimError, ensure, ensure_count};
 use privopt_data::problem::Problem;
 
 /// How the scalars are aggregated.
@@ -158,7 +158,7 @@ pub fn paper_params(n: usize, smudging_log2: f64, insecure: bool) -> Result<Arc<
         4096 => &[37, 36, 36],
         8192 => &[44, 44, 44, 43, 43],
         other => {
-            return Err(Error::Config(format!(
+            return Err(SimError::Config(format!(
                 "method.he_n must be 4096 or 8192, got {other}"
             )));
         }
@@ -167,7 +167,7 @@ pub fn paper_params(n: usize, smudging_log2: f64, insecure: bool) -> Result<Arc<
         .smudging_log2(smudging_log2)
         .insecure_for_testing(insecure)
         .build()
-        .map_err(|e| Error::Config(format!("method: {e}")))
+        .map_err(|e| SimError::Config(format!("method: {e}")))
 }
 
 impl EezoflConfig {
@@ -358,7 +358,7 @@ impl Method for EezoflConfig {
         })?;
         self.channel
             .validate()
-            .map_err(|e| Error::Config(format!("method.channel: {e}")))
+            .map_err(|e| SimError::Config(format!("method.channel: {e}")))
     }
 
     fn run(&self, ctx: &mut RunContext<'_>) -> Result<Trained> {

@@ -31,7 +31,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{Method, Report, Trained};
 use crate::context::{RunContext, parallel_map};
-use crate::error::{Error, MAX_ELEMENTS, MAX_STEPS, Result, ensure, ensure_count, ensure_elements};
+use crate::error::{
+    MAX_ELEMENTS, MAX_STEPS, Result, SimError, ensure, ensure_count, ensure_elements,
+};
 
 /// Most independent trials of one run.
 const MAX_TRIALS: u64 = 100_000;
@@ -259,7 +261,7 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Vec<f64> {
 impl PdsgdConfig {
     /// The communication graph.
     pub fn graph(&self) -> Result<Graph> {
-        Graph::from_edges(&self.edges).map_err(|e| Error::Config(format!("method.edges: {e}")))
+        Graph::from_edges(&self.edges).map_err(|e| SimError::Config(format!("method.edges: {e}")))
     }
 
     /// The problem of trial `t` on `graph`.
@@ -325,7 +327,7 @@ impl PdsgdConfig {
             }
             draws += 1;
             if draws == WEIGHT_DRAWS {
-                return Err(Error::Config(format!(
+                return Err(SimError::Config(format!(
                     "method.delta = {}: no stable weights in {WEIGHT_DRAWS} draws (an agent of \
                      degree {} needs degree·δ² well below 1; lower delta)",
                     self.delta,
@@ -723,7 +725,7 @@ impl Method for PdsgdConfig {
                 .map(|_| {
                     // Validation let 1024 bits through only with `insecure`.
                     let kp = KeyPair::generate_insecure_for_testing(self.paillier_bits, &mut krng)
-                        .map_err(privopt_protocols::Error::from)?;
+                        .map_err(privopt_protocols::ProtocolError::from)?;
                     Ok((kp.public.clone(), kp))
                 })
                 .collect()
@@ -762,7 +764,7 @@ impl Method for PdsgdConfig {
             )?;
             let per_iter = start.elapsed().as_secs_f64() / self.paillier_timing_iterations as f64;
             if x != transparent_run(&timed, &trial, Variant::Proposed, 0)?.x {
-                return Err(Error::Mismatch(
+                return Err(SimError::Mismatch(
                     "the real-Paillier run left the transparent run's trajectory",
                 ));
             }
@@ -875,7 +877,7 @@ fn exchange<S: Scheme>(
         transport.tap(&bytes);
         request = agents[j]
             .decode_request(&bytes)
-            .map_err(privopt_protocols::Error::from)?;
+            .map_err(privopt_protocols::ProtocolError::from)?;
     }
     let mut response = agents[j].respond(&request, q.1, rng)?;
     if transport.encodes() {
@@ -883,7 +885,7 @@ fn exchange<S: Scheme>(
         transport.tap(&bytes);
         response = agents[i]
             .decode_response(&bytes)
-            .map_err(privopt_protocols::Error::from)?;
+            .map_err(privopt_protocols::ProtocolError::from)?;
     }
     Ok(agents[i].finish(&response, delta)?)
 }

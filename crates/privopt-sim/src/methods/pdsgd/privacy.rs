@@ -16,7 +16,7 @@ use privopt_protocols::pdsgd::{Graph, Paillier, Scheme, Transparent, Transparent
 use serde::Serialize;
 
 use super::{PdsgdConfig, Transport, Variant};
-use crate::error::{Error, Result};
+use crate::error::{Result, SimError};
 
 /// The midpoint estimator's relative error on one gradient entry at iteration `k`.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -131,10 +131,10 @@ fn leading_words(messages: &[Vec<u8>], d: usize, width: usize) -> Result<Vec<f64
         let end = m
             .len()
             .checked_sub(8)
-            .ok_or(Error::Mismatch("a message too short"))?;
+            .ok_or(SimError::Mismatch("a message too short"))?;
         let start = end
             .checked_sub(d * width)
-            .ok_or(Error::Mismatch("a message shorter than its values"))?;
+            .ok_or(SimError::Mismatch("a message shorter than its values"))?;
         for v in m[start..end].chunks(width) {
             let mut top = [0u8; 8];
             top.copy_from_slice(&v[..8]);
@@ -162,7 +162,7 @@ pub fn eavesdropper(
     let width = make_keys()?
         .first()
         .map(|(pk, _)| pk.ciphertext_bytes())
-        .ok_or(Error::Mismatch("no Paillier keys"))?;
+        .ok_or(SimError::Mismatch("no Paillier keys"))?;
     let plain_key = TransparentKey {
         ciphertext_bytes: width,
     };

@@ -11,7 +11,7 @@ use faer::{Mat, Side};
 use serde::Serialize;
 
 use super::PdsgdConfig;
-use crate::error::{Error, Result};
+use crate::error::{Result, SimError};
 
 /// What (37) asks of a series.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -151,7 +151,7 @@ pub fn lemma1(w: &[f64], n: usize, cfg: &PdsgdConfig, horizon: u64) -> Result<Le
     let mat = Mat::from_fn(n, n, |i, j| w[i * n + j]);
     let eig = mat
         .self_adjoint_eigenvalues(Side::Lower)
-        .map_err(|e| Error::Config(format!("Lemma 1: eigenvalues of W failed: {e:?}")))?;
+        .map_err(|e| SimError::Config(format!("Lemma 1: eigenvalues of W failed: {e:?}")))?;
     // W is negative semidefinite with one zero eigenvalue: sort magnitudes ascending.
     let mut mags: Vec<f64> = eig.iter().map(|v| v.abs()).collect();
     mags.sort_by(f64::total_cmp);
@@ -168,7 +168,7 @@ pub fn lemma1(w: &[f64], n: usize, cfg: &PdsgdConfig, horizon: u64) -> Result<Le
         });
         let norm = wbar
             .self_adjoint_eigenvalues(Side::Lower)
-            .map_err(|e| Error::Config(format!("Lemma 1: eigenvalues of W̄ failed: {e:?}")))?
+            .map_err(|e| SimError::Config(format!("Lemma 1: eigenvalues of W̄ failed: {e:?}")))?
             .iter()
             .fold(0.0_f64, |m, v| m.max(v.abs()));
         max_deviation = max_deviation.max((norm - (1.0 - mu * gamma)).abs());

@@ -28,7 +28,7 @@ pub fn simulate(
 ) -> Result<Trajectory> {
     let model = &problem.model;
     if cfg.algorithm != Algorithm::Fedzo && !model.has_gradient() {
-        return Err(crate::Error::Config(format!(
+        return Err(crate::SimError::Config(format!(
             "method.algorithm = \"{}\" needs gradients, and model `{}` has none (use a zeroth-order method)",
             cfg.algorithm.name(),
             model.name()

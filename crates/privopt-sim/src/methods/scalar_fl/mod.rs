@@ -232,7 +232,7 @@ impl Method for ScalarFlConfig {
         self.replay_spec().validate().map_err(|e| {
             let keys = [("rule.nu", "method.nu"), ("rule.eps", "method.hessian_eps")];
             let text = e.to_string().replace("invalid parameters: ", "method.");
-            crate::Error::Config(
+            crate::SimError::Config(
                 keys.iter()
                     .fold(text, |t, (a, b)| t.replace(&format!("method.{a}"), b)),
             )
@@ -403,7 +403,7 @@ fn evaluate(
     let model = &problem.model;
     let loss = model.loss(x, test, None);
     if !loss.is_finite() {
-        return Err(crate::Error::Diverged {
+        return Err(crate::SimError::Diverged {
             round,
             what: "test loss".into(),
         });

@@ -4,11 +4,9 @@ settings, with every value checked before anything starts (one line per error)."
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
-
-METHODS = ("scalar_fl", "dome", "eezofl", "pdsgd", "dpfhe")
+from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
 
 # Flower refuses run-config keys its pyproject.toml does not list, so every key of privopt's
 # [data] and [model] tables is listed there with a default; these say which keys each dataset,
@@ -55,6 +53,130 @@ def _get(table: Mapping[str, Any], key: str, kind: type, default: Any, where: st
     return value
 
 
+P = TypeVar("P")
+
+
+def read_table(cls: type[P], table: Mapping[str, Any], where: str) -> P:
+    """The frozen dataclass ``cls`` from a run-config table: each field read with its annotated
+    type (an int where a float is declared is widened), every field required (the app's
+    pyproject.toml gives each its default), and a key the class does not declare refused."""
+    hints = get_type_hints(cls)
+    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+    unknown = sorted(set(table) - set(names))
+    if unknown:
+        raise ConfigError(f"{where}{unknown[0]} is not a setting of {where.rstrip('.')}")
+    values = {}
+    for name in names:
+        hint = hints[name]
+        if get_origin(hint) is Literal:
+            choices = get_args(hint)
+            value = _get(table, name, str, None, where)
+            if value not in choices:
+                raise ConfigError(
+                    f"{where}{name} must be one of {', '.join(choices)}, got {value!r}"
+                )
+            values[name] = value
+        else:
+            values[name] = _get(table, name, hint, None, where)
+    return cls(**values)
+
+
+@dataclass(frozen=True)
+class ScalarFlParams:
+    """``scalar_fl.*``: DeComFL (``rule = "decomfl"``) or HiSo (``"hiso"``)."""
+
+    rule: Literal["decomfl", "hiso"]
+    lr: float
+    local_steps: int
+    perturbations: int
+    mu: float
+    difference: Literal["forward", "central"]
+    per_round: int
+    staleness_bound: int
+    batch_size: int
+    nu: float
+    eps: float
+    weight_decay: float
+
+
+@dataclass(frozen=True)
+class DomeParams:
+    """``dome.*``: DP federated Adam on a learned sketch, summed by SecAgg+."""
+
+    k: int
+    clip: float
+    epsilon: float
+    delta: float
+    lr: float
+    beta1: float
+    beta2: float
+    gamma_prime: float
+    sketch: Literal["learned", "learned_no_probes", "random", "identity"]
+    energy: float
+    batch_size: int
+    graph: Literal["complete", "auto"]
+    dropout_rate: float
+    corrupt_rate: float
+    max_epsilon: float
+    noise_floor: float
+
+
+@dataclass(frozen=True)
+class EezoflParams:
+    """``eezofl.*``: the digital path, one xMK-CKKS-encrypted scalar per device per round."""
+
+    lr: float
+    lr_decay: float
+    mu: float
+    batch_size: int
+
+
+@dataclass(frozen=True)
+class PdsgdParams:
+    """``pdsgd.*``: Paillier decentralized SGD over a graph."""
+
+    graph: str
+    key_bits: int
+    delta: float
+    weight_max: float
+    lambda0: float
+    lambda_decay: float
+    zeta_decay: float
+    attenuation_a: float
+    attenuation_b: float
+    batch_size: int
+
+
+@dataclass(frozen=True)
+class DpfheParams:
+    """``dpfhe.*``: Algorithm 4 on the data owner's CKKS-encrypted examples."""
+
+    ring_n: int
+    insecure: bool
+    batch: int
+    lr: float
+    clip: float
+    clip_bound: float
+    sigmoid_degree: int
+    sigmoid_bound: float
+    epsilon: float
+    delta: float
+    threads: int
+
+
+MethodParams = ScalarFlParams | DomeParams | EezoflParams | PdsgdParams | DpfheParams
+
+# Each method's settings class, by the method's run-config name.
+PARAMS: dict[str, type[MethodParams]] = {
+    "scalar_fl": ScalarFlParams,
+    "dome": DomeParams,
+    "eezofl": EezoflParams,
+    "pdsgd": PdsgdParams,
+    "dpfhe": DpfheParams,
+}
+METHODS = tuple(PARAMS)
+
+
 @dataclass(frozen=True)
 class Settings:
     """What every method shares."""
@@ -70,8 +192,8 @@ class Settings:
     data_dir: str
     data: dict[str, Any]
     model: dict[str, Any]
-    # The method's own table (``scalar_fl.*`` or ``dome.*``), checked by the method.
-    params: dict[str, Any] = field(default_factory=dict)
+    # The method's own table (``scalar_fl.*``, ``dome.*``, …), read into its typed settings.
+    params: MethodParams | None = None
     # Test-only switches (``debug.*``); see docs/flower.md.
     debug: dict[str, Any] = field(default_factory=dict)
     # A user's model and data (``privopt_flower.client_app(model_fn=...)``), trained instead
@@ -123,7 +245,7 @@ def parse(run_config: Mapping[str, Any]) -> Settings:
         data_dir=_get(cfg, "data-dir", str, "data", ""),
         data=dict(cfg.get("data", {})),
         model=dict(cfg.get("model", {})),
-        params=dict(cfg.get(method, {})),
+        params=read_table(PARAMS[method], cfg.get(method, {}), f"{method}."),
         debug=dict(cfg.get("debug", {})),
     )
     if not 1 <= s.rounds <= 1_000_000:
@@ -150,10 +272,11 @@ def parse(run_config: Mapping[str, Any]) -> Settings:
     return s
 
 
-def param(s: Settings, key: str, kind: type) -> Any:
-    """The method's setting ``key`` (``<method>.<key>``; the app's pyproject.toml gives every
-    key its default)."""
-    return _get(s.params, key, kind, None, f"{s.method}.")
+def method_params(s: Settings, cls: type[P]) -> P:
+    """The run's method settings as ``cls`` (the class of the method asking)."""
+    if not isinstance(s.params, cls):
+        raise ConfigError(f"method {s.method} has no {cls.__name__}")
+    return s.params
 
 
 def app_pyproject() -> Path:

@@ -7,7 +7,7 @@ import csv
 import json
 import math
 import time
-from dataclasses import fields
+from dataclasses import asdict, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +59,7 @@ class Report:
             "round_seconds": [r["round_s"] for r in self.rows],
             **summary,
             "settings": {
-                f.name: getattr(self.settings, f.name)
+                f.name: _plain(getattr(self.settings, f.name))
                 for f in fields(self.settings)
                 if f.name != "task"  # a user's model and data: not a setting, not JSON
             },
@@ -78,6 +78,11 @@ class Report:
                 w.writerows(self.rows)
             (d / "summary.json").write_text(json.dumps(_finite(out), indent=2) + "\n")
         return out
+
+
+def _plain(v: Any) -> Any:
+    """A settings value as JSON has it (the method's typed settings as a table)."""
+    return asdict(v) if is_dataclass(v) and not isinstance(v, type) else v
 
 
 def _fmt(v: Any) -> str:

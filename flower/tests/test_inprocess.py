@@ -3,6 +3,7 @@ code a Flower run executes, with faults injected deterministically."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -91,6 +92,26 @@ def test_dome_without_noise_learns(dome_config):
 def test_bad_run_configs_are_one_line_errors(scalar_config, edit, message):
     with pytest.raises(config.ConfigError, match=message):
         inprocess.run({**scalar_config, **edit})
+
+
+def test_every_method_reads_its_table_into_typed_settings_once():
+    from privopt_flower.methods import MODULES
+
+    assert set(MODULES) == set(config.METHODS) == set(config.PARAMS)
+    base = config.defaults()
+    for method, cls in config.PARAMS.items():
+        s = config.parse({**base, "method": method})
+        assert isinstance(s.params, cls), method
+        # Every key of the method's pyproject table is a field, and every field has a key.
+        keys = {k.split(".", 1)[1] for k in base if k.startswith(f"{method}.")}
+        assert keys == {f.name for f in dataclasses.fields(cls)}, method
+    assert config.parse({**base, "method": "dome"}).params.lr == base["dome.lr"]
+    with pytest.raises(config.ConfigError, match="dome.sketch must be one of learned"):
+        config.parse({**base, "method": "dome", "dome.sketch": "pca"})
+    with pytest.raises(config.ConfigError, match="scalar_fl.rule must be one of"):
+        config.parse({**base, "scalar_fl.rule": "fedzo"})
+    with pytest.raises(config.ConfigError, match="dome.k must be int"):
+        config.parse({**base, "method": "dome", "dome.k": 2.5})
 
 
 def test_eezofl_learns_from_one_encrypted_scalar_per_device(eezofl_config):

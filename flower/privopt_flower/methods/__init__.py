@@ -1,13 +1,35 @@
-"""One module per method: ``serve`` (the server side, over a Federation), ``hello`` (what a
-client reports when it joins) and ``handle`` (a client's reply to one stage)."""
+"""One module per method, each a :class:`Method`: ``serve`` (the server side, over a
+Federation), ``hello`` (what a client reports when it joins) and ``handle`` (a client's reply
+to one stage)."""
 
 from __future__ import annotations
 
-from types import ModuleType
+from typing import Any, Protocol
 
+from ..config import Settings
+from ..node import Node, State
+from ..results import Report
+from ..transport import Federation, Payload
 from . import dome, dpfhe, eezofl, pdsgd, scalar_fl
 
-MODULES: dict[str, ModuleType] = {
+
+class Method(Protocol):
+    """What the app needs of a method's module."""
+
+    def serve(self, fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
+        """Runs the server side to the end; returns the run's summary numbers."""
+        ...
+
+    def hello(self, state: State, node: Node, s: Settings) -> Payload:
+        """What a client reports when it joins (e.g. the round it holds)."""
+        ...
+
+    def handle(self, stage: str, req: Payload, state: State, node: Node, s: Settings) -> Payload:
+        """A client's reply to one stage's request."""
+        ...
+
+
+MODULES: dict[str, Method] = {
     "scalar_fl": scalar_fl,
     "dome": dome,
     "eezofl": eezofl,

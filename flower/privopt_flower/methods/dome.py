@@ -31,7 +31,7 @@ from privopt.errors import PrivoptError, ProtocolError
 from privopt.protocols import dome
 
 from .. import problems
-from ..config import ConfigError, Settings, param
+from ..config import ConfigError, DomeParams, Settings, method_params
 from ..ledger import PrivacyLedger
 from ..node import Node, State
 from ..results import Report
@@ -41,39 +41,42 @@ STATE = "secagg"
 MIN_CLIENTS = 3
 
 
+def _params(s: Settings) -> DomeParams:
+    return method_params(s, DomeParams)
+
+
 def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
+    cfg = _params(s)
     p = problems.problem(s)
-    clip = param(s, "clip", float)
-    epsilon = param(s, "epsilon", float)
-    delta = param(s, "delta", float)
+    clip = cfg.clip
+    epsilon = cfg.epsilon
+    delta = cfg.delta
     if not (clip > 0 and epsilon >= 0 and 0 < delta < 1):
         raise ConfigError("dome: need clip > 0, epsilon >= 0 (0: no DP noise), 0 < delta < 1")
     sigma = dp.noise_multiplier(epsilon, s.rounds, delta, sampling="full") if epsilon else 0.0
-    floor = param(s, "noise_floor", float)
+    floor = cfg.noise_floor
     if not 0 <= floor <= 1:
         raise ConfigError(f"dome.noise_floor must be in [0, 1] (0: off), got {floor}")
-    budget = param(s, "max_epsilon", float)
+    budget = cfg.max_epsilon
     if budget < 0:
         raise ConfigError(f"dome.max_epsilon must be >= 0 (0: no budget), got {budget}")
     ledger = PrivacyLedger(s.clients, delta, budget or None) if sigma else None
     server = dome.Server(
         p.init_params(s.seed),
-        k=param(s, "k", int),
+        k=cfg.k,
         clip=clip,
         noise_total=(sigma * clip) ** 2,
-        lr=param(s, "lr", float),
-        beta1=param(s, "beta1", float),
-        beta2=param(s, "beta2", float),
-        gamma_prime=param(s, "gamma_prime", float),
-        sketch=param(s, "sketch", str),
-        energy=param(s, "energy", float),
+        lr=cfg.lr,
+        beta1=cfg.beta1,
+        beta2=cfg.beta2,
+        gamma_prime=cfg.gamma_prime,
+        sketch=cfg.sketch,
+        energy=cfg.energy,
         seed=s.seed,
         noise_floor=floor or None,
     )
-    if param(s, "graph", str) not in ("complete", "auto"):
-        raise ConfigError("dome.graph must be 'complete' or 'auto'")
-    dropout = param(s, "dropout_rate", float)
-    corrupt = param(s, "corrupt_rate", float)
+    dropout = cfg.dropout_rate
+    corrupt = cfg.corrupt_rate
     reveal = bool(s.debug.get("reveal-inputs", False))
     min_sigma = math.inf
     up = down = 0
@@ -184,7 +187,7 @@ def _secure_sum(
     before unmasking when fewer than ``required`` masked inputs arrived."""
     b = len(parties)
     seed = hashlib.sha256(f"privopt-dome-graph/{s.seed}/{t}".encode()).digest()
-    if param(s, "graph", str) == "complete":
+    if _params(s).graph == "complete":
         # Every pair masks; a majority threshold keeps the server from ever holding both the
         # self-mask and the masking-key shares of one client (the original SecAgg's bound).
         graph, threshold = secagg.Graph.complete(b), (b - 1) // 2 + 1
@@ -277,7 +280,7 @@ def handle(stage: str, req: Payload, state: State, node: Node, s: Settings) -> P
     elif stage == "mask":
         p = problems.problem(s)
         w = np.frombuffer(req["model"], dtype="<f8")
-        batch = problems.batch(p, s, node.party, int(req["round"]), 0, param(s, "batch_size", int))
+        batch = problems.batch(p, s, node.party, int(req["round"]), 0, _params(s).batch_size)
         loss, grad = p.loss_grad(w, batch)
         q = dome.release(req["broadcast"], list(req["chunks"]), grad)
         reply.update(msg=client.mask_input(req["msg"], q), train_loss=loss)

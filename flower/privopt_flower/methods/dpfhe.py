@@ -20,7 +20,7 @@ from privopt import ckks, dp
 from privopt.protocols import dpfhe
 
 from .. import problems
-from ..config import ConfigError, Settings, param
+from ..config import ConfigError, DpfheParams, Settings, method_params
 from ..node import Node, State
 from ..results import Report
 from ..transport import Federation, Payload
@@ -29,34 +29,42 @@ OWNER = "dpfhe-owner"
 DATA_OWNER = 0
 
 
+def _params(s: Settings) -> DpfheParams:
+    return method_params(s, DpfheParams)
+
+
 def _context(s: Settings) -> ckks.Context:
-    n = param(s, "ring_n", int)
-    insecure = param(s, "insecure", bool)
+    cfg = _params(s)
+    n = cfg.ring_n
+    insecure = cfg.insecure
     # 16 levels of 2^40 over a 50-bit base, four 44-bit special primes: 128-bit at n = 2^15.
     return ckks.Context(ckks.Params.leveled(n, 50, 40, 16, [44, 44, 44, 44], insecure=insecure))
 
 
 def _circuit(s: Settings, ctx: ckks.Context, d: int) -> dpfhe.Circuit:
+    cfg = _params(s)
     return dpfhe.Circuit(
         ctx,
         d + 1,
-        param(s, "batch", int),
-        param(s, "lr", float),
-        sigmoid_degree=param(s, "sigmoid_degree", int),
-        sigmoid_bound=param(s, "sigmoid_bound", float),
-        clip=(param(s, "clip", float), param(s, "clip_bound", float)),
+        cfg.batch,
+        cfg.lr,
+        sigmoid_degree=cfg.sigmoid_degree,
+        sigmoid_bound=cfg.sigmoid_bound,
+        clip=(cfg.clip, cfg.clip_bound),
     )
 
 
 def _sigma(s: Settings, examples: int) -> float:
-    eps, delta = param(s, "epsilon", float), param(s, "delta", float)
+    cfg = _params(s)
+    eps, delta = cfg.epsilon, cfg.delta
     if eps == 0:
         return 0.0
-    q = param(s, "batch", int) / examples
+    q = cfg.batch / examples
     return dp.noise_multiplier(eps, s.rounds, delta, q=q, sampling="without_replacement")
 
 
 def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
+    cfg = _params(s)
     if s.clients != 1:
         raise ConfigError("dpfhe is a two-party protocol: run it with clients = 1 (the data owner)")
     p = problems.problem(s)
@@ -78,7 +86,7 @@ def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
     # Key generation and the evaluation keys' upload (tens of MB): the join timeout.
     keys = ask("setup", {}, s.join_timeout)
     server = dpfhe.ComputeServer(
-        ctx, circuit, keys["relin"], list(keys["galois"]), threads=param(s, "threads", int)
+        ctx, circuit, keys["relin"], list(keys["galois"]), threads=cfg.threads
     )
     w = keys["weights"]
     sigma = float(keys["sigma"])
@@ -97,8 +105,8 @@ def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
             row["epsilon"] = dp.epsilon(
                 sigma,
                 t + 1,
-                param(s, "delta", float),
-                q=param(s, "batch", int) / float(keys["examples"]),
+                cfg.delta,
+                q=cfg.batch / float(keys["examples"]),
                 sampling="without_replacement",
             )
         if s.evaluates(t + 1):
@@ -130,6 +138,7 @@ def _data(s: Settings, party: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, 
 
 
 def handle(stage: str, req: Payload, state: State, node: Node, s: Settings) -> Payload:
+    cfg = _params(s)
     ctx = _context(s)
     p = problems.problem(s)
     circuit = _circuit(s, ctx, p.n_features)
@@ -150,11 +159,11 @@ def handle(stage: str, req: Payload, state: State, node: Node, s: Settings) -> P
     reply: Payload = {}
     if stage == "step":
         idx, x, y, _ = _data(s, node.party)
-        b = param(s, "batch", int)
+        b = cfg.batch
         rng = np.random.default_rng(secrets.randbits(128))  # the owner's secret randomness
         pick = rng.choice(len(idx), size=b, replace=False)
-        noise_std = _sigma(s, len(idx)) * 2 * param(s, "clip", float) / b
-        noise = param(s, "lr", float) * noise_std * rng.standard_normal(x.shape[1])
+        noise_std = _sigma(s, len(idx)) * 2 * cfg.clip / b
+        noise = cfg.lr * noise_std * rng.standard_normal(x.shape[1])
         reply["step"] = owner.encrypt_step(int(req["round"]), x[pick], y[pick], noise)
     elif stage == "refresh":
         reply["reply"] = owner.refresh(req["request"])

@@ -21,7 +21,7 @@ from privopt.errors import PrivoptError
 from privopt.protocols import eezofl
 
 from .. import problems
-from ..config import ConfigError, Settings, param
+from ..config import ConfigError, EezoflParams, Settings, method_params
 from ..node import Node, State
 from ..results import Report
 from ..transport import Federation, Payload
@@ -29,6 +29,10 @@ from ..transport import Federation, Payload
 STATE = "eezofl"
 # A ring of the HE standard's 128-bit table: n = 4096, log Q = 109.
 PRIME_BITS = (37, 36, 36)
+
+
+def _settings(s: Settings) -> EezoflParams:
+    return method_params(s, EezoflParams)
 
 
 def _params() -> ckks.Params:
@@ -49,8 +53,9 @@ def direction(s: Settings, round_: int, d: int) -> np.ndarray:
 
 
 def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
+    cfg = _settings(s)
     p = problems.problem(s)
-    lr, decay, mu = param(s, "lr", float), param(s, "lr_decay", float), param(s, "mu", float)
+    lr, decay, mu = cfg.lr, cfg.lr_decay, cfg.mu
     if not (lr > 0 and decay >= 0 and mu > 0):
         raise ConfigError("eezofl: need lr > 0, lr_decay >= 0, mu > 0")
     params = _params()
@@ -159,6 +164,7 @@ def hello(state: State, node: Node, s: Settings) -> Payload:
 
 
 def handle(stage: str, req: Payload, state: State, node: Node, s: Settings) -> Payload:
+    cfg = _settings(s)
     params = _params()
     crs = _crs(s, params)
     if stage == "setup":
@@ -174,8 +180,8 @@ def handle(stage: str, req: Payload, state: State, node: Node, s: Settings) -> P
         r = int(req["round"])
         x = np.frombuffer(req["model"], dtype="<f8")
         phi = direction(s, r, len(x))
-        mu = param(s, "mu", float)
-        batch = problems.batch(p, s, node.party, r, 0, param(s, "batch_size", int))
+        mu = cfg.mu
+        batch = problems.batch(p, s, node.party, r, 0, cfg.batch_size)
         b = (p.loss(x + mu * phi, batch) - p.loss(x - mu * phi, batch)) / (2 * mu)
         reply["upload"] = device.encrypt(int(req["key_round"]), b)
     elif stage == "decrypt":

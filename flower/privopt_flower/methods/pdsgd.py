@@ -21,7 +21,7 @@ import numpy as np
 from privopt.protocols import pdsgd
 
 from .. import problems
-from ..config import ConfigError, Settings, param
+from ..config import ConfigError, PdsgdParams, Settings, method_params
 from ..node import Node, State
 from ..results import Report
 from ..transport import Federation, Payload
@@ -29,9 +29,13 @@ from ..transport import Federation, Payload
 AGENT, MODEL, QUANTIZED = "pdsgd-agent", "pdsgd-x", "pdsgd-q"
 
 
+def _params(s: Settings) -> PdsgdParams:
+    return method_params(s, PdsgdParams)
+
+
 def edges(s: Settings) -> list[tuple[int, int]]:
     """The graph: ``ring``, ``complete`` or an edge list ``"0-1 1-2 2-0"``."""
-    spec, n = param(s, "graph", str).strip(), s.clients
+    spec, n = _params(s).graph.strip(), s.clients
     if spec == "ring":
         return (
             sorted({(min(i, (i + 1) % n), max(i, (i + 1) % n)) for i in range(n)})
@@ -154,9 +158,10 @@ def _quantize(x: np.ndarray, delta: float) -> np.ndarray:
 
 
 def handle(stage: str, req: Payload, state: State, node: Node, s: Settings) -> Payload:
-    delta = param(s, "delta", float)
+    cfg = _params(s)
+    delta = cfg.delta
     if stage == "setup":
-        bits = param(s, "key_bits", int)
+        bits = cfg.key_bits
         agent = pdsgd.Agent(node.party, bits=bits, insecure=bits < 2048)
         state.put(AGENT, agent.save())
         state.put(MODEL, problems.problem(s).init_params(s.seed).astype("<f8").tobytes())
@@ -167,7 +172,7 @@ def handle(stage: str, req: Payload, state: State, node: Node, s: Settings) -> P
     reply: Payload = {}
     if stage == "neighbours":
         degree = int((state.get("pdsgd-max-degree") or b"1").decode())
-        kmax = max(1, math.floor(param(s, "weight_max", float) / (delta * math.sqrt(degree))))
+        kmax = max(1, math.floor(cfg.weight_max / (delta * math.sqrt(degree))))
         for ann in req["announcements"]:
             # The private weight k_ij: nobody else ever learns it.
             agent.add_neighbour(ann, 1 + secrets.randbelow(kmax))
@@ -186,15 +191,11 @@ def handle(stage: str, req: Payload, state: State, node: Node, s: Settings) -> P
         for resp in req["responses"]:
             mix += agent.finish(resp, delta)
         p = problems.problem(s)
-        loss, g = p.loss_grad(
-            x, problems.batch(p, s, node.party, k, 0, param(s, "batch_size", int))
-        )
-        gamma = 1.0 / (
-            1.0 + param(s, "attenuation_a", float) * k ** param(s, "attenuation_b", float)
-        )
-        lam = param(s, "lambda0", float) / k ** param(s, "lambda_decay", float)
+        loss, g = p.loss_grad(x, problems.batch(p, s, node.party, k, 0, cfg.batch_size))
+        gamma = 1.0 / (1.0 + cfg.attenuation_a * k**cfg.attenuation_b)
+        lam = cfg.lambda0 / k**cfg.lambda_decay
         zeta = np.random.default_rng(secrets.randbits(128)).random(x.shape)
-        step = lam * (1.0 + zeta / k ** param(s, "zeta_decay", float))  # private, per coordinate
+        step = lam * (1.0 + zeta / k**cfg.zeta_decay)  # private, per coordinate
         x = x + gamma * mix - step * g
         state.put(MODEL, x.astype("<f8").tobytes())
         reply["train_loss"] = loss

@@ -12,7 +12,7 @@ from privopt.errors import PrivoptError
 from privopt.protocols import scalar_fl
 
 from .. import problems
-from ..config import ConfigError, Settings, param
+from ..config import ConfigError, ScalarFlParams, Settings, method_params
 from ..node import Node, State
 from ..results import Report
 from ..transport import Federation, Payload
@@ -20,25 +20,31 @@ from ..transport import Federation, Payload
 STATE = "scalar_fl"
 
 
+def _params(s: Settings) -> ScalarFlParams:
+    return method_params(s, ScalarFlParams)
+
+
 def _spec(s: Settings) -> scalar_fl.Spec:
+    cfg = _params(s)
     return scalar_fl.Spec(
-        lr=param(s, "lr", float),
-        local_steps=param(s, "local_steps", int),
-        perturbations=param(s, "perturbations", int),
-        rule=param(s, "rule", str),
-        nu=param(s, "nu", float),
-        eps=param(s, "eps", float),
-        weight_decay=param(s, "weight_decay", float),
+        lr=cfg.lr,
+        local_steps=cfg.local_steps,
+        perturbations=cfg.perturbations,
+        rule=cfg.rule,
+        nu=cfg.nu,
+        eps=cfg.eps,
+        weight_decay=cfg.weight_decay,
     )
 
 
 def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
+    cfg = _params(s)
     spec = _spec(s)
     p = problems.problem(s)
-    per_round = param(s, "per_round", int) or s.clients
+    per_round = cfg.per_round or s.clients
     if not 1 <= per_round <= s.clients:
         raise ConfigError(f"scalar_fl.per_round must be in 1..={s.clients}, got {per_round}")
-    bound = param(s, "staleness_bound", int)
+    bound = cfg.staleness_bound
     server = scalar_fl.Server(
         spec, p.init_params(s.seed), s.clients, None if bound < 0 else bound, seed=s.seed
     )
@@ -96,17 +102,19 @@ def hello(state: State, node: Node, s: Settings) -> Payload:
 
 
 def _client(node: Node, s: Settings) -> scalar_fl.Client:
+    cfg = _params(s)
     p = problems.problem(s)
     return scalar_fl.Client(
         node.party,
         _spec(s),
         p.init_params(s.seed),
-        mu=param(s, "mu", float),
-        difference=param(s, "difference", str),
+        mu=cfg.mu,
+        difference=cfg.difference,
     )
 
 
 def handle(stage: str, req: Payload, state: State, node: Node, s: Settings) -> Payload:
+    cfg = _params(s)
     if stage != "round":
         raise ValueError(f"scalar_fl has no stage {stage!r}")
     p = problems.problem(s)
@@ -117,11 +125,9 @@ def handle(stage: str, req: Payload, state: State, node: Node, s: Settings) -> P
     client.receive(req["catch_up"])
     # Saved before the local steps: what the client holds is the round's start.
     state.put(STATE, client.state, durable=True)
-    size = param(s, "batch_size", int)
+    size = cfg.batch_size
     r = int(req["round"])
-    batches = [
-        problems.batch(p, s, node.party, r, k, size) for k in range(param(s, "local_steps", int))
-    ]
+    batches = [problems.batch(p, s, node.party, r, k, size) for k in range(cfg.local_steps)]
     reply = client.local_update(req["plan"], lambda k, x: p.loss(x, batches[k]))
     return {"reply": reply, "round": client.round}
 

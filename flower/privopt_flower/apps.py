@@ -21,7 +21,7 @@ from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp
 
 from . import config, inprocess
-from .clientapp import answer
+from .clientapp import answer, register_stages
 from .serverapp import run as run_server
 from .task import DataFn, EvaluateFn, LossFn, ModelFn, TestFn, TorchTask, cross_entropy
 
@@ -88,10 +88,10 @@ class Task:
         """The ClientApp: one privopt client per SuperNode, party = ``partition-id``."""
         app = ClientApp()
 
-        @app.query()
         def query(msg: Message, context: Context) -> Message:
             return answer(msg, context, lambda c: self.settings(c.run_config))
 
+        register_stages(app, query)
         return app
 
     def server_app(self) -> ServerApp:

@@ -12,8 +12,9 @@ from flwr.app import ConfigRecord, Context, Error, Message, RecordDict
 from flwr.clientapp import ClientApp
 
 from . import config, roles
+from .methods import STAGES
 from .node import Node, State
-from .transport import RECORD
+from .transport import RECORD, message_type
 
 app = ClientApp()
 
@@ -67,9 +68,17 @@ def die_if_told(s: config.Settings, node: Node, request: Mapping[str, object]) -
         os.killpg(os.getpgid(0), signal.SIGKILL)
 
 
-@app.query()
 def query(msg: Message, context: Context) -> Message:
     return answer(msg, context, lambda c: config.parse(c.run_config))
+
+
+def register_stages(client_app: ClientApp, handler: Callable[[Message, Context], Message]) -> None:
+    """Routes every stage's message type (``query.<stage>``) to ``handler``."""
+    for stage in STAGES:
+        client_app.query(stage)(handler)
+
+
+register_stages(app, query)
 
 
 def answer(
@@ -80,6 +89,10 @@ def answer(
         node = node_of(context)
         s = settings_of(context)
         request = dict(msg.content[RECORD])
+        if msg.metadata.message_type != message_type(str(request.get("stage"))):
+            raise ValueError(
+                f"a {msg.metadata.message_type} message carries stage {request.get('stage')!r}"
+            )
         die_if_told(s, node, request)
         reply = roles.client_handle(request, ContextState(context, node), node, s)
         return Message(RecordDict({RECORD: ConfigRecord(reply)}), reply_to=msg)

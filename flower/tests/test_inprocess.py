@@ -308,3 +308,38 @@ def test_an_out_dir_that_cannot_be_written_fails_before_the_first_round(dome_con
         inprocess.run({**dome_config, "out-dir": str(blocked / "run")})
     with pytest.raises(config.ConfigError, match="dome.max_epsilon must be >= 0"):
         inprocess.run({**dome_config, "dome.max_epsilon": -1.0})
+
+
+def test_a_message_whose_type_is_not_its_stage_is_refused(scalar_config):
+    # Each stage travels as Flower message type "query.<stage>" and the client checks that the
+    # type and the stage inside agree, so mods and logs can trust the type.
+    from flwr.app import ConfigRecord, Context, Message, RecordDict
+
+    from loopback import set_task_identity
+    from privopt_flower import clientapp, methods
+    from privopt_flower.transport import RECORD, message_type
+
+    set_task_identity()  # a Message needs the run id a Flower process sets
+
+    assert {"hello", "round", "advertise", "unmask", "decrypt", "step"} <= set(methods.STAGES)
+    s = config.parse({**config.defaults(), **scalar_config})
+
+    def ask(kind: str, stage: str) -> Message:
+        msg = Message(
+            RecordDict({RECORD: ConfigRecord({"stage": stage})}),
+            dst_node_id=7,
+            message_type=kind,
+        )
+        context = Context(
+            run_id=1,
+            node_id=7,
+            node_config={"partition-id": 0, "num-partitions": s.clients},
+            state=RecordDict(),
+            run_config={},
+        )
+        return clientapp.answer(msg, context, lambda _: s)
+
+    hello = ask(message_type("hello"), "hello")
+    assert not hello.has_error() and hello.content[RECORD]["party"] == 0
+    wrong = ask(message_type("hello"), "round")
+    assert wrong.has_error() and "query.hello message carries stage 'round'" in wrong.error.reason

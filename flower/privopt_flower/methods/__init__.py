@@ -16,6 +16,9 @@ from . import dome, dpfhe, eezofl, pdsgd, scalar_fl
 class Method(Protocol):
     """What the app needs of a method's module."""
 
+    # The stages its server sends (each a Flower message type ``query.<stage>``).
+    STAGES: tuple[str, ...]
+
     def serve(self, fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
         """Runs the server side to the end; returns the run's summary numbers."""
         ...
@@ -36,3 +39,6 @@ MODULES: dict[str, Method] = {
     "pdsgd": pdsgd,
     "dpfhe": dpfhe,
 }
+
+# Every stage a client may be sent: the greeting, then each method's own.
+STAGES: tuple[str, ...] = ("hello", *sorted({st for m in MODULES.values() for st in m.STAGES}))

@@ -38,6 +38,8 @@ from ..results import Report
 from ..transport import Exchange, Federation, Payload
 
 STATE = "secagg"
+# The stages the server sends, in order; each travels as Flower message type "query.<stage>".
+STAGES: tuple[str, ...] = ("advertise", "share", "mask", "unmask")
 MIN_CLIENTS = 3
 
 

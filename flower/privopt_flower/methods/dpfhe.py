@@ -28,6 +28,9 @@ from ..transport import Federation, Payload
 OWNER = "dpfhe-owner"
 DATA_OWNER = 0
 
+# The stages the server sends, in order; each travels as Flower message type "query.<stage>".
+STAGES: tuple[str, ...] = ("setup", "step", "refresh", "evaluate")
+
 
 def _params(s: Settings) -> DpfheParams:
     return method_params(s, DpfheParams)

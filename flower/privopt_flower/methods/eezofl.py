@@ -27,6 +27,8 @@ from ..results import Report
 from ..transport import Federation, Payload
 
 STATE = "eezofl"
+# The stages the server sends, in order; each travels as Flower message type "query.<stage>".
+STAGES: tuple[str, ...] = ("setup", "key", "encrypt", "decrypt")
 # A ring of the HE standard's 128-bit table: n = 4096, log Q = 109.
 PRIME_BITS = (37, 36, 36)
 

@@ -28,6 +28,9 @@ from ..transport import Federation, Payload
 
 AGENT, MODEL, QUANTIZED = "pdsgd-agent", "pdsgd-x", "pdsgd-q"
 
+# The stages the server sends, in order; each travels as Flower message type "query.<stage>".
+STAGES: tuple[str, ...] = ("setup", "neighbours", "initiate", "respond", "finish")
+
 
 def _params(s: Settings) -> PdsgdParams:
     return method_params(s, PdsgdParams)

@@ -18,6 +18,8 @@ from ..results import Report
 from ..transport import Federation, Payload
 
 STATE = "scalar_fl"
+# The stages the server sends, in order; each travels as Flower message type "query.<stage>".
+STAGES: tuple[str, ...] = ("round",)
 
 
 def _params(s: Settings) -> ScalarFlParams:

@@ -78,7 +78,7 @@ def make(directory: str | os.PathLike[str], nodes: int, hosts: list[str]) -> Cre
         raise ValueError("the SuperLink certificate needs at least one host name or address")
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     until = now + datetime.timedelta(days=VALID_DAYS)
 
     ca_key = ec.generate_private_key(ec.SECP384R1())

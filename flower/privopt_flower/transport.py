@@ -144,7 +144,7 @@ class FlowerFederation(Federation):
         ]
         # Not Grid.send_and_receive: on a deployment's Grid (Flower 1.41) it pulls every 3 s,
         # which would add up to 3 s to every stage; this loop pulls every `poll_interval`.
-        ids = dict(zip(self._grid.push_messages(messages), by_node))
+        ids = dict(zip(self._grid.push_messages(messages), by_node, strict=True))
         pending = {i for i in ids if i}
         replies: dict[int, Payload] = {}
         errors: dict[int, str] = {node: "not delivered" for i, node in ids.items() if not i}

@@ -314,8 +314,8 @@ def test_a_message_whose_type_is_not_its_stage_is_refused(scalar_config):
     # Each stage travels as Flower message type "query.<stage>" and the client checks that the
     # type and the stage inside agree, so mods and logs can trust the type.
     from flwr.app import ConfigRecord, Context, Message, RecordDict
-
     from loopback import set_task_identity
+
     from privopt_flower import clientapp, methods
     from privopt_flower.transport import RECORD, message_type
 

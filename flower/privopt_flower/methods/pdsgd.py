@@ -89,6 +89,13 @@ def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
             report.event(f"{name}: party {c} missing ({why})")
         return ex.replies
 
+    def paired(name: str, party: int, ids: list[Any], items: list[Any]) -> list[tuple[Any, Any]]:
+        # A reply whose lists disagree in length is dropped whole, not cut to the shorter.
+        if len(ids) != len(items):
+            report.event(f"{name}: party {party} sent {len(items)} items for {len(ids)} ids")
+            return []
+        return list(zip(ids, items, strict=True))
+
     agents = fed.present()
     keys = stage("setup", {c: {"round": 0, "max_degree": max_degree} for c in agents})
     stage(
@@ -107,7 +114,7 @@ def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
         sent = stage("initiate", {c: {"round": k} for c in alive})
         inbox: dict[int, tuple[list[int], list[bytes]]] = {c: ([], []) for c in alive}
         for i, reply in sent.items():
-            for j, req in zip(reply["to"], reply["requests"]):
+            for j, req in paired("initiate", i, reply["to"], reply["requests"]):
                 if j in inbox:
                     inbox[j][0].append(i)
                     inbox[j][1].append(req)
@@ -116,7 +123,7 @@ def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
         )
         outbox: dict[int, list[bytes]] = {i: [] for i in sent}
         for j, reply in answered.items():
-            for i, resp in zip(inbox[j][0], reply["responses"]):
+            for i, resp in paired("respond", j, inbox[j][0], reply["responses"]):
                 if i in outbox:
                     outbox[i].append(resp)
         evaluate = s.evaluates(k)

@@ -344,7 +344,7 @@ fn print_recorded_peers(ours: &[Measurement]) -> Result<()> {
 
 /// Peer libraries timed side by side with a suite: (suite, Python module, script). The script
 /// prints one `{"name", "median_ns"}` JSON object per line, named like privopt's cases.
-const PEERS: &[(&str, &str, &str)] = &[("paillier", "phe", include_str!("peers/paillier.py"))];
+const PEERS: &[(&str, &str, &str)] = &[("paillier", "phe", include_str!("../peers/paillier.py"))];
 
 /// Runs the peer script of `suite` with `python`, or says in one line why it was skipped.
 fn run_peer(suite: &str, python: &Path, runs: usize) -> Result<Vec<Measurement>> {

@@ -106,6 +106,12 @@ def test_every_method_reads_its_table_into_typed_settings_once():
         keys = {k.split(".", 1)[1] for k in base if k.startswith(f"{method}.")}
         assert keys == {f.name for f in dataclasses.fields(cls)}, method
     assert config.parse({**base, "method": "dome"}).params.lr == base["dome.lr"]
+    # DOME's defaults come from one place, the Rust crate, through the binding.
+    from privopt.protocols.dome import DEFAULTS
+
+    assert set(DEFAULTS) >= {"lr", "beta1", "beta2", "corrupt_rate", "dropout_rate"}
+    for key, value in DEFAULTS.items():
+        assert base[f"dome.{key}"] == value, key
     with pytest.raises(config.ConfigError, match="dome.sketch must be one of learned"):
         config.parse({**base, "method": "dome", "dome.sketch": "pca"})
     with pytest.raises(config.ConfigError, match="scalar_fl.rule must be one of"):

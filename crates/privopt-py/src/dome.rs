@@ -5,7 +5,7 @@
 use numpy::PyArray1;
 use privopt_math::sample::secret_rng;
 use privopt_protocols::Message;
-use privopt_protocols::dome::Basis;
+use privopt_protocols::dome::{Basis, defaults};
 use privopt_protocols::dome::{
     BasisAssembler, BasisChunk, DomeServer, RoundBroadcast, ServerSettings, Sketch, SketchKind,
     basis_chunks, quantizer, release,
@@ -53,8 +53,9 @@ pub struct PyServer {
 impl PyServer {
     #[new]
     #[pyo3(signature = (
-        w0, k, clip, noise_total, lr = 1e-3, beta1 = 0.9, beta2 = 0.999, gamma_prime = 1e-6,
-        sketch = "learned", energy = 0.9, seed = None, noise_floor = None
+        w0, k, clip, noise_total, lr = defaults::LR, beta1 = defaults::BETA1,
+        beta2 = defaults::BETA2, gamma_prime = defaults::GAMMA_PRIME, sketch = "learned",
+        energy = defaults::ENERGY, seed = None, noise_floor = None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -215,6 +216,20 @@ fn client_release<'py>(
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyServer>()?;
+    let d = pyo3::types::PyDict::new(m.py());
+    for (key, value) in [
+        ("lr", defaults::LR),
+        ("beta1", defaults::BETA1),
+        ("beta2", defaults::BETA2),
+        ("gamma_prime", defaults::GAMMA_PRIME),
+        ("energy", defaults::ENERGY),
+        ("delta", defaults::DELTA),
+        ("dropout_rate", defaults::DROPOUT_RATE),
+        ("corrupt_rate", defaults::CORRUPT_RATE),
+    ] {
+        d.set_item(key, value)?;
+    }
+    m.add("DEFAULTS", d)?;
     m.add_function(wrap_pyfunction!(client_release, m)?)?;
     Ok(())
 }

@@ -4,6 +4,8 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+DEFAULTS: dict[str, float]
+
 class Server:
     def __init__(
         self,

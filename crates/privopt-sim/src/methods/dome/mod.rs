@@ -33,8 +33,8 @@ use privopt_math::SeedTree;
 use privopt_ml::data::Dataset;
 use privopt_protocols::Message;
 use privopt_protocols::dome::{
-    DomeServer, RoundBroadcast, ServerSettings, Sketch, SketchKind, basis_wire_bytes, quantizer,
-    release_many,
+    DomeServer, RoundBroadcast, ServerSettings, Sketch, SketchKind, basis_wire_bytes, defaults,
+    quantizer, release_many,
 };
 use privopt_secagg::simulation::{Dropouts, run_round};
 use privopt_secagg::{
@@ -100,8 +100,8 @@ pub struct SecAggSettings {
 impl Default for SecAggSettings {
     fn default() -> Self {
         Self {
-            dropout_rate: 0.1,
-            corrupt_rate: 0.05,
+            dropout_rate: defaults::DROPOUT_RATE,
+            corrupt_rate: defaults::CORRUPT_RATE,
         }
     }
 }
@@ -209,16 +209,16 @@ pub struct DomeConfig {
 }
 
 fn default_delta() -> f64 {
-    1e-5
+    defaults::DELTA
 }
 fn default_beta1() -> f64 {
-    0.9
+    defaults::BETA1
 }
 fn default_beta2() -> f64 {
-    0.999
+    defaults::BETA2
 }
 fn default_energy() -> f64 {
-    0.9
+    defaults::ENERGY
 }
 
 impl DomeConfig {

@@ -114,7 +114,7 @@ def test_the_stub_shows_the_rust_defaults():
     server = next(
         n for n in ast.parse(stub.read_text()).body if isinstance(n, ast.ClassDef) and n.name == "Server"
     )
-    init = next(n for n in server.body if isinstance(n, ast.FunctionDef) and n.name == "__init__")
+    init = next(n for n in server.body if isinstance(n, ast.FunctionDef) and n.name == "__new__")
     args = init.args.args[-len(init.args.defaults) :]
     shown = {a.arg: ast.literal_eval(d) for a, d in zip(args, init.args.defaults)}
     for key in ("lr", "beta1", "beta2", "gamma_prime", "energy"):

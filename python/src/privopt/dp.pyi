@@ -1,5 +1,7 @@
 from typing import Literal
 
+__all__ = ["epsilon", "noise_multiplier"]
+
 Sampling = Literal["poisson", "without_replacement", "full"]
 AccountantName = Literal["rdp", "rdp_classic", "zcdp"]
 

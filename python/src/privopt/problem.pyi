@@ -1,18 +1,21 @@
 from collections.abc import Mapping
 from os import PathLike
-from typing import Any
+from typing import Any, final
 
 import numpy as np
 import numpy.typing as npt
 
+__all__ = ["Problem"]
+
+@final
 class Problem:
-    def __init__(
-        self,
+    def __new__(
+        cls,
         data: Mapping[str, Any],
         model: Mapping[str, Any],
         data_dir: str | PathLike[str] | None = None,
         seed: int = 0,
-    ) -> None: ...
+    ) -> Problem: ...
     @property
     def clients(self) -> int: ...
     @property

@@ -1,8 +1,12 @@
 from collections.abc import Sequence
+from typing import final
 
 import numpy as np
 import numpy.typing as npt
 
+__all__ = ["GraphParameters", "Graph", "Quantizer", "Client", "Server", "parameters"]
+
+@final
 class GraphParameters:
     clients: int
     degree: int
@@ -12,6 +16,7 @@ def parameters(
     clients: int, dropout_rate: float = 0.1, corrupt_rate: float = 0.1
 ) -> GraphParameters: ...
 
+@final
 class Graph:
     @staticmethod
     def complete(n: int) -> Graph: ...
@@ -22,8 +27,9 @@ class Graph:
     def __len__(self) -> int: ...
     def neighbours(self, client: int) -> list[int]: ...
 
+@final
 class Quantizer:
-    def __init__(self, clip: float, max_summands: int) -> None: ...
+    def __new__(cls, clip: float, max_summands: int) -> Quantizer: ...
     @property
     def clip(self) -> float: ...
     @property
@@ -32,16 +38,17 @@ class Quantizer:
     def decode_sum(self, total: npt.NDArray[np.uint32]) -> npt.NDArray[np.float64]: ...
     def sum_error_bound(self, summands: int) -> float: ...
 
+@final
 class Client:
-    def __init__(
-        self,
+    def __new__(
+        cls,
         session: bytes,
         round: int,
         id: int,
         neighbours: Sequence[int],
         threshold: int,
         vector_len: int,
-    ) -> None: ...
+    ) -> Client: ...
     @property
     def advertisement(self) -> bytes: ...
     @property
@@ -56,10 +63,11 @@ class Client:
     def unmask(self, message: bytes) -> bytes: ...
     def handle(self, message: bytes, input: npt.NDArray[np.uint32] | None = None) -> bytes: ...
 
+@final
 class Server:
-    def __init__(
-        self, session: bytes, round: int, graph: Graph, threshold: int, vector_len: int
-    ) -> None: ...
+    def __new__(
+        cls, session: bytes, round: int, graph: Graph, threshold: int, vector_len: int
+    ) -> Server: ...
     @property
     def stage(self) -> str: ...
     def receive(self, message: bytes) -> None: ...

@@ -1,14 +1,17 @@
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, final
 
 import numpy as np
 import numpy.typing as npt
 
+__all__ = ["DEFAULTS", "Server", "release"]
+
 DEFAULTS: dict[str, float]
 
+@final
 class Server:
-    def __init__(
-        self,
+    def __new__(
+        cls,
         w0: npt.ArrayLike,
         k: int,
         clip: float,
@@ -21,7 +24,7 @@ class Server:
         energy: float = 0.9,
         seed: int | None = None,
         noise_floor: float | None = None,
-    ) -> None: ...
+    ) -> Server: ...
     @property
     def model(self) -> npt.NDArray[np.float64]: ...
     @property

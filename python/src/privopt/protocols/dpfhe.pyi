@@ -1,14 +1,17 @@
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, final
 
 import numpy as np
 import numpy.typing as npt
 
 from ..ckks import Context
 
+__all__ = ["Circuit", "DataOwner", "ComputeServer"]
+
+@final
 class Circuit:
-    def __init__(
-        self,
+    def __new__(
+        cls,
         ctx: Context,
         d: int,
         batch: int,
@@ -17,12 +20,13 @@ class Circuit:
         sigmoid_bound: float = 8.0,
         barrier: tuple[float, float, float, int] | None = None,
         clip: tuple[float, float] | None = None,
-    ) -> None: ...
+    ) -> Circuit: ...
     @property
     def block(self) -> int: ...
 
+@final
 class DataOwner:
-    def __init__(self, ctx: Context, circuit: Circuit) -> None: ...
+    def __new__(cls, ctx: Context, circuit: Circuit) -> DataOwner: ...
     def save(self) -> bytes: ...
     @staticmethod
     def restore(ctx: Context, circuit: Circuit, state: bytes) -> DataOwner: ...
@@ -36,15 +40,16 @@ class DataOwner:
     @property
     def refreshes(self) -> int: ...
 
+@final
 class ComputeServer:
-    def __init__(
-        self,
+    def __new__(
+        cls,
         ctx: Context,
         circuit: Circuit,
         relin_key: bytes,
         galois_keys: Sequence[bytes],
         threads: int = 1,
-    ) -> None: ...
+    ) -> ComputeServer: ...
     def begin_step(self, weights: bytes, step: bytes) -> None: ...
     def advance(self) -> tuple[Literal["refresh", "done"], bytes]: ...
     def resume(self, reply: bytes) -> None: ...

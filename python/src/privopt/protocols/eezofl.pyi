@@ -1,4 +1,5 @@
 from collections.abc import Sequence
+from typing import final
 
 import numpy as np
 import numpy.typing as npt
@@ -6,8 +7,11 @@ import numpy.typing as npt
 from ..ckks import Params
 from ..ckks.multiparty import CommonPoly
 
+__all__ = ["Device", "Server", "direction", "perturb"]
+
+@final
 class Device:
-    def __init__(self, id: int, params: Params, crs: CommonPoly) -> None: ...
+    def __new__(cls, id: int, params: Params, crs: CommonPoly) -> Device: ...
     @property
     def id(self) -> int: ...
     def save(self) -> bytes: ...
@@ -19,10 +23,11 @@ class Device:
     def encrypt(self, round: int, x: float) -> bytes: ...
     def decryption_share(self, sum: bytes) -> bytes: ...
 
+@final
 class Server:
-    def __init__(
-        self, params: Params, crs: CommonPoly, members: Sequence[int], key_shares: Sequence[bytes]
-    ) -> None: ...
+    def __new__(
+        cls, params: Params, crs: CommonPoly, members: Sequence[int], key_shares: Sequence[bytes]
+    ) -> Server: ...
     @property
     def relay(self) -> bytes: ...
     @property

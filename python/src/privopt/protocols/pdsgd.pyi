@@ -1,8 +1,13 @@
+from typing import final
+
 import numpy as np
 import numpy.typing as npt
 
+__all__ = ["Agent"]
+
+@final
 class Agent:
-    def __init__(self, id: int, bits: int = 2048, insecure: bool = False) -> None: ...
+    def __new__(cls, id: int, bits: int = 2048, insecure: bool = False) -> Agent: ...
     @property
     def id(self) -> int: ...
     def save(self) -> bytes: ...

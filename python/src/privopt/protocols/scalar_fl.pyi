@@ -1,12 +1,15 @@
 from collections.abc import Callable, Sequence
-from typing import Literal
+from typing import Literal, final
 
 import numpy as np
 import numpy.typing as npt
 
+__all__ = ["Spec", "Server", "Client", "Catch", "Participant"]
+
+@final
 class Spec:
-    def __init__(
-        self,
+    def __new__(
+        cls,
         lr: float,
         local_steps: int = 1,
         perturbations: int = 1,
@@ -14,7 +17,7 @@ class Spec:
         nu: float = 0.01,
         eps: float = 1e-8,
         weight_decay: float = 0.0,
-    ) -> None: ...
+    ) -> Spec: ...
     @property
     def scalars_per_round(self) -> int: ...
     @property
@@ -26,15 +29,16 @@ class Spec:
     @property
     def rule(self) -> Literal["decomfl", "hiso"]: ...
 
+@final
 class Server:
-    def __init__(
-        self,
+    def __new__(
+        cls,
         spec: Spec,
         x0: npt.ArrayLike,
         clients: int,
         staleness_bound: int | None = None,
         seed: int | None = None,
-    ) -> None: ...
+    ) -> Server: ...
     @property
     def x(self) -> npt.NDArray[np.float64]: ...
     @property
@@ -47,15 +51,16 @@ class Server:
     def receive(self, message: bytes) -> None: ...
     def finish_round(self) -> list[int]: ...
 
+@final
 class Client:
-    def __init__(
-        self,
+    def __new__(
+        cls,
         id: int,
         spec: Spec,
         x0: npt.ArrayLike,
         mu: float = 1e-3,
         difference: Literal["forward", "central"] = "forward",
-    ) -> None: ...
+    ) -> Client: ...
     @property
     def id(self) -> int: ...
     @property
@@ -69,6 +74,7 @@ class Client:
         self, plan: bytes, loss: Callable[[int, npt.NDArray[np.float64]], float]
     ) -> bytes: ...
 
+@final
 class Catch:
     @property
     def kind(self) -> Literal["up_to_date", "replay", "full"]: ...
@@ -79,8 +85,9 @@ class Catch:
     @property
     def h(self) -> npt.NDArray[np.float64] | None: ...
 
+@final
 class Participant:
-    def __init__(self, id: int, spec: Spec, dim: int, round: int = 0) -> None: ...
+    def __new__(cls, id: int, spec: Spec, dim: int, round: int = 0) -> Participant: ...
     @property
     def id(self) -> int: ...
     @property

@@ -18,12 +18,12 @@ roles as :mod:`privopt.protocols`):
 
 from __future__ import annotations
 
-try:
-    import torch as _torch  # noqa: F401
-except ImportError as e:  # pragma: no cover - exercised only without the extra
+import importlib.util
+
+if importlib.util.find_spec("torch") is None:  # pragma: no cover - only without the extra
     raise ImportError(
         'privopt.torch needs PyTorch: pip install "privopt[torch]" (or pip install torch)'
-    ) from e
+    )
 
 from ._params import ParameterSet, Selection
 from .dome import DomeClient, DomeServer

@@ -105,7 +105,7 @@ fn gaussian(d: usize, k: usize, rng: &mut impl Rng) -> Mat<f64> {
 impl Sketch {
     /// `S_0`: an orthonormalized Gaussian d × k matrix (identity for `Identity`). The rank
     /// must be in `1..=d` (a d × k matrix with k > d has no orthonormal columns), and `d · k`
-    /// at most [`MAX_SKETCH_ENTRIES`].
+    /// at most `MAX_SKETCH_ENTRIES`.
     pub fn new(kind: SketchKind, d: usize, k: usize, rng: &mut impl Rng) -> Result<Self> {
         check_param(d >= 1, || "the model has no parameters to sketch".into())?;
         let (k, s) = match kind {

@@ -88,7 +88,7 @@ impl Server {
     }
 
     /// Refuses replies with a scalar beyond `±bound` (naming the client) instead of averaging
-    /// it in; [`DEFAULT_SCALAR_BOUND`] until set.
+    /// it in; `DEFAULT_SCALAR_BOUND` until set.
     pub fn set_scalar_bound(&mut self, bound: f32) -> Result<()> {
         check_param(bound.is_finite() && bound > 0.0, || {
             format!("the scalar bound must be finite and > 0, got {bound}")

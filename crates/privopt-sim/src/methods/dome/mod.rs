@@ -6,7 +6,7 @@
 //! of variance `a² = n·E·σ²·C²/B` (σ from Thm 3.3, `n` examples per client) and submit the
 //! k-vector to a real SecAgg+ round ([`privopt_secagg`]). The server decompresses
 //! `ĝ = S·sum/B + m̂`, takes a bias-corrected Adam step whose second moment is debiased by the
-//! known noise (Lemma 3.2), and updates the sketch (Alg. 2, [`sketch`]).
+//! known noise (Lemma 3.2), and updates the sketch (Alg. 2, `privopt_protocols::dome::Sketch`).
 //!
 //! Variants share all of this and differ only in the sketch: `dome`, `dome_noprobe` (the
 //! streaming-PCA basis without probes), `random_sketch` (fixed random subspace), `dp_full`

@@ -16,7 +16,7 @@ use crate::error::{Result, SimError};
 pub const PAPER_DATASETS: &[&str] = &["mnist", "adult", "compas", "credit"];
 
 /// A built-in task that needs no download (for the quickstart and smoke runs): a planted
-/// logistic model with [`SYNTHETIC_FEATURES`] Gaussian features, scaled into [−1, 1] like MNIST.
+/// logistic model with `SYNTHETIC_FEATURES` Gaussian features, scaled into [−1, 1] like MNIST.
 pub const SYNTHETIC_DATASET: &str = "synthetic";
 
 /// Features of the built-in task (16 with the bias: one packing block of 16 slots).

@@ -60,6 +60,8 @@ def read_table(cls: type[P], table: Mapping[str, Any], where: str) -> P:
     """The frozen dataclass ``cls`` from a run-config table: each field read with its annotated
     type (an int where a float is declared is widened), every field required (the app's
     pyproject.toml gives each its default), and a key the class does not declare refused."""
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{where.rstrip('.')} must be a table of settings, got {table!r}")
     hints = get_type_hints(cls)
     names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
     unknown = sorted(set(table) - set(names))

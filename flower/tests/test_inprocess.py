@@ -118,6 +118,8 @@ def test_every_method_reads_its_table_into_typed_settings_once():
         config.parse({**base, "scalar_fl.rule": "fedzo"})
     with pytest.raises(config.ConfigError, match="dome.k must be int"):
         config.parse({**base, "method": "dome", "dome.k": 2.5})
+    with pytest.raises(config.ConfigError, match="pdsgd must be a table"):
+        config.parse({"method": "pdsgd", "pdsgd": 3, "rounds": 1, "clients": 2})
 
 
 def test_eezofl_learns_from_one_encrypted_scalar_per_device(eezofl_config):

@@ -93,8 +93,8 @@ pub enum Misbehavior {
     NotParticipant,
     /// A message meant for another party.
     Misaddressed,
-    /// A second message where the protocol allows one (a second reply, a second decryption
-    /// share).
+    /// A second message where the protocol allows only one (a second reply, a second
+    /// decryption share).
     Duplicate,
     /// A message of the wrong shape: count, dimension, key or layout.
     Malformed,

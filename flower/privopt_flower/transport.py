@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -172,7 +172,3 @@ def message_type(stage: str) -> str:
     ClientApp's mods see which stage a message is)."""
     return f"query.{stage}"
 
-
-def only(requests: Iterable[int], payload: Payload) -> dict[int, Payload]:
-    """The same request for every party."""
-    return {p: dict(payload) for p in requests}

@@ -503,11 +503,8 @@ impl Suite for EezoflSuiteConfig {
                 .map(|r| group.iter().map(|t| t.losses[r]).sum::<f64>() / group.len() as f64)
                 .collect();
             let collapsed = accs.iter().filter(|&&a| a < self.collapse_below).count();
-            let label = key.label();
-            curves.push((format!("{}/{label}", key.figure()), curve.clone()));
             groups.push(RunGroup {
                 key,
-                label,
                 accuracy_by_seed: by_seed,
                 accuracy_mean: mean,
                 accuracy_std: std,
@@ -516,6 +513,7 @@ impl Suite for EezoflSuiteConfig {
                     / group.len() as f64,
                 final_loss: curve.last().copied(),
             });
+            curves.push((format!("{}/{}", key.figure(), key.label()), curve));
         }
         let rows = curves.iter().map(|(_, c)| c.len()).max().unwrap_or(0);
         for r in 0..rows {
@@ -632,10 +630,8 @@ impl Suite for EezoflSuiteConfig {
 /// The runs of one label (an aggregation at one σ) over the seeds.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RunGroup {
-    /// The aggregation and σ of these runs.
+    /// The aggregation and σ of these runs (named in summaries by [`GroupKey::label`]).
     pub key: GroupKey,
-    /// The key's label (`he4096_sigma1`, `noenc_sigma10`, `zf_sigma1`, `digital`, …).
-    pub label: String,
     /// Test accuracy of each seed's run.
     pub accuracy_by_seed: Vec<(u64, f64)>,
     /// Their mean.
@@ -763,7 +759,7 @@ impl EezoflSuiteReport {
         };
         note("training_runs_seconds".into(), self.training_runs_seconds);
         for g in &self.groups {
-            let label = &g.label;
+            let label = g.key.label();
             for &(seed, acc) in &g.accuracy_by_seed {
                 note(format!("acc_{label}_seed{seed}"), acc);
             }

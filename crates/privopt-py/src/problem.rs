@@ -8,6 +8,7 @@ use numpy::{PyArray1, PyArray2};
 use privopt_data::problem::{DataConfig, Problem};
 use privopt_math::SeedTree;
 use privopt_ml::model::ModelSpec;
+use privopt_sim::methods::scalar_fl::local_batch;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use rand::SeedableRng;
@@ -124,6 +125,37 @@ impl PyProblem {
             ))
         })?;
         Ok(array(py, idx.iter().map(|&i| i as u64).collect()))
+    }
+
+    /// The minibatches (indices into the training set) client ``client`` trains on in the
+    /// ``local_steps`` local steps of ``round`` in a ``privopt run`` of method ``scalar_fl``
+    /// with this ``seed`` and ``batch_size`` (0: all its examples), so a Python driver can
+    /// replay that run.
+    #[pyo3(signature = (client, round, *, local_steps, batch_size, seed))]
+    fn scalar_fl_batches<'py>(
+        &self,
+        py: Python<'py>,
+        client: usize,
+        round: u64,
+        local_steps: usize,
+        batch_size: usize,
+        seed: u64,
+    ) -> PyResult<Vec<Bound<'py, PyArray1<u64>>>> {
+        let pool = self.0.clients.get(client).ok_or_else(|| {
+            errors::parameter(format!(
+                "client {client} is not below the {} clients",
+                self.0.clients.len()
+            ))
+        })?;
+        privopt_math::limits::count("local_steps", local_steps as u64, 1 << 16)
+            .map_err(errors::parameter)?;
+        let seeds = SeedTree::new(seed);
+        Ok((0..local_steps)
+            .map(|k| {
+                let batch = local_batch(pool, batch_size, &seeds, round, client, k);
+                array(py, batch.into_iter().map(|i| i as u64).collect())
+            })
+            .collect())
     }
 
     /// The training examples ``indices``: features (one row each) and labels.

@@ -5,6 +5,7 @@ use std::sync::Mutex;
 
 use numpy::PyArray1;
 use numpy::{PyReadonlyArray1, PyReadwriteArray1};
+use privopt_math::SeedTree;
 use privopt_math::sample::secret_rng;
 use privopt_ml::zo::Difference;
 use privopt_protocols::Message;
@@ -12,9 +13,9 @@ use privopt_protocols::scalar_fl::{
     Catch, CatchUp, Client, Invitation, ModelState, Participant, Probe, ReplaySpec, Reply,
     RoundPlan, Rule, Scratch, Server, apply_record, load_preconditioner, perturb, step_delta,
 };
+use privopt_sim::methods::scalar_fl::plan_rng;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 
 use crate::errors;
@@ -119,15 +120,24 @@ fn bytes<'py>(py: Python<'py>, message: &impl Message) -> Bound<'py, PyBytes> {
 #[pyclass(module = "privopt.protocols.scalar_fl", name = "Server")]
 pub struct PyServer {
     server: Server,
-    rng: ChaCha20Rng,
+    plans: PlanSource,
     accepted: Vec<Reply>,
+}
+
+/// Where the round plans' randomness comes from.
+enum PlanSource {
+    /// A run's seed: round `r` draws from the stream `privopt run` gives it.
+    Run(SeedTree),
+    /// The operating system's randomness.
+    Secret(Box<ChaCha20Rng>),
 }
 
 #[pymethods]
 impl PyServer {
     /// A server for ``clients`` clients starting from ``x0``. A client more than
     /// ``staleness_bound`` rounds behind gets the full model instead of a replay. ``seed``
-    /// makes participant and direction sampling reproducible.
+    /// makes participant and direction sampling reproducible: round ``r`` draws the plan a
+    /// ``privopt run`` of method ``scalar_fl`` with that seed draws (unseeded: secret).
     #[new]
     #[pyo3(signature = (spec, x0, clients, staleness_bound = None, seed = None))]
     fn new(
@@ -142,7 +152,10 @@ impl PyServer {
             Server::new(spec.0, state, clients, staleness_bound).map_err(errors::protocol)?;
         Ok(Self {
             server,
-            rng: seed.map_or_else(|| secret_rng(None), ChaCha20Rng::seed_from_u64),
+            plans: match seed {
+                Some(seed) => PlanSource::Run(SeedTree::new(seed)),
+                None => PlanSource::Secret(Box::new(secret_rng(None))),
+            },
             accepted: Vec::new(),
         })
     }
@@ -171,10 +184,15 @@ impl PyServer {
         py: Python<'py>,
         per_round: usize,
     ) -> PyResult<(Bound<'py, PyBytes>, Vec<usize>)> {
-        let plan = self
-            .server
-            .begin_round(per_round, &mut self.rng)
-            .map_err(errors::protocol)?;
+        let plan = match &mut self.plans {
+            PlanSource::Run(seeds) => {
+                let round = self.server.state().round;
+                self.server
+                    .begin_round(per_round, &mut plan_rng(seeds, round))
+            }
+            PlanSource::Secret(rng) => self.server.begin_round(per_round, rng.as_mut()),
+        }
+        .map_err(errors::protocol)?;
         self.accepted.clear();
         Ok((bytes(py, &plan), plan.clients))
     }

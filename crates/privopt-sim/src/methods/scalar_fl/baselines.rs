@@ -7,7 +7,7 @@ use privopt_math::SeedTree;
 use privopt_ml::zo::gaussian_fill;
 use rayon::prelude::*;
 
-use super::{Algorithm, ScalarFlConfig, Trajectory, eval_set, evaluate, local_batch};
+use super::{Algorithm, ScalarFlConfig, Trajectory, eval_set, evaluate, local_batch, plan_rng};
 use crate::context::Progress;
 use crate::error::Result;
 use privopt_data::problem::Problem;
@@ -46,7 +46,7 @@ pub fn simulate(
     progress.start(cfg.algorithm.name(), cfg.rounds);
     for r in 0..cfg.rounds {
         // The same client sampling stream as the scalar-only server.
-        let mut rng = seeds.stream("scalar_fl/round", &[r]);
+        let mut rng = plan_rng(seeds, r);
         let mut clients = rand::seq::index::sample(&mut rng, n, cfg.clients_per_round).into_vec();
         clients.sort_unstable();
         let deltas: Vec<Vec<f64>> = clients
@@ -116,7 +116,14 @@ fn local_delta(
     let probe = cfg.probe();
     let spec = cfg.replay_spec();
     for k in 0..cfg.local_steps {
-        let batch = local_batch(problem, cfg, seeds, round, client, k);
+        let batch = local_batch(
+            &problem.clients[client],
+            cfg.batch_size,
+            seeds,
+            round,
+            client,
+            k,
+        );
         let f = |w: &[f64]| model.loss(w, &problem.train, Some(&batch));
         if cfg.algorithm == Algorithm::Fedzo {
             // ĝ = (1/P) Σ_p s_p u_p with the client's own directions.

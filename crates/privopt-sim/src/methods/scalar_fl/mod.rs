@@ -362,17 +362,25 @@ fn eval_set(problem: &Problem, examples: usize) -> Dataset {
     }
 }
 
-/// The minibatch of local step `k` of `round` for `client`.
-fn local_batch(
-    problem: &Problem,
-    cfg: &ScalarFlConfig,
+/// The randomness of round `round`'s plan (participants and seeds): a stream of its own per
+/// round, so a driver elsewhere (the Python server, a Flower app) given the run's seed draws
+/// the plans `privopt run` draws.
+pub fn plan_rng(seeds: &SeedTree, round: u64) -> impl Rng + use<> {
+    seeds.stream("scalar_fl/round", &[round])
+}
+
+/// The minibatch of local step `k` of `round` for `client`, drawn from `pool` (the client's
+/// training examples; `batch_size` 0: all of them), as `privopt run` draws it.
+pub fn local_batch(
+    pool: &[usize],
+    batch_size: usize,
     seeds: &SeedTree,
     round: u64,
     client: usize,
     k: usize,
 ) -> Vec<usize> {
     let mut rng = seeds.stream("scalar_fl/batch", &[round, client as u64, k as u64]);
-    minibatch(&problem.clients[client], cfg.batch_size, &mut rng)
+    minibatch(pool, batch_size, &mut rng)
 }
 
 /// Runs `cfg` on `problem` and returns its trajectory.
@@ -434,10 +442,7 @@ fn simulate_scalar(
     evaluate(&mut t, problem, &test, 0, &server.state().x, 0, 0)?;
     progress.start(cfg.algorithm.name(), cfg.rounds);
     for r in 0..cfg.rounds {
-        let plan = server.begin_round(
-            cfg.clients_per_round,
-            &mut seeds.stream("scalar_fl/round", &[r]),
-        )?;
+        let plan = server.begin_round(cfg.clients_per_round, &mut plan_rng(seeds, r))?;
         let mut drop_rng = seeds.stream("scalar_fl/dropout", &[r]);
         let mut jobs = Vec::with_capacity(plan.clients.len());
         for &c in &plan.clients {
@@ -461,7 +466,7 @@ fn simulate_scalar(
                     return Ok(None);
                 }
                 let batches: Vec<Vec<usize>> = (0..cfg.local_steps)
-                    .map(|k| local_batch(problem, cfg, seeds, r, c, k))
+                    .map(|k| local_batch(&problem.clients[c], cfg.batch_size, seeds, r, c, k))
                     .collect();
                 let loss = |k: usize, x: &[f64]| model.loss(x, &problem.train, Some(&batches[k]));
                 Ok(Some(client.local_update(&plan, &spec, probe, &loss)?))

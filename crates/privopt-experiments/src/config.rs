@@ -480,4 +480,54 @@ batch_size = 8
             c
         );
     }
+
+    #[test]
+    fn a_dpfhe_key_of_another_experiment_is_refused_by_name_and_the_typed_suite_round_trips() {
+        let suite = |experiment: &str, extra: &str| {
+            format!(
+                "name = \"d\"\n[suite]\nname = \"dpfhe\"\nexperiment = \"{experiment}\"\n\
+                 datasets = [\"adult\"]\n{extra}"
+            )
+        };
+        let err = |text: &str| {
+            ExperimentConfig::from_toml(text, "x.toml")
+                .unwrap_err()
+                .to_string()
+        };
+        let e = err(&suite("table3", "epsilon = 2.0\ngap_lrs = [0.1]\n"));
+        assert!(
+            e.contains("suite.epsilon, suite.gap_lrs do not apply to experiment = \"table3\""),
+            "{e}"
+        );
+        let e = err(&suite("table4", "encrypted_steps = 3\n"));
+        assert!(e.contains("suite.encrypted_steps does not apply"), "{e}");
+        assert!(err(&suite("gap", "gap_steps = []\n")).contains("suite.gap_steps must list"));
+        // δ is Fig. 4/5's too; the defaults fill in what a file leaves out, once, when read.
+        let fig4 =
+            ExperimentConfig::from_toml(&suite("divergence", "delta = 1e-6\n"), "x.toml").unwrap();
+        let Job::Suite(SuiteConfig::Dpfhe(c)) = &fig4.job else {
+            panic!("not the dpfhe suite");
+        };
+        let crate::suites::dpfhe::Experiment::Divergence(spec) = &c.experiment else {
+            panic!("not fig. 4/5: {:?}", c.experiment);
+        };
+        assert_eq!((spec.delta, spec.degree, spec.steps), (1e-6, 7, 2000));
+        for (experiment, extra) in [
+            ("divergence", "delta = 1e-6\n"),
+            ("table3", "[suite.rho]\nadult = 0.1\n"),
+            (
+                "table4",
+                "runs = 3\n[suite.table4.adult]\nsteps = 10\nlr_dpgd = 1.0\n",
+            ),
+            (
+                "encrypted",
+                "encrypted_bootstrap = \"n16\"\nencrypted_threads = [1]\n",
+            ),
+            ("gap", "gap_lrs = [0.5]\n"),
+        ] {
+            let c = ExperimentConfig::from_toml(&suite(experiment, extra), "x.toml").unwrap();
+            let again = ExperimentConfig::from_toml(&c.to_toml().unwrap(), "again").unwrap();
+            assert_eq!(again, c, "{experiment}");
+        }
+    }
 }

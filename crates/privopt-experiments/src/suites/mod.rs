@@ -142,10 +142,24 @@ impl SuiteConfig {
     /// The privacy mechanism and its parameters, in a few words (for one-line summaries).
     pub fn privacy(&self) -> String {
         match self {
-            SuiteConfig::Dpfhe(c) if c.experiment == dpfhe::Experiment::Encrypted => {
-                format!("CKKS n=2^15 128-bit, (ε={}, δ={:e})-DP", c.epsilon, c.delta)
+            SuiteConfig::Dpfhe(c) => {
+                let dp = c
+                    .experiment
+                    .privacy()
+                    .map(|p| format!("(ε={}, δ={:e})-DP", p.epsilon, p.delta));
+                match &c.experiment {
+                    dpfhe::Experiment::Encrypted(s) => format!(
+                        "CKKS {} 128-bit, {}",
+                        match s.bootstrap {
+                            None => "n=2^15 refreshed",
+                            Some(dpfhe::BootstrapChoice::N15) => "n=2^15 bootstrapped",
+                            Some(dpfhe::BootstrapChoice::N16) => "n=2^16 bootstrapped",
+                        },
+                        dp.unwrap_or_default()
+                    ),
+                    _ => dp.unwrap_or_else(|| "none (no DP noise)".into()),
+                }
             }
-            SuiteConfig::Dpfhe(c) => format!("(ε={}, δ={:e})-DP", c.epsilon, c.delta),
             SuiteConfig::Eezofl(_) => "xMK-CKKS over the air (suite)".into(),
             SuiteConfig::Hiso(_) => "seeds and scalars only (suite)".into(),
             SuiteConfig::Dome(_) => "SecAgg+ and DP over ε (suite)".into(),

@@ -10,7 +10,7 @@
 //! This is a diagnosis, not a DP procedure: the grid best is picked on the test set, for both
 //! methods alike.
 
-use super::{DpfheSuiteConfig, GapDataset, GridBest};
+use super::{DpfheSuiteConfig, GapDataset, GapSpec, GridBest};
 use privopt_sim::context::{RunContext, parallel_map};
 use privopt_sim::error::Result;
 use privopt_sim::methods::dpfhe::algorithms::{GdSpec, train};
@@ -26,19 +26,20 @@ struct Cell {
 
 impl DpfheSuiteConfig {
     /// The `gap` experiment (see the module docs).
-    pub(super) fn gap(&self, ctx: &mut RunContext<'_>) -> Result<Vec<GapDataset>> {
+    pub(super) fn gap(&self, spec: &GapSpec, ctx: &mut RunContext<'_>) -> Result<Vec<GapDataset>> {
         let mut row = 0usize;
         let mut report = Vec::new();
         for (di, name) in self.datasets.iter().enumerate() {
             let tt = self.load(ctx, name)?;
-            let plan = self.table4_plan(ctx, di, name, &tt)?;
+            let plan = self.table4_plan(&spec.privacy, ctx, di, name, &tt)?;
             let (noclip, numbers, key) = (plan.noclip, plan.numbers, format!("gap_{name}"));
             let cells = self.gap_cells(
-                &self.plan_targets(name),
+                spec,
+                &spec.privacy.plan_targets(name, |s| self.steps(s)),
                 tt.train.len(),
                 tt.train.n_features(),
             )?;
-            let runs = self.runs;
+            let runs = spec.runs;
             let label = format!("gap {name}");
             let accs = parallel_map(
                 (cells.len() + 1) * runs,
@@ -51,8 +52,8 @@ impl DpfheSuiteConfig {
                         .seeds
                         .stream("dpfhe/gap", &[di as u64, c as u64, r as u64]);
                     // The last block of runs is the certified Algorithm 3 of Table 4.
-                    let spec = cells.get(c).map_or(&noclip, |cell| &cell.spec);
-                    let t = train(&tt.train, spec, &mut rng, false);
+                    let gd = cells.get(c).map_or(&noclip, |cell| &cell.spec);
+                    let t = train(&tt.train, gd, &mut rng, false);
                     Ok(match t.diverged_at {
                         Some(_) => f64::NAN,
                         None => accuracy(&t.w, &tt.test),
@@ -96,20 +97,25 @@ impl DpfheSuiteConfig {
     /// DP-GD (clip C, replace-one sensitivity 2C, δ) and the idealised no-clip run (no clip,
     /// sensitivity 2(φ′_max + E_f)√m, δ/3 as Theorem 3 leaves the Gaussian steps) for every
     /// (T, η) of the grid; full batches, ε as configured.
-    fn gap_cells(&self, targets: &PlanTargets, n: usize, m: usize) -> Result<Vec<Cell>> {
+    fn gap_cells(
+        &self,
+        spec: &GapSpec,
+        targets: &PlanTargets,
+        n: usize,
+        m: usize,
+    ) -> Result<Vec<Cell>> {
+        let (delta, clip) = (spec.privacy.delta, spec.privacy.clip);
         let mut cells = Vec::new();
-        for &steps in &self.gap_steps {
+        for &steps in &spec.steps {
             let steps = self.steps(steps);
-            let std_dpgd = targets.noise_multiplier(n, n, self.delta, steps)?
+            let std_dpgd = targets.noise_multiplier(n, n, delta, steps)?
                 * targets.dpgd_sensitivity()
                 / n as f64;
-            let std_ideal = targets.noise_multiplier(n, n, self.delta / 3.0, steps)?
+            let std_ideal = targets.noise_multiplier(n, n, delta / 3.0, steps)?
                 * targets.noclip_sensitivity(m)
                 / n as f64;
-            for &lr in &self.gap_lrs {
-                for (method, clip, noise_std) in
-                    [(0, Some(self.clip), std_dpgd), (1, None, std_ideal)]
-                {
+            for &lr in &spec.lrs {
+                for (method, clip, noise_std) in [(0, Some(clip), std_dpgd), (1, None, std_ideal)] {
                     cells.push(Cell {
                         method,
                         spec: GdSpec {

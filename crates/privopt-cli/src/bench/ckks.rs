@@ -1,0 +1,222 @@
+//! The CKKS suites: leveled operations, xMK-CKKS, and bootstrapping, each bootstrapping case
+//! in a child process of its own (`privopt bench-bootstrap`) so its peak memory is its own.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+
+use super::{Case, Measurement, Op, SELF_TIMED_BUDGET, median, peak_rss_mb, stdout_of};
+
+/// The period of the sparse-packing bootstrapping cases.
+pub(super) const SPARSE_CASE_SLOTS: usize = 1024;
+
+/// How a bootstrapping case departs from its preset.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BootstrapVariant {
+    /// Compact keys and transforms (`BootstrapConfig::compact`).
+    pub compact: bool,
+    /// CoeffsToSlots' baby rotations this many at a time (`BabySteps::Grouped`); `None`: all
+    /// hoisted. SlotsToCoeffs' stay hoisted: its keys are made at its low level and are
+    /// small, and a chain there runs on the 57- and 60-bit primes (measured at N15: +0.25 s
+    /// for 0.27 GB).
+    pub baby_group: Option<usize>,
+    /// Sparse packing of this period.
+    pub slots: Option<usize>,
+}
+
+/// `ckks/n<n>/bootstrap`, `…/bootstrap-compact` with compact keys and transforms,
+/// `…/bootstrap-g<M>` with CoeffsToSlots' baby rotations `M` at a time, and `…/bootstrap-s<S>` for sparse
+/// packing of period `S`.
+fn bootstrap_case_name(n: usize, v: BootstrapVariant) -> String {
+    let compact = if v.compact { "-compact" } else { "" };
+    let group = v.baby_group.map(|m| format!("-g{m}")).unwrap_or_default();
+    let sparse = v.slots.map(|s| format!("-s{s}")).unwrap_or_default();
+    format!("ckks/n{n}/bootstrap{compact}{group}{sparse}")
+}
+
+/// Runs `privopt bench-bootstrap PRESET` as a child process and reads its one JSON line.
+fn run_child_case(preset: &str, runs: usize, v: BootstrapVariant) -> Result<Measurement> {
+    let exe = std::env::current_exe().context("cannot find the privopt executable")?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args(["bench-bootstrap", preset, "--runs", &runs.to_string()]);
+    if v.compact {
+        cmd.arg("--compact");
+    }
+    if let Some(m) = v.baby_group {
+        cmd.args(["--baby-group", &m.to_string()]);
+    }
+    if let Some(s) = v.slots {
+        cmd.args(["--slots", &s.to_string()]);
+    }
+    let text = stdout_of(cmd, &format!("the bootstrapping case {preset}"))?;
+    let line = text
+        .lines()
+        .last()
+        .context("the bootstrapping case printed nothing")?;
+    serde_json::from_str(line).context("the bootstrapping case's output")
+}
+
+/// `privopt bench-bootstrap PRESET`: one preset's bootstrap timed in this process (one warm-up,
+/// then up to `runs` samples within about a minute), printed as one JSON [`Measurement`] line
+/// with the peak RSS and the precision.
+pub fn bootstrap_child(preset: &str, runs: usize, v: BootstrapVariant) -> Result<()> {
+    use privopt_ckks::bench_support::BootstrapFixture;
+    use privopt_ckks::eval::BabySteps;
+    use privopt_ckks::eval::bootstrap::BootstrapPreset;
+    let Some(p) = BootstrapPreset::ALL
+        .into_iter()
+        .find(|p| p.name() == preset)
+    else {
+        bail!("unknown bootstrapping preset `{preset}`; known: n15, n16");
+    };
+    if v.baby_group == Some(0) {
+        bail!("--baby-group needs at least one baby rotation per group");
+    }
+    let babies = v.baby_group.map_or(BabySteps::Hoisted, BabySteps::Grouped);
+    let f = BootstrapFixture::new(p, v.compact, [babies, BabySteps::Hoisted], v.slots)?;
+    let clock = Instant::now();
+    let mut out = f.bootstrap()?;
+    let first = clock.elapsed().as_secs_f64().max(1e-9);
+    let runs = ((SELF_TIMED_BUDGET.as_secs_f64() / first) as usize).clamp(1, runs.max(1));
+    let mut samples = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let clock = Instant::now();
+        out = f.bootstrap()?;
+        samples.push(clock.elapsed().as_nanos() as f64);
+    }
+    let (bits, level) = f.precision_bits(&out)?;
+    let m = Measurement {
+        name: bootstrap_case_name(p.n(), v),
+        median_ns: median(&mut samples),
+        runs,
+        peak_rss_mb: peak_rss_mb(),
+        detail: Some(format!(
+            "{bits:.1} bits, {level} levels left, {} Galois keys of {:.0} MB, setup {:.1} s, \
+             keygen {:.1} s, one thread",
+            f.galois_keys,
+            f.galois_bytes as f64 / 1e6,
+            f.setup_seconds,
+            f.keygen_seconds
+        )),
+    };
+    outln!("{}", serde_json::to_string(&m)?)?;
+    Ok(())
+}
+
+pub(super) fn ckks_suite() -> Result<Vec<Case>> {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    use privopt_ckks::bench_support::{EVAL_BENCH_SETS, EvalFixture};
+
+    let mut cases = Vec::new();
+    for set in EVAL_BENCH_SETS.iter().map(|s| s.name) {
+        let f = EvalFixture::new(set, 1)?;
+        let err = f.product_error()?;
+        if err > 1e-3 {
+            bail!("ckks/{set}: a product decrypts {err:e} off; refusing to time a broken engine");
+        }
+        let f = Rc::new(RefCell::new(f));
+        let name = |op: &str| format!("ckks/{set}/{op}");
+        let g = Rc::clone(&f);
+        cases.push(Case::new(name("encode"), move || {
+            black_box(g.borrow().encode().ok());
+        }));
+        let g = Rc::clone(&f);
+        cases.push(Case::new(name("encrypt"), move || {
+            black_box(g.borrow_mut().encrypt().ok());
+        }));
+        let g = Rc::clone(&f);
+        cases.push(Case::new(name("decrypt"), move || {
+            black_box(g.borrow().decrypt().ok());
+        }));
+        let g = Rc::clone(&f);
+        cases.push(Case::new(name("add"), move || {
+            black_box(g.borrow().add().ok());
+        }));
+        let g = Rc::clone(&f);
+        cases.push(Case::new(name("mul_relin_rescale"), move || {
+            black_box(g.borrow().mul_relin_rescale().ok());
+        }));
+        let g = Rc::clone(&f);
+        cases.push(Case::new(name("rotate"), move || {
+            black_box(g.borrow().rotate().ok());
+        }));
+    }
+    // Full, compact and with CoeffsToSlots' baby rotations one at a time at full packing;
+    // sparse packing of 1024 slots (the dpfhe MNIST weights' period).
+    for preset in privopt_ckks::eval::bootstrap::BootstrapPreset::ALL {
+        for v in [
+            BootstrapVariant::default(),
+            BootstrapVariant {
+                compact: true,
+                ..BootstrapVariant::default()
+            },
+            BootstrapVariant {
+                baby_group: Some(1),
+                ..BootstrapVariant::default()
+            },
+            BootstrapVariant {
+                slots: Some(SPARSE_CASE_SLOTS),
+                ..BootstrapVariant::default()
+            },
+        ] {
+            cases.push(Case {
+                name: bootstrap_case_name(preset.n(), v),
+                op: Op::Child(Box::new(move |runs| run_child_case(preset.name(), runs, v))),
+            });
+        }
+    }
+    Ok(cases)
+}
+
+pub(super) fn mkckks_suite() -> Result<Vec<Case>> {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    use privopt_ckks::CkksParams;
+    use privopt_ckks::bench_support::MkCkksFixture;
+
+    let mut cases = Vec::new();
+    for params in [CkksParams::paper_n4096()?, CkksParams::paper_n8192()?] {
+        let f = Rc::new(RefCell::new(MkCkksFixture::new(params, 10)?));
+        let label = f.borrow().label();
+        let parties = f.borrow().parties();
+        let name = |op: &str| format!("mkckks/{label}/{op}");
+        // Each closure reports a failure of the measured operation by printing once; the
+        // fixture is valid by construction, so this does not happen in practice.
+        let g = Rc::clone(&f);
+        cases.push(Case::new(name("keygen"), move || {
+            black_box(g.borrow_mut().keygen());
+        }));
+        let g = Rc::clone(&f);
+        cases.push(Case::new(name("encrypt_scalar"), move || {
+            black_box(g.borrow_mut().encrypt_scalar().ok());
+        }));
+        let g = Rc::clone(&f);
+        cases.push(Case::new(name("encrypt_vector"), move || {
+            black_box(g.borrow_mut().encrypt_vector().ok());
+        }));
+        let g = Rc::clone(&f);
+        cases.push(Case::new(name(&format!("aggregate{parties}")), move || {
+            black_box(g.borrow().aggregate().ok());
+        }));
+        let g = Rc::clone(&f);
+        cases.push(Case::new(name("partial_decrypt"), move || {
+            black_box(g.borrow_mut().partial_decrypt().ok());
+        }));
+        let g = Rc::clone(&f);
+        cases.push(Case::new(name(&format!("fusion{parties}")), move || {
+            black_box(g.borrow().fusion().ok());
+        }));
+        let g = Rc::clone(&f);
+        cases.push(Case::new(
+            name(&format!("fusion{parties}_scalar")),
+            move || {
+                black_box(g.borrow().fusion_scalar().ok());
+            },
+        ));
+    }
+    Ok(cases)
+}

@@ -7,18 +7,39 @@ in-process loopback (:mod:`privopt_flower.inprocess`) that runs the very same cl
 without Flower, for tests and for the in-process reference time.
 
 Your own app on the methods (PyTorch model, your data): :class:`privopt_flower.apps.Task`,
-:func:`client_app`, :func:`server_app` (they need ``torch``; imported on first use).
+:func:`client_app`, :func:`server_app` (they need ``torch``; imported on first use). A run
+returns a :class:`RunResult`, whose ``outcome`` is the method's own :class:`Outcome`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Task", "client_app", "server_app"]
+from .results import (
+    DomeOutcome,
+    DpfheOutcome,
+    EezoflOutcome,
+    Outcome,
+    PdsgdOutcome,
+    RunResult,
+    ScalarFlOutcome,
+)
+
+_APPS = ("Task", "client_app", "server_app")
+__all__ = [
+    *_APPS,
+    "DomeOutcome",
+    "DpfheOutcome",
+    "EezoflOutcome",
+    "Outcome",
+    "PdsgdOutcome",
+    "RunResult",
+    "ScalarFlOutcome",
+]
 
 
 def __getattr__(name: str) -> Any:
-    if name in __all__:
+    if name in _APPS:
         try:
             from . import apps
         except AttributeError as e:  # else `from privopt_flower import x` hides the cause

@@ -22,6 +22,7 @@ from flwr.serverapp import Grid, ServerApp
 
 from . import config, inprocess
 from .clientapp import answer, register_stages
+from .results import RunResult
 from .serverapp import run as run_server
 from .task import DataFn, EvaluateFn, LossFn, ModelFn, TestFn, TorchTask, cross_entropy
 
@@ -104,7 +105,7 @@ class Task:
 
         return app
 
-    def run_inprocess(self, run_config: Mapping[str, Any], **faults: Any) -> dict[str, Any]:
+    def run_inprocess(self, run_config: Mapping[str, Any], **faults: Any) -> RunResult:
         """The same run with every client in this process (no Flower): the reference a
         deployment must match."""
         return inprocess.run_settings(self.settings(run_config), **faults)

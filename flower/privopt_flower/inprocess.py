@@ -10,7 +10,7 @@ from typing import Any
 
 from . import config, roles
 from .node import MemoryState, Node
-from .results import Report
+from .results import Report, RunResult
 from .transport import Exchange, Federation, Payload, payload_bytes
 
 
@@ -84,7 +84,7 @@ class LoopbackFederation(Federation):
         return out
 
 
-def run(run_config: Mapping[str, Any], **faults: Any) -> dict[str, Any]:
+def run(run_config: Mapping[str, Any], **faults: Any) -> RunResult:
     """Runs the method of ``run_config`` (Flower's flat keys, over the app's defaults) in this
     process."""
     unknown = sorted(set(run_config) - set(config.defaults()))
@@ -93,7 +93,7 @@ def run(run_config: Mapping[str, Any], **faults: Any) -> dict[str, Any]:
     return run_settings(config.parse({**config.defaults(), **run_config}), **faults)
 
 
-def run_settings(s: config.Settings, **faults: Any) -> dict[str, Any]:
+def run_settings(s: config.Settings, **faults: Any) -> RunResult:
     """Runs the method of parsed settings in this process."""
     fed = LoopbackFederation(s, **faults)
     return roles.serve(fed, s, Report(s, mode="in-process"))

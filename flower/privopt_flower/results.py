@@ -7,11 +7,90 @@ import csv
 import json
 import math
 import time
-from dataclasses import asdict, fields, is_dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
 from .config import ConfigError, Settings
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What every method's server knows at the end of a run. ``test_loss`` and ``accuracy``
+    are the last evaluation's (``None`` if there was none, or no accuracy for the model)."""
+
+    test_loss: float | None
+    accuracy: float | None
+    up_bytes: int
+    down_bytes: int
+
+
+@dataclass(frozen=True)
+class ScalarFlOutcome(Outcome):
+    full_downloads: int  # clients too stale to replay, sent the whole model
+    model_sha: str  # a digest of the final model (equal runs, equal digests)
+
+
+@dataclass(frozen=True)
+class DomeOutcome(Outcome):
+    epsilon_target: float
+    epsilon_spent: float
+    delta: float
+    sigma: float
+    completed_rounds: int
+    aborted_rounds: int
+    # With a privacy ledger: every client's ε after the run, and who reached max-epsilon.
+    epsilon_per_client: list[float] | None = None
+    clients_at_budget: list[int] | None = None
+
+
+@dataclass(frozen=True)
+class EezoflOutcome(Outcome):
+    failed_rounds: int
+    members: list[int]
+
+
+@dataclass(frozen=True)
+class PdsgdOutcome(Outcome):
+    agents: list[int]  # the agents still running at the end
+
+
+@dataclass(frozen=True)
+class DpfheOutcome(Outcome):
+    sigma: float
+    epsilon_spent: float
+    refreshes: int
+
+
+@dataclass(frozen=True)
+class RunResult(Mapping[str, Any]):
+    """A finished run: how it went, the method's :class:`Outcome`, and its settings. It reads
+    as the flat mapping ``summary.json`` holds too (``result["test_loss"]``)."""
+
+    method: str
+    mode: str
+    seconds: float
+    rounds: int
+    events: list[str]
+    round_seconds: list[float]
+    outcome: Outcome
+    settings: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The flat form: the run's fields, the outcome's, then ``settings``."""
+        run = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "outcome"}
+        settings = run.pop("settings")
+        return {**run, **asdict(self.outcome), "settings": settings}
+
+    def __getitem__(self, key: str) -> Any:
+        return self.to_dict()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.to_dict())
+
+    def __len__(self) -> int:
+        return len(self.to_dict())
 
 
 class Report:
@@ -47,23 +126,24 @@ class Report:
         shown = " ".join(f"{k}={_fmt(v)}" for k, v in row.items())
         print(f"[privopt] {shown}", flush=True)
 
-    def finish(self, **summary: Any) -> dict[str, Any]:
+    def finish(self, outcome: Outcome) -> RunResult:
         """Writes ``metrics.csv`` and ``summary.json`` to the run's out-dir (if set) and
-        returns the summary."""
-        out = {
-            "method": self.settings.method,
-            "mode": self.mode,
-            "seconds": time.monotonic() - self.start,
-            "rounds": len(self.rows),
-            "events": self.events,
-            "round_seconds": [r["round_s"] for r in self.rows],
-            **summary,
-            "settings": {
+        returns the result."""
+        result = RunResult(
+            method=self.settings.method,
+            mode=self.mode,
+            seconds=time.monotonic() - self.start,
+            rounds=len(self.rows),
+            events=self.events,
+            round_seconds=[r["round_s"] for r in self.rows],
+            outcome=outcome,
+            settings={
                 f.name: _plain(getattr(self.settings, f.name))
                 for f in fields(self.settings)
                 if f.name != "task"  # a user's model and data: not a setting, not JSON
             },
-        }
+        )
+        out = result.to_dict()
         shown = {k: v for k, v in out.items() if k != "settings"}
         print(f"[privopt] summary {json.dumps(_finite(shown))}", flush=True)
         if self.settings.out_dir:
@@ -77,7 +157,7 @@ class Report:
                 w.writeheader()
                 w.writerows(self.rows)
             (d / "summary.json").write_text(json.dumps(_finite(out), indent=2) + "\n")
-        return out
+        return result
 
 
 def _plain(v: Any) -> Any:

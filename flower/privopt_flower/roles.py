@@ -3,17 +3,15 @@ client's dispatcher."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from .config import ConfigError, Settings
 from .methods import MODULES
 from .node import Node, State
-from .results import Report
+from .results import Report, RunResult
 from .transport import Federation, Payload
 
 
-def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
-    """Runs the method to the end and returns its summary (also written to the out-dir)."""
+def serve(fed: Federation, s: Settings, report: Report) -> RunResult:
+    """Runs the method to the end and returns its result (also written to the out-dir)."""
     # First contact installs the app on each SuperNode: allow the join timeout, not a stage's.
     joined = fed.refresh({"method": s.method}, s.join_timeout)
     if not joined:
@@ -23,8 +21,7 @@ def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
         raise RuntimeError(f"no client joined within join-timeout = {s.join_timeout:g} s{why}")
     if len(joined) < s.clients:
         report.event(f"{len(joined)} of {s.clients} clients joined: {sorted(joined)}")
-    summary = MODULES[s.method].serve(fed, s, report)
-    return report.finish(**summary)
+    return report.finish(MODULES[s.method].serve(fed, s, report))
 
 
 def client_handle(request: Payload, state: State, node: Node, s: Settings) -> Payload:

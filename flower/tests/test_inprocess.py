@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from privopt_flower import config, inprocess, problems
+from privopt_flower import RunResult, ScalarFlOutcome, config, inprocess, problems
 
 
 def test_scalar_only_fl_learns_and_only_scalars_go_up(scalar_config):
@@ -185,6 +185,10 @@ def test_result_files_are_written_to_the_out_dir(scalar_config, tmp_path):
     assert float(rows[-1]["accuracy"]) == pytest.approx(out["accuracy"])
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["model_sha"] == out["model_sha"] and summary["settings"]["rounds"] == 3
+    # The result is typed (the method's outcome) and reads as the file's flat mapping.
+    assert isinstance(out, RunResult) and isinstance(out.outcome, ScalarFlOutcome)
+    assert out.outcome.model_sha == out["model_sha"] and out.rounds == 3
+    assert json.loads(json.dumps(dict(out))) == summary
 
 
 REPO_DATA = Path(os.environ.get("PRIVOPT_DATA", Path(__file__).resolve().parents[2] / "data"))

@@ -4,11 +4,11 @@ to one stage)."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
 from ..config import Settings
 from ..node import Node, State
-from ..results import Report
+from ..results import Outcome, Report
 from ..transport import Federation, Payload
 from . import dome, dpfhe, eezofl, pdsgd, scalar_fl
 
@@ -19,8 +19,8 @@ class Method(Protocol):
     # The stages its server sends (each a Flower message type ``query.<stage>``).
     STAGES: tuple[str, ...]
 
-    def serve(self, fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
-        """Runs the server side to the end; returns the run's summary numbers."""
+    def serve(self, fed: Federation, s: Settings, report: Report) -> Outcome:
+        """Runs the server side to the end; returns what it found."""
         ...
 
     def hello(self, state: State, node: Node, s: Settings) -> Payload:

@@ -34,7 +34,7 @@ from .. import problems
 from ..config import ConfigError, DomeParams, Settings, method_params
 from ..ledger import PrivacyLedger
 from ..node import Node, State
-from ..results import Report
+from ..results import DomeOutcome, Report
 from ..transport import Exchange, Federation, Payload
 
 STATE = "secagg"
@@ -47,7 +47,7 @@ def _params(s: Settings) -> DomeParams:
     return method_params(s, DomeParams)
 
 
-def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
+def serve(fed: Federation, s: Settings, report: Report) -> DomeOutcome:
     cfg = _params(s)
     p = problems.problem(s)
     clip = cfg.clip
@@ -149,28 +149,28 @@ def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
             row.update(test_loss=loss, accuracy=acc)
         report.round(**row)
     loss, acc = p.evaluate(server.model)
-    ledger_summary: dict[str, Any] = {}
+    per_client: list[float] | None = None
+    at_budget: list[int] | None = None
     if ledger is not None:
         print(f"[privopt] {ledger.summary()}", flush=True)
         if s.out_dir:
             ledger.write(s.out_dir)
-        ledger_summary = {
-            "epsilon_per_client": [ledger.epsilon(c) for c in range(s.clients)],
-            "clients_at_budget": sorted(ledger.exhausted),
-        }
-    return {
-        "test_loss": loss,
-        "accuracy": acc,
-        "epsilon_target": epsilon,
-        "epsilon_spent": spent,
-        **ledger_summary,
-        "delta": delta,
-        "sigma": sigma,
-        "completed_rounds": completed,
-        "aborted_rounds": aborted,
-        "up_bytes": up,
-        "down_bytes": down,
-    }
+        per_client = [ledger.epsilon(c) for c in range(s.clients)]
+        at_budget = sorted(ledger.exhausted)
+    return DomeOutcome(
+        test_loss=loss,
+        accuracy=acc,
+        up_bytes=up,
+        down_bytes=down,
+        epsilon_target=epsilon,
+        epsilon_spent=spent,
+        delta=delta,
+        sigma=sigma,
+        completed_rounds=completed,
+        aborted_rounds=aborted,
+        epsilon_per_client=per_client,
+        clients_at_budget=at_budget,
+    )
 
 
 def _secure_sum(

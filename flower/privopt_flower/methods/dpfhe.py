@@ -22,7 +22,7 @@ from privopt.protocols import dpfhe
 from .. import problems
 from ..config import ConfigError, DpfheParams, Settings, method_params
 from ..node import Node, State
-from ..results import Report
+from ..results import DpfheOutcome, Report
 from ..transport import Federation, Payload
 
 OWNER = "dpfhe-owner"
@@ -66,7 +66,7 @@ def _sigma(s: Settings, examples: int) -> float:
     return dp.noise_multiplier(eps, s.rounds, delta, q=q, sampling="without_replacement")
 
 
-def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
+def serve(fed: Federation, s: Settings, report: Report) -> DpfheOutcome:
     cfg = _params(s)
     if s.clients != 1:
         raise ConfigError("dpfhe is a two-party protocol: run it with clients = 1 (the data owner)")
@@ -116,15 +116,15 @@ def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
             scores = ask("evaluate", {"round": t, "weights": w})
             row.update(test_loss=scores["test_loss"], accuracy=scores["accuracy"])
         report.round(**row)
-    return {
-        "test_loss": row.get("test_loss"),
-        "accuracy": row.get("accuracy"),
-        "sigma": sigma,
-        "epsilon_spent": row.get("epsilon", float("nan")),
-        "refreshes": refreshes,
-        "up_bytes": up,
-        "down_bytes": down,
-    }
+    return DpfheOutcome(
+        test_loss=row.get("test_loss"),
+        accuracy=row.get("accuracy"),
+        up_bytes=up,
+        down_bytes=down,
+        sigma=sigma,
+        epsilon_spent=row.get("epsilon", float("nan")),
+        refreshes=refreshes,
+    )
 
 
 def hello(state: State, node: Node, s: Settings) -> Payload:

@@ -23,7 +23,7 @@ from privopt.protocols import eezofl
 from .. import problems
 from ..config import ConfigError, EezoflParams, Settings, method_params
 from ..node import Node, State
-from ..results import Report
+from ..results import EezoflOutcome, Report
 from ..transport import Federation, Payload
 
 STATE = "eezofl"
@@ -54,7 +54,7 @@ def direction(s: Settings, round_: int, d: int) -> np.ndarray:
     return eezofl.direction(s.seed, round_, d)
 
 
-def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
+def serve(fed: Federation, s: Settings, report: Report) -> EezoflOutcome:
     cfg = _settings(s)
     p = problems.problem(s)
     lr, decay, mu = cfg.lr, cfg.lr_decay, cfg.mu
@@ -125,14 +125,14 @@ def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
             if server is None:
                 break
     loss, acc = p.evaluate(x)
-    return {
-        "test_loss": loss,
-        "accuracy": acc,
-        "failed_rounds": failed,
-        "members": members,
-        "up_bytes": up,
-        "down_bytes": down,
-    }
+    return EezoflOutcome(
+        test_loss=loss,
+        accuracy=acc,
+        up_bytes=up,
+        down_bytes=down,
+        failed_rounds=failed,
+        members=members,
+    )
 
 
 def _rekey(

@@ -23,7 +23,7 @@ from privopt.protocols import pdsgd
 from .. import problems
 from ..config import ConfigError, PdsgdParams, Settings, method_params
 from ..node import Node, State
-from ..results import Report
+from ..results import PdsgdOutcome, Report
 from ..transport import Federation, Payload
 
 AGENT, MODEL, QUANTIZED = "pdsgd-agent", "pdsgd-x", "pdsgd-q"
@@ -68,7 +68,7 @@ def neighbours(es: list[tuple[int, int]], n: int) -> list[list[int]]:
     return [sorted(a) for a in adj]
 
 
-def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
+def serve(fed: Federation, s: Settings, report: Report) -> PdsgdOutcome:
     es = edges(s)
     adj = neighbours(es, s.clients)
     reached, frontier = {0}, [0]
@@ -146,13 +146,13 @@ def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
         if len(alive) < 2:
             report.event(f"iteration {k}: fewer than 2 agents left: stop")
             break
-    return {
-        "test_loss": row.get("test_loss", math.nan),
-        "accuracy": row.get("accuracy"),
-        "agents": alive,
-        "up_bytes": up,
-        "down_bytes": down,
-    }
+    return PdsgdOutcome(
+        test_loss=row.get("test_loss", math.nan),
+        accuracy=row.get("accuracy"),
+        up_bytes=up,
+        down_bytes=down,
+        agents=alive,
+    )
 
 
 def hello(state: State, node: Node, s: Settings) -> Payload:

@@ -14,7 +14,7 @@ from privopt.protocols import scalar_fl
 from .. import problems
 from ..config import ConfigError, ScalarFlParams, Settings, method_params
 from ..node import Node, State
-from ..results import Report
+from ..results import Report, ScalarFlOutcome
 from ..transport import Federation, Payload
 
 STATE = "scalar_fl"
@@ -39,7 +39,7 @@ def _spec(s: Settings) -> scalar_fl.Spec:
     )
 
 
-def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
+def serve(fed: Federation, s: Settings, report: Report) -> ScalarFlOutcome:
     cfg = _params(s)
     spec = _spec(s)
     p = problems.problem(s)
@@ -84,14 +84,14 @@ def serve(fed: Federation, s: Settings, report: Report) -> dict[str, Any]:
             row.update(test_loss=loss, accuracy=acc)
         report.round(**row)
     loss, acc = p.evaluate(server.x)
-    return {
-        "test_loss": loss,
-        "accuracy": acc,
-        "up_bytes": up,
-        "down_bytes": down,
-        "full_downloads": server.full_downloads,
-        "model_sha": _digest(server.x),
-    }
+    return ScalarFlOutcome(
+        test_loss=loss,
+        accuracy=acc,
+        up_bytes=up,
+        down_bytes=down,
+        full_downloads=server.full_downloads,
+        model_sha=_digest(server.x),
+    )
 
 
 def hello(state: State, node: Node, s: Settings) -> Payload:

@@ -112,6 +112,12 @@ def test_every_method_reads_its_table_into_typed_settings_once():
     assert set(DEFAULTS) >= {"lr", "beta1", "beta2", "corrupt_rate", "dropout_rate"}
     for key, value in DEFAULTS.items():
         assert base[f"dome.{key}"] == value, key
+    # So do scalar_fl's algorithm constants (its run shape, lr and steps, is the app's own).
+    from privopt.protocols import scalar_fl
+
+    assert set(scalar_fl.DEFAULTS) == {"mu", "nu", "eps", "weight_decay"}
+    for key, value in scalar_fl.DEFAULTS.items():
+        assert base[f"scalar_fl.{key}"] == value, key
     with pytest.raises(config.ConfigError, match="dome.sketch must be one of learned"):
         config.parse({**base, "method": "dome", "dome.sketch": "pca"})
     with pytest.raises(config.ConfigError, match="scalar_fl.rule must be one of"):

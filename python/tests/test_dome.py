@@ -100,22 +100,3 @@ def test_bad_inputs_are_refused():
         dome.Server(np.zeros(8), k=9, clip=1.0, noise_total=0.0)
     with pytest.raises(ParameterError):
         dome.Server(np.zeros(8), k=3, clip=1.0, noise_total=0.0, sketch="pca")
-
-
-def test_the_stub_shows_the_rust_defaults():
-    # The binding's keyword defaults are the Rust crate's constants (DEFAULTS); the stub, which
-    # is what editors show, must say the same numbers.
-    import ast
-    import pathlib
-
-    from privopt.protocols.dome import DEFAULTS
-
-    stub = pathlib.Path(__file__).parent.parent / "src/privopt/protocols/dome.pyi"
-    server = next(
-        n for n in ast.parse(stub.read_text()).body if isinstance(n, ast.ClassDef) and n.name == "Server"
-    )
-    init = next(n for n in server.body if isinstance(n, ast.FunctionDef) and n.name == "__new__")
-    args = init.args.args[-len(init.args.defaults) :]
-    shown = {a.arg: ast.literal_eval(d) for a, d in zip(args, init.args.defaults)}
-    for key in ("lr", "beta1", "beta2", "gamma_prime", "energy"):
-        assert shown[key] == DEFAULTS[key], key

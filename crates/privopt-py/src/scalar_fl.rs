@@ -11,7 +11,8 @@ use privopt_ml::zo::Difference;
 use privopt_protocols::Message;
 use privopt_protocols::scalar_fl::{
     Catch, CatchUp, Client, Invitation, ModelState, Participant, Probe, ReplaySpec, Reply,
-    RoundPlan, Rule, Scratch, Server, apply_record, load_preconditioner, perturb, step_delta,
+    RoundPlan, Rule, Scratch, Server, apply_record, defaults, load_preconditioner, perturb,
+    step_delta,
 };
 use privopt_sim::methods::scalar_fl::plan_rng;
 use pyo3::prelude::*;
@@ -32,7 +33,7 @@ pub struct PySpec(ReplaySpec);
 #[pymethods]
 impl PySpec {
     #[new]
-    #[pyo3(signature = (lr, local_steps = 1, perturbations = 1, rule = "decomfl", nu = 0.01, eps = 1e-8, weight_decay = 0.0))]
+    #[pyo3(signature = (lr, local_steps = 1, perturbations = 1, rule = "decomfl", nu = defaults::NU, eps = defaults::HESSIAN_EPS, weight_decay = defaults::WEIGHT_DECAY))]
     fn new(
         lr: f64,
         local_steps: usize,
@@ -250,7 +251,7 @@ pub struct PyClient {
 #[pymethods]
 impl PyClient {
     #[new]
-    #[pyo3(signature = (id, spec, x0, mu = 1e-3, difference = "forward"))]
+    #[pyo3(signature = (id, spec, x0, mu = defaults::MU, difference = "forward"))]
     fn new(id: usize, spec: &PySpec, x0: Reals<'_>, mu: f64, difference: &str) -> PyResult<Self> {
         let difference = match difference {
             "forward" => Difference::OneSided,
@@ -683,5 +684,15 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyClient>()?;
     m.add_class::<PyCatch>()?;
     m.add_class::<PyParticipant>()?;
+    let d = pyo3::types::PyDict::new(m.py());
+    for (key, value) in [
+        ("mu", defaults::MU),
+        ("nu", defaults::NU),
+        ("eps", defaults::HESSIAN_EPS),
+        ("weight_decay", defaults::WEIGHT_DECAY),
+    ] {
+        d.set_item(key, value)?;
+    }
+    m.add("DEFAULTS", d)?;
     Ok(())
 }

@@ -11,6 +11,20 @@ mod messages;
 mod server;
 mod state;
 
+/// The algorithm's constants where a caller gives none: the simulator's config, the Python
+/// binding's keywords (`privopt.protocols.scalar_fl.DEFAULTS`) and the Flower app's run config
+/// all read them from here.
+pub mod defaults {
+    /// Smoothing radius μ of the finite differences.
+    pub const MU: f64 = 1e-3;
+    /// HiSo's EMA weight ν of the Hessian diagonal.
+    pub const NU: f64 = 0.01;
+    /// HiSo's floor ε of the Hessian diagonal.
+    pub const HESSIAN_EPS: f64 = 1e-8;
+    /// Weight decay λ of every step (none).
+    pub const WEIGHT_DECAY: f64 = 0.0;
+}
+
 pub use client::{Catch, Client, Invitation, Participant, Probe};
 pub use messages::{
     CatchUp, FULL_PARAM_BYTES, Reply, RoundPlan, SCALAR_BYTES, SEED_BYTES, Ticket, Update,

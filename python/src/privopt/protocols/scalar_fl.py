@@ -27,5 +27,8 @@ Server = _native.Server
 Client = _native.Client
 Catch = _native.Catch
 Participant = _native.Participant
+# The algorithm's constants (mu, nu, eps, weight_decay), from the Rust crate: the same the
+# simulation and the Flower app use.
+DEFAULTS: dict[str, float] = dict(_native.DEFAULTS)
 
-__all__ = ["Spec", "Server", "Client", "Catch", "Participant"]
+__all__ = ["DEFAULTS", "Spec", "Server", "Client", "Catch", "Participant"]

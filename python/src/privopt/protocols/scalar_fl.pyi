@@ -4,7 +4,9 @@ from typing import Literal, final
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Spec", "Server", "Client", "Catch", "Participant"]
+__all__ = ["DEFAULTS", "Spec", "Server", "Client", "Catch", "Participant"]
+
+DEFAULTS: dict[str, float]
 
 @final
 class Spec:

@@ -69,7 +69,7 @@ class ZerothOrderClient(InPlaceModel):
         id: int,
         loss_fn: LossFn,
         params: Selection | ParameterSet = None,
-        mu: float = 1e-3,
+        mu: float = scalar_fl.DEFAULTS["mu"],
         difference: Literal["forward", "central"] = "forward",
         chunk: int = DEFAULT_CHUNK,
         restore: Restore = "auto",

@@ -46,7 +46,7 @@ use crate::error::{MAX_STEPS, Result, ensure, ensure_count};
 use crate::metrics::Quantiles;
 use privopt_data::problem::Problem;
 use privopt_protocols::scalar_fl::{
-    Client, ModelState, Probe, ReplaySpec, Reply, Rule, SEED_BYTES, Server,
+    Client, ModelState, Probe, ReplaySpec, Reply, Rule, SEED_BYTES, Server, defaults,
 };
 
 /// Which algorithm a run uses.
@@ -147,7 +147,7 @@ fn one() -> usize {
     1
 }
 fn default_mu() -> f64 {
-    1e-3
+    defaults::MU
 }
 fn forward() -> Difference {
     Difference::OneSided
@@ -156,10 +156,10 @@ fn default_batch() -> usize {
     64
 }
 fn default_nu() -> f64 {
-    0.01
+    defaults::NU
 }
 fn default_hessian_eps() -> f64 {
-    1e-8
+    defaults::HESSIAN_EPS
 }
 fn default_server_lr() -> f64 {
     0.01

@@ -1,12 +1,12 @@
 //! Embeds every config under `configs/` (reproductions) and `configs/quickstart/` into the
 //! binary, so `privopt list`, `reproduce` and `quickstart` work from any directory; and sets
-//! the tests' dataset flags (`../privopt-experiments/build/datasets.rs`).
+//! the tests' dataset flags (`../privopt-data/build/datasets.rs`).
 
 use std::fmt::Write as _;
 use std::path::Path;
 
 // The tests' `cfg(data_NAME)` flags, one per fetched dataset.
-#[path = "../privopt-experiments/build/datasets.rs"]
+#[path = "../privopt-data/build/datasets.rs"]
 mod datasets;
 
 fn toml_files(dir: &Path) -> Vec<std::path::PathBuf> {

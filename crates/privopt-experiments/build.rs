@@ -1,6 +1,6 @@
-//! Sets a `cfg(data_NAME)` flag per fetched dataset for the tests (see `build/datasets.rs`).
+//! Sets a `cfg(data_NAME)` flag per fetched dataset for the tests (see `privopt-data/build/datasets.rs`).
 
-#[path = "build/datasets.rs"]
+#[path = "../privopt-data/build/datasets.rs"]
 mod datasets;
 
 fn main() {

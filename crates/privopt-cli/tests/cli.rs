@@ -390,31 +390,7 @@ fn bench_paillier_names_every_operation() {
     );
 }
 
-/// The data directory with fetched real datasets: `PRIVOPT_DATA`, else the workspace's
-/// `data/`. Under CI (`CI=true`, where `.ci/run` fetches first) missing data is a failure;
-/// elsewhere these tests say they were skipped.
-fn real_data_dir(names: &[&str]) -> Option<PathBuf> {
-    let dir = std::env::var_os("PRIVOPT_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data"));
-    let present = names
-        .iter()
-        .all(|n| dir.join(n).join(".complete").is_file());
-    if present {
-        return Some(dir);
-    }
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!(
-            "CI must fetch {names:?} into {} before testing",
-            dir.display()
-        );
-    }
-    eprintln!(
-        "SKIPPED: {names:?} not fetched into {} (run `privopt data fetch`)",
-        dir.display()
-    );
-    None
-}
+use privopt_data::testing::real_data_dir;
 
 #[test]
 #[cfg_attr(

@@ -21,5 +21,7 @@ pub mod load;
 pub mod problem;
 pub mod store;
 pub mod tabular;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use error::{DataError, Result};

@@ -9,7 +9,7 @@ use privopt_experiments::config::ExperimentConfig;
 #[test]
 #[cfg_attr(not(data_mnist), ignore = "needs mnist: privopt data fetch mnist")]
 fn dome_mnist_smoke_run_writes_the_issue_keys() {
-    let Some(data) = common::real_data_dir(&["mnist"]) else {
+    let Some(data) = privopt_data::testing::real_data_dir(&["mnist"]) else {
         return;
     };
     let out = common::run_shipped_config_with_data("dome-mnist", common::SMOKE_DOME_MNIST, &data);

@@ -1,21 +1,19 @@
-//! dpfhe's reproductions: smoke runs of the shipped Table 3, Table 4, gap and Fig. 4 configs, the
-//! encrypted run against the plaintext one, and config errors. (The theory and the plaintext
-//! driver on synthetic data are tested in privopt-sim's tests/dpfhe.rs.)
+//! dpfhe's reproductions: smoke runs of the shipped Table 3, Table 4, gap, Fig. 4 and encrypted
+//! configs, the estimator against the suite, and config errors. (The theory, the plaintext
+//! driver and the encrypted trainer against the plaintext run are tested in privopt-sim's
+//! tests/dpfhe.rs.)
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 
-use privopt_approx::Interval;
-use privopt_approx::functions::{Method as Fit, approximate, sigmoid};
 use privopt_experiments::runner::Outcome;
 use privopt_experiments::suites::SuiteReport;
 use privopt_experiments::suites::dpfhe::DpfheSuiteReport;
 use privopt_sim::context::NoProgress;
-use privopt_sim::methods::dpfhe::algorithms::{Barrier, GdSpec, train};
 use privopt_sim::methods::dpfhe::data::load_task;
 use privopt_sim::methods::dpfhe::encrypted::ServerSetup;
 use privopt_sim::methods::dpfhe::estimator::{Algorithm, EncryptedFit, FitSpec, fit};
-use privopt_sim::methods::dpfhe::logreg::{Link, accuracy, auc};
+use privopt_sim::methods::dpfhe::logreg::{accuracy, auc};
 use privopt_sim::methods::dpfhe::plan::PlanTargets;
 
 /// The paper's four datasets, as every shipped dpfhe config lists them.
@@ -27,7 +25,7 @@ fn run_on_compas(
     name: &str,
     replacements: &[(&str, &str)],
 ) -> Option<privopt_experiments::runner::RunOutcome> {
-    let dir = common::real_data_dir(&["compas"])?;
+    let dir = privopt_data::testing::real_data_dir(&["compas"])?;
     let mut all = vec![(ALL_DATASETS, "datasets = [\"compas\"]")];
     all.extend_from_slice(replacements);
     Some(common::run_shipped_config_with_data(name, &all, &dir))
@@ -191,7 +189,7 @@ fn gap_smoke_runs_the_grid_with_each_methods_noise() {
 #[test]
 #[cfg_attr(not(data_adult), ignore = "needs adult: privopt data fetch adult")]
 fn fig4_plain_gd_diverges_and_the_barrier_stays_inside() {
-    let Some(dir) = common::real_data_dir(&["adult"]) else {
+    let Some(dir) = privopt_data::testing::real_data_dir(&["adult"]) else {
         return;
     };
     let out = common::run_shipped_config_with_data("dpfhe-fig4", &[], &dir);
@@ -209,92 +207,12 @@ fn fig4_plain_gd_diverges_and_the_barrier_stays_inside() {
     assert!(s["fig5_barrier_acc"] > 0.8);
 }
 
-/// Algorithm 5 on ciphertexts (n = 2^15, 128-bit parameters) for five steps of batch 100 on
-/// Credit: the decrypted weights match the plaintext run from the same seed with the same
-/// polynomials, and so does the test accuracy.
-#[test]
-#[cfg_attr(not(data_credit), ignore = "needs credit: privopt data fetch credit")]
-fn encrypted_algorithm_5_matches_the_plaintext_run() {
-    use privopt_sim::methods::dpfhe::encrypted::{EncryptedBackend, presample, run_encrypted};
-
-    let Some(dir) = common::real_data_dir(&["credit"]) else {
-        return;
-    };
-    let seeds = privopt_math::SeedTree::new(5);
-    let tt = load_task("credit", &dir, &seeds, &Default::default()).unwrap();
-    let sig = approximate(
-        sigmoid,
-        Interval::symmetric(10.0).unwrap(),
-        7,
-        Fit::LeastSquares,
-    )
-    .unwrap();
-    let theta = 4.0;
-    let recip = approximate(
-        |x| 1.0 / x,
-        Interval::new(0.01 * theta, theta).unwrap(),
-        4,
-        Fit::LeastSquares,
-    )
-    .unwrap();
-    let spec = GdSpec {
-        link: Link::Poly(sig.clone()),
-        steps: 5,
-        lr: 1.0,
-        batch: Some(100),
-        clip: None,
-        noise_std: 0.05,
-        barrier: Some(Barrier {
-            lambda: 0.05,
-            theta,
-            reciprocal: recip,
-        }),
-    };
-    let plain = train(&tt.train, &spec, &mut seeds.stream("run", &[]), false);
-    let inputs = presample(&tt.train, &spec, 5, &mut seeds.stream("run", &[]));
-    let backend = EncryptedBackend::new(Default::default(), &NoProgress).unwrap();
-    let keys = privopt_math::sample::secret_rng(Some(3));
-    let enc = run_encrypted(
-        &backend, &tt.train, &spec, &sig, None, &inputs, 2, keys, false,
-    )
-    .unwrap();
-    let diff = enc
-        .w
-        .iter()
-        .zip(&plain.w)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0.0, f64::max);
-    let size = plain.w.iter().map(|x| x.abs()).fold(0.0, f64::max);
-    assert!(
-        size > 0.05,
-        "the weights must move for the comparison to mean anything"
-    );
-    assert!(
-        diff < 1e-5,
-        "max |w_enc − w_plain| = {diff:e} (|w| up to {size})"
-    );
-    let (a_enc, a_plain) = (accuracy(&enc.w, &tt.test), accuracy(&plain.w, &tt.test));
-    assert!((a_enc - a_plain).abs() <= 0.001, "{a_enc} vs {a_plain}");
-    // Five steps at ~8 levels each on a 16-level chain: refreshed between steps.
-    let depth = enc.depths.critical();
-    assert!((6..=12).contains(&depth), "{:?}", enc.depths);
-    assert!(
-        enc.refreshes >= 2 && enc.refreshes <= 5,
-        "{}",
-        enc.refreshes
-    );
-    eprintln!(
-        "alg5: diff {diff:e}, depth {depth}, refreshes {}, {:?}, s/step {:?}",
-        enc.refreshes, enc.depths, enc.seconds_per_step
-    );
-}
-
 /// `privopt reproduce dpfhe-encrypted` at smoke size: one step of each algorithm on Credit
 /// with the App. D.3 parameters, every summary key the issue names.
 #[test]
 #[cfg_attr(not(data_credit), ignore = "needs credit: privopt data fetch credit")]
 fn dpfhe_encrypted_smoke_writes_depths_timings_and_agreement() {
-    let Some(dir) = common::real_data_dir(&["credit"]) else {
+    let Some(dir) = privopt_data::testing::real_data_dir(&["credit"]) else {
         return;
     };
     let out = common::run_shipped_config_with_data(
@@ -416,7 +334,7 @@ fn preprocessing_choices_change_what_they_should() {
     use privopt_ml::data::scale::FeatureScaling;
     use privopt_sim::methods::dpfhe::data::{Preprocessing, load_task};
 
-    let Some(dir) = common::real_data_dir(&["mnist", "adult", "credit"]) else {
+    let Some(dir) = privopt_data::testing::real_data_dir(&["mnist", "adult", "credit"]) else {
         return;
     };
     let seeds = privopt_math::SeedTree::new(0);

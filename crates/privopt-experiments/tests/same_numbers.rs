@@ -196,7 +196,8 @@ fn every_real_data_reproduction_gives_the_recorded_numbers() {
     let runs = real_data_cases()
         .into_iter()
         .map(|((label, cfg, repl), datasets)| {
-            let dir = common::real_data_dir(datasets).expect("fetched (the cfg says so)");
+            let dir =
+                privopt_data::testing::real_data_dir(datasets).expect("fetched (the cfg says so)");
             let nums = numbers(&common::run_shipped_config_with_data(cfg, &repl, &dir));
             (label.to_string(), nums)
         })

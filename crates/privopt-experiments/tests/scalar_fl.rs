@@ -8,7 +8,7 @@ mod common;
 #[test]
 #[cfg_attr(not(data_mnist), ignore = "needs mnist: privopt data fetch mnist")]
 fn hiso_mnist_smoke_run_writes_the_issue_keys() {
-    let Some(data) = common::real_data_dir(&["mnist"]) else {
+    let Some(data) = privopt_data::testing::real_data_dir(&["mnist"]) else {
         return;
     };
     let out = common::run_shipped_config_with_data("hiso-mnist", common::SMOKE_HISO_MNIST, &data);
@@ -42,7 +42,7 @@ fn hiso_mnist_smoke_run_writes_the_issue_keys() {
 #[test]
 #[cfg_attr(not(data_mnist), ignore = "needs mnist: privopt data fetch mnist")]
 fn hiso_mnist_public_smoke_run_reports_the_oracle_step_and_the_h_diagnostic() {
-    let Some(data) = common::real_data_dir(&["mnist"]) else {
+    let Some(data) = privopt_data::testing::real_data_dir(&["mnist"]) else {
         return;
     };
     let out = common::run_shipped_config_with_data(
@@ -103,7 +103,7 @@ fn hiso_mnist_public_smoke_run_reports_the_oracle_step_and_the_h_diagnostic() {
     ignore = "needs minilm, movie-snippets: privopt data fetch minilm movie-snippets"
 )]
 fn hiso_minilm_smoke_run_fine_tunes_from_the_zero_shot_head() {
-    let Some(data) = common::real_data_dir(&["minilm", "movie-snippets"]) else {
+    let Some(data) = privopt_data::testing::real_data_dir(&["minilm", "movie-snippets"]) else {
         return;
     };
     let out = common::run_shipped_config_with_data(

@@ -1,11 +1,14 @@
-//! dpfhe's theory and plaintext driver on synthetic data: certified barrier selection and the
-//! margins Lemma 5.3 bounds, the wall polynomial, the checker's messages, and approximate GD.
+//! dpfhe's theory and drivers: certified barrier selection and the margins Lemma 5.3 bounds,
+//! the wall polynomial, the checker's messages and approximate GD on synthetic data; the
+//! encrypted trainer against the plaintext run on Credit.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use privopt_approx::Interval;
 use privopt_approx::functions::{Method as Fit, approximate, sigmoid};
 use privopt_ml::data::Dataset;
+use privopt_sim::context::NoProgress;
 use privopt_sim::methods::dpfhe::algorithms::{Barrier, GdSpec, train};
+use privopt_sim::methods::dpfhe::data::load_task;
 use privopt_sim::methods::dpfhe::logreg::{Link, accuracy};
 use privopt_sim::methods::dpfhe::theorem::{
     BarrierParams, BarrierShape, PHI_MAX, RunShape, SelectionTargets, check, select,
@@ -168,4 +171,84 @@ fn plain_approximate_gd_learns_inside_its_interval() {
     assert!(approx.max_margin.iter().all(|z| *z < 8.0));
     let (a, e) = (accuracy(&approx.w, &data), accuracy(&exact.w, &data));
     assert!((a - e).abs() < 0.01, "approx {a} vs exact {e}");
+}
+
+/// Algorithm 5 on ciphertexts (n = 2^15, 128-bit parameters) for five steps of batch 100 on
+/// Credit: the decrypted weights match the plaintext run from the same seed with the same
+/// polynomials, and so does the test accuracy.
+#[test]
+#[cfg_attr(not(data_credit), ignore = "needs credit: privopt data fetch credit")]
+fn encrypted_algorithm_5_matches_the_plaintext_run() {
+    use privopt_sim::methods::dpfhe::encrypted::{EncryptedBackend, presample, run_encrypted};
+
+    let Some(dir) = privopt_data::testing::real_data_dir(&["credit"]) else {
+        return;
+    };
+    let seeds = privopt_math::SeedTree::new(5);
+    let tt = load_task("credit", &dir, &seeds, &Default::default()).unwrap();
+    let sig = approximate(
+        sigmoid,
+        Interval::symmetric(10.0).unwrap(),
+        7,
+        Fit::LeastSquares,
+    )
+    .unwrap();
+    let theta = 4.0;
+    let recip = approximate(
+        |x| 1.0 / x,
+        Interval::new(0.01 * theta, theta).unwrap(),
+        4,
+        Fit::LeastSquares,
+    )
+    .unwrap();
+    let spec = GdSpec {
+        link: Link::Poly(sig.clone()),
+        steps: 5,
+        lr: 1.0,
+        batch: Some(100),
+        clip: None,
+        noise_std: 0.05,
+        barrier: Some(Barrier {
+            lambda: 0.05,
+            theta,
+            reciprocal: recip,
+        }),
+    };
+    let plain = train(&tt.train, &spec, &mut seeds.stream("run", &[]), false);
+    let inputs = presample(&tt.train, &spec, 5, &mut seeds.stream("run", &[]));
+    let backend = EncryptedBackend::new(Default::default(), &NoProgress).unwrap();
+    let keys = privopt_math::sample::secret_rng(Some(3));
+    let enc = run_encrypted(
+        &backend, &tt.train, &spec, &sig, None, &inputs, 2, keys, false,
+    )
+    .unwrap();
+    let diff = enc
+        .w
+        .iter()
+        .zip(&plain.w)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f64::max);
+    let size = plain.w.iter().map(|x| x.abs()).fold(0.0, f64::max);
+    assert!(
+        size > 0.05,
+        "the weights must move for the comparison to mean anything"
+    );
+    assert!(
+        diff < 1e-5,
+        "max |w_enc − w_plain| = {diff:e} (|w| up to {size})"
+    );
+    let (a_enc, a_plain) = (accuracy(&enc.w, &tt.test), accuracy(&plain.w, &tt.test));
+    assert!((a_enc - a_plain).abs() <= 0.001, "{a_enc} vs {a_plain}");
+    // Five steps at ~8 levels each on a 16-level chain: refreshed between steps.
+    let depth = enc.depths.critical();
+    assert!((6..=12).contains(&depth), "{:?}", enc.depths);
+    assert!(
+        enc.refreshes >= 2 && enc.refreshes <= 5,
+        "{}",
+        enc.refreshes
+    );
+    eprintln!(
+        "alg5: diff {diff:e}, depth {depth}, refreshes {}, {:?}, s/step {:?}",
+        enc.refreshes, enc.depths, enc.seconds_per_step
+    );
 }

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from privopt_flower import inprocess
-from privopt_flower.localhost import Localhost
+from privopt_flower.dev.localhost import Localhost
 
 APP = Path(__file__).resolve().parent.parent
 PEER = Path(__file__).resolve().parent / "flower_secaggplus"

@@ -1,4 +1,4 @@
-"""The README's launcher, ``python -m privopt_flower.localhost``, as a user runs it: three
+"""The README's launcher, ``python -m privopt_flower.dev.localhost``, as a user runs it: three
 times in a row from inside the app's folder and once from ``/``, in a git checkout of the app
 that must be left as it was (no work folder inside the app, nothing for git to see)."""
 
@@ -22,7 +22,7 @@ RUN = ["--nodes", "2", "rounds=1", "eval-every=1", "data.n_train=200", "data.n_t
 
 def launch(cwd: Path, tmp: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "privopt_flower.localhost", *RUN],
+        [sys.executable, "-m", "privopt_flower.dev.localhost", *RUN],
         cwd=cwd,
         capture_output=True,
         text=True,

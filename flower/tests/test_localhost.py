@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from privopt_flower import inprocess
-from privopt_flower.localhost import Localhost
+from privopt_flower.dev.localhost import Localhost
 
 APP = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.localhost

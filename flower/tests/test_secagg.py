@@ -285,7 +285,7 @@ def test_the_drop_in_example_is_fedavg_in_process():
 
 @pytest.mark.localhost
 def test_the_drop_in_example_runs_across_authenticated_supernodes(tmp_path):
-    from privopt_flower.localhost import Localhost
+    from privopt_flower.dev.localhost import Localhost
 
     cfg = example_config()
     # One round on three nodes keeps CI's budget; the in-process test covers more rounds.

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from privopt_flower import credentials
-from privopt_flower.localhost import Localhost, flower_env, free_port, tool
+from privopt_flower.dev.localhost import Localhost, flower_env, free_port, tool
 
 APP = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.localhost

@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 from privopt.problem import Problem
 
 from privopt_flower import Task, config, inprocess
-from privopt_flower.localhost import Localhost
+from privopt_flower.dev.localhost import Localhost
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "pytorch-mnist"
 DATA = Path(os.environ.get("PRIVOPT_DATA", Path(__file__).resolve().parents[2] / "data"))

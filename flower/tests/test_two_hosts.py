@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from privopt_flower import inprocess
-from privopt_flower.localhost import Localhost, stage_app
+from privopt_flower.dev.localhost import Localhost, stage_app
 
 pytestmark = pytest.mark.localhost
 

@@ -151,7 +151,7 @@ impl SuiteConfig {
                     dpfhe::Experiment::Encrypted(s) => format!(
                         "CKKS {} 128-bit, {}",
                         match s.bootstrap {
-                            None => "n=2^15 refreshed",
+                            None => "n=2^15",
                             Some(dpfhe::BootstrapChoice::N15) => "n=2^15 bootstrapped",
                             Some(dpfhe::BootstrapChoice::N16) => "n=2^16 bootstrapped",
                         },

@@ -1,6 +1,6 @@
 """A Flower federation on this machine: one SuperLink and N SuperNodes as separate processes
 (deployment mode), or a SuperLink running the simulation runtime, with the run started by
-``flwr run``. Used by the tests and by ``python -m privopt_flower.localhost``; the commands it
+``flwr run``. Used by the tests and by ``python -m privopt_flower.dev.localhost``; the commands it
 runs are the ones docs/flower.md gives.
 
 A deployment is secure by default: TLS on every API (a CA and a SuperLink certificate made for
@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from . import config, credentials
+from .. import config, credentials
 
 SUMMARY = "[privopt] summary "
 
@@ -73,7 +73,7 @@ def stage_app(dest: Path) -> Path:
     packages: the launcher then works from any directory and with an installed package, and
     never packages its own work folder (``flwr run`` refuses an app that has grown past ten
     folders deep)."""
-    package, pyproject = Path(__file__).resolve().parent, config.app_pyproject()
+    package, pyproject = Path(__file__).resolve().parents[1], config.app_pyproject()
     if dest.exists():
         shutil.rmtree(dest)
     shutil.copytree(

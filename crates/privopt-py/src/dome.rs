@@ -216,20 +216,19 @@ fn client_release<'py>(
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyServer>()?;
-    let d = pyo3::types::PyDict::new(m.py());
-    for (key, value) in [
-        ("lr", defaults::LR),
-        ("beta1", defaults::BETA1),
-        ("beta2", defaults::BETA2),
-        ("gamma_prime", defaults::GAMMA_PRIME),
-        ("energy", defaults::ENERGY),
-        ("delta", defaults::DELTA),
-        ("dropout_rate", defaults::DROPOUT_RATE),
-        ("corrupt_rate", defaults::CORRUPT_RATE),
-    ] {
-        d.set_item(key, value)?;
-    }
-    m.add("DEFAULTS", d)?;
+    crate::add_defaults(
+        m,
+        &[
+            ("lr", defaults::LR),
+            ("beta1", defaults::BETA1),
+            ("beta2", defaults::BETA2),
+            ("gamma_prime", defaults::GAMMA_PRIME),
+            ("energy", defaults::ENERGY),
+            ("delta", defaults::DELTA),
+            ("dropout_rate", defaults::DROPOUT_RATE),
+            ("corrupt_rate", defaults::CORRUPT_RATE),
+        ],
+    )?;
     m.add_function(wrap_pyfunction!(client_release, m)?)?;
     Ok(())
 }

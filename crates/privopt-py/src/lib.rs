@@ -31,6 +31,16 @@ mod problem;
 mod scalar_fl;
 mod secagg;
 
+/// Adds `DEFAULTS`, a dict of a method's constants from its Rust crate, to its native submodule
+/// (the Python module re-exports it; tests hold the stubs and the Flower app to it).
+fn add_defaults(m: &Bound<'_, PyModule>, defaults: &[(&str, f64)]) -> PyResult<()> {
+    let d = pyo3::types::PyDict::new(m.py());
+    for (key, value) in defaults {
+        d.set_item(key, value)?;
+    }
+    m.add("DEFAULTS", d)
+}
+
 /// Adds one public module's classes and functions to its native submodule.
 type Register = fn(&Bound<'_, PyModule>) -> PyResult<()>;
 

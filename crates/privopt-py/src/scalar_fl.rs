@@ -684,15 +684,13 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyClient>()?;
     m.add_class::<PyCatch>()?;
     m.add_class::<PyParticipant>()?;
-    let d = pyo3::types::PyDict::new(m.py());
-    for (key, value) in [
-        ("mu", defaults::MU),
-        ("nu", defaults::NU),
-        ("eps", defaults::HESSIAN_EPS),
-        ("weight_decay", defaults::WEIGHT_DECAY),
-    ] {
-        d.set_item(key, value)?;
-    }
-    m.add("DEFAULTS", d)?;
-    Ok(())
+    crate::add_defaults(
+        m,
+        &[
+            ("mu", defaults::MU),
+            ("nu", defaults::NU),
+            ("eps", defaults::HESSIAN_EPS),
+            ("weight_decay", defaults::WEIGHT_DECAY),
+        ],
+    )
 }

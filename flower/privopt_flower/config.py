@@ -3,10 +3,13 @@ settings, with every value checked before anything starts (one line per error)."
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
+
+from privopt.errors import ParameterError
+from privopt.protocols import eezofl, pdsgd
 
 # Flower refuses run-config keys its pyproject.toml does not list, so every key of privopt's
 # [data] and [model] tables is listed there with a default; these say which keys each dataset,
@@ -83,6 +86,17 @@ def read_table(cls: type[P], table: Mapping[str, Any], where: str) -> P:
     return cls(**values)
 
 
+S = TypeVar("S")
+
+
+def _checked(where: str, make: Callable[..., S], *args: float) -> S:
+    """``make(*args)``, its refusal (which names the field) as a config error naming the table."""
+    try:
+        return make(*args)
+    except ParameterError as e:
+        raise ConfigError(f"{where.rstrip('.')}: {e}") from None
+
+
 @dataclass(frozen=True)
 class ScalarFlParams:
     """``scalar_fl.*``: DeComFL (``rule = "decomfl"``) or HiSo (``"hiso"``)."""
@@ -125,12 +139,22 @@ class DomeParams:
 
 @dataclass(frozen=True)
 class EezoflParams:
-    """``eezofl.*``: the digital path, one xMK-CKKS-encrypted scalar per device per round."""
+    """``eezofl.*``: the digital path, one xMK-CKKS-encrypted scalar per device per round; the
+    step size and radius sequences of :class:`privopt.protocols.eezofl.Schedule`."""
 
-    lr: float
-    lr_decay: float
-    mu: float
+    eta0: float
+    eta_decay: float
+    gamma0: float
+    gamma_decay: float
     batch_size: int
+
+    def __post_init__(self) -> None:
+        self.schedule()  # refuse a bad sequence when the run config is read
+
+    def schedule(self) -> eezofl.Schedule:
+        return _checked(
+            "eezofl.", eezofl.Schedule, self.eta0, self.eta_decay, self.gamma0, self.gamma_decay
+        )
 
 
 @dataclass(frozen=True)
@@ -147,6 +171,21 @@ class PdsgdParams:
     attenuation_a: float
     attenuation_b: float
     batch_size: int
+
+    def __post_init__(self) -> None:
+        self.schedule()
+
+    def schedule(self) -> pdsgd.Schedule:
+        """Algorithm 1's attenuation and private random stepsizes."""
+        return _checked(
+            "pdsgd.",
+            pdsgd.Schedule,
+            self.lambda0,
+            self.lambda_decay,
+            self.zeta_decay,
+            self.attenuation_a,
+            self.attenuation_b,
+        )
 
 
 @dataclass(frozen=True)

@@ -171,4 +171,3 @@ def message_type(stage: str) -> str:
     """The Flower message type of a stage's request: ``query.<stage>`` (so Flower's logs and a
     ClientApp's mods see which stage a message is)."""
     return f"query.{stage}"
-

@@ -118,6 +118,22 @@ def test_every_method_reads_its_table_into_typed_settings_once():
     assert set(scalar_fl.DEFAULTS) == {"mu", "nu", "eps", "weight_decay"}
     for key, value in scalar_fl.DEFAULTS.items():
         assert base[f"scalar_fl.{key}"] == value, key
+    # EEZOFL's sequences and Paillier D-SGD's schedule too, but for the step scales, which are
+    # the app's own (the papers' suit their problems, not this app's logistic model).
+    from privopt.protocols import eezofl, pdsgd
+
+    assert set(eezofl.DEFAULTS) == {"eta0", "eta_decay", "gamma0", "gamma_decay"}
+    for key, value in eezofl.DEFAULTS.items():
+        if key != "eta0":
+            assert base[f"eezofl.{key}"] == value, key
+    assert set(pdsgd.DEFAULTS) <= {f.name for f in dataclasses.fields(config.PdsgdParams)}
+    for key, value in pdsgd.DEFAULTS.items():
+        if key != "lambda0":
+            assert base[f"pdsgd.{key}"] == value, key
+    with pytest.raises(config.ConfigError, match=r"^eezofl: .*gamma_decay must be in \[0, 2\]"):
+        config.parse({**base, "method": "eezofl", "eezofl.gamma_decay": 3.0})
+    with pytest.raises(config.ConfigError, match=r"^pdsgd: .*lambda0 must be finite and > 0"):
+        config.parse({**base, "method": "pdsgd", "pdsgd.lambda0": 0.0})
     with pytest.raises(config.ConfigError, match="dome.sketch must be one of learned"):
         config.parse({**base, "method": "dome", "dome.sketch": "pca"})
     with pytest.raises(config.ConfigError, match="scalar_fl.rule must be one of"):

@@ -40,7 +40,9 @@ def median_seconds(fn: Callable[[], object], repeats: int) -> float:
 
 def record(name: str, ours: float | None, peer: float | None, note: str = "") -> None:
     ROWS.append((name, ours, peer, note))
-    print(f"  {name:<44} {fmt(ours):>10} {fmt(peer):>10} {ratio(ours, peer):>8}  {note}", flush=True)
+    print(
+        f"  {name:<44} {fmt(ours):>10} {fmt(peer):>10} {ratio(ours, peer):>8}  {note}", flush=True
+    )
 
 
 def fmt(s: float | None) -> str:
@@ -183,7 +185,9 @@ def bench_dp() -> float | None:
     from dp_accounting import rdp
 
     worst = 0.0
-    print(f"  {'sigma':>6} {'q':>6} {'steps':>7} {'delta':>7} {'privopt ε':>11} {'dp-acc ε':>11} {'rel diff':>9}")
+    print(
+        f"  {'sigma':>6} {'q':>6} {'steps':>7} {'delta':>7} {'privopt ε':>11} {'dp-acc ε':>11} {'rel diff':>9}"
+    )
     for sigma, q, steps, delta in DP_TABLE:
         ours = dp.epsilon(sigma, steps, delta, q=q)
         acc = rdp.RdpAccountant()  # its default orders; neighbouring relation add/remove
@@ -194,13 +198,17 @@ def bench_dp() -> float | None:
         theirs = acc.get_epsilon(delta)
         rel = abs(ours - theirs) / theirs
         worst = max(worst, rel)
-        print(f"  {sigma:>6} {q:>6} {steps:>7} {delta:>7.0e} {ours:>11.5f} {theirs:>11.5f} {rel:>8.3%}")
+        print(
+            f"  {sigma:>6} {q:>6} {steps:>7} {delta:>7.0e} {ours:>11.5f} {theirs:>11.5f} {rel:>8.3%}"
+        )
     print(f"  largest relative difference: {worst:.3%}")
     return worst
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--only", choices=["ckks", "paillier", "dp"], action="append")
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--count", type=int, default=1000, help="Paillier batch size")

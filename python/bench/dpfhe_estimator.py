@@ -54,9 +54,7 @@ def main() -> None:
             plan = clf.plan_
         cli = (summary[f"{prefix}_{algorithm}_acc_mean"], summary[f"{prefix}_{algorithm}_acc_std"])
         ours = (float(np.mean(accs)), float(np.std(accs)))
-        print(
-            f"{algorithm:<10} {cli[0]:>10.4f} ± {cli[1]:.4f} {ours[0]:>12.4f} ± {ours[1]:.4f}"
-        )
+        print(f"{algorithm:<10} {cli[0]:>10.4f} ± {cli[1]:.4f} {ours[0]:>12.4f} ± {ours[1]:.4f}")
     for key in PLAN_KEYS:
         same = "equal" if plan[key] == summary[f"{prefix}_{key}"] else "DIFFERENT"
         print(f"plan {key}: {summary[f'{prefix}_{key}']!r} vs {plan[key]!r} ({same})")

@@ -84,9 +84,7 @@ def speed(repeats: int) -> None:
             loss_fn(module, batch)
             loss_fn(module, batch)
 
-    server = scalar_fl.Server(
-        spec(), ParameterSet(module).to_numpy(), clients=1, seed=0
-    )
+    server = scalar_fl.Server(spec(), ParameterSet(module).to_numpy(), clients=1, seed=0)
     client = ZerothOrderClient(module, spec(), id=0, loss_fn=loss_fn)
     plan, _ = server.begin_round(per_round=1)
     client.receive(server.catch_up(0))
@@ -100,13 +98,9 @@ def speed(repeats: int) -> None:
         plain.append(median_seconds(two_forward, repeats))
         ours.append(median_seconds(zo_step, repeats))
     p, o = min(plain), min(ours)
-    print(
-        f"speed: CNN of {d} parameters, batch {BATCH}, {torch.get_num_threads()} threads"
-    )
+    print(f"speed: CNN of {d} parameters, batch {BATCH}, {torch.get_num_threads()} threads")
     print(f"  two forward passes, plain PyTorch   {p * 1e3:8.2f} ms")
-    print(
-        f"  one DeComFL step via privopt.torch   {o * 1e3:8.2f} ms   ratio {o / p:.3f}"
-    )
+    print(f"  one DeComFL step via privopt.torch   {o * 1e3:8.2f} ms   ratio {o / p:.3f}")
 
 
 # -- memory: one child process per side --------------------------------------------------

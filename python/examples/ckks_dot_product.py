@@ -30,5 +30,7 @@ answer = ev.sum(ev.mul_plain(cx, w)).to_bytes()
 
 # Client: decrypt slot 0.
 got = sk.decrypt(ckks.Ciphertext.from_bytes(ctx, answer), length=1)[0]
-print(f"encrypted <x, w> = {got:.6f}, numpy: {x @ w:.6f}, bytes up {sum(map(len, upload.values())):,}")
+print(
+    f"encrypted <x, w> = {got:.6f}, numpy: {x @ w:.6f}, bytes up {sum(map(len, upload.values())):,}"
+)
 assert abs(got - x @ w) < 1e-3

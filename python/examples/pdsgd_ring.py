@@ -41,5 +41,7 @@ for it in range(25):
     x = [v + m - lr * g for v, m, g in zip(x, mix, grads)]
 
 spread = max(np.abs(v - np.mean(x, axis=0)).max() for v in x)
-print(f"loss {start:.3f} -> {loss(np.mean(x, axis=0)):.3f}, disagreement between agents {spread:.3f}")
+print(
+    f"loss {start:.3f} -> {loss(np.mean(x, axis=0)):.3f}, disagreement between agents {spread:.3f}"
+)
 assert loss(np.mean(x, axis=0)) < 0.2 * start

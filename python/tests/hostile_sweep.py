@@ -182,7 +182,9 @@ def targets() -> Iterator[tuple[str, Callable[..., Any]]]:
         for name, obj in sorted(vars(module).items()):
             if name.startswith("_"):
                 continue
-            if inspect.isbuiltin(obj) or (inspect.isfunction(obj) and obj.__module__.startswith("privopt")):
+            if inspect.isbuiltin(obj) or (
+                inspect.isfunction(obj) and obj.__module__.startswith("privopt")
+            ):
                 yield f"{module.__name__}.{name}", obj
             elif inspect.isclass(obj) and obj.__module__.startswith("privopt"):
                 yield f"{module.__name__}.{name}", obj
@@ -191,7 +193,12 @@ def targets() -> Iterator[tuple[str, Callable[..., Any]]]:
                         yield f"{module.__name__}.{name}.{attr}", getattr(obj, attr)
     for label, inst in instances():
         for attr in sorted(dir(type(inst))):
-            if attr.startswith("_") and attr not in ("__add__", "__mul__", "__sub__", "__getitem__"):
+            if attr.startswith("_") and attr not in (
+                "__add__",
+                "__mul__",
+                "__sub__",
+                "__getitem__",
+            ):
                 continue
             member = inspect.getattr_static(type(inst), attr)
             if isinstance(member, staticmethod | classmethod | property) or not callable(member):

@@ -17,7 +17,9 @@ def secagg_sum(inputs: dict[int, np.ndarray], length: int, round_: int) -> np.nd
     graph = secagg.Graph.complete(n)
     threshold = n // 2 + 1
     server = secagg.Server(session, round_, graph, threshold, length)
-    clients = [secagg.Client(session, round_, i, graph.neighbours(i), threshold, length) for i in range(n)]
+    clients = [
+        secagg.Client(session, round_, i, graph.neighbours(i), threshold, length) for i in range(n)
+    ]
     ids = sorted(inputs)
     for c in clients:
         server.receive(c.advertisement)

@@ -87,3 +87,17 @@ def test_a_device_gives_one_share_per_round(setup):
         with pytest.raises(PeerMisbehaved, match="second decryption share"):
             saved.decryption_share(total)
     assert abs(server.fuse(shares) - 7.0) < 1e-4
+
+
+def test_the_schedule_is_the_papers_sequences():
+    from privopt.errors import ParameterError
+
+    s = eezofl.Schedule()
+    assert (s.eta0, s.eta_decay, s.gamma0, s.gamma_decay) == tuple(eezofl.DEFAULTS.values())
+    assert s.eta(0) == s.eta0 and s.eta(3) == pytest.approx(s.eta0 / 2, rel=1e-15)
+    assert s.gamma(15) == pytest.approx(s.gamma0 / 2, rel=1e-15)
+    assert eezofl.Schedule(gamma_decay=0.0).gamma(10**6) == s.gamma0
+    with pytest.raises(ParameterError, match="eta0 must be > 0"):
+        eezofl.Schedule(eta0=-1.0)
+    with pytest.raises(ParameterError, match="gamma_decay must be in"):
+        eezofl.Schedule(gamma_decay=3.0)

@@ -24,7 +24,9 @@ def test_every_public_callable_refuses_hostile_values_with_privopt_errors() -> N
         raise AssertionError(f"the sweep hung in {started[-1] if started else 'setup'}") from e
     lines = done.stdout.splitlines()
     calls = sum(line.startswith("START") for line in lines)
-    violations = [json.loads(line[len("VIOLATION ") :]) for line in lines if line.startswith("VIOLATION")]
+    violations = [
+        json.loads(line[len("VIOLATION ") :]) for line in lines if line.startswith("VIOLATION")
+    ]
     finished = lines[-1:] == ["DONE"]
     last = next((line for line in reversed(lines) if line.startswith("START")), "setup")
     assert finished, f"the sweep died in {last} (rc {done.returncode}): {done.stderr[-2000:]}"

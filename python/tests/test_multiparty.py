@@ -17,7 +17,11 @@ def setup():
     parties = [mk.Party(i, params, crs) for i in range(4)]
     session = 7
     key = mk.CollectivePublicKey.aggregate(
-        params, crs, [p.id for p in parties], session, [p.public_key_share(session) for p in parties]
+        params,
+        crs,
+        [p.id for p in parties],
+        session,
+        [p.public_key_share(session) for p in parties],
     )
     return params, crs, parties, key
 
@@ -49,10 +53,12 @@ def test_a_missing_or_foreign_share_fails_the_round_naming_the_party(setup):
     with pytest.raises(PeerMisbehaved, match="another ciphertext"):
         mk.fuse(params, total, shares[:3] + [parties[3].partial_decrypt(other)])
     with pytest.raises(ProtocolError, match="missing share"):
-        mk.CollectivePublicKey.aggregate(params, crs, [0, 1, 2, 3], 8,
-                                         [p.public_key_share(8) for p in parties[:3]])
+        mk.CollectivePublicKey.aggregate(
+            params, crs, [0, 1, 2, 3], 8, [p.public_key_share(8) for p in parties[:3]]
+        )
     with pytest.raises(PeerMisbehaved, match="session"):
-        mk.CollectivePublicKey.aggregate(params, crs, [0, 1, 2, 3], 8,
-                                         [p.public_key_share(9) for p in parties])
+        mk.CollectivePublicKey.aggregate(
+            params, crs, [0, 1, 2, 3], 8, [p.public_key_share(9) for p in parties]
+        )
     with pytest.raises(MalformedMessage):
         mk.fuse(params, total, [s[:-8] for s in shares])

@@ -62,7 +62,9 @@ def test_keys_and_arrays_round_trip_and_tampering_is_refused(small_pair):
     pk2 = paillier.PublicKey.from_bytes(pk.to_bytes())
     assert pk2 == pk and pk2.bits == 1024
     data = pk2.encrypt(np.array([5, -6, 7])).to_bytes()
-    np.testing.assert_array_equal(pair2.decrypt(paillier.EncryptedArray.from_bytes(pk, data)), [5, -6, 7])
+    np.testing.assert_array_equal(
+        pair2.decrypt(paillier.EncryptedArray.from_bytes(pk, data)), [5, -6, 7]
+    )
     for bad in (data[:-1], data + b"\0", b"XXXX" + data[4:], data[:12] + b"\0" * (len(data) - 12)):
         with pytest.raises(MalformedMessage):
             paillier.EncryptedArray.from_bytes(pk, bad)

@@ -72,3 +72,36 @@ def test_agents_resume_from_saved_bytes_mid_exchange():
     np.testing.assert_allclose(out, [0.3 * 0.2 * 0.1 * 8, 0.3 * 0.2 * 0.1 * -19], atol=1e-12)
     with pytest.raises(MalformedMessage):
         pdsgd.Agent.restore(a.save()[:-1])
+
+
+def test_the_schedule_is_algorithm_1s_and_its_stepsizes_are_private_draws():
+    s = pdsgd.Schedule(lambda0=0.5)
+    assert s == pdsgd.Schedule(0.5) and s != pdsgd.Schedule()
+    assert pdsgd.Schedule().lambda0 == pdsgd.DEFAULTS["lambda0"] == 0.005
+    k = 9
+    assert s.attenuation(k) == pytest.approx(1 / (1 + 0.1 * k**0.81), rel=1e-15)
+    low, high = s.stepsize(k, 0.0), s.stepsize(k, 1.0)
+    assert low == pytest.approx(0.5 / k**0.6, rel=1e-15)
+    assert high == pytest.approx(low * (1 + k**-1.2), rel=1e-15)
+    steps = s.stepsizes(k, 4096)
+    assert steps.shape == (4096,) and steps.dtype == np.float64
+    assert np.all((low <= steps) & (steps <= high))
+    # ζ ~ U[0, 1]: the draws spread over the range, and two calls differ.
+    zeta = (steps - low) / (high - low)
+    assert abs(zeta.mean() - 0.5) < 0.03 and zeta.min() < 0.01 and zeta.max() > 0.99
+    assert not np.array_equal(steps, s.stepsizes(k, 4096))
+
+
+def test_a_bad_schedule_or_iteration_is_refused_by_name():
+    from privopt.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="lambda0 must be finite and > 0"):
+        pdsgd.Schedule(lambda0=0.0)
+    with pytest.raises(ParameterError, match="zeta_decay"):
+        pdsgd.Schedule(zeta_decay=float("nan"))
+    with pytest.raises(ParameterError, match="iterations count from 1"):
+        pdsgd.Schedule().attenuation(0)
+    with pytest.raises(ParameterError, match="zeta must be in"):
+        pdsgd.Schedule().stepsize(1, 1.5)
+    with pytest.raises(ParameterError, match="size must be at most"):
+        pdsgd.Schedule().stepsizes(1, 10**12)

@@ -29,8 +29,7 @@ def start_round(rng, n=N, round_=0, session=None, complete=False):
         graph = secagg.Graph.harary(n, params.degree, os.urandom(32))
     server = secagg.Server(session, round_, graph, threshold, LEN)
     clients = {
-        i: secagg.Client(session, round_, i, graph.neighbours(i), threshold, LEN)
-        for i in range(n)
+        i: secagg.Client(session, round_, i, graph.neighbours(i), threshold, LEN) for i in range(n)
     }
     inputs = {i: rng.integers(0, 2**32, LEN, dtype=np.uint32) for i in range(n)}
     return server, clients, inputs

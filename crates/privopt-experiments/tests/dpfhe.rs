@@ -6,11 +6,11 @@
 
 mod common;
 
+use privopt_data::fhe_tasks::load_task;
 use privopt_experiments::runner::Outcome;
 use privopt_experiments::suites::SuiteReport;
 use privopt_experiments::suites::dpfhe::DpfheSuiteReport;
 use privopt_sim::context::NoProgress;
-use privopt_sim::methods::dpfhe::data::load_task;
 use privopt_sim::methods::dpfhe::encrypted::ServerSetup;
 use privopt_sim::methods::dpfhe::estimator::{Algorithm, EncryptedFit, FitSpec, fit};
 use privopt_sim::methods::dpfhe::logreg::{accuracy, auc};
@@ -330,9 +330,9 @@ fn dpfhe_encrypted_smoke_writes_depths_timings_and_agreement() {
     ignore = "needs mnist, adult, credit: privopt data fetch mnist adult credit"
 )]
 fn preprocessing_choices_change_what_they_should() {
+    use privopt_data::fhe_tasks::{Preprocessing, load_task};
     use privopt_data::load::CategoricalEncoding;
     use privopt_ml::data::scale::FeatureScaling;
-    use privopt_sim::methods::dpfhe::data::{Preprocessing, load_task};
 
     let Some(dir) = privopt_data::testing::real_data_dir(&["mnist", "adult", "credit"]) else {
         return;

@@ -7,10 +7,10 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use numpy::{PyArray1, PyArray2, PyReadonlyArray2};
+use privopt_data::fhe_tasks::load_task as load_paper_task;
 use privopt_math::SeedTree;
 use privopt_ml::data::Dataset;
 use privopt_sim::context::Progress;
-use privopt_sim::methods::dpfhe::data::load_task as load_paper_task;
 use privopt_sim::methods::dpfhe::encrypted::{BootstrapChoice, ServerSetup};
 use privopt_sim::methods::dpfhe::estimator::{Algorithm, EncryptedFit, FitSpec, Fitted, fit};
 use privopt_sim::methods::dpfhe::plan::PlanTargets;
@@ -275,7 +275,7 @@ fn load_task<'py>(
     let seeds = SeedTree::new(seed);
     let tt = py
         .detach(|| load_paper_task(name, &dir, &seeds, &Default::default()))
-        .map_err(sim_error)?;
+        .map_err(|e| errors::parameter(e.to_string()))?;
     let (x_train, y_train) = without_bias(py, &tt.train)?;
     let (x_test, y_test) = without_bias(py, &tt.test)?;
     Ok((x_train, y_train, x_test, y_test))

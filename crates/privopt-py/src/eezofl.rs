@@ -9,10 +9,10 @@ use privopt_ckks::CkksParams;
 use privopt_ckks::multiparty::PublicKeyShare;
 use privopt_math::sample::secret_rng;
 use privopt_ml::zo::{add_direction, gaussian_fill};
-use privopt_protocols::eezofl::direction_key;
 use privopt_protocols::eezofl::{
     DigitalDevice, DigitalServer, KeyRelay, ShareUpload, SumBroadcast, Upload, encode_scalar,
 };
+use privopt_protocols::eezofl::{Schedule, direction_key};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -236,8 +236,83 @@ fn perturb(
     Ok(())
 }
 
+/// The paper's sequences over rounds ``k`` (from 0): the step size
+/// ``η_k = eta0·(1+k)^(−eta_decay)`` and the two-point radius
+/// ``γ_k = gamma0·(1+k)^(−gamma_decay)`` (``gamma_decay = 0``: a constant radius). The
+/// defaults (``DEFAULTS``) are the paper's §VI values, which meet its Theorem 1.
+#[pyclass(module = "privopt.protocols.eezofl", name = "Schedule", frozen, eq)]
+#[derive(Clone, PartialEq)]
+pub struct PySchedule(Schedule);
+
+#[pymethods]
+impl PySchedule {
+    #[new]
+    #[pyo3(signature = (
+        eta0 = Schedule::default().eta0,
+        eta_decay = Schedule::default().eta_decay,
+        gamma0 = Schedule::default().gamma0,
+        gamma_decay = Schedule::default().gamma_decay,
+    ))]
+    fn new(eta0: f64, eta_decay: f64, gamma0: f64, gamma_decay: f64) -> PyResult<Self> {
+        let s = Schedule {
+            eta0,
+            eta_decay,
+            gamma0,
+            gamma_decay,
+        };
+        s.check().map_err(errors::protocol)?;
+        Ok(Self(s))
+    }
+
+    #[getter]
+    fn eta0(&self) -> f64 {
+        self.0.eta0
+    }
+    #[getter]
+    fn eta_decay(&self) -> f64 {
+        self.0.eta_decay
+    }
+    #[getter]
+    fn gamma0(&self) -> f64 {
+        self.0.gamma0
+    }
+    #[getter]
+    fn gamma_decay(&self) -> f64 {
+        self.0.gamma_decay
+    }
+
+    /// ``η_k``.
+    fn eta(&self, k: u64) -> f64 {
+        self.0.eta(k)
+    }
+
+    /// ``γ_k``.
+    fn gamma(&self, k: u64) -> f64 {
+        self.0.gamma(k)
+    }
+
+    fn __repr__(&self) -> String {
+        let s = &self.0;
+        format!(
+            "Schedule(eta0={}, eta_decay={}, gamma0={}, gamma_decay={})",
+            s.eta0, s.eta_decay, s.gamma0, s.gamma_decay
+        )
+    }
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDevice>()?;
+    m.add_class::<PySchedule>()?;
+    let d = Schedule::default();
+    crate::add_defaults(
+        m,
+        &[
+            ("eta0", d.eta0),
+            ("eta_decay", d.eta_decay),
+            ("gamma0", d.gamma0),
+            ("gamma_decay", d.gamma_decay),
+        ],
+    )?;
     m.add_class::<PyServer>()?;
     m.add_function(wrap_pyfunction!(direction, m)?)?;
     m.add_function(wrap_pyfunction!(perturb, m)?)?;

@@ -4,9 +4,10 @@
 
 use numpy::PyArray1;
 use privopt_math::sample::secret_rng;
-use privopt_protocols::pdsgd::{Agent, KeyAnnouncement, Paillier};
+use privopt_protocols::pdsgd::{Agent, KeyAnnouncement, MAX_DIM, Paillier, Schedule};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+use rand::Rng;
 
 use crate::errors;
 use crate::numpy_io::{Exact, array, exact_vec};
@@ -127,7 +128,130 @@ impl PyAgent {
     }
 }
 
+/// Algorithm 1's schedules, iterations counted from ``k = 1``: the attenuation
+/// ``γ^k = 1/(1 + a·k^b)`` of the mixing term and the private random stepsize
+/// ``λ₀·k^{−p}·(1 + ζ/k^q)`` per coordinate, ``ζ ~ U[0, 1]``. The defaults are the paper's §4
+/// values (``DEFAULTS``; ``lambda0`` is for its sensor problem: scale it to yours).
+#[pyclass(module = "privopt.protocols.pdsgd", name = "Schedule", frozen, eq)]
+#[derive(Clone, PartialEq)]
+pub struct PySchedule(Schedule);
+
+/// Refuses an iteration before the first.
+fn iteration(k: u64) -> PyResult<f64> {
+    if k == 0 {
+        return Err(errors::parameter("iterations count from 1, got 0"));
+    }
+    Ok(k as f64)
+}
+
+#[pymethods]
+impl PySchedule {
+    #[new]
+    #[pyo3(signature = (
+        lambda0 = Schedule::default().lambda0,
+        lambda_decay = Schedule::default().lambda_decay,
+        zeta_decay = Schedule::default().zeta_decay,
+        attenuation_a = Schedule::default().attenuation_a,
+        attenuation_b = Schedule::default().attenuation_b,
+    ))]
+    fn new(
+        lambda0: f64,
+        lambda_decay: f64,
+        zeta_decay: f64,
+        attenuation_a: f64,
+        attenuation_b: f64,
+    ) -> PyResult<Self> {
+        let s = Schedule {
+            lambda0,
+            lambda_decay,
+            zeta_decay,
+            attenuation_a,
+            attenuation_b,
+        };
+        s.check().map_err(errors::protocol)?;
+        Ok(Self(s))
+    }
+
+    #[getter]
+    fn lambda0(&self) -> f64 {
+        self.0.lambda0
+    }
+    #[getter]
+    fn lambda_decay(&self) -> f64 {
+        self.0.lambda_decay
+    }
+    #[getter]
+    fn zeta_decay(&self) -> f64 {
+        self.0.zeta_decay
+    }
+    #[getter]
+    fn attenuation_a(&self) -> f64 {
+        self.0.attenuation_a
+    }
+    #[getter]
+    fn attenuation_b(&self) -> f64 {
+        self.0.attenuation_b
+    }
+
+    /// ``γ^k``.
+    fn attenuation(&self, k: u64) -> PyResult<f64> {
+        Ok(self.0.attenuation(iteration(k)?))
+    }
+
+    /// One stepsize at iteration ``k`` for the draw ``zeta`` in [0, 1] (0: the deterministic
+    /// part, the conventional algorithm's stepsize).
+    fn stepsize(&self, k: u64, zeta: f64) -> PyResult<f64> {
+        if !(0.0..=1.0).contains(&zeta) {
+            return Err(errors::parameter(format!(
+                "zeta must be in [0, 1], got {zeta}"
+            )));
+        }
+        Ok(self.0.stepsize(iteration(k)?, zeta))
+    }
+
+    /// ``size`` stepsizes of iteration ``k``, each with its own ``ζ`` from the operating
+    /// system's entropy (an agent's private draw: nobody can recompute it).
+    fn stepsizes<'py>(
+        &self,
+        py: Python<'py>,
+        k: u64,
+        size: usize,
+    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let k = iteration(k)?;
+        if size > MAX_DIM {
+            return Err(errors::parameter(format!(
+                "size must be at most {MAX_DIM}, got {size}"
+            )));
+        }
+        let mut rng = secret_rng(None);
+        let steps = (0..size)
+            .map(|_| self.0.stepsize(k, rng.random::<f64>()))
+            .collect();
+        Ok(array(py, steps))
+    }
+
+    fn __repr__(&self) -> String {
+        let s = &self.0;
+        format!(
+            "Schedule(lambda0={}, lambda_decay={}, zeta_decay={}, attenuation_a={}, attenuation_b={})",
+            s.lambda0, s.lambda_decay, s.zeta_decay, s.attenuation_a, s.attenuation_b
+        )
+    }
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyAgent>()?;
+    m.add_class::<PySchedule>()?;
+    let d = Schedule::default();
+    crate::add_defaults(
+        m,
+        &[
+            ("lambda0", d.lambda0),
+            ("lambda_decay", d.lambda_decay),
+            ("zeta_decay", d.zeta_decay),
+            ("attenuation_a", d.attenuation_a),
+            ("attenuation_b", d.attenuation_b),
+        ],
+    )?;
     Ok(())
 }

@@ -8,7 +8,7 @@ use numpy::{PyArray1, PyArray2};
 use privopt_data::problem::{DataConfig, Problem};
 use privopt_math::SeedTree;
 use privopt_ml::model::ModelSpec;
-use privopt_sim::methods::scalar_fl::local_batch;
+use privopt_protocols::scalar_fl::local_batch;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use rand::SeedableRng;

@@ -9,12 +9,12 @@ use privopt_math::SeedTree;
 use privopt_math::sample::secret_rng;
 use privopt_ml::zo::Difference;
 use privopt_protocols::Message;
+use privopt_protocols::scalar_fl::plan_rng;
 use privopt_protocols::scalar_fl::{
     Catch, CatchUp, Client, Invitation, ModelState, Participant, Probe, ReplaySpec, Reply,
     RoundPlan, Rule, Scratch, Server, apply_record, defaults, load_preconditioner, perturb,
     step_delta,
 };
-use privopt_sim::methods::scalar_fl::plan_rng;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rand_chacha::ChaCha20Rng;

@@ -71,6 +71,14 @@ impl From<privopt_data::DataError> for SimError {
     }
 }
 
+/// A roles-layer parameter check of a `[method]` value as the config error naming its key.
+pub(crate) fn method_param(e: privopt_protocols::ProtocolError) -> SimError {
+    match e {
+        privopt_protocols::ProtocolError::Parameters(m) => SimError::Config(format!("method.{m}")),
+        e => e.into(),
+    }
+}
+
 impl From<privopt_protocols::ProtocolError> for SimError {
     fn from(e: privopt_protocols::ProtocolError) -> Self {
         match e {

@@ -5,10 +5,10 @@
 
 use privopt_approx::Interval;
 use privopt_approx::functions::{Method as Fit, approximate, sigmoid};
+use privopt_data::fhe_tasks::load_task;
 use privopt_ml::data::Dataset;
 use privopt_sim::context::NoProgress;
 use privopt_sim::methods::dpfhe::algorithms::{Barrier, GdSpec, train};
-use privopt_sim::methods::dpfhe::data::load_task;
 use privopt_sim::methods::dpfhe::logreg::{Link, accuracy};
 use privopt_sim::methods::dpfhe::theorem::{
     BarrierParams, BarrierShape, PHI_MAX, RunShape, SelectionTargets, check, select,

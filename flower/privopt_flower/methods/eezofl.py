@@ -21,7 +21,7 @@ from privopt.errors import PrivoptError
 from privopt.protocols import eezofl
 
 from .. import problems
-from ..config import ConfigError, EezoflParams, Settings, method_params
+from ..config import EezoflParams, Settings, method_params
 from ..node import Node, State
 from ..results import EezoflOutcome, Report
 from ..transport import Federation, Payload
@@ -57,9 +57,7 @@ def direction(s: Settings, round_: int, d: int) -> np.ndarray:
 def serve(fed: Federation, s: Settings, report: Report) -> EezoflOutcome:
     cfg = _settings(s)
     p = problems.problem(s)
-    lr, decay, mu = cfg.lr, cfg.lr_decay, cfg.mu
-    if not (lr > 0 and decay >= 0 and mu > 0):
-        raise ConfigError("eezofl: need lr > 0, lr_decay >= 0, mu > 0")
+    schedule = cfg.schedule()
     params = _params()
     crs = _crs(s, params)
     x = p.init_params(s.seed)
@@ -105,8 +103,7 @@ def serve(fed: Federation, s: Settings, report: Report) -> EezoflOutcome:
                 f"round {r}: failed ({type(e).__name__}: {e}); excluding {sorted(missing)}"
             )
         if value is not None:
-            eta = lr * (1.0 + r) ** (-decay)
-            x = x - eta * (value / len(members)) * phi
+            x = x - schedule.eta(r) * (value / len(members)) * phi
         row: dict[str, Any] = {
             "round": r + 1,
             "members": len(members),
@@ -182,7 +179,7 @@ def handle(stage: str, req: Payload, state: State, node: Node, s: Settings) -> P
         r = int(req["round"])
         x = np.frombuffer(req["model"], dtype="<f8")
         phi = direction(s, r, len(x))
-        mu = cfg.mu
+        mu = cfg.schedule().gamma(r)
         batch = problems.batch(p, s, node.party, r, 0, cfg.batch_size)
         b = (p.loss(x + mu * phi, batch) - p.loss(x - mu * phi, batch)) / (2 * mu)
         reply["upload"] = device.encrypt(int(req["key_round"]), b)

@@ -202,11 +202,9 @@ def handle(stage: str, req: Payload, state: State, node: Node, s: Settings) -> P
             mix += agent.finish(resp, delta)
         p = problems.problem(s)
         loss, g = p.loss_grad(x, problems.batch(p, s, node.party, k, 0, cfg.batch_size))
-        gamma = 1.0 / (1.0 + cfg.attenuation_a * k**cfg.attenuation_b)
-        lam = cfg.lambda0 / k**cfg.lambda_decay
-        zeta = np.random.default_rng(secrets.randbits(128)).random(x.shape)
-        step = lam * (1.0 + zeta / k**cfg.zeta_decay)  # private, per coordinate
-        x = x + gamma * mix - step * g
+        schedule = cfg.schedule()
+        step = schedule.stepsizes(k, x.size)  # private, per coordinate
+        x = x + schedule.attenuation(k) * mix - step * g
         state.put(MODEL, x.astype("<f8").tobytes())
         reply["train_loss"] = loss
         if req.get("evaluate"):

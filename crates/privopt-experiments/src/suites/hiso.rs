@@ -13,10 +13,11 @@ use privopt_math::SeedTree;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use privopt_ml::data::minibatch;
 use privopt_sim::context::{NoProgress, RunContext};
 use privopt_sim::error::{Result, SimError, ensure};
+use privopt_sim::methods::check_lr;
 use privopt_sim::methods::scalar_fl::{Algorithm, ScalarFlConfig, Trajectory, simulate};
-use privopt_sim::methods::{check_lr, minibatch};
 
 use super::{Suite, SuiteReport, validate_base};
 use privopt_data::problem::Problem;

@@ -17,6 +17,7 @@ pub fn direction_key(seed: u64, round: u64) -> [u8; 32] {
 
 mod messages;
 mod ota;
+mod schedule;
 
 pub use digital::{DigitalDevice, DigitalServer, KEY_SESSION, encode_scalar};
 pub use messages::{
@@ -27,3 +28,4 @@ pub use ota::{
     AwaitCiphertexts, AwaitKeys, AwaitShares, ExactDevice, ExactSetup, Recovery, ServerRound,
     numerator_bound_bits,
 };
+pub use schedule::Schedule;

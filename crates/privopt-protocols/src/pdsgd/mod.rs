@@ -7,9 +7,11 @@
 mod agent;
 mod graph;
 mod messages;
+mod schedule;
 mod scheme;
 
 pub use agent::{Agent, MAX_DIM};
 pub use graph::{Graph, MAX_AGENTS};
 pub use messages::{KeyAnnouncement, Request, Response};
+pub use schedule::Schedule;
 pub use scheme::{Paillier, Scheme, Transparent, TransparentKey};

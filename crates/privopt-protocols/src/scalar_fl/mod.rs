@@ -10,6 +10,7 @@ mod client;
 mod messages;
 mod server;
 mod state;
+mod streams;
 
 /// The algorithm's constants where a caller gives none: the simulator's config, the Python
 /// binding's keywords (`privopt.protocols.scalar_fl.DEFAULTS`) and the Flower app's run config
@@ -34,3 +35,4 @@ pub use state::{
     ModelState, ReplaySpec, RoundRecord, Rule, Scratch, add_scaled_direction, apply_record,
     direction_key, load_preconditioner, perturb, step_delta,
 };
+pub use streams::{local_batch, plan_rng};

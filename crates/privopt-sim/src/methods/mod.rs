@@ -9,8 +9,6 @@ pub mod scalar_fl;
 pub mod sgd;
 pub mod zo_sgd;
 
-use rand::Rng;
-use rand::seq::index::sample;
 use serde::{Deserialize, Serialize};
 
 use crate::context::RunContext;
@@ -186,18 +184,6 @@ pub fn check_lr(lr: f64) -> Result<()> {
     ensure(lr > 0.0 && lr <= MAX_LR, || {
         format!("method.lr must be in (0, {MAX_LR:e}], got {lr:e}")
     })
-}
-
-/// A minibatch of `batch` indices drawn without replacement from `pool` (all of it when
-/// `batch` is 0 or at least the pool size).
-pub fn minibatch(pool: &[usize], batch: usize, rng: &mut impl Rng) -> Vec<usize> {
-    if batch == 0 || batch >= pool.len() {
-        return pool.to_vec();
-    }
-    sample(rng, pool.len(), batch)
-        .into_iter()
-        .map(|k| pool[k])
-        .collect()
 }
 
 /// `w ← w − η·g`.

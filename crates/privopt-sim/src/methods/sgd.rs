@@ -1,8 +1,9 @@
 //! Centralized minibatch SGD: the non-private, non-federated reference point.
 
+use privopt_ml::data::minibatch;
 use serde::{Deserialize, Serialize};
 
-use super::{LrSchedule, Method, Trained, check_lr, descend, minibatch};
+use super::{LrSchedule, Method, Trained, check_lr, descend};
 use crate::context::RunContext;
 use crate::error::{MAX_STEPS, Result, ensure, ensure_count};
 

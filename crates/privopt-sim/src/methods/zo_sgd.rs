@@ -8,10 +8,11 @@
 //! travel: `8P` bytes up per participant, `8P + 8` bytes down per client. Nothing protects
 //! the scalars here — the private methods replace this aggregation.
 
+use privopt_ml::data::minibatch;
 use privopt_ml::zo::{ZoAddress, ZoEstimator};
 use serde::{Deserialize, Serialize};
 
-use super::{LrSchedule, Method, Trained, check_lr, descend, minibatch};
+use super::{LrSchedule, Method, Trained, check_lr, descend};
 use crate::context::RunContext;
 use crate::error::{MAX_STEPS, Result, ensure, ensure_count};
 

@@ -16,8 +16,10 @@ Each round ``r``::
 
 Every member's upload and share is needed: a missing one fails the round with a
 :class:`~privopt.errors.ProtocolError` naming the device, and nothing changes, so the round
-can be retried. The over-the-air variant (sums formed by a fading channel) is simulated by the
-``privopt`` CLI and not exposed here.
+can be retried. With :class:`Schedule` ``s``, a device's scalar of round ``r`` is its two-point
+difference along ``direction(seed, r)`` at radius ``s.gamma(r)``, and every party moves the
+model by ``−s.eta(r)·value/devices`` along it. The over-the-air variant (sums formed by a
+fading channel) is simulated by the ``privopt`` CLI and not exposed here.
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ from .._native import eezofl as _native
 
 Device = _native.Device
 Server = _native.Server
+Schedule = _native.Schedule
 direction = _native.direction
 perturb = _native.perturb
+DEFAULTS: dict[str, float] = dict(_native.DEFAULTS)
 
-__all__ = ["Device", "Server", "direction", "perturb"]
+__all__ = ["DEFAULTS", "Device", "Schedule", "Server", "direction", "perturb"]

@@ -7,7 +7,29 @@ import numpy.typing as npt
 from ..ckks import Params
 from ..ckks.multiparty import CommonPoly
 
-__all__ = ["Device", "Server", "direction", "perturb"]
+__all__ = ["DEFAULTS", "Device", "Schedule", "Server", "direction", "perturb"]
+
+DEFAULTS: dict[str, float]
+
+@final
+class Schedule:
+    def __new__(
+        cls,
+        eta0: float = 0.05,
+        eta_decay: float = 0.5,
+        gamma0: float = 0.05,
+        gamma_decay: float = 0.25,
+    ) -> Schedule: ...
+    @property
+    def eta0(self) -> float: ...
+    @property
+    def eta_decay(self) -> float: ...
+    @property
+    def gamma0(self) -> float: ...
+    @property
+    def gamma_decay(self) -> float: ...
+    def eta(self, k: int) -> float: ...
+    def gamma(self, k: int) -> float: ...
 
 @final
 class Device:

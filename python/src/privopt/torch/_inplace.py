@@ -49,9 +49,7 @@ class InPlaceModel:
         if not (isinstance(mu, (int, float)) and mu > 0 and math.isfinite(mu)):
             raise ParameterError(f"mu must be > 0, got {mu!r}")
         if restore not in ("auto", "copy", "regenerate"):
-            raise ParameterError(
-                f"restore must be 'auto', 'copy' or 'regenerate', got {restore!r}"
-            )
+            raise ParameterError(f"restore must be 'auto', 'copy' or 'regenerate', got {restore!r}")
         self.module = module
         self.loss_fn = loss_fn
         self.mu = float(mu)

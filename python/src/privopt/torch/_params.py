@@ -58,9 +58,7 @@ class ParameterSet:
         if not isinstance(module, torch.nn.Module):
             raise TypeError(f"expected a torch.nn.Module, got {type(module).__name__}")
         if not isinstance(chunk, int) or chunk < 1:
-            raise ParameterError(
-                f"chunk must be a positive number of elements, got {chunk!r}"
-            )
+            raise ParameterError(f"chunk must be a positive number of elements, got {chunk!r}")
         trainable = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
         if not trainable:
             raise ParameterError(
@@ -69,9 +67,7 @@ class ParameterSet:
         wanted = _chooser(select)
         chosen = [(n, p) for n, p in trainable if wanted(n, p)]
         if not chosen:
-            shown = ", ".join(n for n, _ in trainable[:6]) + (
-                ", ..." if len(trainable) > 6 else ""
-            )
+            shown = ", ".join(n for n, _ in trainable[:6]) + (", ..." if len(trainable) > 6 else "")
             raise ParameterError(
                 f"the parameter selection {select!r} selects none of the "
                 f"{len(trainable)} trainable parameters ({shown})"
@@ -134,9 +130,7 @@ class ParameterSet:
         """The parameters as one new ``float64`` vector (a full copy)."""
         out = np.empty(self.numel)
         for offset, view in self.windows():
-            out[offset : offset + view.numel()] = view.to(
-                device="cpu", dtype=torch.float64
-            )
+            out[offset : offset + view.numel()] = view.to(device="cpu", dtype=torch.float64)
         return out
 
     def load(self, x: npt.ArrayLike) -> None:

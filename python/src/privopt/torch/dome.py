@@ -36,9 +36,7 @@ class DomeClient:
         if not callable(loss_fn):
             raise TypeError("loss_fn must be a callable (module, batch) -> loss")
         self.module = module
-        self.params = (
-            params if isinstance(params, ParameterSet) else ParameterSet(module, params)
-        )
+        self.params = params if isinstance(params, ParameterSet) else ParameterSet(module, params)
         self.loss_fn = loss_fn
 
     def gradient(self, batch: Any) -> tuple[float, npt.NDArray[np.float64]]:
@@ -77,17 +75,13 @@ class DomeServer:
         beta1: float = 0.9,
         beta2: float = 0.999,
         gamma_prime: float = 1e-6,
-        sketch: Literal[
-            "learned", "learned_no_probes", "random", "identity"
-        ] = "learned",
+        sketch: Literal["learned", "learned_no_probes", "random", "identity"] = "learned",
         energy: float = 0.9,
         seed: int | None = None,
         noise_floor: float | None = None,
     ) -> None:
         self.module = module
-        self.params = (
-            params if isinstance(params, ParameterSet) else ParameterSet(module, params)
-        )
+        self.params = params if isinstance(params, ParameterSet) else ParameterSet(module, params)
         self.server = dome.Server(
             self.params.to_numpy(),
             k=k,

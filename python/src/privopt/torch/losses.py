@@ -30,13 +30,9 @@ def evaluate_loss(loss_fn: LossFn, module: torch.nn.Module, batch: Any) -> float
                 f"{tuple(value.shape)}"
             )
         return float(value.item())
-    if isinstance(value, (int, float, np.floating, np.integer)) and not isinstance(
-        value, bool
-    ):
+    if isinstance(value, (int, float, np.floating, np.integer)) and not isinstance(value, bool):
         return float(value)
-    raise TypeError(
-        f"loss_fn must return a scalar tensor or a float, not {type(value).__name__}"
-    )
+    raise TypeError(f"loss_fn must return a scalar tensor or a float, not {type(value).__name__}")
 
 
 def loss_and_gradient(

@@ -4,8 +4,6 @@ are :class:`privopt.protocols.pdsgd.Agent`'s."""
 
 from __future__ import annotations
 
-import secrets
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -17,29 +15,8 @@ from ..protocols import pdsgd
 from ._params import ParameterSet, Selection
 from .losses import LossFn, loss_and_gradient
 
-
-@dataclass(frozen=True)
-class Schedule:
-    """Algorithm 1's schedule, iterations counted from ``k = 1``: attenuation
-    ``γ^k = 1/(1 + a·k^b)`` of the mixing term and the private random stepsize
-    ``λ₀·k^{−p}·(1 + ζ/k^q)`` per coordinate, ``ζ ~ U[0, 1]`` drawn from OS randomness. The
-    defaults are ``privopt run``'s (the paper's §4 values)."""
-
-    lambda0: float = 0.005
-    lambda_decay: float = 0.6
-    zeta_decay: float = 1.2
-    attenuation_a: float = 0.1
-    attenuation_b: float = 0.81
-
-    def attenuation(self, k: int) -> float:
-        return float(1.0 / (1.0 + self.attenuation_a * k**self.attenuation_b))
-
-    def stepsize(self, k: int, size: int) -> npt.NDArray[np.float64]:
-        zeta = np.random.default_rng(secrets.randbits(128)).random(size)
-        step: npt.NDArray[np.float64] = (
-            self.lambda0 / k**self.lambda_decay * (1.0 + zeta / k**self.zeta_decay)
-        )
-        return step
+# Algorithm 1's attenuation and private random stepsizes (the paper's §4 values by default).
+Schedule = pdsgd.Schedule
 
 
 class PdsgdAgent:
@@ -68,9 +45,7 @@ class PdsgdAgent:
         self.agent = agent
         self.delta = float(delta)
         self.schedule = schedule or Schedule()
-        self.params = (
-            params if isinstance(params, ParameterSet) else ParameterSet(module, params)
-        )
+        self.params = params if isinstance(params, ParameterSet) else ParameterSet(module, params)
         self.loss_fn = loss_fn
         self._mix = np.zeros(len(self.params))
         self._q: npt.NDArray[np.int64] | None = None
@@ -103,7 +78,7 @@ class PdsgdAgent:
             raise ParameterError(f"iterations count from 1, got {k}")
         loss, g = loss_and_gradient(self.loss_fn, self.module, self.params, batch)
         gamma = self.schedule.attenuation(k)
-        lam = self.schedule.stepsize(k, g.size)
+        lam = self.schedule.stepsizes(k, g.size)
         mix, self._q = self._mix, None
 
         def move(off: int, x: npt.NDArray[np.float64]) -> None:

@@ -38,9 +38,7 @@ def _batch_source(batches: Batches, steps: int) -> Callable[[int], Any]:
         try:
             return next(it)
         except StopIteration:
-            raise ParameterError(
-                f"the batches ran out at local step {k} of {steps}"
-            ) from None
+            raise ParameterError(f"the batches ran out at local step {k} of {steps}") from None
 
     return take
 
@@ -77,24 +75,18 @@ class ZerothOrderClient(InPlaceModel):
     ) -> None:
         super().__init__(module, loss_fn, params, mu, chunk, restore)
         if difference not in ("forward", "central"):
-            raise ParameterError(
-                f"difference must be 'forward' or 'central', got {difference!r}"
-            )
+            raise ParameterError(f"difference must be 'forward' or 'central', got {difference!r}")
         self.spec = spec
         self.difference = difference
         d = len(self.params)
-        self.h: npt.NDArray[np.float64] | None = (
-            np.ones(d) if spec.rule == "hiso" else None
-        )
+        self.h: npt.NDArray[np.float64] | None = np.ones(d) if spec.rule == "hiso" else None
         round_ = 0
         if state is not None:  # a restart: the module holds the start of state["round"]
             round_ = int(state["round"])
             if self.h is not None:
                 h = np.asarray(state.get("h"), dtype=np.float64)
                 if h.shape != (d,) or not (h > 0).all():
-                    raise ParameterError(
-                        f"state['h'] must be {d} positive values (HiSo)"
-                    )
+                    raise ParameterError(f"state['h'] must be {d} positive values (HiSo)")
                 self.h[:] = h
         self.participant = scalar_fl.Participant(id, spec, d, round_)
         self._broken: str | None = None
@@ -126,11 +118,7 @@ class ZerothOrderClient(InPlaceModel):
         catch = self.participant.receive(message)
         try:
             if catch.kind == "replay":
-                self._apply(
-                    lambda xs, off: self.participant.replay(
-                        catch, xs, self.h, offset=off
-                    )
-                )
+                self._apply(lambda xs, off: self.participant.replay(catch, xs, self.h, offset=off))
             elif catch.kind == "full":
                 assert catch.x is not None
                 self.params.load(catch.x)
@@ -167,9 +155,7 @@ class ZerothOrderClient(InPlaceModel):
 
         def move(t: float) -> None:
             self._apply(
-                lambda xs, off: self.participant.perturb(
-                    step, p, t, xs, self.h, offset=off
-                )
+                lambda xs, off: self.participant.perturb(step, p, t, xs, self.h, offset=off)
             )
 
         plus = self._probe(move, self.mu, batch, where, here)
@@ -233,9 +219,7 @@ class ZerothOrderServer:
         seed: int | None = None,
     ) -> None:
         self.module = module
-        self.params = (
-            params if isinstance(params, ParameterSet) else ParameterSet(module, params)
-        )
+        self.params = params if isinstance(params, ParameterSet) else ParameterSet(module, params)
         self.spec = spec
         self.server = scalar_fl.Server(
             spec,

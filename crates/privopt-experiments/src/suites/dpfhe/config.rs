@@ -5,10 +5,10 @@
 
 use std::collections::BTreeMap;
 
+use privopt_data::fhe_tasks::{PAPER_DATASETS, Preprocessing, check_known};
 use privopt_data::load::CategoricalEncoding;
 use privopt_ml::data::scale::FeatureScaling;
 use privopt_sim::error::{Result, SimError, ensure, ensure_threads};
-use privopt_sim::methods::dpfhe::data::{PAPER_DATASETS, Preprocessing, check_known};
 pub use privopt_sim::methods::dpfhe::encrypted::BootstrapChoice;
 use privopt_sim::methods::dpfhe::plan::PlanTargets;
 use privopt_sim::methods::dpfhe::theorem::{BarrierShape, SelectionTargets};

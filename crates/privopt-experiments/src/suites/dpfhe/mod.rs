@@ -11,13 +11,13 @@ use privopt_approx::{Interval, error_report};
 use privopt_ml::data::{Dataset, TrainTest};
 
 use super::{Suite, SuiteReport};
+use privopt_data::fhe_tasks::load_task;
 use privopt_sim::context::{RunContext, parallel_map};
 use privopt_sim::error::Result;
 use privopt_sim::methods::dpfhe::DatasetStreams;
 use privopt_sim::methods::dpfhe::algorithms::{
     Barrier, GdSpec, output_perturbation, train, train_observed,
 };
-use privopt_sim::methods::dpfhe::data::load_task;
 use privopt_sim::methods::dpfhe::encrypted::{
     EncryptedAlgorithm, EncryptedBackend, ServerSetup, presample,
 };

@@ -14,7 +14,7 @@ use rand::Rng;
 use rand::seq::SliceRandom;
 
 use super::logreg::{Link, gradient_sum};
-use crate::methods::minibatch;
+use privopt_ml::data::minibatch;
 
 pub use privopt_protocols::dpfhe::Barrier;
 

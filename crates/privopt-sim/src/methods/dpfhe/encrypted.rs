@@ -32,7 +32,7 @@ use super::logreg::Link;
 use super::plan::{Plan, PlanNumbers};
 use crate::context::{NoProgress, Progress};
 use crate::error::{Result, SimError};
-use crate::methods::minibatch;
+use privopt_ml::data::minibatch;
 
 /// The parameters of the encrypted runs: n = 2^15, log QP ≈ 866 (≤ 881 of the 128-bit
 /// standard), 16 levels at scale 2^40, 5 key-switching digits.

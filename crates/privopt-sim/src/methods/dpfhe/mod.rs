@@ -6,7 +6,6 @@
 //! in `privopt-experiments`.
 
 pub mod algorithms;
-pub mod data;
 pub mod encrypted;
 pub mod estimator;
 pub mod logreg;

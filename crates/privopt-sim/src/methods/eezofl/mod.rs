@@ -16,15 +16,17 @@ use std::sync::Arc;
 use privopt_channel::fading::Fading;
 use privopt_ckks::{CkksParams, CkksParamsBuilder};
 use privopt_math::SeedTree;
+use privopt_ml::data::minibatch;
 use privopt_ml::zo::{Direction, ZoAddress, ZoEstimator};
+use privopt_protocols::eezofl::Schedule;
 use serde::{Deserialize, Serialize};
 
 use self::aggregate::{
     Csi, DigitalHe, ExactHeOta, ModularHeOta, PlainOta, Precoder, RoundOutput, ScalarAggregation,
 };
-use super::{Method, Report, Trained, minibatch};
+use super::{Method, Report, Trained};
 use crate::context::RunContext;
-use crate::error::{MAX_STEPS, Result, SimError, ensure, ensure_count};
+use crate::error::{MAX_STEPS, Result, SimError, ensure, ensure_count, method_param};
 use privopt_data::problem::Problem;
 
 /// How the scalars are aggregated.
@@ -57,13 +59,13 @@ pub struct EezoflConfig {
     #[serde(default = "default_rounds")]
     pub rounds: u64,
     /// η₀ of `η_k = η₀ (1+k)^{−eta_decay}`.
-    #[serde(default = "default_step")]
+    #[serde(default = "default_eta0")]
     pub eta0: f64,
     /// Decay exponent of η.
     #[serde(default = "default_eta_decay")]
     pub eta_decay: f64,
     /// γ₀ of `γ_k = γ₀ (1+k)^{−gamma_decay}`.
-    #[serde(default = "default_step")]
+    #[serde(default = "default_gamma0")]
     pub gamma0: f64,
     /// Decay exponent of γ.
     #[serde(default = "default_gamma_decay")]
@@ -111,14 +113,17 @@ pub struct EezoflConfig {
 fn default_rounds() -> u64 {
     400
 }
-fn default_step() -> f64 {
-    0.05
+fn default_eta0() -> f64 {
+    Schedule::default().eta0
 }
 fn default_eta_decay() -> f64 {
-    0.5
+    Schedule::default().eta_decay
+}
+fn default_gamma0() -> f64 {
+    Schedule::default().gamma0
 }
 fn default_gamma_decay() -> f64 {
-    0.25
+    Schedule::default().gamma_decay
 }
 fn default_batch() -> usize {
     128
@@ -171,6 +176,16 @@ pub fn paper_params(n: usize, smudging_log2: f64, insecure: bool) -> Result<Arc<
 }
 
 impl EezoflConfig {
+    /// The step-size and radius sequences.
+    pub fn schedule(&self) -> Schedule {
+        Schedule {
+            eta0: self.eta0,
+            eta_decay: self.eta_decay,
+            gamma0: self.gamma0,
+            gamma_decay: self.gamma_decay,
+        }
+    }
+
     /// Builds the aggregation for `devices` devices.
     pub fn aggregation(
         &self,
@@ -262,9 +277,8 @@ impl EezoflConfig {
         agg: &mut dyn ScalarAggregation,
         audit: bool,
     ) -> Result<RoundOutput> {
-        let kf = k as f64;
-        let gamma = self.gamma0 * (1.0 + kf).powf(-self.gamma_decay);
-        let eta = self.eta0 * (1.0 + kf).powf(-self.eta_decay);
+        let schedule = self.schedule();
+        let (gamma, eta) = (schedule.gamma(k), schedule.eta(k));
         let at = ZoAddress { round: k, step: 0 };
         let est = self.estimator(gamma);
         let mut phi = vec![0.0; theta.len()];
@@ -307,19 +321,7 @@ impl Method for EezoflConfig {
         ensure(self.batch_size >= 1, || {
             "method.batch_size must be >= 1".into()
         })?;
-        for (k, v) in [("eta0", self.eta0), ("gamma0", self.gamma0)] {
-            ensure(v > 0.0 && v.is_finite(), || {
-                format!("method.{k} must be > 0, got {v}")
-            })?;
-        }
-        for (k, v) in [
-            ("eta_decay", self.eta_decay),
-            ("gamma_decay", self.gamma_decay),
-        ] {
-            ensure((0.0..=2.0).contains(&v), || {
-                format!("method.{k} must be in [0, 2], got {v}")
-            })?;
-        }
+        self.schedule().check().map_err(method_param)?;
         ensure(
             self.noise_sigma >= 0.0 && self.noise_sigma.is_finite(),
             || "method.noise_sigma must be >= 0".into(),

@@ -24,7 +24,9 @@ use std::time::Instant;
 
 use privopt_math::SeedTree;
 use privopt_paillier::KeyPair;
-use privopt_protocols::pdsgd::{Agent, Graph, Paillier, Scheme, Transparent, TransparentKey};
+use privopt_protocols::pdsgd::{
+    Agent, Graph, Paillier, Schedule, Scheme, Transparent, TransparentKey,
+};
 use rand::Rng;
 use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
@@ -32,7 +34,7 @@ use serde::{Deserialize, Serialize};
 use super::{Method, Report, Trained};
 use crate::context::{RunContext, parallel_map};
 use crate::error::{
-    MAX_ELEMENTS, MAX_STEPS, Result, SimError, ensure, ensure_count, ensure_elements,
+    MAX_ELEMENTS, MAX_STEPS, Result, SimError, ensure, ensure_count, ensure_elements, method_param,
 };
 
 /// Most independent trials of one run.
@@ -161,19 +163,19 @@ fn d_d() -> usize {
     2
 }
 fn d_lambda0() -> f64 {
-    0.005
+    Schedule::default().lambda0
 }
 fn d_lambda_decay() -> f64 {
-    0.6
+    Schedule::default().lambda_decay
 }
 fn d_zeta_decay() -> f64 {
-    1.2
+    Schedule::default().zeta_decay
 }
 fn d_att_a() -> f64 {
-    0.1
+    Schedule::default().attenuation_a
 }
 fn d_att_b() -> f64 {
-    0.81
+    Schedule::default().attenuation_b
 }
 fn d_eval() -> u64 {
     10
@@ -369,15 +371,25 @@ impl PdsgdConfig {
         Ok(agents)
     }
 
-    /// `γ^k` of Algorithm 1 (iterations count from k = 1).
-    pub fn attenuation(&self, k: f64) -> f64 {
-        1.0 / (1.0 + self.attenuation_a * k.powf(self.attenuation_b))
+    /// Algorithm 1's attenuation and stepsize schedules.
+    pub fn schedule(&self) -> Schedule {
+        Schedule {
+            lambda0: self.lambda0,
+            lambda_decay: self.lambda_decay,
+            zeta_decay: self.zeta_decay,
+            attenuation_a: self.attenuation_a,
+            attenuation_b: self.attenuation_b,
+        }
     }
 
-    /// One stepsize entry at iteration `k ≥ 1` for the private draw `ζ ∈ [0, 1]`:
-    /// `λ₀k^{−p}(1 + ζ/k^q)`. `ζ = 0` is the conventional algorithm's `α^k`.
+    /// `γ^k` of Algorithm 1 (iterations count from k = 1).
+    pub fn attenuation(&self, k: f64) -> f64 {
+        self.schedule().attenuation(k)
+    }
+
+    /// One stepsize entry at iteration `k ≥ 1` for the private draw `ζ ∈ [0, 1]`.
     pub fn stepsize(&self, k: f64, zeta: f64) -> f64 {
-        self.lambda0 / k.powf(self.lambda_decay) * (1.0 + zeta / k.powf(self.zeta_decay))
+        self.schedule().stepsize(k, zeta)
     }
 
     /// Theorem 1's conditions (37) on the schedule, Lemma 1 on trial 0's `W`, and the measured
@@ -566,17 +578,10 @@ impl Method for PdsgdConfig {
         ensure((MIN_DELTA..=1.0).contains(&self.delta), || {
             format!("method.delta must be in [2^-40, 1], got {}", self.delta)
         })?;
-        for (key, v) in [
-            ("omega", self.omega),
-            ("lambda_decay", self.lambda_decay),
-            ("zeta_decay", self.zeta_decay),
-            ("attenuation_a", self.attenuation_a),
-            ("attenuation_b", self.attenuation_b),
-        ] {
-            ensure(v >= 0.0 && v.is_finite(), || {
-                format!("method.{key} must be finite and >= 0, got {v}")
-            })?;
-        }
+        ensure(self.omega >= 0.0 && self.omega.is_finite(), || {
+            format!("method.omega must be finite and >= 0, got {}", self.omega)
+        })?;
+        self.schedule().check().map_err(method_param)?;
         for (key, v) in [
             ("measurements", self.measurements),
             ("p", self.p),
@@ -588,12 +593,6 @@ impl Method for PdsgdConfig {
         let (n, p, d) = (self.measurements as u64, self.p as u64, self.d as u64);
         ensure_elements("method.p × d over all agents", &[agents, p, d])?;
         ensure_elements("method.measurements × p over all agents", &[agents, n, p])?;
-        ensure(self.lambda0 > 0.0 && self.lambda0.is_finite(), || {
-            format!(
-                "method.lambda0 must be finite and > 0, got {}",
-                self.lambda0
-            )
-        })?;
         ensure(self.eval_every >= 1, || {
             "method.eval_every must be >= 1".into()
         })?;

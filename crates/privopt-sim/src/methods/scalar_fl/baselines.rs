@@ -7,7 +7,9 @@ use privopt_math::SeedTree;
 use privopt_ml::zo::gaussian_fill;
 use rayon::prelude::*;
 
-use super::{Algorithm, ScalarFlConfig, Trajectory, eval_set, evaluate, local_batch, plan_rng};
+use privopt_protocols::scalar_fl::{local_batch, plan_rng};
+
+use super::{Algorithm, ScalarFlConfig, Trajectory, eval_set, evaluate};
 use crate::context::Progress;
 use crate::error::Result;
 use privopt_data::problem::Problem;

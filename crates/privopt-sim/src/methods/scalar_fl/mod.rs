@@ -40,13 +40,14 @@ use rand::Rng;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::{Method, Report, Trained, check_lr, minibatch};
+use super::{Method, Report, Trained, check_lr};
 use crate::context::{Progress, RunContext};
 use crate::error::{MAX_STEPS, Result, ensure, ensure_count};
 use crate::metrics::Quantiles;
 use privopt_data::problem::Problem;
 use privopt_protocols::scalar_fl::{
-    Client, ModelState, Probe, ReplaySpec, Reply, Rule, SEED_BYTES, Server, defaults,
+    Client, ModelState, Probe, ReplaySpec, Reply, Rule, SEED_BYTES, Server, defaults, local_batch,
+    plan_rng,
 };
 
 /// Which algorithm a run uses.
@@ -360,27 +361,6 @@ fn eval_set(problem: &Problem, examples: usize) -> Dataset {
         let idx: Vec<usize> = (0..examples).collect();
         problem.test.select(&idx)
     }
-}
-
-/// The randomness of round `round`'s plan (participants and seeds): a stream of its own per
-/// round, so a driver elsewhere (the Python server, a Flower app) given the run's seed draws
-/// the plans `privopt run` draws.
-pub fn plan_rng(seeds: &SeedTree, round: u64) -> impl Rng + use<> {
-    seeds.stream("scalar_fl/round", &[round])
-}
-
-/// The minibatch of local step `k` of `round` for `client`, drawn from `pool` (the client's
-/// training examples; `batch_size` 0: all of them), as `privopt run` draws it.
-pub fn local_batch(
-    pool: &[usize],
-    batch_size: usize,
-    seeds: &SeedTree,
-    round: u64,
-    client: usize,
-    k: usize,
-) -> Vec<usize> {
-    let mut rng = seeds.stream("scalar_fl/batch", &[round, client as u64, k as u64]);
-    minibatch(pool, batch_size, &mut rng)
 }
 
 /// Runs `cfg` on `problem` and returns its trajectory.

@@ -1,16 +1,15 @@
-//! The FHE paper's four binary tasks, preprocessed as its §7 says: features in [−1, 1] plus a
+//! The FHE paper's (DP training under FHE) four binary tasks, preprocessed as its §7 says: features in [−1, 1] plus a
 //! bias feature of 1, labels in {0, 1}, and a real held-out test split (the authors' released
 //! data used the training set as the test set; we do not).
 
 use std::path::Path;
 
-use privopt_data::load::{CategoricalEncoding, SplitOptions, load_with};
+use crate::error::{DataError, Result};
+use crate::load::{CategoricalEncoding, SplitOptions, load_with};
 use privopt_math::SeedTree;
 use privopt_ml::data::pca::Pca;
 use privopt_ml::data::scale::FeatureScaling;
 use privopt_ml::data::{Dataset, TrainTest};
-
-use crate::error::{Result, SimError};
 
 /// The datasets of Tables 3 and 4.
 pub const PAPER_DATASETS: &[&str] = &["mnist", "adult", "compas", "credit"];
@@ -32,8 +31,8 @@ pub fn check_known(name: &str) -> Result<()> {
 }
 
 /// The error for a dataset name [`load_task`] does not know, naming those it does.
-fn unknown_dataset(name: &str) -> SimError {
-    SimError::Config(format!(
+fn unknown_dataset(name: &str) -> DataError {
+    DataError::Config(format!(
         "method.datasets: `{name}` is not one of the paper's datasets ({}) or `{SYNTHETIC_DATASET}`",
         PAPER_DATASETS.join(", ")
     ))

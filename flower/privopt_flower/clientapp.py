@@ -4,8 +4,10 @@ Context's state between messages (see docs/flower.md on what that exposes)."""
 
 from __future__ import annotations
 
+import math
 import os
 import signal
+import time
 from collections.abc import Callable, Mapping
 
 from flwr.app import ConfigRecord, Context, Error, Message, RecordDict
@@ -68,6 +70,23 @@ def die_if_told(s: config.Settings, node: Node, request: Mapping[str, object]) -
         os.killpg(os.getpgid(0), signal.SIGKILL)
 
 
+def task_started() -> float:
+    """When this process got its task (wall clock): set by a started-ahead process
+    (:mod:`privopt_flower.superexec`); else the process's own start (Linux: from /proc, in
+    clock ticks since boot; elsewhere NaN)."""
+    from .superexec import TASK_STARTED_ENV
+
+    if TASK_STARTED_ENV in os.environ:
+        return float(os.environ[TASK_STARTED_ENV])
+    try:
+        with open("/proc/self/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        started = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22 of proc(5)
+        return time.time() - (time.clock_gettime(time.CLOCK_BOOTTIME) - started)
+    except (OSError, ValueError, IndexError, AttributeError):
+        return math.nan
+
+
 def query(msg: Message, context: Context) -> Message:
     return answer(msg, context, lambda c: config.parse(c.run_config))
 
@@ -85,6 +104,7 @@ def answer(
     msg: Message, context: Context, settings_of: Callable[[Context], config.Settings]
 ) -> Message:
     """The reply to one server request, with the run's settings from ``settings_of``."""
+    t_in = time.time()
     try:
         node = node_of(context)
         s = settings_of(context)
@@ -95,6 +115,8 @@ def answer(
             )
         die_if_told(s, node, request)
         reply = roles.client_handle(request, ContextState(context, node), node, s)
+        if request.get("timing"):  # debug.stage-timing: where the stage's time goes
+            reply.update(t_in=t_in, t_task=task_started(), t_out=time.time())
         return Message(RecordDict({RECORD: ConfigRecord(reply)}), reply_to=msg)
     except Exception as e:  # the server gets one line naming the party and the cause
         where = context.node_config.get("partition-id", "?")

@@ -50,14 +50,16 @@ class PrivacyLedger:
         """Client ``client``'s ε so far."""
         return self._epsilon(self._precision.get(client, 0.0))
 
-    def admits(self, client: int, sigma: float) -> bool:
-        """Whether a release at noise multiplier ``sigma`` keeps the client within budget
-        (a client refused once is refused from then on)."""
+    def admits(self, client: int, sigma: float, releases: int = 1) -> bool:
+        """Whether ``releases`` more releases at noise multiplier ``sigma`` (the next one, and
+        any admitted but not yet recorded) keep the client within budget (a client refused
+        once is refused from then on)."""
         if client in self.exhausted:
             return False
         if self.max_epsilon is None or sigma == math.inf:
             return True
-        if self._epsilon(self._precision.get(client, 0.0) + sigma**-2) <= self.max_epsilon:
+        ahead = releases * sigma**-2
+        if self._epsilon(self._precision.get(client, 0.0) + ahead) <= self.max_epsilon:
             return True
         self.exhausted.add(client)
         return False

@@ -19,6 +19,6 @@ def main(grid: Grid, context: Context) -> None:
 
 def run(grid: Grid, s: config.Settings) -> None:
     """Waits for the run's clients and runs its method to the end."""
-    fed = FlowerFederation(grid)
+    fed = FlowerFederation(grid, timing=bool(s.debug.get("stage-timing", False)))
     fed.wait_for(s.clients, s.join_timeout)
     roles.serve(fed, s, Report(s, mode="flower"))

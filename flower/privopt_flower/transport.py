@@ -8,6 +8,7 @@ answer in time, or answers with an error, is *missing* from that stage with the 
 
 from __future__ import annotations
 
+import json
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
@@ -67,9 +68,10 @@ class Federation(ABC):
 class FlowerFederation(Federation):
     """Parties behind a Flower :class:`~flwr.serverapp.Grid` (deployment or simulation)."""
 
-    def __init__(self, grid: Any, poll_interval: float = 0.05) -> None:
+    def __init__(self, grid: Any, poll_interval: float = 0.05, timing: bool = False) -> None:
         self._grid = grid
         self._poll = poll_interval
+        self._timing = timing
         self._party_node: dict[int, int] = {}
         self._node_party: dict[int, int] = {}
         self._refused: dict[int, str] = {}
@@ -132,9 +134,10 @@ class FlowerFederation(Federation):
     ) -> tuple[dict[int, Payload], dict[int, str]]:
         from flwr.app import ConfigRecord, Message, RecordDict
 
+        extra = {"timing": True} if self._timing else {}
         messages = [
             Message(
-                RecordDict({RECORD: ConfigRecord({**req, "stage": stage})}),
+                RecordDict({RECORD: ConfigRecord({**req, "stage": stage, **extra})}),
                 dst_node_id=node,
                 message_type=message_type(stage),
                 # A request nobody picked up in time must not run later, out of its stage.
@@ -144,9 +147,11 @@ class FlowerFederation(Federation):
         ]
         # Not Grid.send_and_receive: on a deployment's Grid (Flower 1.41) it pulls every 3 s,
         # which would add up to 3 s to every stage; this loop pulls every `poll_interval`.
+        pushed = time.time()
         ids = dict(zip(self._grid.push_messages(messages), by_node, strict=True))
         pending = {i for i in ids if i}
         replies: dict[int, Payload] = {}
+        arrived: dict[int, float] = {}
         errors: dict[int, str] = {node: "not delivered" for i, node in ids.items() if not i}
         end = time.monotonic() + timeout
         while pending and time.monotonic() < end:
@@ -160,11 +165,39 @@ class FlowerFederation(Federation):
                     errors[node] = msg.error.reason or f"error {msg.error.code}"
                 else:
                     replies[node] = dict(msg.content[RECORD])
+                    arrived[node] = time.time()
             if pending:
                 time.sleep(self._poll)
         for mid in pending:
             errors[ids[mid]] = f"no reply within {timeout:g} s"
+        if self._timing and arrived:
+            print(f"[privopt] stage-timing {stage_timing(stage, pushed, replies, arrived)}")
         return replies, errors
+
+
+def stage_timing(
+    stage: str, pushed: float, replies: Mapping[int, Payload], arrived: Mapping[int, float]
+) -> str:
+    """Where the stage's time went for the node that answered last (the one the stage waited
+    for), as JSON: seconds from the push to the start of its ClientApp task (the SuperNode's
+    pull of the message, the SuperExec's pick-up; a fresh process's start counts as the task's
+    start), from there to privopt's handler (Flower's task start-up: the task's input, the
+    app's install and import), the handler, and from its return to the server."""
+    last = max(arrived, key=lambda n: arrived[n])
+    r = replies[last]
+    if not {"t_in", "t_out", "t_task"} <= set(r):
+        return json.dumps({"stage": stage, "seconds": round(arrived[last] - pushed, 3)})
+    t_task, t_in, t_out = float(r["t_task"]), float(r["t_in"]), float(r["t_out"])
+    return json.dumps(
+        {
+            "stage": stage,
+            "seconds": round(arrived[last] - pushed, 3),
+            "to_task": round(t_task - pushed, 3),
+            "task_to_handler": round(t_in - t_task, 3),
+            "handler": round(t_out - t_in, 3),
+            "to_server": round(arrived[last] - t_out, 3),
+        }
+    )
 
 
 def message_type(stage: str) -> str:

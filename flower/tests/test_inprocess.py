@@ -38,20 +38,27 @@ def test_a_killed_client_restarted_from_its_save_catches_up_by_replay(scalar_con
 
 
 def test_secagg_sums_the_survivors_exactly_and_aborts_below_threshold(dome_config):
-    out = inprocess.run(dome_config, kill={(2, "mask"): {1}, (4, "unmask"): {2}, (5, "share"): {0}})
+    # Round t+1's advertisement rides with round t's masked input, its key shares with round
+    # t's unmask: a party killed on receiving one of these messages leaves both rounds.
+    kill = {(2, "mask_advertise"): {1}, (4, "unmask_share"): {2}, (5, "mask_advertise"): {0}}
+    out = inprocess.run(dome_config, kill=kill)
     ev = out["events"]
     # Dropped before masking: the sum is of the other four; after masking: its input counts.
     assert "round 2: SecAgg+ sum equals the sum of 4 inputs" in ev
+    assert "round 3: party 1 dropped at advertise (killed)" in ev
     assert "round 4: SecAgg+ sum equals the sum of 4 inputs" in ev
-    # Three left (threshold 2 of 2 neighbours): losing one more aborts the round, cleanly.
+    # Round 5 lost party 2 at its key shares and party 0 before masking: two of four left,
+    # each with one live neighbour, below the threshold of 2: the round aborts, cleanly, and
+    # so does round 6, which party 0 had been invited to.
     assert any(e.startswith("round 5: aborted cleanly") and "threshold" in e for e in ev)
-    assert out["aborted_rounds"] == 1 and out["completed_rounds"] == 4
+    assert any(e.startswith("round 6: aborted cleanly") for e in ev)
+    assert out["aborted_rounds"] == 2 and out["completed_rounds"] == 4
 
 
 def test_dome_epsilon_grows_to_the_target_and_dropouts_only_raise_it(dome_config):
     full = inprocess.run({**dome_config, "dome.epsilon": 4.0})
     assert full["epsilon_spent"] == pytest.approx(4.0, rel=1e-3)
-    hit = inprocess.run({**dome_config, "dome.epsilon": 4.0}, kill={(2, "mask"): {1}})
+    hit = inprocess.run({**dome_config, "dome.epsilon": 4.0}, kill={(2, "mask_advertise"): {1}})
     # One of five noise shares lost: σ·√(4/5) from round 2 on, so more ε than planned.
     assert hit["epsilon_spent"] > full["epsilon_spent"]
 
@@ -59,11 +66,11 @@ def test_dome_epsilon_grows_to_the_target_and_dropouts_only_raise_it(dome_config
 def test_dome_noise_floor_keeps_epsilon_and_refuses_thin_rounds(dome_config):
     cfg = {**dome_config, "dome.epsilon": 4.0}
     # Shares sized for ceil(0.8 * 5) = 4: one dropout before masking still leaves full noise.
-    floored = inprocess.run({**cfg, "dome.noise_floor": 0.8}, kill={(2, "mask"): {1}})
+    floored = inprocess.run({**cfg, "dome.noise_floor": 0.8}, kill={(2, "mask_advertise"): {1}})
     assert floored["completed_rounds"] == 6
     assert floored["epsilon_spent"] <= 4.0 * (1 + 1e-3)
     # Sized for all five: the same dropout aborts round 2 before its sum is unmasked.
-    strict = inprocess.run({**cfg, "dome.noise_floor": 1.0}, kill={(2, "mask"): {1}})
+    strict = inprocess.run({**cfg, "dome.noise_floor": 1.0}, kill={(2, "mask_advertise"): {1}})
     assert any(
         e.startswith("round 2: aborted cleanly") and "noise floor" in e for e in strict["events"]
     )
@@ -284,7 +291,7 @@ def test_the_privacy_ledger_charges_each_client_its_own_rounds_and_enforces_a_bu
 
     cfg = {**dome_config, "rounds": 6, "dome.epsilon": 4.0, "out-dir": str(tmp_path)}
     # Party 1 dies before masking in round 2 and never returns: rounds 1 only.
-    out = inprocess.run(cfg, kill={(2, "mask"): {1}})
+    out = inprocess.run(cfg, kill={(2, "mask_advertise"): {1}})
     eps = out["epsilon_per_client"]
     sigma = out["sigma"]
     assert eps[1] == pytest.approx(dp.epsilon(sigma, 1, 1e-5, sampling="full"), rel=1e-9)
@@ -314,7 +321,8 @@ def test_the_ledger_agrees_with_dp_accounting_for_each_participation_pattern(dom
     mechanisms of the rounds it was in, at the noise each carried, within 1%."""
     dp_accounting = pytest.importorskip("dp_accounting")
     out = inprocess.run(
-        {**dome_config, "rounds": 6, "dome.epsilon": 4.0}, kill={(2, "mask"): {1}, (4, "mask"): {3}}
+        {**dome_config, "rounds": 6, "dome.epsilon": 4.0},
+        kill={(2, "mask_advertise"): {1}, (4, "mask_advertise"): {3}},
     )
     sigma, eps = out["sigma"], out["epsilon_per_client"]
     # Party 1 left in round 2 (4 of 5 shares made it), party 3 in round 4 (3 of 4).

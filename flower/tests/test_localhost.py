@@ -23,7 +23,7 @@ def same_results(got: dict, want: dict, keys: list[str]) -> None:
 
 
 def test_scalar_fl_client_killed_then_restarted_catches_up_by_replay(tmp_path, scalar_config):
-    cfg = {**scalar_config, "clients": 3, "rounds": 4}
+    cfg = {**scalar_config, "clients": 3, "rounds": 6}
     cfg["debug.kill"] = "2:1:round"
     replies: dict[int, int] = {}
     restarted: list[int] = []
@@ -44,11 +44,11 @@ def test_scalar_fl_client_killed_then_restarted_catches_up_by_replay(tmp_path, s
         got = fed.run(APP, cfg, on_line=watch)
     assert any("round 1: party 2 dropped" in e for e in got["events"])
     assert replies[2] == 2  # round index 1 is row 2: the killed client is missing
-    assert replies[4] == 3  # back by the last round ...
+    assert replies[6] == 3  # back by the last round ...
     assert got["full_downloads"] == 0  # ... caught up by replay, not by the full model
-    # The same run in process, with the node back in the round it rejoined here (round index 2
-    # if row 3 heard all three, else 3): the deployment's model, loss and uplink exactly.
-    back = 2 if replies[3] == 3 else 3
+    # The same run in process, with the node back in the round it rejoined here (round index
+    # r is row r + 1): the deployment's model, loss and uplink exactly.
+    back = min(r for r in range(2, 6) if replies[r + 1] == 3)
     want = inprocess.run({**cfg, "debug.kill": ""}, kill={(1, "round"): {2}}, restart={back: {2}})
     same_results(got, want, ["model_sha", "test_loss", "up_bytes"])
     # Deployment also counts a request addressed to the node while it was down or restarting.
@@ -58,14 +58,17 @@ def test_scalar_fl_client_killed_then_restarted_catches_up_by_replay(tmp_path, s
 def test_dome_deployment_with_a_client_killed_mid_round(tmp_path, dome_config):
     # Without DP noise DOME is deterministic given the SecAgg+ sums: the model must be the
     # in-process one exactly (the accountant under dropouts is tested in process).
-    cfg = {**dome_config, "clients": 4, "rounds": 2, "dome.epsilon": 0.0, "debug.kill": "3:2:mask"}
+    # Killed on receiving round 2's masked-input request (which carries round 3's key
+    # advertisement: SecAgg+'s stages of consecutive rounds overlap).
+    kill = "3:2:mask_advertise"
+    cfg = {**dome_config, "clients": 4, "rounds": 3, "dome.epsilon": 0.0, "debug.kill": kill}
     with Localhost(tmp_path, 4) as fed:
         got = fed.run(APP, cfg)
     ev = got["events"]
     assert "round 1: SecAgg+ sum equals the sum of 4 inputs" in ev
     assert any(e.startswith("round 2: party 3 dropped at mask") for e in ev)
     assert "round 2: SecAgg+ sum equals the sum of 3 inputs" in ev
-    want = inprocess.run({**cfg, "debug.kill": ""}, kill={(2, "mask"): {3}})
+    want = inprocess.run({**cfg, "debug.kill": ""}, kill={(2, "mask_advertise"): {3}})
     same_results(got, want, ["test_loss", "accuracy", "completed_rounds"])
 
 
@@ -74,7 +77,9 @@ def test_eezofl_deployment_fails_a_round_naming_a_killed_device_then_rekeys(
 ):
     cfg = {**eezofl_config, "clients": 3, "rounds": 3}
     cfg["debug.kill"] = "2:1:decrypt"
-    with Localhost(tmp_path, 3) as fed:
+    # Flower's default isolation (a cold flwr-clientapp per message), which the launcher's
+    # --cold keeps; the other deployment tests run privopt's fork-server SuperExec.
+    with Localhost(tmp_path, 3, warm=False) as fed:
         got = fed.run(APP, cfg)
     assert got["events"][0].startswith("round 1: failed") and "party 2" in got["events"][0]
     assert got["members"] == [0, 1] and got["failed_rounds"] == 1

@@ -8,8 +8,12 @@ the run, :mod:`privopt_flower.credentials`) and Flower's SuperNode authenticatio
 signs with its own key, registered with the SuperLink before it starts; any other process that
 reaches the SuperLink is refused). ``insecure=True`` (``--insecure``) turns both off.
 
-Each SuperNode runs in its own process group, so :meth:`Localhost.kill` is a ``kill -9`` of
-the node and every ClientApp process it started."""
+Each SuperNode runs with ``--isolation process`` beside :mod:`privopt_flower.superexec`, which
+keeps the next ClientApp process started ahead (``warm=False``: Flower's default, a cold
+``flwr-clientapp`` per message), and SuperExecs look for tasks every 0.1 s instead of Flower's
+1 s (``FLWR_SUPEREXEC_TASK_POLL_INTERVAL``). A SuperNode and its SuperExec share a process
+group, so :meth:`Localhost.kill` is a ``kill -9`` of the node and every ClientApp process it
+started."""
 
 from __future__ import annotations
 
@@ -33,6 +37,8 @@ from typing import Any
 from .. import config, credentials
 
 SUMMARY = "[privopt] summary "
+# How often a SuperExec asks its SuperNode for a task (Flower's default: 1 s, a stage's wait).
+SUPEREXEC_POLL_SECONDS = "0.1"
 
 
 def free_port() -> int:
@@ -59,6 +65,7 @@ def flower_env(home: Path) -> dict[str, str]:
         "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
         "FLWR_HOME": str(home),
         "FLWR_DISABLE_UPDATE_CHECK": "1",
+        "FLWR_SUPEREXEC_TASK_POLL_INTERVAL": SUPEREXEC_POLL_SECONDS,
     }
 
 
@@ -95,6 +102,7 @@ class Localhost:
         simulation: bool = False,
         insecure: bool = False,
         host: str = "127.0.0.1",
+        warm: bool = True,
         superlink_netns: str | None = None,
         supernode_netns: str | None = None,
     ):
@@ -108,6 +116,7 @@ class Localhost:
         self.supernode_netns = supernode_netns
         self.nodes = nodes
         self.simulation = simulation
+        self.warm = warm
         # The simulation runtime has no SuperNodes to authenticate; TLS still applies.
         self.insecure = insecure
         self.credentials: credentials.Credentials | None = None
@@ -237,16 +246,33 @@ class Localhost:
             key = self.credentials.supernode_keys[i]
             security = ["--root-certificates", str(self.credentials.ca)]
             security += ["--auth-supernode-private-key", str(key)]
+        runtime_port = free_port()
         cmd = [
             tool("flower-supernode"),
             *security,
             "--superlink",
             f"{self.host}:{self.port}",
             "--port",
-            str(free_port()),
+            str(runtime_port),
             "--node-config",
             f'partition-id={i} num-partitions={self.nodes} state-dir="{self.workdir / "state"}"',
         ]
+        if self.warm:
+            # The SuperNode and privopt's SuperExec as one process group; the SuperNode's
+            # Runtime API is on its own loopback (plaintext, as with Flower's default
+            # isolation, where the SuperNode starts its SuperExec the same way).
+            cmd = [
+                sys.executable,
+                "-m",
+                "privopt_flower.dev.node",
+                *cmd,
+                "--isolation",
+                "process",
+                "--",
+                "--runtime-api-address",
+                f"127.0.0.1:{runtime_port}",
+                "--insecure",
+            ]
         self._spawn(
             f"supernode-{i}",
             self._in(self.supernode_netns, cmd),
@@ -255,7 +281,7 @@ class Localhost:
         )
 
     def kill(self, i: int) -> None:
-        """``kill -9`` of SuperNode ``i`` and its ClientApp processes."""
+        """``kill -9`` of SuperNode ``i``, its SuperExec and its ClientApp processes."""
         p = self.procs.get(f"supernode-{i}")
         if p is not None and p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
@@ -345,6 +371,12 @@ def main() -> None:
         "join and read the traffic (default: both on)",
     )
     ap.add_argument(
+        "--cold",
+        action="store_true",
+        help="Flower's default isolation: a ClientApp process started per message, after it "
+        "arrives (default: privopt_flower.superexec starts the next one ahead)",
+    )
+    ap.add_argument(
         "--workdir",
         help="logs, Flower homes and node state (default: a new folder under the system's "
         "temporary directory, printed at the start)",
@@ -365,7 +397,9 @@ def main() -> None:
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="privopt-flower-"))
     print(f"[privopt] work folder (logs, node state): {workdir}", flush=True)
     app = args.app or stage_app(workdir / "app")
-    with Localhost(workdir, args.nodes, args.simulation, insecure=args.insecure) as fed:
+    with Localhost(
+        workdir, args.nodes, args.simulation, insecure=args.insecure, warm=not args.cold
+    ) as fed:
         summary = fed.run(app, config, on_line=lambda s: print(s, end=""))
     print(json.dumps({k: v for k, v in summary.items() if k != "settings"}, indent=2))
 

@@ -1,0 +1,221 @@
+"""A SuperExec whose ClientApp processes start warm.
+
+A SuperNode runs each message's ClientApp in a fresh ``flwr-clientapp`` process, launched by its
+SuperExec once the message is there. Starting Python, Flower, numpy and privopt costs about
+1.8 s of CPU per message; with five SuperNodes on a 2-core machine that is most of a stage
+(``flower/bench/round_latency.py``). This is Flower's own SuperExec (``flower-superexec``, same
+arguments, run beside a SuperNode started with ``--isolation process``) with one change: a
+fork server, a process that has done those imports once, forks each ClientApp task's process.
+Each task still runs in a process of its own that serves no other (Flower's isolation is
+unchanged) and starts from the same state a fresh import gives (numpy's global random state is
+reseeded in each); the start-up costs a fork. Task types other than ClientApps launch as
+Flower launches them::
+
+    flower-supernode --isolation process --port 9094 ...      # its Runtime API on 9094
+    python -m privopt_flower.superexec --runtime-api-address 127.0.0.1:9094 --insecure \\
+        --parent-pid <the SuperNode's pid>
+
+(``--insecure`` here is the Runtime API on the SuperNode's loopback, as Flower's own SuperExec
+reaches it in the default subprocess isolation; the SuperNode's link to the SuperLink keeps its
+TLS and authentication.) ``privopt_flower.dev.localhost`` starts its SuperNodes this way.
+
+Written against Flower 1.41 (the version the app pins): it replaces the executor that
+``flwr.supercore.superexec.run_superexec`` builds for subprocess isolation. POSIX only (fork)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+# What the fork server imports once: Flower's ClientApp runner (the slowest) and the libraries
+# of privopt's apps. Never an app's own package, which Flower loads from the installed FAB and
+# would take from a preloaded copy instead.
+PRELOAD = ("numpy", "privopt")
+# Set in a forked task process when it starts (wall-clock seconds; debug.stage-timing).
+TASK_STARTED_ENV = "PRIVOPT_TASK_STARTED"
+# Longest token line the fork server accepts (Flower's tokens are a few dozen characters).
+MAX_TOKEN_BYTES = 4096
+
+
+def fork_server_command(spec: Any) -> list[str]:
+    """The fork server for tasks like the one ``spec`` describes (all but the token)."""
+    args = [
+        sys.executable,
+        "-m",
+        "privopt_flower.superexec",
+        "--fork-server",
+        "--runtime-api-address",
+        spec.runtime_api_address,
+    ]
+    if spec.insecure:
+        args.append("--insecure")
+    elif spec.root_certificates_path is not None:
+        args += ["--root-certificates", spec.root_certificates_path]
+    if spec.parent_pid is not None:
+        args += ["--parent-pid", str(spec.parent_pid)]
+    if spec.runtime_dependency_install:
+        args.append("--allow-runtime-dependency-installation")
+    return args
+
+
+class ForkServerExecutor:
+    """Flower's subprocess executor, but ClientApp tasks are forked by a fork server."""
+
+    def __init__(self) -> None:
+        from flwr.supercore.superexec.executor import SubprocessExecutor
+
+        self._cold = SubprocessExecutor()
+        # The fork server and the command it runs (tasks with other settings get a new one).
+        self._server: tuple[list[str], subprocess.Popen[bytes]] | None = None
+
+    def get_eligible_capacity(self, *args: Any, **kwargs: Any) -> Any:
+        return self._cold.get_eligible_capacity(*args, **kwargs)
+
+    def wait_for_capacity(self, *args: Any, **kwargs: Any) -> None:
+        self._cold.wait_for_capacity(*args, **kwargs)
+
+    def reconcile(self) -> None:
+        self._cold.reconcile()
+
+    def launch(self, spec: Any) -> Any:
+        from flwr.supercore.constant import TaskType
+        from flwr.supercore.superexec.executor import LaunchResult
+
+        if spec.task_type != TaskType.CLIENT_APP:
+            return self._cold.launch(spec)
+        line = spec.token.encode("ascii", errors="replace") + b"\n"
+        for _ in range(2):  # a dead server is replaced once
+            server = self._server_for(fork_server_command(spec), spec.suppress_output)
+            try:
+                assert server.stdin is not None
+                server.stdin.write(line)
+                server.stdin.flush()
+                return LaunchResult.accepted()
+            except OSError:
+                self.close_server()
+        return LaunchResult.failed("the ClientApp fork server is not accepting tasks")
+
+    def _server_for(self, command: list[str], quiet: bool) -> subprocess.Popen[bytes]:
+        if self._server is not None:
+            running_for, proc = self._server
+            if running_for == command and proc.poll() is None:
+                return proc
+            self.close_server()
+        out = subprocess.DEVNULL if quiet else None
+        proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=out, stderr=out)
+        self._server = (command, proc)
+        return proc
+
+    def close_server(self) -> None:
+        """Ends the fork server (closing its input ends it; running tasks go on)."""
+        server, self._server = self._server, None
+        if server is None:
+            return
+        proc = server[1]
+        if proc.stdin is not None:
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def close(self) -> None:
+        self.close_server()
+        self._cold.close()
+
+
+def fork_server(args: list[str], run: Callable[[], None] | None = None) -> None:
+    """Imports once, then forks one process per token line on standard input, until the
+    input closes; each runs ``run`` (Flower's ``flwr-clientapp`` entry point) with
+    ``sys.argv`` set to ``args`` and the token."""
+    import importlib
+
+    if run is None:
+        from flwr.supernode.cli import flwr_clientapp as run
+
+    for name in PRELOAD:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+    # Finished tasks are reaped by the kernel (a task process resets this for its own children).
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    while line := sys.stdin.buffer.readline(MAX_TOKEN_BYTES + 1):
+        token = line.decode("ascii", errors="replace").strip()
+        if len(line) > MAX_TOKEN_BYTES or not token or not token.isprintable():
+            print("privopt_flower.superexec: malformed task token ignored", file=sys.stderr)
+            continue
+        sys.stdout.flush()
+        sys.stderr.flush()
+        if os.fork() == 0:
+            _run_task(run, [*args, "--token", token])
+
+
+def _run_task(run: Callable[[], None], args: list[str]) -> None:
+    """In a forked process: one ClientApp task as ``flwr-clientapp args`` runs it; never
+    returns."""
+    code = 1
+    try:
+        os.environ[TASK_STARTED_ENV] = repr(time.time())
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)  # the token pipe (and what the server read ahead) is the server's
+        os.close(devnull)
+        sys.stdin = open(os.devnull)  # noqa: SIM115 (the task's, for its life)
+        if "numpy" in sys.modules:  # its global random state would be every task's
+            sys.modules["numpy"].random.seed()
+        sys.argv = ["flwr-clientapp", *args]
+        run()
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def superexec() -> None:
+    """Flower's ``flower-superexec`` (same arguments) with :class:`ForkServerExecutor` for
+    subprocess isolation."""
+    from flwr.supercore.cli import flower_superexec
+    from flwr.supercore.constant import ExecutorType
+    from flwr.supercore.superexec import run_superexec
+
+    flower_get_executor = getattr(run_superexec, "get_executor", None)
+    if flower_get_executor is None:
+        sys.exit(
+            "privopt_flower.superexec: this Flower has no SuperExec executor factory to extend "
+            "(written for Flower 1.41); run flower-superexec instead"
+        )
+
+    def get_executor(executor_type: Any, executor_config: Any = None, **kwargs: Any) -> Any:
+        if executor_type == ExecutorType.SUBPROCESS:
+            return ForkServerExecutor()
+        return flower_get_executor(executor_type, executor_config, **kwargs)
+
+    setattr(run_superexec, "get_executor", get_executor)  # noqa: B010 (not exported)
+    flower_superexec()
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["--fork-server"]:
+        fork_server(sys.argv[2:])
+    else:
+        superexec()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,7 +1,7 @@
 """A per-client privacy ledger for any Flower app that uses Flower's central-DP wrappers.
 
-Wrap ``DifferentialPrivacyServerSideFixedClipping`` or ``DifferentialPrivacyClientSideFixedClipping``
-(with SecAgg+ or without)::
+Wrap one of Flower's four central-DP strategies, ``DifferentialPrivacy{Server,Client}Side
+{Fixed,Adaptive}Clipping`` (with SecAgg+ or without)::
 
     dp = DifferentialPrivacyClientSideFixedClipping(FedAvg(...), noise_multiplier=1.0,
                                                     clipping_norm=1.0, num_sampled_clients=10)
@@ -16,6 +16,15 @@ that sat a round out, or whose update was not in a released model (a round Flowe
 discarded because a client failed), is not charged. ε composes by Rényi DP with no
 amplification by sampling (:mod:`privopt_flower.ledger`), and is logged as one line per round,
 written to ``privacy.csv`` / ``privacy.json`` in ``out_dir``.
+
+The adaptive-clipping wrappers (Andrew et al., 2021) also release each round the count of
+clients whose update the clipping norm clipped, with Gaussian noise of standard deviation
+``clipped_count_stddev`` (σ_b); one client moves that count by at most 1, so a round charges each
+contributor the update's mechanism (at the wrapper's update noise, σ_Δ = (σ⁻² − (2σ_b)⁻²)^−½,
+over the client's share as above) composed with a Gaussian mechanism at σ_b. This is
+conservative: Andrew et al. count the bits centred at ½ (sensitivity ½, multiplier 2σ_b), which
+gives back the nominal σ at equal weights; their count of ``num_sampled_clients`` is public in
+that analysis, not under add/remove of a client.
 
 ``max_epsilon`` stops a client from taking part once one more round at the nominal ``σ`` would
 take it over its budget (it is left out of the sample, with a log line naming it); when no
@@ -35,7 +44,9 @@ from flwr.common import FitIns, FitRes, Parameters, Scalar
 from flwr.server.client_manager import ClientManager
 from flwr.server.client_proxy import ClientProxy
 from flwr.server.strategy import (
+    DifferentialPrivacyClientSideAdaptiveClipping,
     DifferentialPrivacyClientSideFixedClipping,
+    DifferentialPrivacyServerSideAdaptiveClipping,
     DifferentialPrivacyServerSideFixedClipping,
     Strategy,
 )
@@ -46,11 +57,25 @@ __all__ = ["PrivacyLedgerStrategy"]
 
 log = logging.getLogger("privopt_flower.privacy")
 
-SUPPORTED = (DifferentialPrivacyServerSideFixedClipping, DifferentialPrivacyClientSideFixedClipping)
+ADAPTIVE = (
+    DifferentialPrivacyServerSideAdaptiveClipping,
+    DifferentialPrivacyClientSideAdaptiveClipping,
+)
+SUPPORTED = (
+    DifferentialPrivacyServerSideFixedClipping,
+    DifferentialPrivacyClientSideFixedClipping,
+    *ADAPTIVE,
+)
+
+
+def _combined(*sigmas: float) -> float:
+    """The one Gaussian noise multiplier whose Rényi DP equals the composition of Gaussian
+    mechanisms at ``sigmas`` (their precisions add)."""
+    return float(sum(s**-2 for s in sigmas) ** -0.5)
 
 
 class PrivacyLedgerStrategy(Strategy):
-    """Flower's fixed-clipping DP strategy wrapper, with each client's ε kept (module docs)."""
+    """Flower's central-DP strategy wrappers, with each client's ε kept (module docs)."""
 
     def __init__(
         self,
@@ -62,14 +87,24 @@ class PrivacyLedgerStrategy(Strategy):
     ) -> None:
         if not isinstance(strategy, SUPPORTED):
             raise TypeError(
-                "PrivacyLedgerStrategy wraps Flower's DifferentialPrivacyServerSideFixedClipping "
-                f"or DifferentialPrivacyClientSideFixedClipping, got {type(strategy).__name__}"
+                "PrivacyLedgerStrategy wraps Flower's DifferentialPrivacy{Server,Client}Side"
+                f"{{Fixed,Adaptive}}Clipping, got {type(strategy).__name__}"
             )
         if not strategy.noise_multiplier > 0:
             raise ValueError(
                 f"the wrapped strategy's noise_multiplier is {strategy.noise_multiplier}: "
                 "without noise there is no ε to keep"
             )
+        # The adaptive wrappers' noise on the clipped count (None: no count is released).
+        self.count_sigma: float | None = None
+        if isinstance(strategy, ADAPTIVE):
+            self.count_sigma = float(strategy.clipped_count_stddev)
+            if not self.count_sigma > 0:
+                raise ValueError(
+                    "the wrapped strategy's clipped_count_stddev is "
+                    f"{strategy.clipped_count_stddev}: the clipped count is released without "
+                    "noise, so ε is unbounded"
+                )
         self.strategy = strategy
         self.ledger = PrivacyLedger([], delta, max_epsilon)
         self.out_dir = None if out_dir is None else Path(out_dir)
@@ -81,8 +116,15 @@ class PrivacyLedgerStrategy(Strategy):
 
     @property
     def sigma(self) -> float:
-        """The wrapped strategy's noise multiplier."""
-        return float(self.strategy.noise_multiplier)
+        """A round's noise multiplier for a client weighing ``1/num_sampled_clients`` (the
+        update's, composed with the clipped count's for the adaptive wrappers)."""
+        return self._client_sigma(1.0)
+
+    def _client_sigma(self, share: float) -> float:
+        """A round's noise multiplier for a client whose weight is ``share`` times the
+        uniform ``1/num_sampled_clients``."""
+        update = float(self.strategy.noise_multiplier) / share if share > 0 else float("inf")
+        return update if self.count_sigma is None else _combined(update, self.count_sigma)
 
     def __repr__(self) -> str:
         return f"PrivacyLedgerStrategy({self.strategy!r})"
@@ -122,11 +164,7 @@ class PrivacyLedgerStrategy(Strategy):
             total = sum(res.num_examples for _, res in results)
             m = self.strategy.num_sampled_clients
             sigmas = {
-                proxy.node_id: (
-                    self.sigma * total / (m * res.num_examples)
-                    if res.num_examples > 0
-                    else float("inf")
-                )
+                proxy.node_id: self._client_sigma(m * res.num_examples / total if total else 0.0)
                 for proxy, res in results
             }
             self.ledger.record_each(server_round, sigmas)

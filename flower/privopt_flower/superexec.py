@@ -141,7 +141,9 @@ def fork_server(args: list[str], run: Callable[[], None] | None = None) -> None:
     import importlib
 
     if run is None:
-        from flwr.supernode.cli import flwr_clientapp as run
+        from flwr.supernode.cli import flwr_clientapp
+
+        run = flwr_clientapp
 
     for name in PRELOAD:
         try:

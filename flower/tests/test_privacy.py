@@ -14,7 +14,9 @@ from flwr.client.mod import fixedclipping_mod
 from flwr.common import ndarrays_to_parameters
 from flwr.server import LegacyContext, ServerConfig
 from flwr.server.strategy import (
+    DifferentialPrivacyClientSideAdaptiveClipping,
     DifferentialPrivacyClientSideFixedClipping,
+    DifferentialPrivacyServerSideAdaptiveClipping,
     DifferentialPrivacyServerSideFixedClipping,
     FedAvg,
 )
@@ -112,6 +114,39 @@ def test_each_clients_epsilon_is_dp_accountings_for_the_rounds_it_was_in(tmp_pat
     assert (tmp_path / "privacy.csv").read_text().startswith("round,client,releases,epsilon")
     svg = (tmp_path / "privacy.svg").read_text()
     assert svg.startswith("<svg") and svg.count("<polyline") == len(written["clients"])
+
+
+def test_the_adaptive_wrappers_charge_the_update_and_the_clipped_count(tmp_path):
+    weights = {100: 10, 101: 10, 102: 30, 103: 20, 104: 30}
+    sigma, m, count_stddev = 1.5, 3, 2.0
+    dp = DifferentialPrivacyServerSideAdaptiveClipping(
+        fedavg(0.6),
+        noise_multiplier=sigma,
+        num_sampled_clients=m,
+        clipped_count_stddev=count_stddev,
+    )
+    # Flower's split of the budget: the update gets (σ⁻² − (2σ_b)⁻²)^−½.
+    update = (sigma**-2 - (2 * count_stddev) ** -2) ** -0.5
+    assert dp.noise_multiplier == pytest.approx(update)
+    strategy = PrivacyLedgerStrategy(dp, delta=1e-5)
+    sampled = run(strategy, weights, rounds=5)
+    for node in NODES:
+        events = []
+        for s in sampled:
+            if node in s:  # the update over this node's share, and the clipped count
+                events += [update * sum(weights[n] for n in s) / (m * weights[node]), count_stddev]
+        want = rdp_epsilon(events, 1e-5) if events else 0.0
+        assert strategy.ledger.epsilon(node) == pytest.approx(want, rel=0.01), node
+    # The count charged at sensitivity 1 costs more than the nominal σ alone would.
+    assert strategy.sigma < sigma
+    # Flower refuses a noiseless count when the update is noised; a wrapper changed after
+    # construction is refused here too.
+    bare = DifferentialPrivacyClientSideAdaptiveClipping(
+        fedavg(1.0), noise_multiplier=1.0, num_sampled_clients=5, clipped_count_stddev=1.0
+    )
+    bare.clipped_count_stddev = 0.0
+    with pytest.raises(ValueError, match="clipped count is released without noise"):
+        PrivacyLedgerStrategy(bare, delta=1e-5)
 
 
 def test_max_epsilon_stops_a_client_and_then_the_run():

@@ -283,9 +283,16 @@ class _SumRound:
         self.failure: PrivoptError | None = None
         # A stage's requests, when closed before they are sent (to count their recipients).
         self._outbox: tuple[str, dict[int, bytes]] | None = None
+        # The parties asked for each stage (a message may carry no part of this round).
+        self._asked: dict[str, set[int]] = {}
 
     def requests(self, part: str) -> dict[int, Payload]:
         """Each party's request of stage ``part``."""
+        out = self._requests(part)
+        self._asked[part] = set(out)
+        return out
+
+    def _requests(self, part: str) -> dict[int, Payload]:
         if part == "advertise":
             return {
                 p: {
@@ -304,17 +311,17 @@ class _SumRound:
 
     def receive(self, part: str, ex: Exchange) -> None:
         """Stage ``part``'s replies from the message ``ex`` (parties of other rounds skipped)."""
-        t = self.t
+        t, asked = self.t, self._asked.get(part, set())
         for p, why in sorted(ex.missing.items()):
-            if p in self.sid_of:
+            if p in asked:
                 self.report.event(f"round {t}: party {p} dropped at {part} ({why})")
         for p in sorted(ex.replies):
             reply = ex.replies[p]
-            if p not in self.sid_of or f"{part}_msg" not in reply:
+            if p not in asked:
                 continue
             try:
                 self.server.receive(reply[f"{part}_msg"])
-            except PrivoptError as e:
+            except (PrivoptError, KeyError) as e:
                 self.report.event(f"round {t}: party {p}'s {part} reply refused ({e})")
             if self.reveal and f"{part}_input" in reply:
                 self.inputs[self.sid_of[p]] = np.frombuffer(reply[f"{part}_input"], dtype="<u4")

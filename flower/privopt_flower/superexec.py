@@ -12,10 +12,10 @@ reseeded in each); the start-up costs a fork. Task types other than ClientApps l
 Flower launches them::
 
     flower-supernode --isolation process --port 9094 ...      # its Runtime API on 9094
-    python -m privopt_flower.superexec --runtime-api-address 127.0.0.1:9094 --insecure \\
+    python -m privopt_flower.superexec --runtime-api-address 127.0.0.1:9094 \\
         --parent-pid <the SuperNode's pid>
 
-(``--insecure`` here is the Runtime API on the SuperNode's loopback, as Flower's own SuperExec
+(The Runtime API on the SuperNode's own loopback is plaintext, as Flower's own SuperExec
 reaches it in the default subprocess isolation; the SuperNode's link to the SuperLink keeps its
 TLS and authentication.) ``privopt_flower.dev.localhost`` starts its SuperNodes this way.
 
@@ -189,9 +189,28 @@ def _run_task(run: Callable[[], None], args: list[str]) -> None:
         os._exit(code)
 
 
+LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+
+
+def loopback_plaintext(argv: list[str]) -> list[str]:
+    """``argv`` with ``--insecure`` added when the Runtime API address is the node's own
+    loopback and no TLS setting is given: the SuperNode serves that API in plaintext unless
+    given a certificate, and Flower's own SuperNode starts its SuperExec the same way. Any
+    other address keeps Flower's rule (TLS settings required)."""
+    if "--insecure" in argv or "--root-certificates" in argv:
+        return argv
+    for flag in ("--runtime-api-address", "--appio-api-address"):
+        if flag in argv and argv.index(flag) + 1 < len(argv):
+            host = argv[argv.index(flag) + 1].rsplit(":", 1)[0]
+            if host in LOOPBACK:
+                return [*argv, "--insecure"]
+    return argv
+
+
 def superexec() -> None:
-    """Flower's ``flower-superexec`` (same arguments) with :class:`ForkServerExecutor` for
-    subprocess isolation."""
+    """Flower's ``flower-superexec`` (same arguments; on a loopback Runtime API without TLS
+    settings, plaintext as Flower's default isolation uses) with :class:`ForkServerExecutor`
+    for subprocess isolation."""
     from flwr.supercore.cli import flower_superexec
     from flwr.supercore.constant import ExecutorType
     from flwr.supercore.superexec import run_superexec
@@ -209,6 +228,7 @@ def superexec() -> None:
         return flower_get_executor(executor_type, executor_config, **kwargs)
 
     setattr(run_superexec, "get_executor", get_executor)  # noqa: B010 (not exported)
+    sys.argv = [sys.argv[0], *loopback_plaintext(sys.argv[1:])]
     flower_superexec()
 
 

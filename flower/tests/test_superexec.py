@@ -59,3 +59,15 @@ def test_each_token_gets_a_forked_process_of_its_own(tmp_path: Path) -> None:
         assert t["started"]
     # numpy's global random state is reseeded per task, not copied from the server.
     assert len({t["draw"] for t in tasks}) == 3
+
+
+def test_a_loopback_runtime_api_without_tls_settings_is_reached_in_plaintext() -> None:
+    from privopt_flower.superexec import loopback_plaintext
+
+    local = ["--runtime-api-address", "127.0.0.1:9094", "--parent-pid", "7"]
+    assert loopback_plaintext(local) == [*local, "--insecure"]
+    # Another host keeps Flower's rule; explicit TLS settings are left as given.
+    remote = ["--runtime-api-address", "10.0.0.2:9094"]
+    assert loopback_plaintext(remote) == remote
+    tls = [*local, "--root-certificates", "ca.crt"]
+    assert loopback_plaintext(tls) == tls

@@ -260,7 +260,7 @@ class Localhost:
         if self.warm:
             # The SuperNode and privopt's SuperExec as one process group; the SuperNode's
             # Runtime API is on its own loopback (plaintext, as with Flower's default
-            # isolation, where the SuperNode starts its SuperExec the same way).
+            # isolation: privopt_flower.superexec's loopback rule).
             cmd = [
                 sys.executable,
                 "-m",
@@ -271,7 +271,6 @@ class Localhost:
                 "--",
                 "--runtime-api-address",
                 f"127.0.0.1:{runtime_port}",
-                "--insecure",
             ]
         self._spawn(
             f"supernode-{i}",

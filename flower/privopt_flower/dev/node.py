@@ -3,7 +3,7 @@
 Flower's default isolation)::
 
     python -m privopt_flower.dev.node flower-supernode ... --isolation process -- \\
-        --runtime-api-address 127.0.0.1:PORT --insecure
+        --runtime-api-address 127.0.0.1:PORT
 
 starts the SuperNode command (everything before ``--``) as a child, then becomes the SuperExec
 (the arguments after ``--``, with ``--parent-pid`` the SuperNode's, so it ends with it)."""

@@ -480,10 +480,11 @@ impl PdsgdConfig {
                 .sum()
         };
         let mut errors = vec![err(&x)];
+        let schedule = self.schedule();
         for it in 0..self.iterations {
             let k = (it + 1) as f64; // the paper's stepsizes count from k = 1
             let gamma = match variant {
-                Variant::Proposed => self.attenuation(k),
+                Variant::Proposed => schedule.attenuation(k),
                 Variant::NoAttenuation | Variant::Conventional => 1.0,
             };
             // Once-per-iteration quantization (only used when not quantizing per message).
@@ -549,8 +550,8 @@ impl PdsgdConfig {
                 for l in 0..d {
                     let step = match variant {
                         // α^k of (6): the stepsizes' deterministic part.
-                        Variant::Conventional => self.stepsize(k, 0.0),
-                        _ => self.stepsize(k, r.random::<f64>()),
+                        Variant::Conventional => schedule.stepsize(k, 0.0),
+                        _ => schedule.stepsize(k, r.random::<f64>()),
                     };
                     next[i][l] = x[i][l] + gamma * coupling[l] - step * g[l];
                 }

@@ -7,14 +7,14 @@
 mod common;
 
 use privopt_data::fhe_tasks::load_task;
+use privopt_dpfhe::encrypted::ServerSetup;
+use privopt_dpfhe::estimator::{Algorithm, EncryptedFit, FitSpec, fit};
+use privopt_dpfhe::logreg::{accuracy, auc};
+use privopt_dpfhe::plan::PlanTargets;
 use privopt_experiments::runner::Outcome;
 use privopt_experiments::suites::SuiteReport;
 use privopt_experiments::suites::dpfhe::DpfheSuiteReport;
 use privopt_sim::context::NoProgress;
-use privopt_sim::methods::dpfhe::encrypted::ServerSetup;
-use privopt_sim::methods::dpfhe::estimator::{Algorithm, EncryptedFit, FitSpec, fit};
-use privopt_sim::methods::dpfhe::logreg::{accuracy, auc};
-use privopt_sim::methods::dpfhe::plan::PlanTargets;
 
 /// The paper's four datasets, as every shipped dpfhe config lists them.
 const ALL_DATASETS: &str = "datasets = [\"mnist\", \"adult\", \"compas\", \"credit\"]";

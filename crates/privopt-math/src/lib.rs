@@ -12,11 +12,13 @@
 //!   form (the form is part of the type), CRT lifting, and a wide mode for exact integer
 //!   polynomial arithmetic.
 //! - [`sample`]: uniform, ternary, sign, discrete-Gaussian and wide-Gaussian samplers.
+//! - [`progress`]: the trait long work reports progress and takes a stop request through.
 
 pub mod chacha;
 pub mod modarith;
 pub mod ntt;
 pub mod prg;
+pub mod progress;
 pub mod rns;
 pub mod sample;
 pub mod simd;

@@ -8,25 +8,25 @@ use std::time::{Duration, Instant};
 
 use numpy::{PyArray1, PyArray2, PyReadonlyArray2};
 use privopt_data::fhe_tasks::load_task as load_paper_task;
+use privopt_dpfhe::encrypted::{BootstrapChoice, ServerSetup};
+use privopt_dpfhe::estimator::{Algorithm, EncryptedFit, FitSpec, Fitted, fit};
+use privopt_dpfhe::plan::PlanTargets;
+use privopt_dpfhe::theorem::BarrierShape;
 use privopt_math::SeedTree;
+use privopt_math::progress::Progress;
 use privopt_ml::data::Dataset;
-use privopt_sim::context::Progress;
-use privopt_sim::methods::dpfhe::encrypted::{BootstrapChoice, ServerSetup};
-use privopt_sim::methods::dpfhe::estimator::{Algorithm, EncryptedFit, FitSpec, Fitted, fit};
-use privopt_sim::methods::dpfhe::plan::PlanTargets;
-use privopt_sim::methods::dpfhe::theorem::BarrierShape;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::errors;
 use crate::numpy_io::{Reals, array, to_vec};
 
-/// A `privopt_sim` failure as a Python exception: bad settings or data are a
-/// `ParameterError`; an interrupted fit re-raises what interrupted it.
-fn sim_error(e: privopt_sim::SimError) -> PyErr {
+/// A fit's failure as a Python exception: bad settings or data are a `ParameterError`; an
+/// interrupted fit re-raises what interrupted it.
+fn fit_error(e: privopt_dpfhe::DpfheError) -> PyErr {
     match e {
-        privopt_sim::SimError::Roles(p) => errors::protocol(p),
-        privopt_sim::SimError::Dp(d) => errors::dp(d),
+        privopt_dpfhe::DpfheError::Roles(p) => errors::protocol(p),
+        privopt_dpfhe::DpfheError::Dp(d) => errors::dp(d),
         other => errors::parameter(other.to_string()),
     }
 }
@@ -231,7 +231,7 @@ fn fit_logistic<'py>(
     if let Some(interrupt) = progress.state().interrupt.take() {
         return Err(interrupt);
     }
-    let fitted = outcome.map_err(sim_error)?;
+    let fitted = outcome.map_err(fit_error)?;
     let report = report_dict(py, &fitted)?;
     Ok((array(py, fitted.w), report))
 }

@@ -11,29 +11,7 @@ use crate::error::{Result, SimError};
 use crate::metrics::{Comm, MetricsTable};
 use privopt_data::problem::Problem;
 
-/// Reports progress of long work (the CLI draws a bar; tests use [`NoProgress`]).
-pub trait Progress {
-    /// Work of `total` units called `label` begins.
-    fn start(&self, label: &str, total: u64);
-    /// `n` more units are done.
-    fn advance(&self, n: u64);
-    /// The work is over.
-    fn finish(&self);
-    /// Whether the caller wants long work stopped (asked between steps of work that takes
-    /// seconds per step, e.g. an encrypted training step).
-    fn should_stop(&self) -> bool {
-        false
-    }
-}
-
-/// A [`Progress`] that reports nothing.
-pub struct NoProgress;
-
-impl Progress for NoProgress {
-    fn start(&self, _: &str, _: u64) {}
-    fn advance(&self, _: u64) {}
-    fn finish(&self) {}
-}
+pub use privopt_math::progress::{NoProgress, Progress};
 
 /// What a method sees while it runs.
 pub struct RunContext<'a> {

@@ -71,6 +71,22 @@ impl From<privopt_data::DataError> for SimError {
     }
 }
 
+impl From<privopt_dpfhe::DpfheError> for SimError {
+    fn from(e: privopt_dpfhe::DpfheError) -> Self {
+        use privopt_dpfhe::DpfheError as E;
+        match e {
+            E::Config(m) => SimError::Config(m),
+            E::Infeasible(m) => SimError::Infeasible(m),
+            E::Interrupted => SimError::Interrupted,
+            E::Ml(e) => SimError::Ml(e),
+            E::Dp(e) => SimError::Dp(e),
+            E::Approx(e) => SimError::Approx(e),
+            E::Roles(e) => e.into(),
+            e => SimError::Config(e.to_string()),
+        }
+    }
+}
+
 /// A roles-layer parameter check of a `[method]` value as the config error naming its key.
 pub(crate) fn method_param(e: privopt_protocols::ProtocolError) -> SimError {
     match e {

@@ -2,7 +2,6 @@
 //! [`MethodConfig`] selects one by the `name` key of the `[method]` table.
 
 pub mod dome;
-pub mod dpfhe;
 pub mod eezofl;
 pub mod pdsgd;
 pub mod scalar_fl;

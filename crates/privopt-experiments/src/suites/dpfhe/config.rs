@@ -7,11 +7,11 @@ use std::collections::BTreeMap;
 
 use privopt_data::fhe_tasks::{PAPER_DATASETS, Preprocessing, check_known};
 use privopt_data::load::CategoricalEncoding;
+pub use privopt_dpfhe::encrypted::BootstrapChoice;
+use privopt_dpfhe::plan::PlanTargets;
+use privopt_dpfhe::theorem::{BarrierShape, SelectionTargets};
 use privopt_ml::data::scale::FeatureScaling;
 use privopt_sim::error::{Result, SimError, ensure, ensure_threads};
-pub use privopt_sim::methods::dpfhe::encrypted::BootstrapChoice;
-use privopt_sim::methods::dpfhe::plan::PlanTargets;
-use privopt_sim::methods::dpfhe::theorem::{BarrierShape, SelectionTargets};
 use serde::{Deserialize, Serialize};
 
 /// The suite: what every experiment shares, and the experiment.

@@ -11,11 +11,11 @@
 //! methods alike.
 
 use super::{DpfheSuiteConfig, GapDataset, GapSpec, GridBest};
+use privopt_dpfhe::algorithms::{GdSpec, train};
+use privopt_dpfhe::logreg::{Link, accuracy};
+use privopt_dpfhe::plan::PlanTargets;
 use privopt_sim::context::{RunContext, parallel_map};
 use privopt_sim::error::Result;
-use privopt_sim::methods::dpfhe::algorithms::{GdSpec, train};
-use privopt_sim::methods::dpfhe::logreg::{Link, accuracy};
-use privopt_sim::methods::dpfhe::plan::PlanTargets;
 use privopt_sim::metrics::mean_variance;
 
 /// One grid cell: a method and the run (T, η, noise) it stands for.

@@ -12,18 +12,14 @@ use privopt_ml::data::{Dataset, TrainTest};
 
 use super::{Suite, SuiteReport};
 use privopt_data::fhe_tasks::load_task;
+use privopt_dpfhe::DatasetStreams;
+use privopt_dpfhe::algorithms::{Barrier, GdSpec, output_perturbation, train, train_observed};
+use privopt_dpfhe::encrypted::{EncryptedAlgorithm, EncryptedBackend, ServerSetup, presample};
+use privopt_dpfhe::logreg::{Link, accuracy, auc, minimizer};
+use privopt_dpfhe::plan::{Plan, plan};
+use privopt_dpfhe::theorem::{BarrierParams, RunShape, check};
 use privopt_sim::context::{RunContext, parallel_map};
 use privopt_sim::error::Result;
-use privopt_sim::methods::dpfhe::DatasetStreams;
-use privopt_sim::methods::dpfhe::algorithms::{
-    Barrier, GdSpec, output_perturbation, train, train_observed,
-};
-use privopt_sim::methods::dpfhe::encrypted::{
-    EncryptedAlgorithm, EncryptedBackend, ServerSetup, presample,
-};
-use privopt_sim::methods::dpfhe::logreg::{Link, accuracy, auc, minimizer};
-use privopt_sim::methods::dpfhe::plan::{Plan, plan};
-use privopt_sim::methods::dpfhe::theorem::{BarrierParams, RunShape, check};
 use privopt_sim::metrics::mean_variance;
 
 mod config;
@@ -207,10 +203,10 @@ impl DpfheSuiteConfig {
         let mut d_rng = DatasetStreams::new(ctx.seeds, di as u64).release_d();
         let targets = privacy.plan_targets(name, |s| self.steps(s));
         plan(&tt.train, &targets, &mut d_rng).map_err(|e| match e {
-            privopt_sim::SimError::Infeasible(why) => {
+            privopt_dpfhe::DpfheError::Infeasible(why) => {
                 privopt_sim::SimError::Infeasible(format!("{name}: {why}"))
             }
-            other => other,
+            other => other.into(),
         })
     }
 

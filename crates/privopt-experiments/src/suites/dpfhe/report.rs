@@ -1,6 +1,6 @@
 //! What the dpfhe suites found, typed, and the flat `summary.json` keys they are written as.
 
-pub use privopt_sim::methods::dpfhe::plan::PlanNumbers;
+pub use privopt_dpfhe::plan::PlanNumbers;
 use privopt_sim::metrics::Summary;
 use serde::Serialize;
 

@@ -2,15 +2,21 @@
 //! sigmoid approximations, DP without clipping through a barrier term (Algorithm 3), Theorem 3's
 //! conditions and the data-independent parameter selection of App. D.3, the clipping and
 //! output-perturbation baselines, and the encrypted Algorithms 4/5 driven through the data
-//! owner and compute server roles. The Table 3 / Table 4 / Fig. 4–5 suites that use them live
-//! in `privopt-experiments`.
+//! owner and compute server roles of `privopt-protocols`.
+//!
+//! One fit from one seed ([`estimator::fit`]) is what `privopt run`'s suites and Python's
+//! `privopt.dpfhe.LogisticRegression` both call, so the two agree to the bit. The Table 3 /
+//! Table 4 / Fig. 4–5 suites that use these live in `privopt-experiments`.
 
 pub mod algorithms;
 pub mod encrypted;
+mod error;
 pub mod estimator;
 pub mod logreg;
 pub mod plan;
 pub mod theorem;
+
+pub use error::{DpfheError, Result};
 
 use privopt_math::{SeedTree, StreamRng};
 

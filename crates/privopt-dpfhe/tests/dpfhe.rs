@@ -6,14 +6,14 @@
 use privopt_approx::Interval;
 use privopt_approx::functions::{Method as Fit, approximate, sigmoid};
 use privopt_data::fhe_tasks::load_task;
-use privopt_ml::data::Dataset;
-use privopt_sim::context::NoProgress;
-use privopt_sim::methods::dpfhe::algorithms::{Barrier, GdSpec, train};
-use privopt_sim::methods::dpfhe::logreg::{Link, accuracy};
-use privopt_sim::methods::dpfhe::theorem::{
+use privopt_dpfhe::algorithms::{Barrier, GdSpec, train};
+use privopt_dpfhe::logreg::{Link, accuracy};
+use privopt_dpfhe::theorem::{
     BarrierParams, BarrierShape, PHI_MAX, RunShape, SelectionTargets, check, select,
     wall_polynomial,
 };
+use privopt_math::progress::NoProgress;
+use privopt_ml::data::Dataset;
 use rand::{Rng, SeedableRng};
 
 /// Features uniform in [−1, 1] plus a bias, labels from a noisy linear rule.
@@ -179,7 +179,7 @@ fn plain_approximate_gd_learns_inside_its_interval() {
 #[test]
 #[cfg_attr(not(data_credit), ignore = "needs credit: privopt data fetch credit")]
 fn encrypted_algorithm_5_matches_the_plaintext_run() {
-    use privopt_sim::methods::dpfhe::encrypted::{EncryptedBackend, presample, run_encrypted};
+    use privopt_dpfhe::encrypted::{EncryptedBackend, presample, run_encrypted};
 
     let Some(dir) = privopt_data::testing::real_data_dir(&["credit"]) else {
         return;

@@ -308,7 +308,7 @@ pub fn wall_polynomial(theta: f64, kappa: f64, degree: usize) -> Result<ChebPoly
     let scale = 1.0 / (kappa * theta);
     let depth = (1.0 - kappa) * theta;
     let exponent = i32::try_from(degree)
-        .map_err(|_| crate::SimError::Config(format!("wall degree {degree} is too large")))?;
+        .map_err(|_| crate::DpfheError::Config(format!("wall degree {degree} is too large")))?;
     // Interpolation at degree + 1 points reproduces a polynomial of that degree exactly.
     Ok(approximate(
         |x| scale * ((theta - x) / depth).powi(exponent),
@@ -409,7 +409,7 @@ fn search_wall(
     }
     match last {
         Some(cert) => Ok(Err(cert)),
-        None => Err(crate::SimError::Infeasible(
+        None => Err(crate::DpfheError::Infeasible(
             "wall selection tried no parameter set".into(),
         )),
     }
@@ -559,7 +559,7 @@ fn search(
     }
     match last {
         Some(cert) => Ok(Err(cert)),
-        None => Err(crate::SimError::Infeasible(
+        None => Err(crate::DpfheError::Infeasible(
             "D.3 selection tried no parameter set".into(),
         )),
     }

@@ -12,8 +12,8 @@ use super::DatasetStreams;
 use super::algorithms::{output_perturbation, train};
 use super::encrypted::{EncryptedAlgorithm, EncryptedBackend, ServerSetup, presample};
 use super::plan::{PlanNumbers, PlanTargets, plan};
-use crate::context::Progress;
-use crate::error::{Result, SimError, ensure, ensure_threads};
+use crate::error::{DpfheError, Result, ensure, ensure_threads};
+use privopt_math::progress::Progress;
 
 /// Which DP algorithm trains the model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,7 +96,7 @@ pub fn fit(data: &Dataset, spec: &FitSpec, progress: &dyn Progress) -> Result<Fi
     // Refused before any work: output perturbation has no encrypted run.
     let alg = match (spec.algorithm, spec.encrypted) {
         (Algorithm::Output, Some(_)) => {
-            return Err(SimError::Config(
+            return Err(DpfheError::Config(
                 "output perturbation runs in plaintext only: its sensitivity is that of \
                  permutation passes, which the encrypted circuit does not run"
                     .into(),
@@ -181,7 +181,7 @@ fn check_data(data: &Dataset) -> Result<()> {
     })?;
     for i in 0..data.len() {
         if let Some(j) = data.row(i).iter().position(|x| x.is_nan() || x.abs() > 1.0) {
-            return Err(SimError::Config(format!(
+            return Err(DpfheError::Config(format!(
                 "feature {j} of example {i} is {}: features must lie in [-1, 1] (scale them \
                  first, e.g. with a data-independent bound or sklearn's MaxAbsScaler)",
                 data.row(i)[j]
@@ -190,7 +190,7 @@ fn check_data(data: &Dataset) -> Result<()> {
     }
     let labels = data.labels();
     if let Some(i) = labels.iter().position(|&y| y != 0.0 && y != 1.0) {
-        return Err(SimError::Config(format!(
+        return Err(DpfheError::Config(format!(
             "label {i} is {}: labels must be 0 or 1",
             labels[i]
         )));

@@ -14,7 +14,7 @@ use serde::Serialize;
 use super::algorithms::{Barrier, GdSpec, output_sensitivity};
 use super::logreg::{Link, gradient_sum};
 use super::theorem::{BarrierShape, PHI_MAX, RunShape, SelectionTargets, select};
-use crate::error::{Result, SimError, ensure};
+use crate::error::{DpfheError, Result, ensure};
 
 /// What the plan is asked for.
 #[derive(Clone, Debug, PartialEq)]
@@ -241,7 +241,7 @@ pub fn plan(train: &Dataset, targets: &PlanTargets, d_rng: &mut impl Rng) -> Res
         d,
     };
     let selection = select(&shape, &selection_targets)?.map_err(|cert| {
-        SimError::Infeasible(format!(
+        DpfheError::Infeasible(format!(
             "App. D.3 selection found no certified parameters; last failures: {}",
             cert.failures.join("; ")
         ))

@@ -30,8 +30,8 @@ use privopt_protocols::dpfhe::{
 use super::algorithms::GdSpec;
 use super::logreg::Link;
 use super::plan::{Plan, PlanNumbers};
-use crate::context::{NoProgress, Progress};
-use crate::error::{Result, SimError};
+use crate::error::{DpfheError, Result};
+use privopt_math::progress::{NoProgress, Progress};
 use privopt_ml::data::minibatch;
 
 /// The parameters of the encrypted runs: n = 2^15, log QP ≈ 866 (≤ 881 of the 128-bit
@@ -39,7 +39,7 @@ use privopt_ml::data::minibatch;
 pub fn encrypted_params() -> Result<Arc<CkksParams>> {
     CkksParamsBuilder::leveled(1 << 15, 50, 40, 16, &[44, 44, 44, 44])
         .build()
-        .map_err(SimError::from)
+        .map_err(DpfheError::from)
 }
 
 /// What the client pre-samples for one step: the batch and the noise `η·χ_t`.
@@ -210,7 +210,7 @@ impl EncryptedSession {
         let mut bootstraps = 0;
         for (t, step) in inputs.iter().enumerate() {
             if progress.should_stop() {
-                return Err(SimError::Interrupted);
+                return Err(DpfheError::Interrupted);
             }
             let t = t as u64;
             let mut enc = self
@@ -450,7 +450,7 @@ impl EncryptedBackend {
         key_rng: ChaCha20Rng,
     ) -> Result<EncryptedTrainer<'_>> {
         let Link::Poly(sigmoid) = plan.noclip.link.clone() else {
-            return Err(SimError::Infeasible(
+            return Err(DpfheError::Infeasible(
                 "the no-clip method needs a polynomial sigmoid".into(),
             ));
         };
@@ -558,7 +558,7 @@ impl EncryptedTrainer<'_> {
                 self.session.insert(made)
             }
             (None, None) => {
-                return Err(SimError::Infeasible(
+                return Err(DpfheError::Infeasible(
                     "the encrypted trainer lost its keys in a failed key generation".into(),
                 ));
             }

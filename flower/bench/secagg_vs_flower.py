@@ -6,7 +6,8 @@ Both workflows run one round of FedAvg with SecAgg+ through Flower's ClientApp a
 machinery, every node in this process (an in-process Grid: the seconds are the protocol's
 compute on one core, clients and server together, no network). Prints seconds per round for
 each, the largest difference of each result from the plain weighted average, and the
-speed-up.
+speed-up; then the same round without secure aggregation (Flower's default fit workflow, no
+mod), the floor both pay for Flower's messages, and the ratio of what each adds above it.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from flwr.server.compat.legacy_context import LegacyContext
 from flwr.server.strategy import FedAvg
 from flwr.server.workflow import SecAggPlusWorkflow as FlowerWorkflow
 from flwr.server.workflow.constant import MAIN_CONFIGS_RECORD, MAIN_PARAMS_RECORD
+from flwr.server.workflow.default_workflows import default_fit_workflow
 
 from privopt_flower import secagg
 
@@ -36,7 +38,7 @@ from loopback import LoopbackGrid, set_task_identity, static_client_manager
 
 def one_round(
     workflow: Any,
-    mod: Any,
+    mod: Any | None,
     updates: dict[int, np.ndarray],
     weights: dict[int, int],
     kill: dict[str, set[int]] | None = None,
@@ -51,7 +53,7 @@ def one_round(
         def fit(self, parameters: Any, config: Any) -> Any:
             return [updates[self.node]], weights[self.node], {}
 
-    app = ClientApp(client_fn=lambda ctx: Fixed(ctx.node_id).to_client(), mods=[mod])
+    app = ClientApp(client_fn=lambda ctx: Fixed(ctx.node_id).to_client(), mods=[mod] if mod else [])
     grid = LoopbackGrid({n: app for n in updates}, kill=kill, keep_replies=False)
     n = len(updates)
     context = LegacyContext(
@@ -83,7 +85,8 @@ def main() -> None:
     print(f"num_shares = {args.num_shares}, threshold = {args.threshold}: one FedAvg round with "
           "SecAgg+, every node in this process; seconds: wall (clients' compute + server's)")  # fmt: skip
     print(f"{'N':>4} {'d':>9} | {'Flower wall':>11} {'clients':>8} {'server':>8} | "
-          f"{'privopt wall':>12} {'clients':>8} {'server':>8} | {'ratio':>6} | max err F / p")  # fmt: skip
+          f"{'privopt wall':>12} {'clients':>8} {'server':>8} | {'ratio':>6} | "
+          f"{'plain':>6} | {'ratio above plain':>17} | max err F / p")  # fmt: skip
     for n in args.clients:
         for dim in args.dims:
             rng = np.random.default_rng(0)
@@ -95,16 +98,18 @@ def main() -> None:
             for name, workflow, mod in (
                 ("flower", FlowerWorkflow(**common), flower_mod),
                 ("privopt", secagg.SecAggPlusWorkflow(**common), secagg.secaggplus_mod),
+                ("plain", default_fit_workflow, None),
             ):
-                if args.only not in (None, name):
+                if name != "plain" and args.only not in (None, name):
                     row[name] = (float("nan"), float("nan"), float("nan"))
                     continue
                 wall, clients, avg = one_round(workflow, mod, updates, weights)
                 row[name] = (wall, clients, float(np.abs(avg - mean).max()))
-            f, p = row["flower"], row["privopt"]
+            f, p, b = row["flower"], row["privopt"], row["plain"]
+            above = (f[0] - b[0]) / (p[0] - b[0])
             print(f"{n:>4} {dim:>9} | {f[0]:>11.2f} {f[1]:>8.2f} {f[0] - f[1]:>8.2f} | "
                   f"{p[0]:>12.2f} {p[1]:>8.2f} {p[0] - p[1]:>8.2f} | {f[0] / p[0]:>5.1f}x | "
-                  f"{f[2]:.1e} / {p[2]:.1e}", flush=True)  # fmt: skip
+                  f"{b[0]:>6.2f} | {above:>16.1f}x | {f[2]:.1e} / {p[2]:.1e}", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":

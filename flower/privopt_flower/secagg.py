@@ -98,9 +98,10 @@ class Quantization:
     def encode(self, arrays: Sequence[npt.NDArray[Any]], weight: float) -> npt.NDArray[np.uint32]:
         """One client's ``[q_ratio, quantize(params · dq_ratio)]``, flattened: Flower's
         ``_collect_masked_vectors`` before the masks, its stochastic rounding included (up
-        with probability the fractional part), drawn in one pass from a PCG64 generator
-        seeded by the OS (Flower's draws from NumPy's global legacy generator, which takes
-        most of its client time at large d)."""
+        with probability the fractional part). The rounding runs in Rust
+        (:class:`privopt.secagg.StochasticQuantizer`, 32 random bits per coordinate from an
+        OS-keyed AES-CTR stream); Flower's draws from NumPy's global legacy generator, which
+        takes most of its client time at large d."""
         ratio = weight / self.max_weight
         if ratio > 1:
             log.warning(
@@ -108,21 +109,10 @@ class Quantization:
             )
         q_ratio = round(ratio * self.quantization_range)
         dq_ratio = q_ratio / self.quantization_range
-        scale = self.quantization_range / (2 * self.clipping_range)
-        rng = np.random.default_rng()
-        out = np.empty(1 + sum(int(np.size(a)) for a in arrays), dtype=np.uint32)
-        out[0] = q_ratio
-        at = 1
-        for a in arrays:
-            x = np.asarray(a, dtype=np.float64).reshape(-1) * dq_ratio
-            np.clip(x, -self.clipping_range, self.clipping_range, out=x)
-            x += self.clipping_range
-            x *= scale
-            x += rng.random(x.size)
-            np.floor(x, out=x)
-            out[at : at + x.size] = x
-            at += x.size
-        return out
+        code = secagg.StochasticQuantizer(self.clipping_range, self.quantization_range)
+        flat = [np.asarray(a, dtype=np.float64).reshape(-1) for a in arrays]
+        words = code.encode(np.concatenate(flat) if flat else np.zeros(0), dq_ratio)
+        return np.concatenate([np.array([q_ratio], dtype=np.uint32), words])
 
     def decode(
         self, total: npt.NDArray[np.uint32], contributors: int, shapes: Sequence[tuple[int, ...]]

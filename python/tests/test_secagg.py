@@ -206,3 +206,24 @@ def test_non_finite_values_are_refused_by_the_quantizer():
             q.encode(np.array([0.0, 0.5, bad]))
     with pytest.raises(ParameterError):
         secagg.Quantizer(clip=1.0, max_summands=2**40)
+
+
+def test_the_stochastic_quantizer_rounds_as_flowers_does_and_without_bias():
+    """Flower's SecAgg+ encoding: exact where the scaled value is an integer, otherwise one of
+    the two neighbours, up with probability the fractional part; clipped at both ends."""
+    q = secagg.StochasticQuantizer(clipping_range=2.0, quantization_range=1000)
+    # (x + 2)·250 is an integer for these x: no randomness reaches the words.
+    exact = np.array([-2.0, -1.0, 0.0, 0.3, 2.0, 5.0, -7.0])
+    assert q.encode(exact).tolist() == [0, 250, 500, 575, 1000, 1000, 0]
+    # The multiplier applies before the clip (Flower's ``dq_ratio``).
+    assert q.encode(np.array([0.3]), multiplier=2.0).tolist() == [650]
+    words = q.encode(np.full(100_000, 0.3013))
+    assert set(np.unique(words).tolist()) <= {575, 576}
+    up = float(np.mean(words == 576))
+    assert abs(up - 0.325) < 5 * np.sqrt(0.325 * 0.675 / words.size)
+    # Two encodings draw independent rounding.
+    assert not np.array_equal(words, q.encode(np.full(100_000, 0.3013)))
+    with pytest.raises(ParameterError, match="value 1"):
+        q.encode(np.array([0.0, np.nan]))
+    with pytest.raises(ParameterError):
+        secagg.StochasticQuantizer(clipping_range=0.0, quantization_range=10)

@@ -2,6 +2,7 @@
 //!
 //! - [`prg`]: the one source of reproducible randomness — every random stream of an
 //!   experiment is derived from one master seed by a domain-separated key.
+//! - [`aes_ctr`]: AES-128-CTR on VAES-512, its keystream added to words as it is made (masks).
 //! - [`chacha`]: the ChaCha20 keystream sixteen blocks at a time on AVX-512 (seed expansion).
 //! - [`simd`]: AVX-512 row kernels (sums of rows times constants modulo a prime), with IFMA
 //!   for primes below 2^51, where the CPU has them.
@@ -14,6 +15,7 @@
 //! - [`sample`]: uniform, ternary, sign, discrete-Gaussian and wide-Gaussian samplers.
 //! - [`progress`]: the trait long work reports progress and takes a stop request through.
 
+pub mod aes_ctr;
 pub mod chacha;
 pub mod modarith;
 pub mod ntt;

@@ -235,8 +235,7 @@ secagg_message!(
     |s, w| {
         put_context(w, &s.context);
         w.u32(s.sender);
-        w.len(s.masked.len());
-        s.masked.iter().for_each(|&x| w.u32(x));
+        w.u32s(&s.masked);
     },
     |r| {
         let context = context(r)?;
@@ -245,7 +244,7 @@ secagg_message!(
         if n > MAX_VECTOR {
             return Err(r.invalid(format!("{n} words, at most {MAX_VECTOR}")));
         }
-        let masked = (0..n).map(|_| r.u32()).collect::<Result<Vec<_>, _>>()?;
+        let masked = r.u32s(n)?;
         Ok(Self {
             context,
             sender,

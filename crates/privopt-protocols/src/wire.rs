@@ -267,6 +267,15 @@ impl Writer {
         self.len(v.len());
         v.iter().for_each(|&x| self.u64(x));
     }
+    /// A count, then the `u32`s, written in one pass (a masked input is millions of them).
+    pub fn u32s(&mut self, v: &[u32]) {
+        self.len(v.len());
+        let start = self.0.len();
+        self.0.resize(start + 4 * v.len(), 0);
+        for (dst, x) in self.0[start..].chunks_exact_mut(4).zip(v) {
+            dst.copy_from_slice(&x.to_le_bytes());
+        }
+    }
     /// A count, then the `f32`s.
     pub fn f32s(&mut self, v: &[f32]) {
         self.len(v.len());
@@ -450,6 +459,18 @@ impl<'a> Reader<'a> {
     /// Exactly `k` bytes (a fixed-width field).
     pub fn fixed(&mut self, k: usize) -> Result<&'a [u8], DecodeError> {
         self.take(k)
+    }
+
+    /// `n` `u32`s (a count the caller has read and bounded), read in one pass.
+    pub fn u32s(&mut self, n: usize) -> Result<Vec<u32>, DecodeError> {
+        let bytes = self.take(
+            n.checked_mul(4)
+                .ok_or_else(|| self.invalid("too many words"))?,
+        )?;
+        Ok(bytes
+            .chunks_exact(4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect())
     }
 }
 

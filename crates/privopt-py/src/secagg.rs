@@ -11,7 +11,7 @@ use privopt_protocols::secagg::{MAX_CLIENTS, MAX_VECTOR};
 use privopt_secagg::{
     AdvertiseKeys, Client, ClientConfig, ClientSnapshot, Context, Graph, IncomingShares,
     MaskedInput, NeighbourKeys, Quantizer, Server, ServerConfig, SessionId, ShareKeys, Stage,
-    ThreatModel, UnmaskLedger, UnmaskRequest, UnmaskShares, find_parameters,
+    StochasticQuantizer, ThreatModel, UnmaskLedger, UnmaskRequest, UnmaskShares, find_parameters,
 };
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -154,6 +154,40 @@ impl PyGraph {
             )));
         }
         Ok(self.0.neighbours(client).to_vec())
+    }
+}
+
+/// Flower's SecAgg+ quantization (``flwr.common.secure_aggregation.quantization.quantize``):
+/// reals clipped to ``[-clipping_range, clipping_range]``, mapped onto
+/// ``0..=quantization_range`` and rounded up with probability the fractional part.
+#[pyclass(module = "privopt.secagg", name = "StochasticQuantizer", frozen)]
+pub struct PyStochasticQuantizer(StochasticQuantizer);
+
+#[pymethods]
+impl PyStochasticQuantizer {
+    #[new]
+    #[pyo3(signature = (clipping_range, quantization_range))]
+    fn new(clipping_range: f64, quantization_range: u32) -> PyResult<Self> {
+        StochasticQuantizer::new(clipping_range, quantization_range)
+            .map(Self)
+            .map_err(errors::secagg)
+    }
+
+    /// ``uint32`` words of ``multiplier * values`` (the rounding's randomness from the
+    /// operating system); a NaN or infinite value raises
+    /// :class:`~privopt.errors.ParameterError` naming its index.
+    #[pyo3(signature = (values, multiplier = 1.0))]
+    fn encode<'py>(
+        &self,
+        py: Python<'py>,
+        values: Reals<'_>,
+        multiplier: f64,
+    ) -> PyResult<Bound<'py, PyArray1<u32>>> {
+        let values = to_vec(&values);
+        let words = py
+            .detach(|| self.0.encode(&values, multiplier, &mut secret_rng(None)))
+            .map_err(errors::secagg)?;
+        Ok(array(py, words))
     }
 }
 
@@ -456,6 +490,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyGraphParameters>()?;
     m.add_class::<PyGraph>()?;
     m.add_class::<PyQuantizer>()?;
+    m.add_class::<PyStochasticQuantizer>()?;
     m.add_class::<PyClient>()?;
     m.add_class::<PyServer>()?;
     m.add_function(wrap_pyfunction!(parameters, m)?)?;

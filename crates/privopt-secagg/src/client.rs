@@ -7,7 +7,7 @@ use sha2::{Digest, Sha256};
 use zeroize::Zeroizing;
 
 use crate::keys::{self, SecretKey, SharePair};
-use crate::mask::{MaskSeed, Sign};
+use crate::mask::{MaskSeed, Sign, apply_all};
 use crate::messages::*;
 use crate::shamir::{self, Share};
 use crate::{ClientId, SecAggError, check_context, pair_sign};
@@ -369,18 +369,24 @@ impl Client {
             }
         }
         self.enough(Stage::ShareKeys, held.len())?;
+        let pair_seeds = held
+            .keys()
+            .map(|&peer| {
+                let seed = keys::pairwise_seed(
+                    &self.masking,
+                    &self.peers[&peer].masking,
+                    &self.config.context,
+                    self.id(),
+                    peer,
+                )?;
+                Ok((seed, pair_sign(self.id(), peer)))
+            })
+            .collect::<Result<Vec<_>, SecAggError>>()?;
+        let masks: Vec<(&MaskSeed, Sign)> = std::iter::once((&self.self_seed, Sign::Plus))
+            .chain(pair_seeds.iter().map(|(seed, sign)| (seed, *sign)))
+            .collect();
         let mut masked = input.to_vec();
-        self.self_seed.apply(&mut masked, 0, Sign::Plus);
-        for &peer in held.keys() {
-            let seed = keys::pairwise_seed(
-                &self.masking,
-                &self.peers[&peer].masking,
-                &self.config.context,
-                self.id(),
-                peer,
-            )?;
-            seed.apply(&mut masked, 0, pair_sign(self.id(), peer));
-        }
+        apply_all(&masks, &mut masked, 0);
         self.held = held;
         self.stage = Stage::MaskedInput;
         Ok(MaskedInput {

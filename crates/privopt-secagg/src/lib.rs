@@ -40,7 +40,7 @@ pub use client::{Client, ClientConfig, ClientSnapshot, UNMASK_LEDGER_CAPACITY, U
 pub use graph::Graph;
 pub use messages::*;
 pub use params::{GraphParameters, ThreatModel, find_parameters, threshold_for_degree};
-pub use quantize::Quantizer;
+pub use quantize::{Quantizer, StochasticQuantizer};
 pub use server::{Aggregate, Server, ServerConfig};
 
 /// A client's index in the round's graph, `0..n`.

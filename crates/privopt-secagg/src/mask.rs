@@ -1,16 +1,19 @@
 //! Mask expansion: a 32-byte seed becomes a pseudorandom vector over Z_{2^32} by AES-128 in
 //! counter mode (key = seed[..16], initial counter block = seed[16..]).
 //!
-//! Masks are added or subtracted in place, block by block through a small stack buffer, so a
-//! mask never exists as a vector of its own. Any word range can be produced on its own (the
-//! counter is seeked), which lets the server split long vectors across threads.
-
+//! Masks are added or subtracted in place as the keystream is made, so a mask never exists
+//! as a vector of its own: on CPUs with VAES-512 by `privopt_math::aes_ctr` (the keystream
+//! stays in registers), elsewhere block by block through a small stack buffer. Any word range
+//! can be produced on its own (the counter is seeked), which lets [`apply_all`] apply many
+//! masks a cache-sized range at a time and the server split long vectors across threads.
 use aes::cipher::{KeyIvInit, StreamCipher, StreamCipherSeek};
+use privopt_math::aes_ctr::{AesCtrX16, Combine, GROUP_WORDS};
 use zeroize::Zeroize;
 
 type MaskCipher = ctr::Ctr64LE<aes::Aes128>;
 
-/// Words per keystream block handled at once (16 KiB of keystream).
+/// Words per keystream block handled at once (16 KiB of keystream), and the range
+/// [`apply_all`] applies every mask to before moving on (it stays in the L1 cache).
 const CHUNK_WORDS: usize = 4096;
 
 /// A 32-byte seed that expands to a mask; wiped on drop.
@@ -52,7 +55,43 @@ impl MaskSeed {
     /// Adds (or subtracts) words `first_word .. first_word + out.len()` of this seed's mask to
     /// `out`, wrapping modulo 2^32.
     pub fn apply(&self, out: &mut [u32], first_word: usize, sign: Sign) {
-        let (key, iv) = self.0.split_at(16);
+        let Some(kernel) = AesCtrX16::detect() else {
+            return self.apply_portable(out, first_word, sign);
+        };
+        // Words up to the next whole group and after the last one take the portable path.
+        let head = ((GROUP_WORDS - first_word % GROUP_WORDS) % GROUP_WORDS).min(out.len());
+        let (head_words, rest) = out.split_at_mut(head);
+        self.apply_portable(head_words, first_word, sign);
+        let (groups, tail) = rest.as_chunks_mut::<GROUP_WORDS>();
+        let first_group = (first_word + head) / GROUP_WORDS;
+        let (key, iv) = self.key_and_iv();
+        let combine = match sign {
+            Sign::Plus => Combine::Add,
+            Sign::Minus => Combine::Subtract,
+        };
+        kernel.apply(key, iv, first_group as u64, groups, combine);
+        let tail_first = first_word + head + groups.len() * GROUP_WORDS;
+        self.apply_portable(tail, tail_first, sign);
+    }
+
+    fn key_and_iv(&self) -> (&[u8; 16], &[u8; 16]) {
+        let (key, iv) = self
+            .0
+            .split_first_chunk::<16>()
+            .unwrap_or_else(|| unreachable!());
+        (
+            key,
+            iv.first_chunk::<16>().unwrap_or_else(|| unreachable!()),
+        )
+    }
+
+    /// [`MaskSeed::apply`] through the `ctr` crate, for CPUs without VAES-512 and the words
+    /// outside whole groups.
+    fn apply_portable(&self, out: &mut [u32], first_word: usize, sign: Sign) {
+        if out.is_empty() {
+            return;
+        }
+        let (key, iv) = self.key_and_iv();
         let mut cipher = MaskCipher::new(key.into(), iv.into());
         cipher.seek(first_word as u64 * 4);
         let mut buf = [0u8; CHUNK_WORDS * 4];
@@ -78,18 +117,26 @@ impl MaskSeed {
     }
 }
 
+/// Applies many masks to `out` (words `first_word ..` of each), one cache-sized range at a
+/// time: every mask is applied to a range before the next, so `out` is read and written once
+/// per range rather than once per mask.
+pub fn apply_all(masks: &[(&MaskSeed, Sign)], out: &mut [u32], first_word: usize) {
+    for (i, range) in out.chunks_mut(CHUNK_WORDS).enumerate() {
+        for (seed, sign) in masks {
+            seed.apply(range, first_word + i * CHUNK_WORDS, *sign);
+        }
+    }
+}
+
 /// Applies many masks to `out`, splitting the vector into ranges handled in parallel (every
 /// range applies every mask, so the result does not depend on the thread count).
 pub fn apply_all_parallel(masks: &[(MaskSeed, Sign)], out: &mut [u32]) {
     use rayon::prelude::*;
     const RANGE_WORDS: usize = 1 << 16;
+    let masks: Vec<(&MaskSeed, Sign)> = masks.iter().map(|(seed, sign)| (seed, *sign)).collect();
     out.par_chunks_mut(RANGE_WORDS)
         .enumerate()
-        .for_each(|(i, range)| {
-            for (seed, sign) in masks {
-                seed.apply(range, i * RANGE_WORDS, *sign);
-            }
-        });
+        .for_each(|(i, range)| apply_all(&masks, range, i * RANGE_WORDS));
 }
 
 #[cfg(test)]
@@ -110,6 +157,43 @@ mod tests {
         let mut seq = vec![0u32; 200_000];
         seed.apply(&mut seq, 0, Sign::Plus);
         assert_eq!(par, seq);
+    }
+
+    #[test]
+    fn every_offset_and_length_gives_the_portable_mask() {
+        // Heads and tails around whole groups, ranges inside one group, long runs.
+        let seed = MaskSeed(std::array::from_fn(|i| (i * 37 + 11) as u8));
+        let start: Vec<u32> = (0..9000u32)
+            .map(|i| i.wrapping_mul(2_654_435_761))
+            .collect();
+        for first in [0, 1, 7, 15, 16, 17, 4095, 4096, 4100] {
+            for len in [0, 1, 3, 15, 16, 17, 64, 65, 200, 4096, 4900] {
+                for sign in [Sign::Plus, Sign::Minus] {
+                    let (mut fast, mut portable) = (start[..len].to_vec(), start[..len].to_vec());
+                    seed.apply(&mut fast, first, sign);
+                    seed.apply_portable(&mut portable, first, sign);
+                    assert_eq!(fast, portable, "words {first}.. of length {len}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn applying_all_at_once_is_applying_each() {
+        let seeds: Vec<MaskSeed> = (0..5u8).map(|i| MaskSeed([i; 32])).collect();
+        let masks: Vec<(&MaskSeed, Sign)> = seeds
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s, if i % 2 == 0 { Sign::Plus } else { Sign::Minus }))
+            .collect();
+        let start: Vec<u32> = (0..10_001).collect();
+        let mut together = start.clone();
+        apply_all(&masks, &mut together, 3);
+        let mut each = start;
+        for (seed, sign) in &masks {
+            seed.apply_portable(&mut each, 3, *sign);
+        }
+        assert_eq!(together, each);
     }
 
     #[test]

@@ -1,12 +1,18 @@
-//! Fixed-point encoding of float vectors into Z_{2^32}, so that a masked sum of up to
-//! `max_summands` encoded vectors decodes to the float sum with a known error.
+//! Encodings of float vectors into Z_{2^32} for a masked sum.
 //!
-//! Each coordinate is clipped to `[−clip, clip]`, scaled by `scale = (2^31 − 1) / (max_summands ·
-//! clip)` and rounded to the nearest integer, stored in two's complement. A sum of at most
-//! `max_summands` such integers lies in `[−2^31 + 1, 2^31 − 1]`, so it never wraps and decodes
-//! exactly as a signed integer.
+//! [`Quantizer`], privopt's: each coordinate is clipped to `[−clip, clip]`, scaled by
+//! `scale = (2^31 − 1) / (max_summands · clip)` and rounded to the nearest integer, stored in
+//! two's complement. A sum of at most `max_summands` such integers lies in
+//! `[−2^31 + 1, 2^31 − 1]`, so it never wraps and decodes exactly as a signed integer.
+//!
+//! [`StochasticQuantizer`], Flower's SecAgg+ encoding: clipped, shifted to `[0, 2·clip]`,
+//! scaled to `[0, quantization_range]` and rounded up with probability the fractional part,
+//! so the encoding is unbiased; the app reduces the sum modulo its own modulus.
+
+use rand::{CryptoRng, Rng};
 
 use crate::SecAggError;
+use crate::mask::{MaskSeed, Sign};
 
 /// Most vectors one code sums (2^24: the scale keeps 2^7 levels per sign per summand).
 pub const MAX_SUMMANDS: usize = 1 << 24;
@@ -86,6 +92,73 @@ impl Quantizer {
     }
 }
 
+/// Largest `quantization_range` of a [`StochasticQuantizer`]: a coordinate rounds up to at
+/// most the range, which must fit a word.
+pub const MAX_QUANTIZATION_RANGE: u32 = u32::MAX - 1;
+
+/// Flower's SecAgg+ quantization (`flwr.common.secure_aggregation.quantization.quantize`):
+/// `x ↦ ⌊(clamp(x, −c, c) + c) · q / 2c + u⌋` with `u` uniform in `[0, 1)`, i.e. rounded up
+/// with probability the fractional part.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StochasticQuantizer {
+    clip: f64,
+    scale: f64,
+}
+
+impl StochasticQuantizer {
+    /// A code for values clipped to `[−clipping_range, clipping_range]` mapped onto
+    /// `0..=quantization_range`.
+    pub fn new(clipping_range: f64, quantization_range: u32) -> Result<Self, SecAggError> {
+        let fits = clipping_range.is_finite()
+            && clipping_range > 0.0
+            && (1..=MAX_QUANTIZATION_RANGE).contains(&quantization_range);
+        if !fits {
+            return Err(SecAggError::Parameters(format!(
+                "stochastic quantization needs a finite clipping range > 0 and a quantization \
+                 range in 1..={MAX_QUANTIZATION_RANGE}, got {clipping_range} and \
+                 {quantization_range}"
+            )));
+        }
+        Ok(Self {
+            clip: clipping_range,
+            scale: f64::from(quantization_range) / (2.0 * clipping_range),
+        })
+    }
+
+    /// Encodes `multiplier · values`, refusing a NaN or infinite value (naming its index) or
+    /// multiplier. The rounding draws 32 bits per coordinate from an AES-128-CTR keystream
+    /// keyed from `rng`, the masks' generator.
+    pub fn encode(
+        &self,
+        values: &[f64],
+        multiplier: f64,
+        rng: &mut (impl Rng + CryptoRng),
+    ) -> Result<Vec<u32>, SecAggError> {
+        if !multiplier.is_finite() {
+            return Err(SecAggError::Parameters(format!(
+                "the multiplier is {multiplier}: only finite values can be quantized"
+            )));
+        }
+        if let Some(i) = values.iter().position(|x| !x.is_finite()) {
+            return Err(SecAggError::Parameters(format!(
+                "value {i} is {}: only finite values can be quantized",
+                values[i]
+            )));
+        }
+        // The keystream first, then each word becomes its coordinate's encoding.
+        let mut out = vec![0u32; values.len()];
+        MaskSeed(rng.random()).apply(&mut out, 0, Sign::Plus);
+        let (c, scale) = (self.clip, self.scale);
+        for (o, &x) in out.iter_mut().zip(values) {
+            let level = ((x * multiplier).clamp(-c, c) + c) * scale;
+            let uniform = f64::from(*o) * (1.0 / 4_294_967_296.0);
+            // Non-negative, below the range + 1: truncation is the floor.
+            *o = (level + uniform) as u32;
+        }
+        Ok(out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -149,5 +222,32 @@ mod tests {
         // At the bounds the code still resolves: one unit step is below the clip.
         let coarse = Quantizer::new(1.0, MAX_SUMMANDS).unwrap();
         assert_ne!(coarse.encode(&[0.5]).unwrap(), vec![0]);
+    }
+    #[test]
+    fn stochastic_rounding_is_unbiased_and_stays_in_range() {
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(3);
+        let q = StochasticQuantizer::new(2.0, 1000).unwrap();
+        // 0.3 maps to (0.3 + 2)·250 = 575 exactly; 0.3013 to 575.325: up a third of the time.
+        let n = 200_000;
+        let words = q.encode(&vec![0.3013; n], 1.0, &mut rng).unwrap();
+        assert!(words.iter().all(|&w| w == 575 || w == 576));
+        let up = words.iter().filter(|&&w| w == 576).count() as f64 / n as f64;
+        // Five standard deviations of a binomial proportion at p = 0.325.
+        assert!(
+            (up - 0.325).abs() < 5.0 * (0.325 * 0.675 / n as f64).sqrt(),
+            "{up}"
+        );
+        // The multiplier scales before the clip; the ends of the range are reached exactly.
+        let ends = q.encode(&[1e9, -1e9, 0.5], 4.0, &mut rng).unwrap();
+        assert_eq!(ends, vec![1000, 0, 1000]);
+        let e = q
+            .encode(&[0.0, f64::NAN], 1.0, &mut rng)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("value 1"), "{e}");
+        assert!(q.encode(&[0.0], f64::INFINITY, &mut rng).is_err());
+        assert!(StochasticQuantizer::new(0.0, 10).is_err());
+        assert!(StochasticQuantizer::new(1.0, 0).is_err());
+        assert!(StochasticQuantizer::new(1.0, u32::MAX).is_err());
     }
 }

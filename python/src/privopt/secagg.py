@@ -29,8 +29,17 @@ from ._native import secagg as _native
 GraphParameters = _native.GraphParameters
 Graph = _native.Graph
 Quantizer = _native.Quantizer
+StochasticQuantizer = _native.StochasticQuantizer
 Client = _native.Client
 Server = _native.Server
 parameters = _native.parameters
 
-__all__ = ["GraphParameters", "Graph", "Quantizer", "Client", "Server", "parameters"]
+__all__ = [
+    "GraphParameters",
+    "Graph",
+    "Quantizer",
+    "StochasticQuantizer",
+    "Client",
+    "Server",
+    "parameters",
+]

@@ -4,7 +4,15 @@ from typing import final
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["GraphParameters", "Graph", "Quantizer", "Client", "Server", "parameters"]
+__all__ = [
+    "GraphParameters",
+    "Graph",
+    "Quantizer",
+    "StochasticQuantizer",
+    "Client",
+    "Server",
+    "parameters",
+]
 
 @final
 class GraphParameters:
@@ -37,6 +45,11 @@ class Quantizer:
     def encode(self, values: npt.ArrayLike) -> npt.NDArray[np.uint32]: ...
     def decode_sum(self, total: npt.NDArray[np.uint32]) -> npt.NDArray[np.float64]: ...
     def sum_error_bound(self, summands: int) -> float: ...
+
+@final
+class StochasticQuantizer:
+    def __new__(cls, clipping_range: float, quantization_range: int) -> StochasticQuantizer: ...
+    def encode(self, values: npt.ArrayLike, multiplier: float = 1.0) -> npt.NDArray[np.uint32]: ...
 
 @final
 class Client:

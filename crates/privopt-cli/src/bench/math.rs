@@ -22,7 +22,43 @@ pub(super) fn prg_suite() -> Result<Vec<Case>> {
             stream.fill_bytes(&mut buf);
             black_box(&buf);
         }),
-    ])
+    ]
+    .into_iter()
+    .chain(aes_ctr_cases())
+    .collect())
+}
+
+/// One SecAgg+ mask's keystream at d = 10^6 (4 MB of AES-128-CTR) added to a vector: through
+/// the `ctr` crate (AES-NI, a stack buffer, then the add) and, where the CPU has VAES-512,
+/// `privopt_math::aes_ctr` (the add in registers).
+fn aes_ctr_cases() -> Vec<Case> {
+    use aes::cipher::{KeyIvInit, StreamCipher};
+    use privopt_math::aes_ctr::{AesCtrX16, Combine, GROUP_WORDS};
+
+    const WORDS: usize = 1_000_000;
+    let (key, iv) = ([3u8; 16], [9u8; 16]);
+    let mut words = vec![0u32; WORDS];
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut cases = vec![Case::new("prg/aes128-ctr-4MB/add/ctr-crate", move || {
+        let mut cipher = ctr::Ctr64LE::<aes::Aes128>::new(&key.into(), &iv.into());
+        for chunk in words.chunks_mut(buf.len() / 4) {
+            let bytes = &mut buf[..chunk.len() * 4];
+            bytes.fill(0);
+            cipher.apply_keystream(bytes);
+            for (w, b) in chunk.iter_mut().zip(bytes.chunks_exact(4)) {
+                *w = w.wrapping_add(u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+            }
+        }
+        black_box(&words);
+    })];
+    if let Some(kernel) = AesCtrX16::detect() {
+        let mut groups = vec![[0u32; GROUP_WORDS]; WORDS / GROUP_WORDS];
+        cases.push(Case::new("prg/aes128-ctr-4MB/add/vaes512", move || {
+            kernel.apply(&key, &iv, 0, &mut groups, Combine::Add);
+            black_box(&groups);
+        }));
+    }
+    cases
 }
 
 /// The NTT suite's prime sizes: below 2^51 (the IFMA path where the CPU has it), just above,

@@ -1,6 +1,8 @@
 //! numpy arrays in and out: inputs accept any array-like (lists included) that converts
 //! without loss; outputs are freshly allocated 1-D arrays.
 
+use std::borrow::Cow;
+
 use numpy::{AllowTypeChange, Element, PyArray1, PyArrayLike1, TypeMustMatch};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -50,7 +52,16 @@ pub fn to_vec(a: &Reals<'_>) -> Vec<f64> {
 
 /// The integers, copied (contiguous or not).
 pub fn exact_vec<T: Element + Copy>(a: &Exact<'_, T>) -> Vec<T> {
-    a.as_array().iter().copied().collect()
+    exact_slice(a).into_owned()
+}
+
+/// The integers, borrowed when the array is contiguous (a masked input is millions of words),
+/// copied otherwise.
+pub fn exact_slice<'a, T: Element + Copy>(a: &'a Exact<'_, T>) -> Cow<'a, [T]> {
+    match a.as_slice() {
+        Ok(words) => Cow::Borrowed(words),
+        Err(_) => Cow::Owned(a.as_array().iter().copied().collect()),
+    }
 }
 
 /// A new 1-D array owning `v`.

@@ -52,6 +52,15 @@ pub enum CkksError {
         /// The party.
         party: u32,
     },
+    /// A second decryption request for a ciphertext a threshold party has answered for.
+    #[error(
+        "party {party} has already answered a decryption request for this ciphertext: \
+         a retry needs a fresh encryption"
+    )]
+    AlreadyAnswered {
+        /// The party asked again.
+        party: u32,
+    },
     /// A share from a party that is not part of the key.
     #[error("share from party {party}, which is not a member of this key")]
     UnknownParty {

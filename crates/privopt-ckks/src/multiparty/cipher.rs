@@ -212,10 +212,7 @@ pub fn fuse(ct: &Ciphertext, shares: &[DecryptionShare]) -> Result<Decrypted, Ck
     let mut m =
         ShareCollector::aggregate(&ct.params, &ct.members, ct.session, ct.digest(), shares)?;
     ct.params.basis().add_assign(&mut m, &ct.c0);
-    Ok(Decrypted {
-        params: Arc::clone(&ct.params),
-        m,
-    })
+    Ok(Decrypted::new(Arc::clone(&ct.params), m))
 }
 
 /// A fused decryption: the message polynomial plus noise, not yet decoded.
@@ -226,6 +223,10 @@ pub struct Decrypted {
 }
 
 impl Decrypted {
+    pub(crate) fn new(params: Arc<CkksParams>, m: Poly<Eval>) -> Self {
+        Self { params, m }
+    }
+
     /// The integer coefficients (message times Λ, plus noise).
     pub fn integer_coefficients(&self) -> Result<Vec<i128>, CkksError> {
         let basis = self.params.basis();

@@ -19,15 +19,24 @@
 //! and [`ShareCollector::finish`] refuses to combine while a member's share is missing.
 //! Everything is sans-IO: parties and collectors take and return messages; [`crate::wire`]
 //! turns messages into bytes and back.
+//!
+//! A threshold key ([`Committee`], [`ThresholdParty`]) lets any `t` of the `N` parties
+//! decrypt: each party Shamir-shares its secret once at setup, and a decryption asks an
+//! [`ActiveSet`] of at least `t` members, each answering at most once per ciphertext.
 
 mod cipher;
 mod party;
 mod shares;
+mod threshold;
 
 pub use cipher::{Ciphertext, CollectivePublicKey, Decrypted, encrypt_with_key, fuse};
 pub use party::{CommonPoly, Party, SecretKey, decryption_share, partial_public_key};
 pub use shares::{
     DecryptRound, DecryptionShare, KeyRound, PublicKeyShare, Round, Share, ShareCollector,
+    SharingRound,
+};
+pub use threshold::{
+    ActiveSet, Committee, MAX_ANSWERED, SecretShare, ThresholdParty, fuse_threshold,
 };
 
 /// Identifier of a party (device).

@@ -23,6 +23,7 @@ mod private {
     pub trait Sealed {}
     impl Sealed for super::KeyRound {}
     impl Sealed for super::DecryptRound {}
+    impl Sealed for super::SharingRound {}
 }
 
 /// Phase 1: partial public keys `b_i`.
@@ -31,6 +32,10 @@ pub enum KeyRound {}
 /// Phase 3: decryption shares `D_i`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DecryptRound {}
+/// Threshold setup: Shamir shares `f_i(x_j)` of the parties' secrets (checked by the
+/// collector, carried by [`super::threshold::SecretShare`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SharingRound {}
 
 impl Round for KeyRound {
     const NAME: &'static str = "public-key share";
@@ -42,6 +47,12 @@ impl Round for DecryptRound {
     const NAME: &'static str = "decryption share";
     const BINDING: &'static str = "ciphertext";
     const TAG: u8 = 2;
+}
+
+impl Round for SharingRound {
+    const NAME: &'static str = "secret share";
+    const BINDING: &'static str = "committee";
+    const TAG: u8 = 3;
 }
 
 /// One party's share in round `R`.

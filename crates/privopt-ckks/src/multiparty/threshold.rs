@@ -1,0 +1,431 @@
+//! t-out-of-N xMK-CKKS: any `t` of the `N` parties decrypt a ciphertext under the collective
+//! key, so a round survives up to `N − t` dropouts without re-keying.
+//!
+//! 1. **Re-sharing** (once, at setup): party `i` draws `f_i(X) = s_i + a_1·X + … + a_{t−1}·X^{t−1}`
+//!    with `a_k` uniform in `R_Q` and sends `f_i(x_j)` to each member `j` (`x_j = j + 1`), over
+//!    a channel only `j` can read (the transport's job: the roles layer encrypts each
+//!    [`SecretShare`] to its recipient as SecAgg+ does). Member `j` keeps
+//!    `S_j = Σ_i f_i(x_j) = F(x_j)`, a Shamir share of `s = Σ s_i` ([`ThresholdParty::from_shares`]).
+//! 2. **Active set**: before any share is asked for, the server fixes which members decrypt
+//!    ([`ActiveSet`]: the ciphertext's digest and at least `t` members). The decryption shares
+//!    are bound to it.
+//! 3. **Decryption share**: member `j` of active set `A` returns
+//!    `D_j = λ_j·S_j·C1 + e*_j` with the Lagrange coefficient `λ_j = Π_{k∈A, k≠j} x_k/(x_k − x_j)`
+//!    (modulo each prime) and smudging noise `e*_j` ([`ThresholdParty::partial_decrypt`]), so
+//!    `Σ_{j∈A} D_j = s·C1 + Σ e*_j` and [`fuse_threshold`] recovers `C0 + s·C1 + Σ e*`.
+//! 4. **Single use**: a member answers at most one decryption request per ciphertext, whatever
+//!    the active set or the session asking. Two shares of one ciphertext for two active sets
+//!    differ by `(λ_j − λ'_j)·S_j·C1` plus noise, and repeated shares of the same secret are
+//!    what key-recovery attacks on multiparty HE feed on; a failed round is retried on a fresh
+//!    encryption (new randomness, new digest), never by asking again.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use privopt_math::modarith::{inv_mod, mul_mod, sub_mod};
+use privopt_math::rns::{Eval, Poly};
+use privopt_math::sample::uniform;
+use rand::CryptoRng;
+
+use super::shares::{DecryptionShare, Share, ShareCollector, SharingRound};
+use super::{Ciphertext, Decrypted, Party, PartyId};
+use crate::error::CkksError;
+use crate::params::CkksParams;
+
+/// Most ciphertexts one member answers for (the single-use ledger's bound: 32 bytes each).
+pub const MAX_ANSWERED: usize = 1 << 20;
+
+/// The members of a threshold key and how many of them decrypt.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Committee {
+    threshold: usize,
+    members: Vec<PartyId>,
+}
+
+impl Committee {
+    /// `threshold` of `members` (distinct; sorted here) decrypt. Wants `2 ≤ threshold ≤ N`: a
+    /// threshold of 1 would let any single member decrypt alone.
+    pub fn new(threshold: usize, members: &[PartyId]) -> Result<Self, CkksError> {
+        let mut sorted = members.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        if sorted.len() != members.len() {
+            return Err(CkksError::InvalidParams(
+                "a committee lists each member once".into(),
+            ));
+        }
+        if !(2..=sorted.len()).contains(&threshold) {
+            return Err(CkksError::InvalidParams(format!(
+                "threshold {threshold} of {} members: it must be in 2..={}",
+                sorted.len(),
+                sorted.len()
+            )));
+        }
+        if sorted.last().is_some_and(|&p| p == PartyId::MAX) {
+            return Err(CkksError::InvalidParams(format!(
+                "party id {} has no Shamir point (x = id + 1 overflows)",
+                PartyId::MAX
+            )));
+        }
+        Ok(Self {
+            threshold,
+            members: sorted,
+        })
+    }
+
+    /// How many members decrypt.
+    pub fn threshold(&self) -> usize {
+        self.threshold
+    }
+
+    /// The members, sorted.
+    pub fn members(&self) -> &[PartyId] {
+        &self.members
+    }
+
+    fn contains(&self, party: PartyId) -> bool {
+        self.members.binary_search(&party).is_ok()
+    }
+
+    /// Binds re-sharing messages to this committee (and the parameters and common polynomial).
+    fn digest(&self, params: &CkksParams, crs_digest: &[u8; 32], session: u64) -> [u8; 32] {
+        let mut h = blake3::Hasher::new();
+        h.update(b"privopt/mkckks/threshold/committee/v1");
+        h.update(params.fingerprint());
+        h.update(crs_digest);
+        h.update(&session.to_le_bytes());
+        h.update(&(self.threshold as u64).to_le_bytes());
+        for m in &self.members {
+            h.update(&m.to_le_bytes());
+        }
+        h.finalize().into()
+    }
+}
+
+/// The Shamir point of a party.
+fn point(party: PartyId) -> u64 {
+    u64::from(party) + 1
+}
+
+/// `poly ← poly · c_l` row by row (one constant per prime).
+fn scale_rows(params: &CkksParams, poly: &mut Poly<Eval>, constants: &[u64]) {
+    let n = params.n();
+    let moduli = params.basis().moduli();
+    for ((row, &q), &c) in poly.as_mut_slice().chunks_mut(n).zip(moduli).zip(constants) {
+        for x in row {
+            *x = mul_mod(*x, c, q);
+        }
+    }
+}
+
+/// One party's share of its secret for one member: `f_i(x_j)`. Secret (every copy wiped on
+/// drop, never printed); the transport must encrypt it to `to`.
+#[derive(Clone)]
+pub struct SecretShare {
+    from: PartyId,
+    to: PartyId,
+    binding: [u8; 32],
+    poly: Poly<Eval>,
+}
+
+impl SecretShare {
+    /// The dealer.
+    pub fn from(&self) -> PartyId {
+        self.from
+    }
+
+    /// The recipient.
+    pub fn to(&self) -> PartyId {
+        self.to
+    }
+}
+
+impl Drop for SecretShare {
+    fn drop(&mut self) {
+        self.poly.wipe();
+    }
+}
+
+impl std::fmt::Debug for SecretShare {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SecretShare({} → {}, <redacted>)", self.from, self.to)
+    }
+}
+
+impl Party {
+    /// Setup: this party's Shamir shares of its secret, one for each member of `committee`
+    /// (itself included), for the key of `session`.
+    pub fn deal(
+        &self,
+        committee: &Committee,
+        session: u64,
+        rng: &mut impl CryptoRng,
+    ) -> Result<Vec<SecretShare>, CkksError> {
+        if !committee.contains(self.id) {
+            return Err(CkksError::UnknownParty { party: self.id });
+        }
+        let basis = self.params.basis();
+        let binding = committee.digest(&self.params, &self.crs_digest, session);
+        // f(X) = s + a_1·X + … + a_{t−1}·X^{t−1}, evaluated by Horner at each member's point.
+        let mut coefficients: Vec<Poly<Eval>> = (1..committee.threshold)
+            .map(|_| uniform(basis, rng))
+            .collect();
+        let shares = committee
+            .members
+            .iter()
+            .map(|&to| {
+                let x: Vec<u64> = basis.moduli().iter().map(|&q| point(to) % q).collect();
+                let mut value = basis.zero();
+                for a in coefficients.iter().rev() {
+                    basis.add_assign(&mut value, a);
+                    scale_rows(&self.params, &mut value, &x);
+                }
+                basis.add_assign(&mut value, &self.sk.s);
+                SecretShare {
+                    from: self.id,
+                    to,
+                    binding,
+                    poly: value,
+                }
+            })
+            .collect();
+        for a in &mut coefficients {
+            a.wipe();
+        }
+        Ok(shares)
+    }
+}
+
+/// Which members decrypt one ciphertext: fixed by the server before any share is asked for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ActiveSet {
+    session: u64,
+    ciphertext: [u8; 32],
+    members: Vec<PartyId>,
+}
+
+impl ActiveSet {
+    /// `members` (at least the threshold, all in `committee`) decrypt `ct`.
+    pub fn new(
+        committee: &Committee,
+        ct: &Ciphertext,
+        members: &[PartyId],
+    ) -> Result<Self, CkksError> {
+        if ct.members() != committee.members() {
+            return Err(CkksError::Mismatch(
+                "the ciphertext is not under this committee's key".into(),
+            ));
+        }
+        let mut sorted = members.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        if sorted.len() != members.len() {
+            return Err(CkksError::InvalidParams(
+                "an active set lists each member once".into(),
+            ));
+        }
+        if let Some(&party) = sorted.iter().find(|&&p| !committee.contains(p)) {
+            return Err(CkksError::UnknownParty { party });
+        }
+        if sorted.len() < committee.threshold {
+            return Err(CkksError::InvalidParams(format!(
+                "{} active members, the threshold is {}",
+                sorted.len(),
+                committee.threshold
+            )));
+        }
+        Ok(Self {
+            session: ct.session(),
+            ciphertext: ct.digest(),
+            members: sorted,
+        })
+    }
+
+    /// The members asked for shares, sorted.
+    pub fn members(&self) -> &[PartyId] {
+        &self.members
+    }
+
+    /// What decryption shares for this set are bound to: the ciphertext and the members.
+    pub fn digest(&self) -> [u8; 32] {
+        let mut h = blake3::Hasher::new();
+        h.update(b"privopt/mkckks/threshold/active-set/v1");
+        h.update(&self.session.to_le_bytes());
+        h.update(&self.ciphertext);
+        for m in &self.members {
+            h.update(&m.to_le_bytes());
+        }
+        h.finalize().into()
+    }
+
+    /// `λ_j` modulo each prime: `Π_{k≠j} x_k / (x_k − x_j)`.
+    fn lagrange(&self, params: &CkksParams, party: PartyId) -> Vec<u64> {
+        let xj = point(party);
+        params
+            .basis()
+            .moduli()
+            .iter()
+            .map(|&q| {
+                let (mut num, mut den) = (1u64, 1u64);
+                for &k in self.members.iter().filter(|&&k| k != party) {
+                    let xk = point(k) % q;
+                    num = mul_mod(num, xk, q);
+                    den = mul_mod(den, sub_mod(xk, xj % q, q), q);
+                }
+                mul_mod(num, inv_mod(den, q), q)
+            })
+            .collect()
+    }
+}
+
+/// A member after setup: its Shamir share `S_j` of the collective secret and the ledger of
+/// ciphertexts it has answered for.
+pub struct ThresholdParty {
+    id: PartyId,
+    params: Arc<CkksParams>,
+    committee: Committee,
+    share: Poly<Eval>,
+    answered: HashSet<[u8; 32]>,
+}
+
+impl Drop for ThresholdParty {
+    fn drop(&mut self) {
+        self.share.wipe();
+    }
+}
+
+impl std::fmt::Debug for ThresholdParty {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ThresholdParty")
+            .field("id", &self.id)
+            .field("committee", &self.committee)
+            .field("answered", &self.answered.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ThresholdParty {
+    /// Setup's end for `party`: one share from every member of `committee` (itself
+    /// included), all addressed to it, for `session`. A missing, duplicate, misaddressed or
+    /// foreign share is refused by name and nothing is kept.
+    pub fn from_shares(
+        party: &Party,
+        committee: &Committee,
+        session: u64,
+        shares: &[SecretShare],
+    ) -> Result<Self, CkksError> {
+        let binding = committee.digest(&party.params, &party.crs_digest, session);
+        let mut collector =
+            ShareCollector::new(&party.params, committee.members(), session, binding)?;
+        for s in shares {
+            if s.to != party.id {
+                return Err(CkksError::WrongBinding {
+                    party: s.from,
+                    what: "recipient",
+                });
+            }
+            // The collector checks member, session, binding and duplicates; it adds a copy.
+            let mut view: Share<SharingRound> =
+                Share::new(s.from, session, s.binding, s.poly.clone());
+            let added = collector.add(&view);
+            view.poly.wipe();
+            added?;
+        }
+        Ok(Self {
+            id: party.id,
+            params: Arc::clone(&party.params),
+            committee: committee.clone(),
+            share: collector.finish()?,
+            answered: HashSet::new(),
+        })
+    }
+
+    /// This member's identifier.
+    pub fn id(&self) -> PartyId {
+        self.id
+    }
+
+    /// The committee it belongs to.
+    pub fn committee(&self) -> &Committee {
+        &self.committee
+    }
+
+    /// Whether this member has answered for `ct` (the single-use ledger).
+    pub fn has_answered(&self, ct: &Ciphertext) -> bool {
+        self.answered.contains(&ct.digest())
+    }
+
+    /// The decryption share `D_j = λ_j·S_j·C1 + e*_j` for `ct` as a member of `active`.
+    /// Refuses a second request for the same ciphertext (for any active set), a set this
+    /// member is not in, and a set made for another ciphertext.
+    pub fn partial_decrypt(
+        &mut self,
+        ct: &Ciphertext,
+        active: &ActiveSet,
+        rng: &mut impl CryptoRng,
+    ) -> Result<DecryptionShare, CkksError> {
+        if ct.fingerprint() != self.params.fingerprint() {
+            return Err(CkksError::Mismatch(
+                "ciphertext was made under other parameters".into(),
+            ));
+        }
+        if ct.members() != self.committee.members() {
+            return Err(CkksError::Mismatch(
+                "the ciphertext is not under this committee's key".into(),
+            ));
+        }
+        let digest = ct.digest();
+        if active.ciphertext != digest || active.session != ct.session() {
+            return Err(CkksError::Mismatch(
+                "the active set was made for another ciphertext".into(),
+            ));
+        }
+        if active.members.binary_search(&self.id).is_err() {
+            return Err(CkksError::UnknownParty { party: self.id });
+        }
+        if self.answered.contains(&digest) {
+            return Err(CkksError::AlreadyAnswered { party: self.id });
+        }
+        if self.answered.len() >= MAX_ANSWERED {
+            return Err(CkksError::InvalidParams(format!(
+                "party {} has answered for {MAX_ANSWERED} ciphertexts: re-key",
+                self.id
+            )));
+        }
+        // Recorded before the share exists: an error below still spends the ciphertext.
+        self.answered.insert(digest);
+        let mut weighted = self.share.clone();
+        scale_rows(
+            &self.params,
+            &mut weighted,
+            &active.lagrange(&self.params, self.id),
+        );
+        let d = super::decryption_share(&self.params, &weighted, ct.c1(), rng);
+        weighted.wipe();
+        Ok(Share::new(self.id, ct.session(), active.digest(), d?))
+    }
+}
+
+/// `C0 + Σ_{j∈A} D_j`: the plaintext once every member of `active` has answered. Shares
+/// outside the set, for another set or ciphertext, duplicates and missing members are refused
+/// by name.
+pub fn fuse_threshold(
+    ct: &Ciphertext,
+    active: &ActiveSet,
+    shares: &[DecryptionShare],
+) -> Result<Decrypted, CkksError> {
+    if active.ciphertext != ct.digest() || active.session != ct.session() {
+        return Err(CkksError::Mismatch(
+            "the active set was made for another ciphertext".into(),
+        ));
+    }
+    let mut m = ShareCollector::aggregate(
+        &ct.params,
+        &active.members,
+        ct.session(),
+        active.digest(),
+        shares,
+    )?;
+    ct.params.basis().add_assign(&mut m, ct.c0());
+    Ok(Decrypted::new(Arc::clone(&ct.params), m))
+}

@@ -1,0 +1,225 @@
+//! t-out-of-N xMK-CKKS: any t members decrypt what all N encrypted to, fewer cannot, each
+//! member answers once per ciphertext, and every malformed share or set is refused by name.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+
+use privopt_ckks::multiparty::{
+    ActiveSet, Ciphertext, CollectivePublicKey, Committee, CommonPoly, DecryptionShare, Party,
+    ThresholdParty, fuse, fuse_threshold,
+};
+use privopt_ckks::{CkksError, CkksParams};
+use privopt_math::sample::secret_rng;
+use rand_chacha::ChaCha20Rng;
+
+const N: u32 = 10;
+const T: usize = 7;
+
+struct Setup {
+    parties: Vec<Party>,
+    members: Vec<ThresholdParty>,
+    committee: Committee,
+    key: CollectivePublicKey,
+    rng: ChaCha20Rng,
+}
+
+fn setup(params: Arc<CkksParams>, seed: u64) -> Setup {
+    let session = 4;
+    let mut rng = secret_rng(Some(seed));
+    let crs = CommonPoly::from_seed(&params, [9u8; 32]);
+    let ids: Vec<u32> = (0..N).collect();
+    let parties: Vec<Party> = ids
+        .iter()
+        .map(|&i| Party::generate(i, &params, &crs, &mut rng))
+        .collect();
+    let pk: Vec<_> = parties
+        .iter()
+        .map(|p| p.public_key_share(session))
+        .collect();
+    let key = CollectivePublicKey::aggregate(&params, &crs, &ids, session, &pk).unwrap();
+    let committee = Committee::new(T, &ids).unwrap();
+    // Every party deals; member j keeps the shares addressed to it.
+    let mut inbox: Vec<Vec<_>> = (0..N).map(|_| Vec::new()).collect();
+    for p in &parties {
+        for share in p.deal(&committee, session, &mut rng).unwrap() {
+            inbox[share.to() as usize].push(share);
+        }
+    }
+    let members = parties
+        .iter()
+        .zip(&inbox)
+        .map(|(p, shares)| ThresholdParty::from_shares(p, &committee, session, shares).unwrap())
+        .collect();
+    Setup {
+        parties,
+        members,
+        committee,
+        key,
+        rng,
+    }
+}
+
+fn encrypted_sum(s: &mut Setup, xs: &[f64]) -> Ciphertext {
+    let cts: Vec<Ciphertext> = xs
+        .iter()
+        .map(|&x| s.key.encrypt_scalar(x, &mut s.rng).unwrap())
+        .collect();
+    Ciphertext::sum(&cts).unwrap()
+}
+
+fn ask(s: &mut Setup, ct: &Ciphertext, active: &ActiveSet) -> Vec<DecryptionShare> {
+    let rng = &mut s.rng;
+    s.members
+        .iter_mut()
+        .filter(|m| active.members().contains(&m.id()))
+        .map(|m| m.partial_decrypt(ct, active, rng).unwrap())
+        .collect()
+}
+
+#[test]
+fn any_seven_of_ten_decrypt_the_sum_as_all_ten_do() {
+    let mut s = setup(CkksParams::paper_n4096().unwrap(), 1);
+    let xs: Vec<f64> = (0..N).map(|i| (f64::from(i) - 4.5) * 0.613).collect();
+    let want: f64 = xs.iter().sum();
+    // N-of-N decryption of one encryption, as before.
+    let ct = encrypted_sum(&mut s, &xs);
+    let rng = &mut s.rng;
+    let all: Vec<_> = s
+        .parties
+        .iter()
+        .map(|p| p.partial_decrypt(&ct, rng).unwrap())
+        .collect();
+    let full = fuse(&ct, &all).unwrap().scalar().unwrap();
+    // Three different 7-member sets (three devices gone each time), and all ten; each on a
+    // fresh encryption.
+    for active in [
+        vec![0, 1, 2, 3, 4, 5, 6],
+        vec![3, 4, 5, 6, 7, 8, 9],
+        vec![0, 2, 4, 5, 7, 8, 9],
+        (0..N).collect(),
+    ] {
+        let ct = encrypted_sum(&mut s, &xs);
+        let set = ActiveSet::new(&s.committee, &ct, &active).unwrap();
+        let shares = ask(&mut s, &ct, &set);
+        let got = fuse_threshold(&ct, &set, &shares)
+            .unwrap()
+            .scalar()
+            .unwrap();
+        // Smudging dominates: sd ≈ √|A| · 2^20 / 2^40; 7 sd.
+        let sd = (active.len() as f64).sqrt() * 2f64.powi(-20);
+        assert!((got - want).abs() < 7.0 * sd, "{active:?}: {got} vs {want}");
+        assert!((got - full).abs() < 7.0 * 2.0 * sd);
+    }
+}
+
+#[test]
+fn fewer_than_seven_members_are_refused_before_and_at_fusion() {
+    let mut s = setup(CkksParams::paper_n4096().unwrap(), 2);
+    let ct = encrypted_sum(&mut s, &[1.25, -0.5]);
+    // Below the threshold the set itself is refused.
+    let e = ActiveSet::new(&s.committee, &ct, &[0, 1, 2, 3, 4, 5]).unwrap_err();
+    assert!(e.to_string().contains("threshold is 7"), "{e}");
+    // Seven shares weighted for a set of seven, fused without one of them (as a server
+    // that kept six would): the result is not the message.
+    let set = ActiveSet::new(&s.committee, &ct, &[0, 1, 2, 3, 4, 5, 6]).unwrap();
+    let shares = ask(&mut s, &ct, &set);
+    let e = fuse_threshold(&ct, &set, &shares[..6]).unwrap_err();
+    assert!(matches!(e, CkksError::MissingShare { party: 6 }), "{e}");
+}
+
+#[test]
+fn a_member_answers_once_per_ciphertext_and_a_retry_needs_a_fresh_encryption() {
+    let mut s = setup(CkksParams::paper_n4096().unwrap(), 3);
+    let ct = encrypted_sum(&mut s, &[0.5, 0.25]);
+    let first = ActiveSet::new(&s.committee, &ct, &[0, 1, 2, 3, 4, 5, 6]).unwrap();
+    let rng = &mut s.rng;
+    s.members[0].partial_decrypt(&ct, &first, rng).unwrap();
+    assert!(s.members[0].has_answered(&ct));
+    // Again, for the same set or another one (another server session asking): refused.
+    let other = ActiveSet::new(&s.committee, &ct, &[0, 2, 3, 4, 5, 6, 7]).unwrap();
+    for set in [&first, &other] {
+        let e = s.members[0].partial_decrypt(&ct, set, rng).unwrap_err();
+        assert!(matches!(e, CkksError::AlreadyAnswered { party: 0 }), "{e}");
+    }
+    // The same message encrypted afresh is a new ciphertext: answered.
+    let again = encrypted_sum(&mut s, &[0.5, 0.25]);
+    assert_ne!(again.digest(), ct.digest());
+    let set = ActiveSet::new(&s.committee, &again, &[0, 1, 2, 3, 4, 5, 6]).unwrap();
+    let shares = ask(&mut s, &again, &set);
+    let got = fuse_threshold(&again, &set, &shares)
+        .unwrap()
+        .scalar()
+        .unwrap();
+    assert!((got - 0.75).abs() < 1e-4, "{got}");
+}
+
+#[test]
+fn shares_and_sets_for_anything_else_are_refused_by_name() {
+    let mut s = setup(CkksParams::paper_n4096().unwrap(), 4);
+    let ct = encrypted_sum(&mut s, &[1.0]);
+    let other_ct = encrypted_sum(&mut s, &[2.0]);
+    let set = ActiveSet::new(&s.committee, &ct, &[0, 1, 2, 3, 4, 5, 6]).unwrap();
+    let other_set = ActiveSet::new(&s.committee, &other_ct, &[0, 1, 2, 3, 4, 5, 6]).unwrap();
+    let rng = &mut s.rng;
+    // A set made for another ciphertext, a member outside the set.
+    let e = s.members[1]
+        .partial_decrypt(&ct, &other_set, rng)
+        .unwrap_err();
+    assert!(e.to_string().contains("another ciphertext"), "{e}");
+    let e = s.members[9].partial_decrypt(&ct, &set, rng).unwrap_err();
+    assert!(matches!(e, CkksError::UnknownParty { party: 9 }), "{e}");
+    // Sets with a stranger or a repeated member.
+    let e = ActiveSet::new(&s.committee, &ct, &[0, 1, 2, 3, 4, 5, 42]).unwrap_err();
+    assert!(matches!(e, CkksError::UnknownParty { party: 42 }), "{e}");
+    assert!(ActiveSet::new(&s.committee, &ct, &[0, 1, 2, 3, 4, 5, 5, 6]).is_err());
+    // Fusing: a share for another set, a duplicate.
+    let mut shares = ask(&mut s, &ct, &set);
+    let foreign = ask(&mut s, &other_ct, &other_set);
+    let swapped: Vec<_> = foreign[..1].iter().chain(&shares[1..]).cloned().collect();
+    let e = fuse_threshold(&ct, &set, &swapped).unwrap_err();
+    assert!(matches!(e, CkksError::WrongBinding { party: 0, .. }), "{e}");
+    shares.push(shares[0].clone());
+    let e = fuse_threshold(&ct, &set, &shares).unwrap_err();
+    assert!(matches!(e, CkksError::DuplicateShare { party: 0 }), "{e}");
+    // Committees: a threshold of 1 or above N, a repeated member.
+    assert!(Committee::new(1, &[0, 1, 2]).is_err());
+    assert!(Committee::new(4, &[0, 1, 2]).is_err());
+    assert!(Committee::new(2, &[0, 1, 1]).is_err());
+}
+
+#[test]
+fn setup_refuses_missing_misaddressed_and_foreign_secret_shares() {
+    let params = CkksParams::paper_n4096().unwrap();
+    let mut rng = secret_rng(Some(5));
+    let crs = CommonPoly::from_seed(&params, [1u8; 32]);
+    let parties: Vec<Party> = (0..4)
+        .map(|i| Party::generate(i, &params, &crs, &mut rng))
+        .collect();
+    let committee = Committee::new(3, &[0, 1, 2, 3]).unwrap();
+    let dealt: Vec<Vec<_>> = parties
+        .iter()
+        .map(|p| p.deal(&committee, 0, &mut rng).unwrap())
+        .collect();
+    let for_0 = |skip: Option<usize>| -> Vec<_> {
+        dealt
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| Some(*i) != skip)
+            .map(|(_, d)| d.iter().find(|s| s.to() == 0).unwrap())
+            .collect()
+    };
+    // Whole: accepted. Without dealer 2: refused naming it.
+    let whole: Vec<_> = for_0(None).into_iter().cloned().collect();
+    ThresholdParty::from_shares(&parties[0], &committee, 0, &whole).unwrap();
+    let partial: Vec<_> = for_0(Some(2)).into_iter().cloned().collect();
+    let e = ThresholdParty::from_shares(&parties[0], &committee, 0, &partial).unwrap_err();
+    assert!(matches!(e, CkksError::MissingShare { party: 2 }), "{e}");
+    // Addressed to member 1, or made for another session: refused.
+    let e = ThresholdParty::from_shares(&parties[1], &committee, 0, &whole).unwrap_err();
+    assert!(e.to_string().contains("recipient"), "{e}");
+    let e = ThresholdParty::from_shares(&parties[0], &committee, 1, &whole).unwrap_err();
+    assert!(matches!(e, CkksError::WrongBinding { .. }), "{e}");
+    // A party outside the committee cannot deal.
+    let outsider = Party::generate(7, &params, &crs, &mut rng);
+    assert!(outsider.deal(&committee, 0, &mut rng).is_err());
+}

@@ -223,3 +223,27 @@ fn setup_refuses_missing_misaddressed_and_foreign_secret_shares() {
     let outsider = Party::generate(7, &params, &crs, &mut rng);
     assert!(outsider.deal(&committee, 0, &mut rng).is_err());
 }
+
+#[test]
+fn smudging_for_two_to_the_minus_forty_is_sized_from_the_noise_formula() {
+    use privopt_ckks::multiparty::smudging_for_distance;
+    let params = CkksParams::paper_n4096().unwrap();
+    // 10 parties, 10 encryptions summed, 7 members answering, 2^-40.
+    let b = smudging_for_distance(&params, 10, 10, 7, 40.0);
+    // The error sd of docs/mkckks.md's product rule without smudging: variance 6.99e6 at
+    // n = 4096, 10 parties (measured 6.91e6 there).
+    assert!(
+        (b.error_sd_log2 - (6.991e6f64).sqrt().log2()).abs() < 0.01,
+        "{b:?}"
+    );
+    // σ_total = n · 13·sd · 2^40 / √(2π) = 2^(12 + 3.70 + 11.37 + 40 − 1.33) ≈ 2^65.7; per
+    // member √7 less.
+    let total =
+        12.0 + 13f64.log2() + b.error_sd_log2 + 40.0 - (2.0 * std::f64::consts::PI).sqrt().log2();
+    assert!((b.smudging_log2 - (total - 0.5 * 7f64.log2())).abs() < 1e-9);
+    assert!((65.0..66.5).contains(&total), "{total}");
+    // At the default scale 2^40 nothing is left; each halving of the distance costs a bit.
+    assert!(b.precision_log2 > 25.0);
+    let c = smudging_for_distance(&params, 10, 10, 7, 41.0);
+    assert!((c.smudging_log2 - b.smudging_log2 - 1.0).abs() < 1e-9);
+}

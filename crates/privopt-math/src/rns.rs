@@ -17,7 +17,9 @@ use num_bigint::BigInt;
 use num_traits::Zero;
 
 use crate::MathError;
-use crate::modarith::{add_mod, center, inv_mod, mul_mod, ntt_primes, reduce_i64, sub_mod};
+use crate::modarith::{
+    add_mod, center, inv_mod, mul_mod, ntt_primes, reduce_i64, reduce_once, sub_mod,
+};
 use crate::ntt::{Ntt, NttBackend};
 
 /// Marker: coefficient form.
@@ -293,10 +295,21 @@ impl RnsBasis {
 
     /// `a *= c` for a small signed integer constant.
     pub fn mul_scalar_assign<F>(&self, a: &mut Poly<F>, c: i64) {
-        for (i, &q) in self.moduli.iter().enumerate() {
-            let cq = reduce_i64(c, q);
-            for x in &mut a.data[i * self.n..(i + 1) * self.n] {
-                *x = mul_mod(*x, cq, q);
+        let constants: Vec<u64> = self.moduli.iter().map(|&q| reduce_i64(c, q)).collect();
+        self.mul_constants_assign(a, &constants);
+    }
+
+    /// `a *= c_i` in the residues of prime `i` (one constant per prime, e.g. a rational's
+    /// value modulo each prime), by Shoup products.
+    pub fn mul_constants_assign<F>(&self, a: &mut Poly<F>, constants: &[u64]) {
+        let rows = a.data.chunks_mut(self.n).zip(&self.moduli).zip(constants);
+        for ((row, &q), &c) in rows {
+            let c = c % q;
+            // ⌊c·2^64/q⌋: the product's quotient estimate is at most one below (q < 2^63).
+            let c_shoup = ((u128::from(c) << 64) / u128::from(q)) as u64;
+            for x in row {
+                let hi = ((u128::from(*x) * u128::from(c_shoup)) >> 64) as u64;
+                *x = reduce_once(x.wrapping_mul(c).wrapping_sub(hi.wrapping_mul(q)), q);
             }
         }
     }

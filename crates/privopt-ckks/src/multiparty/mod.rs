@@ -36,7 +36,8 @@ pub use shares::{
     SharingRound,
 };
 pub use threshold::{
-    ActiveSet, Committee, MAX_ANSWERED, SecretShare, ThresholdParty, fuse_threshold,
+    ActiveSet, Committee, MAX_ANSWERED, SecretShare, SmudgingBound, ThresholdParty, fuse_threshold,
+    smudging_for_distance,
 };
 
 /// Identifier of a party (device).

@@ -107,17 +107,6 @@ fn point(party: PartyId) -> u64 {
     u64::from(party) + 1
 }
 
-/// `poly ← poly · c_l` row by row (one constant per prime).
-fn scale_rows(params: &CkksParams, poly: &mut Poly<Eval>, constants: &[u64]) {
-    let n = params.n();
-    let moduli = params.basis().moduli();
-    for ((row, &q), &c) in poly.as_mut_slice().chunks_mut(n).zip(moduli).zip(constants) {
-        for x in row {
-            *x = mul_mod(*x, c, q);
-        }
-    }
-}
-
 /// One party's share of its secret for one member: `f_i(x_j)`. Secret (every copy wiped on
 /// drop, never printed); the transport must encrypt it to `to`.
 #[derive(Clone)]
@@ -178,7 +167,7 @@ impl Party {
                 let mut value = basis.zero();
                 for a in coefficients.iter().rev() {
                     basis.add_assign(&mut value, a);
-                    scale_rows(&self.params, &mut value, &x);
+                    basis.mul_constants_assign(&mut value, &x);
                 }
                 basis.add_assign(&mut value, &self.sk.s);
                 SecretShare {
@@ -275,6 +264,59 @@ impl ActiveSet {
                 mul_mod(num, inv_mod(den, q), q)
             })
             .collect()
+    }
+}
+
+/// The smudging a threshold decryption needs for a stated statistical distance, and the
+/// precision it leaves.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SmudgingBound {
+    /// `log2` of the standard deviation of the ciphertext's decryption error
+    /// `V·ΣE + ΣE0 + S·ΣE1` per coefficient (the product rule of `docs/mkckks.md`).
+    pub error_sd_log2: f64,
+    /// `log2` of the per-member smudging σ* that gets the fused result within `2^−λ`
+    /// statistical distance of one that reveals nothing of that error.
+    pub smudging_log2: f64,
+    /// `log2` of the fused noise's standard deviation over the scale: a decrypted scalar's
+    /// error is about `2^precision_log2` (negative: bits below 1).
+    pub precision_log2: f64,
+}
+
+/// σ* for `members` answering on a sum of `encryptions` fresh ciphertexts under the key of
+/// `parties`, so that the fused plaintext (all `n` coefficients, which the fusing server
+/// sees) is within `2^−log2_distance` of one carrying only fresh noise.
+///
+/// Bound used: per coefficient the error is below `B = 13·sd` except with probability
+/// `< 2^−120` (it is a sum of many independent products, treated as Gaussian), and adding
+/// `N(0, σ²)` to a shift of at most `B` moves the distribution by at most `B / (√(2π)·σ)` in
+/// total variation; a union over the `n` coefficients gives
+/// `σ_total ≥ n·B·2^λ / √(2π)`, split over the members (`σ* = σ_total / √members`).
+pub fn smudging_for_distance(
+    params: &CkksParams,
+    parties: usize,
+    encryptions: usize,
+    members: usize,
+    log2_distance: f64,
+) -> SmudgingBound {
+    let n = params.n() as f64;
+    let sigma_e2 = params.error().sigma().powi(2);
+    let secret_var = match params.secret() {
+        crate::params::SecretDistribution::Signs => 1.0,
+        crate::params::SecretDistribution::Ternary => 2.0 / 3.0,
+        crate::params::SecretDistribution::Sparse(h) => h as f64 / n,
+    };
+    let (k, p) = (encryptions as f64, parties as f64);
+    // V = Σ v (k ternary), ΣE over the parties' key errors, E0/E1 over the encryptions.
+    let variance =
+        n * (k * 2.0 / 3.0) * (p * sigma_e2) + k * sigma_e2 + n * (p * secret_var) * (k * sigma_e2);
+    let error_sd_log2 = variance.sqrt().log2();
+    let bound_log2 = error_sd_log2 + 13f64.log2();
+    let total_log2 =
+        n.log2() + bound_log2 + log2_distance - (2.0 * std::f64::consts::PI).sqrt().log2();
+    SmudgingBound {
+        error_sd_log2,
+        smudging_log2: total_log2 - 0.5 * (members as f64).log2(),
+        precision_log2: total_log2 - f64::from(params.scale_log2()),
     }
 }
 
@@ -395,11 +437,10 @@ impl ThresholdParty {
         // Recorded before the share exists: an error below still spends the ciphertext.
         self.answered.insert(digest);
         let mut weighted = self.share.clone();
-        scale_rows(
-            &self.params,
-            &mut weighted,
-            &active.lagrange(&self.params, self.id),
-        );
+        let lambda = active.lagrange(&self.params, self.id);
+        self.params
+            .basis()
+            .mul_constants_assign(&mut weighted, &lambda);
         let d = super::decryption_share(&self.params, &weighted, ct.c1(), rng);
         weighted.wipe();
         Ok(Share::new(self.id, ct.session(), active.digest(), d?))

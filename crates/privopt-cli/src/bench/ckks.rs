@@ -218,5 +218,87 @@ pub(super) fn mkckks_suite() -> Result<Vec<Case>> {
             },
         ));
     }
+    for params in [
+        CkksParams::paper_n8192()?,
+        privopt_ckks::CkksParamsBuilder::new(1 << 15, &[50; 8]).build()?,
+    ] {
+        cases.push(threshold_case(params)?);
+    }
     Ok(cases)
+}
+
+/// t = 7 of 10 xMK-CKKS, one self-timed pass: a party's re-sharing (`deal`), a member's
+/// setup from its ten shares (`combine`), then per decryption of a fresh sum of ten scalars
+/// one member's share (`share`) and the fusion of seven (`fuse7`). Self-timed because a
+/// member answers once per ciphertext: each pass encrypts anew, untimed.
+fn threshold_case(params: std::sync::Arc<privopt_ckks::CkksParams>) -> Result<Case> {
+    use privopt_ckks::multiparty::{
+        ActiveSet, Ciphertext, CollectivePublicKey, Committee, CommonPoly, Party, ThresholdParty,
+        fuse_threshold,
+    };
+    use privopt_math::sample::secret_rng;
+    use std::time::Instant;
+
+    let (session, ids) = (1, (0..10u32).collect::<Vec<_>>());
+    let mut rng = secret_rng(Some(11));
+    let crs = CommonPoly::from_seed(&params, [3u8; 32]);
+    let parties: Vec<Party> = ids
+        .iter()
+        .map(|&i| Party::generate(i, &params, &crs, &mut rng))
+        .collect();
+    let pk: Vec<_> = parties
+        .iter()
+        .map(|p| p.public_key_share(session))
+        .collect();
+    let key = CollectivePublicKey::aggregate(&params, &crs, &ids, session, &pk)?;
+    let committee = Committee::new(7, &ids)?;
+    let dealt = parties
+        .iter()
+        .map(|p| p.deal(&committee, session, &mut rng))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut members = Vec::new();
+    for (j, p) in parties.iter().enumerate() {
+        let inbox: Vec<_> = dealt.iter().map(|d| d[j].clone()).collect();
+        members.push(ThresholdParty::from_shares(p, &committee, session, &inbox)?);
+    }
+    let label = format!("n{}", params.n());
+    Ok(Case::self_timed(
+        format!("mkckks/{label}/threshold7of10"),
+        move || {
+            let start = Instant::now();
+            let shares = parties[0].deal(&committee, session, &mut rng)?;
+            let deal = start.elapsed();
+            let inbox: Vec<_> = dealt.iter().map(|d| d[0].clone()).collect();
+            let start = Instant::now();
+            black_box(ThresholdParty::from_shares(
+                &parties[0],
+                &committee,
+                session,
+                &inbox,
+            )?);
+            let combine = start.elapsed();
+            black_box(shares);
+            let cts = (0..10)
+                .map(|i| key.encrypt_scalar(f64::from(i) * 0.1, &mut rng))
+                .collect::<Result<Vec<_>, _>>()?;
+            let sum = Ciphertext::sum(&cts)?;
+            let active = ActiveSet::new(&committee, &sum, &[0, 1, 2, 3, 4, 5, 6])?;
+            let mut answers = Vec::new();
+            let mut share = std::time::Duration::ZERO;
+            for m in &mut members[..7] {
+                let start = Instant::now();
+                answers.push(m.partial_decrypt(&sum, &active, &mut rng)?);
+                share += start.elapsed();
+            }
+            let start = Instant::now();
+            black_box(fuse_threshold(&sum, &active, &answers)?.scalar()?);
+            let fuse = start.elapsed();
+            Ok(vec![
+                ("deal", deal),
+                ("combine", combine),
+                ("share", share / 7),
+                ("fuse7", fuse),
+            ])
+        },
+    ))
 }

@@ -5,6 +5,9 @@
 //! [`crate::eval::KeyId`] of the secret for leveled ones (0 for parties and an empty Galois key
 //! set), then
 //! - shares: party (4), binding digest (32), one polynomial;
+//! - threshold secret shares (secret: the transport encrypts them to their recipient): dealer
+//!   (4), recipient (4), committee binding (32), one polynomial;
+//! - active sets: the ciphertext's digest (32), number of members `k` (4), `k` sorted ids;
 //! - ciphertexts: count (4), number of members `k` (4), `k` sorted member ids (4 each), `c0`, `c1`;
 //! - leveled ([`crate::eval`]) ciphertexts: level (4), scale (8, an `f64`), then `c0`
 //!   and `c1` over the first `level + 1` primes;
@@ -34,7 +37,7 @@ use crate::eval::{
     EncapsulationKeys, EvalContext, GaloisKeys, KeyId, PublicKey, RelinKey, SecretKey, SwitchingKey,
 };
 use crate::multiparty::SecretKey as PartySecret;
-use crate::multiparty::{Ciphertext, Party, Round, Share};
+use crate::multiparty::{ActiveSet, Ciphertext, Party, Round, SecretShare, Share};
 use crate::params::CkksParams;
 
 const MAGIC: &[u8; 4] = b"PVMK";
@@ -50,6 +53,8 @@ const KIND_GALOIS_KEYS: u8 = 7;
 const KIND_SECRET_KEY: u8 = 8;
 const KIND_PARTY: u8 = 9;
 const KIND_ENCAPSULATION_KEYS: u8 = 10;
+const KIND_SECRET_SHARE: u8 = 11;
+const KIND_ACTIVE_SET: u8 = 12;
 const HEADER: usize = 4 + 1 + 1 + 2 + 32 + 8;
 /// Most members a ciphertext may name.
 pub const MAX_MEMBERS: usize = 1 << 16;
@@ -335,6 +340,85 @@ impl<R: Round> Share<R> {
             binding,
             poly,
             round: PhantomData,
+        })
+    }
+}
+
+impl SecretShare {
+    /// Encoded length under `params`.
+    pub fn encoded_len(params: &CkksParams) -> usize {
+        HEADER + 8 + 32 + poly_bytes(params)
+    }
+
+    /// The share as bytes, wiped when dropped: encrypt them to [`SecretShare::to`] before
+    /// they leave the dealer.
+    pub fn to_bytes(&self, params: &CkksParams) -> zeroize::Zeroizing<Vec<u8>> {
+        let mut out = zeroize::Zeroizing::new(Vec::with_capacity(Self::encoded_len(params)));
+        header(&mut out, KIND_SECRET_SHARE, params, self.session);
+        out.extend_from_slice(&self.from.to_le_bytes());
+        out.extend_from_slice(&self.to.to_le_bytes());
+        out.extend_from_slice(&self.binding);
+        put_poly(&mut out, &self.poly);
+        out
+    }
+
+    /// Parses a secret share under `params`.
+    pub fn from_bytes(params: &CkksParams, bytes: &[u8]) -> Result<Self, CkksError> {
+        let mut r = Reader {
+            bytes,
+            pos: 0,
+            what: "secret share",
+        };
+        let session = r.header(KIND_SECRET_SHARE, params, Some(Self::encoded_len(params)))?;
+        let from = r.u32()?;
+        let to = r.u32()?;
+        let binding = r.digest()?;
+        let poly = r.poly(params)?;
+        Ok(SecretShare {
+            from,
+            to,
+            session,
+            binding,
+            poly,
+        })
+    }
+}
+
+impl ActiveSet {
+    /// The set as bytes (under the parameters of its ciphertext).
+    pub fn to_bytes(&self, params: &CkksParams) -> Vec<u8> {
+        let mut out = Vec::with_capacity(HEADER + 36 + 4 * self.members.len());
+        header(&mut out, KIND_ACTIVE_SET, params, self.session);
+        out.extend_from_slice(&self.ciphertext);
+        out.extend_from_slice(&(self.members.len() as u32).to_le_bytes());
+        for m in &self.members {
+            out.extend_from_slice(&m.to_le_bytes());
+        }
+        out
+    }
+
+    /// Parses an active set; a member checks it against its committee when asked for a share.
+    pub fn from_bytes(params: &CkksParams, bytes: &[u8]) -> Result<Self, CkksError> {
+        let mut r = Reader {
+            bytes,
+            pos: 0,
+            what: "active set",
+        };
+        let session = r.header(KIND_ACTIVE_SET, params, None)?;
+        let ciphertext = r.digest()?;
+        let k = r.u32()? as usize;
+        if k == 0 || k > MAX_MEMBERS {
+            return Err(r.bad(format!("{k} members is outside 1..={MAX_MEMBERS}")));
+        }
+        r.expect_len(HEADER + 36 + 4 * k)?;
+        let members = (0..k).map(|_| r.u32()).collect::<Result<Vec<_>, _>>()?;
+        if members.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(r.bad("member ids are not sorted and unique"));
+        }
+        Ok(ActiveSet {
+            session,
+            ciphertext,
+            members,
         })
     }
 }

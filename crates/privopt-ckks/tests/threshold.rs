@@ -218,7 +218,21 @@ fn setup_refuses_missing_misaddressed_and_foreign_secret_shares() {
     let e = ThresholdParty::from_shares(&parties[1], &committee, 0, &whole).unwrap_err();
     assert!(e.to_string().contains("recipient"), "{e}");
     let e = ThresholdParty::from_shares(&parties[0], &committee, 1, &whole).unwrap_err();
-    assert!(matches!(e, CkksError::WrongBinding { .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            CkksError::WrongSession {
+                party: 0,
+                got: 0,
+                expected: 1
+            }
+        ),
+        "{e}"
+    );
+    // Dealt for another committee (threshold 2 of the same four): another binding.
+    let other = Committee::new(2, &[0, 1, 2, 3]).unwrap();
+    let e = ThresholdParty::from_shares(&parties[0], &other, 0, &whole).unwrap_err();
+    assert!(matches!(e, CkksError::WrongBinding { party: 0, .. }), "{e}");
     // A party outside the committee cannot deal.
     let outsider = Party::generate(7, &params, &crs, &mut rng);
     assert!(outsider.deal(&committee, 0, &mut rng).is_err());
@@ -246,4 +260,82 @@ fn smudging_for_two_to_the_minus_forty_is_sized_from_the_noise_formula() {
     assert!(b.precision_log2 > 25.0);
     let c = smudging_for_distance(&params, 10, 10, 7, 41.0);
     assert!((c.smudging_log2 - b.smudging_log2 - 1.0).abs() < 1e-9);
+}
+
+#[test]
+fn setup_and_decryption_through_bytes_and_a_forged_set_is_refused() {
+    use privopt_ckks::multiparty::SecretShare;
+    let params = CkksParams::paper_n4096().unwrap();
+    let mut rng = secret_rng(Some(6));
+    let crs = CommonPoly::from_seed(&params, [2u8; 32]);
+    let ids = [0u32, 1, 2, 3];
+    let parties: Vec<Party> = ids
+        .iter()
+        .map(|&i| Party::generate(i, &params, &crs, &mut rng))
+        .collect();
+    let pk: Vec<_> = parties.iter().map(|p| p.public_key_share(0)).collect();
+    let key = CollectivePublicKey::aggregate(&params, &crs, &ids, 0, &pk).unwrap();
+    let committee = Committee::new(3, &ids).unwrap();
+    // Every secret share crosses as bytes (the transport would encrypt them).
+    let wire: Vec<Vec<Vec<u8>>> = parties
+        .iter()
+        .map(|p| {
+            let dealt = p.deal(&committee, 0, &mut rng).unwrap();
+            dealt.iter().map(|s| s.to_bytes(&params).to_vec()).collect()
+        })
+        .collect();
+    let mut members: Vec<ThresholdParty> = parties
+        .iter()
+        .enumerate()
+        .map(|(j, p)| {
+            let inbox: Vec<SecretShare> = wire
+                .iter()
+                .map(|d| SecretShare::from_bytes(&params, &d[j]).unwrap())
+                .collect();
+            ThresholdParty::from_shares(p, &committee, 0, &inbox).unwrap()
+        })
+        .collect();
+    let ct = key.encrypt_scalar(0.375, &mut rng).unwrap();
+    let set = ActiveSet::new(&committee, &ct, &[0, 2, 3]).unwrap();
+    let set_bytes = set.to_bytes(&params);
+    let decoded = ActiveSet::from_bytes(&params, &set_bytes).unwrap();
+    assert_eq!(decoded, set);
+    let shares: Vec<_> = [0usize, 2, 3]
+        .iter()
+        .map(|&j| {
+            let share = members[j].partial_decrypt(&ct, &decoded, &mut rng).unwrap();
+            DecryptionShare::from_bytes(&params, &share.to_bytes(&params)).unwrap()
+        })
+        .collect();
+    let got = fuse_threshold(&ct, &set, &shares)
+        .unwrap()
+        .scalar()
+        .unwrap();
+    assert!((got - 0.375).abs() < 1e-4, "{got}");
+    // A forged set of two members (below the threshold) passes decoding but not the member.
+    let fresh = key.encrypt_scalar(0.5, &mut rng).unwrap();
+    let full = ActiveSet::new(&committee, &fresh, &[0, 1, 2])
+        .unwrap()
+        .to_bytes(&params);
+    let mut forged = full[..full.len() - 12].to_vec();
+    forged[full.len() - 16..full.len() - 12].copy_from_slice(&2u32.to_le_bytes());
+    forged.extend_from_slice(&0u32.to_le_bytes());
+    forged.extend_from_slice(&1u32.to_le_bytes());
+    let two = ActiveSet::from_bytes(&params, &forged).unwrap();
+    let e = members[0]
+        .partial_decrypt(&fresh, &two, &mut rng)
+        .unwrap_err();
+    assert!(e.to_string().contains("threshold is 3"), "{e}");
+    // Damaged bytes: truncated, a residue out of range, another kind.
+    let share_bytes = wire[0][1].clone();
+    assert!(SecretShare::from_bytes(&params, &share_bytes[..share_bytes.len() - 1]).is_err());
+    let mut high = share_bytes.clone();
+    let last = high.len() - 8;
+    high[last..].copy_from_slice(&u64::MAX.to_le_bytes());
+    assert!(SecretShare::from_bytes(&params, &high).is_err());
+    assert!(ActiveSet::from_bytes(&params, &share_bytes).is_err());
+    let mut unsorted = set_bytes.clone();
+    let n = unsorted.len();
+    unsorted[n - 4..].copy_from_slice(&0u32.to_le_bytes());
+    assert!(ActiveSet::from_bytes(&params, &unsorted).is_err());
 }

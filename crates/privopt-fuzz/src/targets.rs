@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use privopt_ckks::eval::{EvalContext, SecretKey, encode};
 use privopt_ckks::multiparty::{
-    Ciphertext as MkCiphertext, CollectivePublicKey, CommonPoly, DecryptionShare, Party,
-    PublicKeyShare,
+    ActiveSet, Ciphertext as MkCiphertext, CollectivePublicKey, Committee, CommonPoly,
+    DecryptionShare, Party, PublicKeyShare, SecretShare,
 };
 use privopt_ckks::params::CkksParamsBuilder;
 use privopt_ckks::{CkksParams, eval};
@@ -81,7 +81,14 @@ fn ckks_targets() -> Fixture<Vec<Target>> {
         .map_err(e)?;
     let ct = key.encrypt_scalar(0.5, &mut rng).map_err(e)?;
     let share = parties[0].partial_decrypt(&ct, &mut rng).map_err(e)?;
+    // Threshold (2 of the 3): one dealt secret share and the active set of `ct`.
+    let committee = Committee::new(2, &[0, 1, 2]).map_err(e)?;
+    let dealt = parties[0].deal(&committee, session, &mut rng).map_err(e)?;
+    let secret_share = dealt[1].to_bytes(&params).to_vec();
+    let active = ActiveSet::new(&committee, &ct, &[0, 2]).map_err(e)?;
+    let active_bytes = active.to_bytes(&params);
     let (p1, p2, p3) = (params.clone(), params.clone(), params.clone());
+    let (p4, p5) = (params.clone(), params.clone());
     // The leveled engine at a small (insecure, decode-only) ring for speed.
     let leveled = CkksParamsBuilder::leveled(4096, 50, 40, 1, &[47])
         .insecure_for_testing(true)
@@ -117,6 +124,12 @@ fn ckks_targets() -> Fixture<Vec<Target>> {
                 vec![key_shares[1].to_bytes(&params)],
                 move |b| drop(PublicKeyShare::from_bytes(&p3, b)),
             ),
+            target("ckks/secret-share", vec![secret_share], move |b| {
+                drop(SecretShare::from_bytes(&p4, b))
+            }),
+            target("ckks/active-set", vec![active_bytes], move |b| {
+                drop(ActiveSet::from_bytes(&p5, b))
+            }),
             target("ckks/ciphertext", vec![lct.to_bytes(&leveled)], move |b| {
                 drop(eval::Ciphertext::from_bytes(&l1, b))
             }),

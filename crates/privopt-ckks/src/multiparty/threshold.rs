@@ -111,10 +111,11 @@ fn point(party: PartyId) -> u64 {
 /// drop, never printed); the transport must encrypt it to `to`.
 #[derive(Clone)]
 pub struct SecretShare {
-    from: PartyId,
-    to: PartyId,
-    binding: [u8; 32],
-    poly: Poly<Eval>,
+    pub(crate) from: PartyId,
+    pub(crate) to: PartyId,
+    pub(crate) session: u64,
+    pub(crate) binding: [u8; 32],
+    pub(crate) poly: Poly<Eval>,
 }
 
 impl SecretShare {
@@ -173,6 +174,7 @@ impl Party {
                 SecretShare {
                     from: self.id,
                     to,
+                    session,
                     binding,
                     poly: value,
                 }
@@ -188,9 +190,9 @@ impl Party {
 /// Which members decrypt one ciphertext: fixed by the server before any share is asked for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ActiveSet {
-    session: u64,
-    ciphertext: [u8; 32],
-    members: Vec<PartyId>,
+    pub(crate) session: u64,
+    pub(crate) ciphertext: [u8; 32],
+    pub(crate) members: Vec<PartyId>,
 }
 
 impl ActiveSet {
@@ -368,7 +370,7 @@ impl ThresholdParty {
             }
             // The collector checks member, session, binding and duplicates; it adds a copy.
             let mut view: Share<SharingRound> =
-                Share::new(s.from, session, s.binding, s.poly.clone());
+                Share::new(s.from, s.session, s.binding, s.poly.clone());
             let added = collector.add(&view);
             view.poly.wipe();
             added?;
@@ -424,6 +426,22 @@ impl ThresholdParty {
         }
         if active.members.binary_search(&self.id).is_err() {
             return Err(CkksError::UnknownParty { party: self.id });
+        }
+        // A set that came as bytes is checked as `ActiveSet::new` checks one: within the
+        // committee and at least the threshold (other weights would not sum to `s`).
+        if let Some(&party) = active
+            .members
+            .iter()
+            .find(|&&p| !self.committee.contains(p))
+        {
+            return Err(CkksError::UnknownParty { party });
+        }
+        if active.members.len() < self.committee.threshold {
+            return Err(CkksError::InvalidParams(format!(
+                "{} active members, the threshold is {}",
+                active.members.len(),
+                self.committee.threshold
+            )));
         }
         if self.answered.contains(&digest) {
             return Err(CkksError::AlreadyAnswered { party: self.id });

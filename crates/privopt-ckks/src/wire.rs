@@ -5,8 +5,8 @@
 //! [`crate::eval::KeyId`] of the secret for leveled ones (0 for parties and an empty Galois key
 //! set), then
 //! - shares: party (4), binding digest (32), one polynomial;
-//! - threshold secret shares (secret: the transport encrypts them to their recipient): dealer
-//!   (4), recipient (4), committee binding (32), one polynomial;
+//! - threshold secret shares (secret: the transport encrypts them to their recipient): a
+//!   share of the sharing round (dealer, committee binding, polynomial), then the recipient (4);
 //! - active sets: the ciphertext's digest (32), number of members `k` (4), `k` sorted ids;
 //! - ciphertexts: count (4), number of members `k` (4), `k` sorted member ids (4 each), `c0`, `c1`;
 //! - leveled ([`crate::eval`]) ciphertexts: level (4), scale (8, an `f64`), then `c0`
@@ -37,7 +37,7 @@ use crate::eval::{
     EncapsulationKeys, EvalContext, GaloisKeys, KeyId, PublicKey, RelinKey, SecretKey, SwitchingKey,
 };
 use crate::multiparty::SecretKey as PartySecret;
-use crate::multiparty::{ActiveSet, Ciphertext, Party, Round, SecretShare, Share};
+use crate::multiparty::{ActiveSet, Ciphertext, Party, Round, SecretShare, Share, SharingRound};
 use crate::params::CkksParams;
 
 const MAGIC: &[u8; 4] = b"PVMK";
@@ -45,6 +45,7 @@ const MAGIC: &[u8; 4] = b"PVMK";
 /// (version 3 made switching keys carry the seed of their `a` halves instead of the halves;
 /// version 2 added the keys' level; version 1's keys were all at the top level).
 const VERSION: u8 = 4;
+// Kinds 1, 2 and 11 are shares: their round's `Round::TAG` (key, decryption, sharing).
 const KIND_CIPHERTEXT: u8 = 3;
 const KIND_EVAL_CIPHERTEXT: u8 = 4;
 const KIND_PUBLIC_KEY: u8 = 5;
@@ -53,7 +54,6 @@ const KIND_GALOIS_KEYS: u8 = 7;
 const KIND_SECRET_KEY: u8 = 8;
 const KIND_PARTY: u8 = 9;
 const KIND_ENCAPSULATION_KEYS: u8 = 10;
-const KIND_SECRET_SHARE: u8 = 11;
 const KIND_ACTIVE_SET: u8 = 12;
 const HEADER: usize = 4 + 1 + 1 + 2 + 32 + 8;
 /// Most members a ciphertext may name.
@@ -345,41 +345,37 @@ impl<R: Round> Share<R> {
 }
 
 impl SecretShare {
-    /// Encoded length under `params`.
+    /// Encoded length under `params`: the dealer's share, then the recipient.
     pub fn encoded_len(params: &CkksParams) -> usize {
-        HEADER + 8 + 32 + poly_bytes(params)
+        Share::<SharingRound>::encoded_len(params) + 4
     }
 
     /// The share as bytes, wiped when dropped: encrypt them to [`SecretShare::to`] before
     /// they leave the dealer.
     pub fn to_bytes(&self, params: &CkksParams) -> zeroize::Zeroizing<Vec<u8>> {
-        let mut out = zeroize::Zeroizing::new(Vec::with_capacity(Self::encoded_len(params)));
-        header(&mut out, KIND_SECRET_SHARE, params, self.session);
-        out.extend_from_slice(&self.from.to_le_bytes());
+        let mut out = zeroize::Zeroizing::new(self.share.to_bytes(params));
         out.extend_from_slice(&self.to.to_le_bytes());
-        out.extend_from_slice(&self.binding);
-        put_poly(&mut out, &self.poly);
         out
     }
 
     /// Parses a secret share under `params`.
     pub fn from_bytes(params: &CkksParams, bytes: &[u8]) -> Result<Self, CkksError> {
-        let mut r = Reader {
-            bytes,
-            pos: 0,
-            what: "secret share",
+        let (share, to) = match bytes.split_last_chunk::<4>() {
+            Some((share, to)) if bytes.len() == Self::encoded_len(params) => (share, to),
+            _ => {
+                return Err(CkksError::Malformed {
+                    what: SharingRound::NAME,
+                    reason: format!(
+                        "{} bytes, expected {}",
+                        bytes.len(),
+                        Self::encoded_len(params)
+                    ),
+                });
+            }
         };
-        let session = r.header(KIND_SECRET_SHARE, params, Some(Self::encoded_len(params)))?;
-        let from = r.u32()?;
-        let to = r.u32()?;
-        let binding = r.digest()?;
-        let poly = r.poly(params)?;
         Ok(SecretShare {
-            from,
-            to,
-            session,
-            binding,
-            poly,
+            to: u32::from_le_bytes(*to),
+            share: Share::from_bytes(params, share)?,
         })
     }
 }

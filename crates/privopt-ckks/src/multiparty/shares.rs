@@ -52,7 +52,8 @@ impl Round for DecryptRound {
 impl Round for SharingRound {
     const NAME: &'static str = "secret share";
     const BINDING: &'static str = "committee";
-    const TAG: u8 = 3;
+    // The wire's message kinds 3–10 are taken by ciphertexts and keys.
+    const TAG: u8 = 11;
 }
 
 /// One party's share in round `R`.

@@ -107,21 +107,19 @@ fn point(party: PartyId) -> u64 {
     u64::from(party) + 1
 }
 
-/// One party's share of its secret for one member: `f_i(x_j)`. Secret (every copy wiped on
-/// drop, never printed); the transport must encrypt it to `to`.
+/// One party's share of its secret for one member: `f_i(x_j)`, a [`Share`] of the sharing
+/// round from dealer `i` and its recipient. Secret (every copy wiped on drop, never
+/// printed); the transport must encrypt it to `to`.
 #[derive(Clone)]
 pub struct SecretShare {
-    pub(crate) from: PartyId,
     pub(crate) to: PartyId,
-    pub(crate) session: u64,
-    pub(crate) binding: [u8; 32],
-    pub(crate) poly: Poly<Eval>,
+    pub(crate) share: Share<SharingRound>,
 }
 
 impl SecretShare {
     /// The dealer.
     pub fn from(&self) -> PartyId {
-        self.from
+        self.share.party
     }
 
     /// The recipient.
@@ -132,13 +130,13 @@ impl SecretShare {
 
 impl Drop for SecretShare {
     fn drop(&mut self) {
-        self.poly.wipe();
+        self.share.poly.wipe();
     }
 }
 
 impl std::fmt::Debug for SecretShare {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "SecretShare({} → {}, <redacted>)", self.from, self.to)
+        write!(f, "SecretShare({} → {}, <redacted>)", self.from(), self.to)
     }
 }
 
@@ -172,11 +170,8 @@ impl Party {
                 }
                 basis.add_assign(&mut value, &self.sk.s);
                 SecretShare {
-                    from: self.id,
                     to,
-                    session,
-                    binding,
-                    poly: value,
+                    share: Share::new(self.id, session, binding, value),
                 }
             })
             .collect();
@@ -364,16 +359,12 @@ impl ThresholdParty {
         for s in shares {
             if s.to != party.id {
                 return Err(CkksError::WrongBinding {
-                    party: s.from,
+                    party: s.from(),
                     what: "recipient",
                 });
             }
-            // The collector checks member, session, binding and duplicates; it adds a copy.
-            let mut view: Share<SharingRound> =
-                Share::new(s.from, s.session, s.binding, s.poly.clone());
-            let added = collector.add(&view);
-            view.poly.wipe();
-            added?;
+            // The collector checks member, session, binding and duplicates.
+            collector.add(&s.share)?;
         }
         Ok(Self {
             id: party.id,

@@ -39,7 +39,7 @@ fn aes_ctr_cases() -> Vec<Case> {
     let (key, iv) = ([3u8; 16], [9u8; 16]);
     let mut words = vec![0u32; WORDS];
     let mut buf = vec![0u8; 16 * 1024];
-    let mut cases = vec![Case::new("prg/aes128-ctr-4MB/add/ctr-crate", move || {
+    let mut cases = vec![Case::new("prg/aes128-ctr-4MB-add/ctr-crate", move || {
         let mut cipher = ctr::Ctr64LE::<aes::Aes128>::new(&key.into(), &iv.into());
         for chunk in words.chunks_mut(buf.len() / 4) {
             let bytes = &mut buf[..chunk.len() * 4];
@@ -53,7 +53,7 @@ fn aes_ctr_cases() -> Vec<Case> {
     })];
     if let Some(kernel) = AesCtrX16::detect() {
         let mut groups = vec![[0u32; GROUP_WORDS]; WORDS / GROUP_WORDS];
-        cases.push(Case::new("prg/aes128-ctr-4MB/add/vaes512", move || {
+        cases.push(Case::new("prg/aes128-ctr-4MB-add/vaes512", move || {
             kernel.apply(&key, &iv, 0, &mut groups, Combine::Add);
             black_box(&groups);
         }));

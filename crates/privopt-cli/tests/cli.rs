@@ -363,6 +363,12 @@ fn bench_mkckks_names_every_operation() {
             "fusion10",
         ],
     );
+    assert_every_case(
+        &list,
+        "mkckks",
+        &["n8192/threshold7of10", "n32768/threshold7of10"],
+        &["deal", "combine", "share", "fuse7"],
+    );
 }
 
 #[test]

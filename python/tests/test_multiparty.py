@@ -7,7 +7,7 @@ import pytest
 
 from privopt import ckks
 from privopt.ckks import multiparty as mk
-from privopt.errors import MalformedMessage, PeerMisbehaved, ProtocolError
+from privopt.errors import MalformedMessage, ParameterError, PeerMisbehaved, ProtocolError
 
 
 @pytest.fixture(scope="module")
@@ -62,3 +62,36 @@ def test_a_missing_or_foreign_share_fails_the_round_naming_the_party(setup):
         )
     with pytest.raises(MalformedMessage):
         mk.fuse(params, total, [s[:-8] for s in shares])
+
+
+def test_any_three_of_four_decrypt_once_per_ciphertext(setup):
+    """Threshold setup through bytes; any 3 of the 4 members decrypt the sum; a member asked
+    twice for one ciphertext refuses; a fresh encryption of the same values is answered."""
+    params, _, parties, key = setup
+    session = 7
+    committee = mk.Committee(3, [p.id for p in parties])
+    dealt = {p.id: p.deal(committee, session) for p in parties}
+    members = [
+        mk.ThresholdParty.from_shares(p, committee, session, [d[p.id] for d in dealt.values()])
+        for p in parties
+    ]
+    xs = [0.5, -0.25, 1.0, 2.0]
+    for survivors in ([0, 1, 2], [1, 2, 3], [0, 1, 2, 3]):
+        total = mk.Ciphertext.sum([key.encrypt_scalar(x) for x in xs])
+        active = mk.ActiveSet(committee, total, survivors)
+        wire = mk.ActiveSet.from_bytes(params, active.to_bytes(params))
+        shares = [members[j].partial_decrypt(total, wire) for j in survivors]
+        assert abs(mk.fuse_threshold(params, total, active, shares).scalar() - sum(xs)) < 1e-3
+    assert members[0].has_answered(total)
+    with pytest.raises(PeerMisbehaved, match="fresh encryption"):
+        members[0].partial_decrypt(total, mk.ActiveSet(committee, total, [0, 1, 2]))
+    with pytest.raises(ProtocolError, match="party 2"):
+        again = mk.Ciphertext.sum([key.encrypt_scalar(x) for x in xs])
+        active = mk.ActiveSet(committee, again, [0, 1, 2])
+        mk.fuse_threshold(
+            params, again, active, [members[j].partial_decrypt(again, active) for j in (0, 1)]
+        )
+    with pytest.raises(ParameterError, match="threshold"):
+        mk.ActiveSet(committee, total, [0, 1])
+    with pytest.raises(ParameterError):
+        mk.Committee(1, [0, 1, 2])

@@ -37,6 +37,8 @@ pub fn ckks(e: CkksError) -> PyErr {
         CkksError::WrongSession { .. } => misbehaved(msg, Misbehavior::WrongRound),
         CkksError::WrongBinding { .. } => misbehaved(msg, Misbehavior::Misaddressed),
         CkksError::MissingShare { .. } => ProtocolError::new_err(msg),
+        // Asked twice for one ciphertext: the protocol forbids the second answer.
+        CkksError::AlreadyAnswered { .. } => misbehaved(msg, Misbehavior::Forbidden),
         CkksError::DecodeOverflow { .. }
         | CkksError::LevelExhausted(_)
         | CkksError::ScaleMismatch(_)

@@ -1,5 +1,6 @@
 //! `privopt.ckks.multiparty`: xMK-CKKS (every party its own secret, nobody the sum):
-//! key shares, the collective key, encrypted sums, decryption shares and fusion.
+//! key shares, the collective key, encrypted sums, decryption shares and fusion; and its
+//! threshold form (any `t` of `N` members decrypt).
 
 use std::sync::Arc;
 
@@ -7,7 +8,8 @@ use numpy::PyArray1;
 use privopt_ckks::CkksParams;
 use privopt_ckks::encoding::SlotEncoder;
 use privopt_ckks::multiparty::{
-    Ciphertext, CollectivePublicKey, CommonPoly, DecryptionShare, Party, PublicKeyShare, fuse,
+    ActiveSet, Ciphertext, CollectivePublicKey, Committee, CommonPoly, DecryptionShare, Party,
+    PublicKeyShare, SecretShare, ThresholdParty, fuse, fuse_threshold,
 };
 use privopt_math::sample::secret_rng;
 use pyo3::prelude::*;
@@ -78,6 +80,146 @@ impl PyParty {
     ) -> PyResult<Bound<'py, PyBytes>> {
         let share = py
             .detach(|| self.party.partial_decrypt(&ct.0, &mut secret_rng(None)))
+            .map_err(errors::ckks)?;
+        Ok(PyBytes::new(py, &share.to_bytes(&self.params)))
+    }
+
+    /// Threshold setup: this party's Shamir shares of its secret, ``{recipient: bytes}``, one
+    /// for every member of ``committee`` (itself included). Secret: send each only to its
+    /// recipient, encrypted (e.g. under a key agreed with it).
+    fn deal<'py>(
+        &self,
+        py: Python<'py>,
+        committee: &PyCommittee,
+        session: u64,
+    ) -> PyResult<std::collections::BTreeMap<u32, Bound<'py, PyBytes>>> {
+        let shares = py
+            .detach(|| {
+                self.party
+                    .deal(&committee.0, session, &mut secret_rng(None))
+            })
+            .map_err(errors::ckks)?;
+        Ok(shares
+            .iter()
+            .map(|s| (s.to(), PyBytes::new(py, &s.to_bytes(&self.params))))
+            .collect())
+    }
+}
+
+/// The members of a threshold key and how many of them decrypt (``2 ≤ threshold ≤ N``).
+#[pyclass(module = "privopt.ckks.multiparty", name = "Committee", frozen)]
+pub struct PyCommittee(Committee);
+
+#[pymethods]
+impl PyCommittee {
+    #[new]
+    fn new(threshold: usize, members: Vec<u32>) -> PyResult<Self> {
+        Committee::new(threshold, &members)
+            .map(Self)
+            .map_err(errors::ckks)
+    }
+
+    /// How many members decrypt.
+    #[getter]
+    fn threshold(&self) -> usize {
+        self.0.threshold()
+    }
+
+    /// The members, sorted.
+    #[getter]
+    fn members(&self) -> Vec<u32> {
+        self.0.members().to_vec()
+    }
+}
+
+/// The members asked to decrypt one ciphertext, fixed before any share is asked for.
+#[pyclass(module = "privopt.ckks.multiparty", name = "ActiveSet", frozen)]
+pub struct PyActiveSet(ActiveSet);
+
+#[pymethods]
+impl PyActiveSet {
+    /// ``members`` (at least the threshold, all in ``committee``) decrypt ``ct``.
+    #[new]
+    fn new(committee: &PyCommittee, ct: &PyCiphertext, members: Vec<u32>) -> PyResult<Self> {
+        ActiveSet::new(&committee.0, &ct.0, &members)
+            .map(Self)
+            .map_err(errors::ckks)
+    }
+
+    /// The members, sorted.
+    #[getter]
+    fn members(&self) -> Vec<u32> {
+        self.0.members().to_vec()
+    }
+
+    /// The set as bytes, for the members.
+    fn to_bytes<'py>(&self, py: Python<'py>, params: &PyParams) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.0.to_bytes(&params.0))
+    }
+
+    /// Parses a set (a member checks it against its committee when asked for a share).
+    #[staticmethod]
+    fn from_bytes(params: &PyParams, data: &[u8]) -> PyResult<Self> {
+        ActiveSet::from_bytes(&params.0, data)
+            .map(Self)
+            .map_err(errors::ckks)
+    }
+}
+
+/// A member after threshold setup: its share of the collective secret and the ledger of
+/// ciphertexts it has answered for (one decryption share per ciphertext, ever).
+#[pyclass(module = "privopt.ckks.multiparty", name = "ThresholdParty")]
+pub struct PyThresholdParty {
+    inner: ThresholdParty,
+    params: Arc<CkksParams>,
+}
+
+#[pymethods]
+impl PyThresholdParty {
+    /// ``party``'s setup from the shares every member dealt to it (bytes from
+    /// :meth:`Party.deal`); refuses a missing, duplicate, misaddressed or foreign share.
+    #[staticmethod]
+    fn from_shares(
+        py: Python<'_>,
+        party: &PyParty,
+        committee: &PyCommittee,
+        session: u64,
+        shares: Vec<Vec<u8>>,
+    ) -> PyResult<Self> {
+        let params = Arc::clone(&party.params);
+        let shares = shares
+            .iter()
+            .map(|b| SecretShare::from_bytes(&params, b))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(errors::ckks)?;
+        let inner = py
+            .detach(|| ThresholdParty::from_shares(&party.party, &committee.0, session, &shares))
+            .map_err(errors::ckks)?;
+        Ok(Self { inner, params })
+    }
+
+    /// The member's id.
+    #[getter]
+    fn id(&self) -> u32 {
+        self.inner.id()
+    }
+
+    /// Whether this member has answered for ``ct``.
+    fn has_answered(&self, ct: &PyCiphertext) -> bool {
+        self.inner.has_answered(&ct.0)
+    }
+
+    /// This member's decryption share of ``ct`` for ``active`` (bytes); a second request for
+    /// the same ciphertext raises, whatever the set: retry on a fresh encryption.
+    fn partial_decrypt<'py>(
+        &mut self,
+        py: Python<'py>,
+        ct: &PyCiphertext,
+        active: &PyActiveSet,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let inner = &mut self.inner;
+        let share = py
+            .detach(|| inner.partial_decrypt(&ct.0, &active.0, &mut secret_rng(None)))
             .map_err(errors::ckks)?;
         Ok(PyBytes::new(py, &share.to_bytes(&self.params)))
     }
@@ -248,7 +390,36 @@ fn fuse_shares(
     })
 }
 
+/// Fuses the active members' decryption shares (bytes from
+/// :meth:`ThresholdParty.partial_decrypt`) of ``ct``; refuses a missing, duplicate or foreign
+/// share, naming the party.
+#[pyfunction]
+fn fuse_threshold_shares(
+    py: Python<'_>,
+    params: &PyParams,
+    ct: &PyCiphertext,
+    active: &PyActiveSet,
+    shares: Vec<Vec<u8>>,
+) -> PyResult<PyDecrypted> {
+    let shares = shares
+        .iter()
+        .map(|b| DecryptionShare::from_bytes(&params.0, b))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(errors::ckks)?;
+    let inner = py
+        .detach(|| fuse_threshold(&ct.0, &active.0, &shares))
+        .map_err(errors::ckks)?;
+    Ok(PyDecrypted {
+        inner,
+        n: params.0.n(),
+    })
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyCommittee>()?;
+    m.add_class::<PyActiveSet>()?;
+    m.add_class::<PyThresholdParty>()?;
+    m.add_function(wrap_pyfunction!(fuse_threshold_shares, m)?)?;
     m.add_class::<PyCommonPoly>()?;
     m.add_class::<PyParty>()?;
     m.add_class::<PyCollectiveKey>()?;

@@ -11,6 +11,18 @@ Every party holds its own secret and nobody holds the sum. A round:
 A missing member's share fails the round with a :class:`~privopt.errors.ProtocolError`
 naming the party; shares of another session, ciphertext or party raise
 :class:`~privopt.errors.PeerMisbehaved`.
+
+Threshold form (any ``t`` of the ``N`` members decrypt, so a round survives dropouts)::
+
+    committee = Committee(7, range(10))
+    dealt = party.deal(committee, session)        # {recipient: bytes}, each sent encrypted
+    member = ThresholdParty.from_shares(party, committee, session, shares_received)
+    active = ActiveSet(committee, total, survivors)   # the server fixes it first
+    share = member.partial_decrypt(total, active)     # once per ciphertext, ever
+    result = fuse_threshold(params, total, active, shares)
+
+A second request for the same ciphertext raises :class:`~privopt.errors.PeerMisbehaved`: a
+failed round is retried on a fresh encryption.
 """
 
 from __future__ import annotations
@@ -23,5 +35,20 @@ CollectivePublicKey = _native.CollectivePublicKey
 Ciphertext = _native.Ciphertext
 Decrypted = _native.Decrypted
 fuse = _native.fuse_shares
+Committee = _native.Committee
+ActiveSet = _native.ActiveSet
+ThresholdParty = _native.ThresholdParty
+fuse_threshold = _native.fuse_threshold_shares
 
-__all__ = ["CommonPoly", "Party", "CollectivePublicKey", "Ciphertext", "Decrypted", "fuse"]
+__all__ = [
+    "CommonPoly",
+    "Party",
+    "CollectivePublicKey",
+    "Ciphertext",
+    "Decrypted",
+    "fuse",
+    "Committee",
+    "ActiveSet",
+    "ThresholdParty",
+    "fuse_threshold",
+]

@@ -6,7 +6,18 @@ import numpy.typing as npt
 
 from . import Params
 
-__all__ = ["CommonPoly", "Party", "CollectivePublicKey", "Ciphertext", "Decrypted", "fuse"]
+__all__ = [
+    "CommonPoly",
+    "Party",
+    "CollectivePublicKey",
+    "Ciphertext",
+    "Decrypted",
+    "fuse",
+    "Committee",
+    "ActiveSet",
+    "ThresholdParty",
+    "fuse_threshold",
+]
 
 @final
 class CommonPoly:
@@ -36,6 +47,7 @@ class Party:
     def id(self) -> int: ...
     def public_key_share(self, session: int) -> bytes: ...
     def partial_decrypt(self, ct: Ciphertext) -> bytes: ...
+    def deal(self, committee: Committee, session: int) -> dict[int, bytes]: ...
 
 @final
 class CollectivePublicKey:
@@ -58,3 +70,35 @@ class Decrypted:
     def vector(self, length: int | None = None) -> npt.NDArray[np.float64]: ...
 
 def fuse(params: Params, ct: Ciphertext, shares: Sequence[bytes]) -> Decrypted: ...
+
+@final
+class Committee:
+    def __new__(cls, threshold: int, members: Sequence[int]) -> Committee: ...
+    @property
+    def threshold(self) -> int: ...
+    @property
+    def members(self) -> list[int]: ...
+
+@final
+class ActiveSet:
+    def __new__(cls, committee: Committee, ct: Ciphertext, members: Sequence[int]) -> ActiveSet: ...
+    @property
+    def members(self) -> list[int]: ...
+    def to_bytes(self, params: Params) -> bytes: ...
+    @staticmethod
+    def from_bytes(params: Params, data: bytes) -> ActiveSet: ...
+
+@final
+class ThresholdParty:
+    @staticmethod
+    def from_shares(
+        party: Party, committee: Committee, session: int, shares: Sequence[bytes]
+    ) -> ThresholdParty: ...
+    @property
+    def id(self) -> int: ...
+    def has_answered(self, ct: Ciphertext) -> bool: ...
+    def partial_decrypt(self, ct: Ciphertext, active: ActiveSet) -> bytes: ...
+
+def fuse_threshold(
+    params: Params, ct: Ciphertext, active: ActiveSet, shares: Sequence[bytes]
+) -> Decrypted: ...

@@ -83,6 +83,13 @@ def test_any_three_of_four_decrypt_once_per_ciphertext(setup):
         shares = [members[j].partial_decrypt(total, wire) for j in survivors]
         assert abs(mk.fuse_threshold(params, total, active, shares).scalar() - sum(xs)) < 1e-3
     assert members[0].has_answered(total)
+    # A member restored from its snapshot keeps its ledger.
+    restored = mk.ThresholdParty.restore(params, members[0].snapshot())
+    assert restored.id == 0 and restored.has_answered(total)
+    with pytest.raises(PeerMisbehaved, match="fresh encryption"):
+        restored.partial_decrypt(total, mk.ActiveSet(committee, total, [0, 1, 2]))
+    with pytest.raises(MalformedMessage):
+        mk.ThresholdParty.restore(params, members[0].snapshot()[:-1])
     with pytest.raises(PeerMisbehaved, match="fresh encryption"):
         members[0].partial_decrypt(total, mk.ActiveSet(committee, total, [0, 1, 2]))
     with pytest.raises(ProtocolError, match="party 2"):

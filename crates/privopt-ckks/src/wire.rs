@@ -8,6 +8,9 @@
 //! - threshold secret shares (secret: the transport encrypts them to their recipient): a
 //!   share of the sharing round (dealer, committee binding, polynomial), then the recipient (4);
 //! - active sets: the ciphertext's digest (32), number of members `k` (4), `k` sorted ids;
+//! - a threshold member's state (its owner's storage only): id (4), threshold (4), `k` (4),
+//!   `k` sorted committee ids, its share of the collective secret, the number of ciphertexts
+//!   answered `a` (4) and their `a` sorted digests (32 each);
 //! - ciphertexts: count (4), number of members `k` (4), `k` sorted member ids (4 each), `c0`, `c1`;
 //! - leveled ([`crate::eval`]) ciphertexts: level (4), scale (8, an `f64`), then `c0`
 //!   and `c1` over the first `level + 1` primes;
@@ -37,7 +40,10 @@ use crate::eval::{
     EncapsulationKeys, EvalContext, GaloisKeys, KeyId, PublicKey, RelinKey, SecretKey, SwitchingKey,
 };
 use crate::multiparty::SecretKey as PartySecret;
-use crate::multiparty::{ActiveSet, Ciphertext, Party, Round, SecretShare, Share, SharingRound};
+use crate::multiparty::{
+    ActiveSet, Ciphertext, Committee, MAX_ANSWERED, Party, Round, SecretShare, Share, SharingRound,
+    ThresholdParty,
+};
 use crate::params::CkksParams;
 
 const MAGIC: &[u8; 4] = b"PVMK";
@@ -55,6 +61,7 @@ const KIND_SECRET_KEY: u8 = 8;
 const KIND_PARTY: u8 = 9;
 const KIND_ENCAPSULATION_KEYS: u8 = 10;
 const KIND_ACTIVE_SET: u8 = 12;
+const KIND_THRESHOLD_PARTY: u8 = 13;
 const HEADER: usize = 4 + 1 + 1 + 2 + 32 + 8;
 /// Most members a ciphertext may name.
 pub const MAX_MEMBERS: usize = 1 << 16;
@@ -629,6 +636,72 @@ impl Party {
             sk: PartySecret { s },
             b,
             crs_digest,
+        })
+    }
+}
+
+impl ThresholdParty {
+    /// The member (share of the collective secret, committee, the ciphertexts it answered
+    /// for) as bytes, for its owner's storage between processes: store them before a share
+    /// leaves, and never restore an older copy (docs/security.md, single-use answers). The
+    /// buffer holds the secret share and is wiped when dropped.
+    pub fn to_bytes(&self) -> zeroize::Zeroizing<Vec<u8>> {
+        let params = &self.params;
+        let k = self.committee.members.len();
+        let mut answered: Vec<&[u8; 32]> = self.answered.iter().collect();
+        answered.sort_unstable();
+        let len = HEADER + 12 + 4 * k + poly_bytes(params) + 4 + 32 * answered.len();
+        let mut out = zeroize::Zeroizing::new(Vec::with_capacity(len));
+        header(&mut out, KIND_THRESHOLD_PARTY, params, 0);
+        out.extend_from_slice(&self.id.to_le_bytes());
+        out.extend_from_slice(&(self.committee.threshold as u32).to_le_bytes());
+        out.extend_from_slice(&(k as u32).to_le_bytes());
+        for m in &self.committee.members {
+            out.extend_from_slice(&m.to_le_bytes());
+        }
+        put_poly(&mut out, &self.share);
+        out.extend_from_slice(&(answered.len() as u32).to_le_bytes());
+        for d in answered {
+            out.extend_from_slice(d);
+        }
+        out
+    }
+
+    /// Parses a member saved under `params`.
+    pub fn from_bytes(params: &Arc<CkksParams>, bytes: &[u8]) -> Result<Self, CkksError> {
+        let mut r = Reader {
+            bytes,
+            pos: 0,
+            what: "threshold party",
+        };
+        r.header(KIND_THRESHOLD_PARTY, params, None)?;
+        let id = r.u32()?;
+        let threshold = r.u32()? as usize;
+        let k = r.u32()? as usize;
+        if k == 0 || k > MAX_MEMBERS {
+            return Err(r.bad(format!("{k} members is outside 1..={MAX_MEMBERS}")));
+        }
+        let members = (0..k).map(|_| r.u32()).collect::<Result<Vec<_>, _>>()?;
+        let committee = Committee::new(threshold, &members).map_err(|e| r.bad(e.to_string()))?;
+        if committee.members != members || !members.contains(&id) {
+            return Err(r.bad("members are not sorted, or do not include the party"));
+        }
+        let share = r.poly(params)?;
+        let a = r.u32()? as usize;
+        if a > MAX_ANSWERED {
+            return Err(r.bad(format!("{a} answered ciphertexts, at most {MAX_ANSWERED}")));
+        }
+        r.expect_len(HEADER + 12 + 4 * k + poly_bytes(params) + 4 + 32 * a)?;
+        let digests = (0..a).map(|_| r.digest()).collect::<Result<Vec<_>, _>>()?;
+        if digests.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(r.bad("answered digests are not sorted and unique"));
+        }
+        Ok(ThresholdParty {
+            id,
+            params: Arc::clone(params),
+            committee,
+            share,
+            answered: digests.into_iter().collect(),
         })
     }
 }

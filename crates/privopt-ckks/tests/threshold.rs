@@ -339,3 +339,44 @@ fn setup_and_decryption_through_bytes_and_a_forged_set_is_refused() {
     unsorted[n - 4..].copy_from_slice(&0u32.to_le_bytes());
     assert!(ActiveSet::from_bytes(&params, &unsorted).is_err());
 }
+
+#[test]
+fn a_member_restored_from_its_bytes_keeps_its_share_and_its_ledger() {
+    let params = CkksParams::paper_n4096().unwrap();
+    let mut s = setup(Arc::clone(&params), 7);
+    let answered = encrypted_sum(&mut s, &[0.25]);
+    let set = ActiveSet::new(&s.committee, &answered, &[0, 1, 2, 3, 4, 5, 6]).unwrap();
+    let rng = &mut s.rng;
+    s.members[0].partial_decrypt(&answered, &set, rng).unwrap();
+    let saved = s.members[0].to_bytes();
+    let mut restored = ThresholdParty::from_bytes(&params, &saved).unwrap();
+    assert_eq!(restored.id(), 0);
+    assert_eq!(restored.committee(), &s.committee);
+    let e = restored.partial_decrypt(&answered, &set, rng).unwrap_err();
+    assert!(matches!(e, CkksError::AlreadyAnswered { party: 0 }), "{e}");
+    // The restored member's share still decrypts with the others.
+    let ct = encrypted_sum(&mut s, &[1.5, 2.0]);
+    let set = ActiveSet::new(&s.committee, &ct, &[0, 1, 2, 3, 4, 5, 6]).unwrap();
+    let rng = &mut s.rng;
+    let mut shares = vec![restored.partial_decrypt(&ct, &set, rng).unwrap()];
+    for m in &mut s.members[1..7] {
+        shares.push(m.partial_decrypt(&ct, &set, rng).unwrap());
+    }
+    let got = fuse_threshold(&ct, &set, &shares)
+        .unwrap()
+        .scalar()
+        .unwrap();
+    assert!((got - 3.5).abs() < 1e-4, "{got}");
+    // Damaged state: truncated, a ledger out of order, a party outside its committee.
+    assert!(ThresholdParty::from_bytes(&params, &saved[..saved.len() - 1]).is_err());
+    let mut two = s.members[0].to_bytes().to_vec();
+    assert!(ThresholdParty::from_bytes(&params, &two).is_ok());
+    let n = two.len();
+    let (a, b) = (two[n - 64..n - 32].to_vec(), two[n - 32..].to_vec());
+    two[n - 64..n - 32].copy_from_slice(&b);
+    two[n - 32..].copy_from_slice(&a);
+    assert!(ThresholdParty::from_bytes(&params, &two).is_err());
+    let mut stranger = saved.to_vec();
+    stranger[48..52].copy_from_slice(&42u32.to_le_bytes());
+    assert!(ThresholdParty::from_bytes(&params, &stranger).is_err());
+}

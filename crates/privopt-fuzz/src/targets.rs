@@ -7,7 +7,7 @@ use std::sync::Arc;
 use privopt_ckks::eval::{EvalContext, SecretKey, encode};
 use privopt_ckks::multiparty::{
     ActiveSet, Ciphertext as MkCiphertext, CollectivePublicKey, Committee, CommonPoly,
-    DecryptionShare, Party, PublicKeyShare, SecretShare,
+    DecryptionShare, Party, PublicKeyShare, SecretShare, ThresholdParty,
 };
 use privopt_ckks::params::CkksParamsBuilder;
 use privopt_ckks::{CkksParams, eval};
@@ -87,8 +87,18 @@ fn ckks_targets() -> Fixture<Vec<Target>> {
     let secret_share = dealt[1].to_bytes(&params).to_vec();
     let active = ActiveSet::new(&committee, &ct, &[0, 2]).map_err(e)?;
     let active_bytes = active.to_bytes(&params);
+    let inbox: Vec<SecretShare> = parties
+        .iter()
+        .map(|p| p.deal(&committee, session, &mut rng))
+        .map(|d| d.map(|mut d| d.swap_remove(0)))
+        .collect::<Result<_, _>>()
+        .map_err(e)?;
+    let member = ThresholdParty::from_shares(&parties[0], &committee, session, &inbox)
+        .map_err(e)?
+        .to_bytes()
+        .to_vec();
     let (p1, p2, p3) = (params.clone(), params.clone(), params.clone());
-    let (p4, p5) = (params.clone(), params.clone());
+    let (p4, p5, p6) = (params.clone(), params.clone(), params.clone());
     // The leveled engine at a small (insecure, decode-only) ring for speed.
     let leveled = CkksParamsBuilder::leveled(4096, 50, 40, 1, &[47])
         .insecure_for_testing(true)
@@ -129,6 +139,9 @@ fn ckks_targets() -> Fixture<Vec<Target>> {
             }),
             target("ckks/active-set", vec![active_bytes], move |b| {
                 drop(ActiveSet::from_bytes(&p5, b))
+            }),
+            target("ckks/threshold-party", vec![member], move |b| {
+                drop(ThresholdParty::from_bytes(&p6, b))
             }),
             target("ckks/ciphertext", vec![lct.to_bytes(&leveled)], move |b| {
                 drop(eval::Ciphertext::from_bytes(&l1, b))

@@ -204,6 +204,23 @@ impl PyThresholdParty {
         self.inner.id()
     }
 
+    /// The member's state as bytes (its secret share and its ledger of answered
+    /// ciphertexts), for its own storage between processes: store it before a share leaves,
+    /// never restore an older copy, and keep it as secret as the member.
+    fn snapshot<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.inner.to_bytes())
+    }
+
+    /// A member from :meth:`snapshot` bytes.
+    #[staticmethod]
+    fn restore(params: &PyParams, state: &[u8]) -> PyResult<Self> {
+        let inner = ThresholdParty::from_bytes(&params.0, state).map_err(errors::ckks)?;
+        Ok(Self {
+            inner,
+            params: Arc::clone(&params.0),
+        })
+    }
+
     /// Whether this member has answered for ``ct``.
     fn has_answered(&self, ct: &PyCiphertext) -> bool {
         self.inner.has_answered(&ct.0)

@@ -38,8 +38,8 @@ pub const MAX_ANSWERED: usize = 1 << 20;
 /// The members of a threshold key and how many of them decrypt.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Committee {
-    threshold: usize,
-    members: Vec<PartyId>,
+    pub(crate) threshold: usize,
+    pub(crate) members: Vec<PartyId>,
 }
 
 impl Committee {
@@ -320,11 +320,11 @@ pub fn smudging_for_distance(
 /// A member after setup: its Shamir share `S_j` of the collective secret and the ledger of
 /// ciphertexts it has answered for.
 pub struct ThresholdParty {
-    id: PartyId,
-    params: Arc<CkksParams>,
-    committee: Committee,
-    share: Poly<Eval>,
-    answered: HashSet<[u8; 32]>,
+    pub(crate) id: PartyId,
+    pub(crate) params: Arc<CkksParams>,
+    pub(crate) committee: Committee,
+    pub(crate) share: Poly<Eval>,
+    pub(crate) answered: HashSet<[u8; 32]>,
 }
 
 impl Drop for ThresholdParty {

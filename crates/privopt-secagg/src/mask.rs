@@ -6,6 +6,7 @@
 //! stays in registers), elsewhere block by block through a small stack buffer. Any word range
 //! can be produced on its own (the counter is seeked), which lets [`apply_all`] apply many
 //! masks a cache-sized range at a time and the server split long vectors across threads.
+
 use aes::cipher::{KeyIvInit, StreamCipher, StreamCipherSeek};
 use privopt_math::aes_ctr::{AesCtrX16, Combine, GROUP_WORDS};
 use zeroize::Zeroize;
@@ -121,8 +122,8 @@ impl MaskSeed {
 }
 
 /// Applies many masks to `out` (words `first_word ..` of each), one cache-sized range at a
-/// time: every mask is applied to a range before the next, so `out` is read and written once
-/// per range rather than once per mask.
+/// time: every mask passes over a range while it is in the L2 cache, rather than each mask
+/// streaming the whole vector through memory.
 pub fn apply_all(masks: &[(&MaskSeed, Sign)], out: &mut [u32], first_word: usize) {
     for (i, range) in out.chunks_mut(RANGE_WORDS).enumerate() {
         for (seed, sign) in masks {

@@ -97,6 +97,20 @@ fn ckks_targets() -> Fixture<Vec<Target>> {
         .map_err(e)?
         .to_bytes()
         .to_vec();
+    // The setup round's messages: a sealing key and a sealed share.
+    let (sealing, sealed) = {
+        use privopt_protocols::threshold::ThresholdSetup;
+        let mut setups = parties
+            .iter()
+            .map(|p| ThresholdSetup::new(p, &committee, session, &mut rng))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| e.to_string())?;
+        let keys: Vec<_> = setups.iter().map(|s| s.sealing_key()).collect();
+        let sealed = setups[0]
+            .deal(&parties[0], &keys, &mut rng)
+            .map_err(|e| e.to_string())?;
+        (keys[0].to_bytes(), sealed[1].to_bytes())
+    };
     let (p1, p2, p3) = (params.clone(), params.clone(), params.clone());
     let (p4, p5, p6) = (params.clone(), params.clone(), params.clone());
     // The leveled engine at a small (insecure, decode-only) ring for speed.
@@ -142,6 +156,12 @@ fn ckks_targets() -> Fixture<Vec<Target>> {
             }),
             target("ckks/threshold-party", vec![member], move |b| {
                 drop(ThresholdParty::from_bytes(&p6, b))
+            }),
+            framed("threshold/sealing-key", vec![sealing], |b| {
+                drop(privopt_protocols::threshold::SealingKey::from_bytes(b))
+            }),
+            framed("threshold/sealed-share", vec![sealed], |b| {
+                drop(privopt_protocols::threshold::SealedShare::from_bytes(b))
             }),
             target("ckks/ciphertext", vec![lct.to_bytes(&leveled)], move |b| {
                 drop(eval::Ciphertext::from_bytes(&l1, b))

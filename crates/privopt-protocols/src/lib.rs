@@ -14,6 +14,7 @@
 //! | [`dpfhe`] (DP training under FHE, the FHE paper) | [`dpfhe::DataOwner`], [`dpfhe::ComputeServer`] | [`dpfhe::EncryptedStep`], [`dpfhe::Refresh`], [`dpfhe::Weights`], evaluation keys |
 //! | [`dome`] (the DOME paper) | [`dome::release`] + a SecAgg+ client, [`dome::DomeServer`] + a SecAgg+ server | [`dome::RoundBroadcast`], [`dome::BasisChunk`], the SecAgg+ messages of [`secagg`] |
 //! | [`pdsgd`] (Paillier D-SGD, the Paillier D-SGD paper) | [`pdsgd::Agent`] | [`pdsgd::Request`], [`pdsgd::Response`] |
+//! | [`threshold`] (setup of a t-of-N xMK-CKKS key) | [`threshold::ThresholdSetup`] | [`threshold::SealingKey`], [`threshold::SealedShare`] |
 
 pub mod dome;
 pub mod dpfhe;
@@ -22,6 +23,7 @@ pub mod error;
 pub mod pdsgd;
 pub mod scalar_fl;
 pub mod secagg;
+pub mod threshold;
 pub mod wire;
 
 pub use error::{Misbehavior, ProtocolError, Result};

@@ -42,6 +42,8 @@ pub enum Method {
     /// Objects a user keeps or moves outside any protocol (Paillier arrays, CKKS ciphertexts
     /// from Python): the same framing and checksum, with [`MAX_STANDALONE_BYTES`] as the limit.
     Standalone = 7,
+    /// The setup round of a threshold xMK-CKKS key (sealing keys, sealed Shamir shares).
+    Threshold = 8,
 }
 
 /// Kinds of [`Method::Standalone`] frames.

@@ -144,6 +144,11 @@ impl Party {
         self.id
     }
 
+    /// The parameters it was generated under.
+    pub fn params(&self) -> &Arc<CkksParams> {
+        &self.params
+    }
+
     /// Phase 1: the partial public key `b_i`, stamped with `session`.
     pub fn public_key_share(&self, session: u64) -> PublicKeyShare {
         Share::new(self.id, session, self.crs_digest, self.b.clone())

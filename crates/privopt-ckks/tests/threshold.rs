@@ -380,3 +380,61 @@ fn a_member_restored_from_its_bytes_keeps_its_share_and_its_ledger() {
     stranger[48..52].copy_from_slice(&42u32.to_le_bytes());
     assert!(ThresholdParty::from_bytes(&params, &stranger).is_err());
 }
+
+#[test]
+fn fused_noise_matches_the_product_rule_with_the_active_members_smudging() {
+    // Per coefficient: n(Kσ_v²)(Nσ_e²) + Kσ_e² + n(Nσ_s²)(Kσ_e²) + |A|(σ*² + 1/12), with N = K
+    // = 10 parties and encryptions and |A| = 7 members answering (not N, as in N-of-N).
+    let params = CkksParams::paper_n4096().unwrap();
+    let n = params.n();
+    let (nf, e2, s2) = (
+        n as f64,
+        params.error().sigma().powi(2),
+        params.secret().variance(n),
+    );
+    let smudge2 = 2f64.powf(2.0 * params.smudging_log2()) + 1.0 / 12.0;
+    let products =
+        nf * (10.0 * 2.0 / 3.0) * (10.0 * e2) + 10.0 * e2 + nf * (10.0 * s2) * (10.0 * e2);
+    let analytic = products + 7.0 * smudge2;
+    let trials = 12;
+    let v: Vec<f64> = (0..trials)
+        .map(|t| {
+            let mut s = setup(Arc::clone(&params), 200 + t);
+            let msgs: Vec<Vec<i64>> = (0..10i64)
+                .map(|i| {
+                    (0..n as i64)
+                        .map(|j| (i * 7919 + j * 104_729) % 1_000_003 - 500_000)
+                        .collect()
+                })
+                .collect();
+            let cts: Vec<Ciphertext> = msgs
+                .iter()
+                .map(|m| s.key.encrypt(m, &mut s.rng).unwrap())
+                .collect();
+            let sum = Ciphertext::sum(&cts).unwrap();
+            let set = ActiveSet::new(&s.committee, &sum, &[1, 2, 3, 5, 6, 8, 9]).unwrap();
+            let shares = ask(&mut s, &sum, &set);
+            let coeffs = fuse_threshold(&sum, &set, &shares)
+                .unwrap()
+                .integer_coefficients()
+                .unwrap();
+            (0..n)
+                .map(|j| {
+                    let want: i128 = msgs.iter().map(|m| i128::from(m[j])).sum();
+                    ((coeffs[j] - want) as f64).powi(2)
+                })
+                .sum::<f64>()
+                / nf
+        })
+        .collect();
+    let t = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / t;
+    let sd = (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (t - 1.0)).sqrt();
+    let tol = 5.0 * sd / t.sqrt() + 0.01 * analytic;
+    eprintln!(
+        "threshold 7 of 10: measured {mean:.5e}, analytic {analytic:.5e}, tolerance {tol:.2e}"
+    );
+    assert!((mean - analytic).abs() < tol, "{mean} vs {analytic}");
+    // Ten members' worth of smudging (N-of-N's formula) is far outside.
+    assert!((mean - (products + 10.0 * smudge2)).abs() > 10.0 * tol);
+}

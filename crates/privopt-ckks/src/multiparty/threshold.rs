@@ -297,11 +297,7 @@ pub fn smudging_for_distance(
 ) -> SmudgingBound {
     let n = params.n() as f64;
     let sigma_e2 = params.error().sigma().powi(2);
-    let secret_var = match params.secret() {
-        crate::params::SecretDistribution::Signs => 1.0,
-        crate::params::SecretDistribution::Ternary => 2.0 / 3.0,
-        crate::params::SecretDistribution::Sparse(h) => h as f64 / n,
-    };
+    let secret_var = params.secret().variance(params.n());
     let (k, p) = (encryptions as f64, parties as f64);
     // V = Σ v (k ternary), ΣE over the parties' key errors, E0/E1 over the encryptions.
     let variance =

@@ -93,8 +93,9 @@ impl Quantizer {
 }
 
 /// Largest `quantization_range` of a [`StochasticQuantizer`]: a coordinate rounds up to at
-/// most the range, which must fit a word.
-pub const MAX_QUANTIZATION_RANGE: u32 = u32::MAX - 1;
+/// most the range, which must fit a word (Flower allows any range below its modulus, at most
+/// 2^32).
+pub const MAX_QUANTIZATION_RANGE: u32 = u32::MAX;
 
 /// Flower's SecAgg+ quantization (`flwr.common.secure_aggregation.quantization.quantize`):
 /// `x ↦ ⌊(clamp(x, −c, c) + c) · q / 2c + u⌋` with `u` uniform in `[0, 1)`, i.e. rounded up
@@ -103,6 +104,7 @@ pub const MAX_QUANTIZATION_RANGE: u32 = u32::MAX - 1;
 pub struct StochasticQuantizer {
     clip: f64,
     scale: f64,
+    range: f64,
 }
 
 impl StochasticQuantizer {
@@ -122,6 +124,7 @@ impl StochasticQuantizer {
         Ok(Self {
             clip: clipping_range,
             scale: f64::from(quantization_range) / (2.0 * clipping_range),
+            range: f64::from(quantization_range),
         })
     }
 
@@ -148,9 +151,10 @@ impl StochasticQuantizer {
         // The keystream first, then each word becomes its coordinate's encoding.
         let mut out = vec![0u32; values.len()];
         MaskSeed(rng.random()).apply(&mut out, 0, Sign::Plus);
-        let (c, scale) = (self.clip, self.scale);
+        let (c, scale, range) = (self.clip, self.scale, self.range);
         for (o, &x) in out.iter_mut().zip(values) {
-            let level = ((x * multiplier).clamp(-c, c) + c) * scale;
+            // At the clip, `2c·(q/2c)` can round a hair above `q`: held to `q`.
+            let level = (((x * multiplier).clamp(-c, c) + c) * scale).min(range);
             let uniform = f64::from(*o) * (1.0 / 4_294_967_296.0);
             // Non-negative, below the range + 1: truncation is the floor.
             *o = (level + uniform) as u32;
@@ -248,6 +252,9 @@ mod tests {
         assert!(q.encode(&[0.0], f64::INFINITY, &mut rng).is_err());
         assert!(StochasticQuantizer::new(0.0, 10).is_err());
         assert!(StochasticQuantizer::new(1.0, 0).is_err());
-        assert!(StochasticQuantizer::new(1.0, u32::MAX).is_err());
+        // The widest range Flower allows (below a 2^32 modulus) keeps its top level.
+        let widest = StochasticQuantizer::new(0.3, u32::MAX).unwrap();
+        let top = widest.encode(&[0.3, 1e9, -0.3], 1.0, &mut rng).unwrap();
+        assert_eq!(top, vec![u32::MAX, u32::MAX, 0]);
     }
 }

@@ -395,16 +395,21 @@ fn fuse_shares(
     ct: &PyCiphertext,
     shares: Vec<Vec<u8>>,
 ) -> PyResult<PyDecrypted> {
-    let shares = shares
-        .iter()
-        .map(|b| DecryptionShare::from_bytes(&params.0, b))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(errors::ckks)?;
+    let shares = decryption_shares(params, &shares)?;
     let inner = py.detach(|| fuse(&ct.0, &shares)).map_err(errors::ckks)?;
     Ok(PyDecrypted {
         inner,
         n: params.0.n(),
     })
+}
+
+/// Decryption shares from their bytes (a malformed one raises, naming what is wrong).
+fn decryption_shares(params: &PyParams, shares: &[Vec<u8>]) -> PyResult<Vec<DecryptionShare>> {
+    shares
+        .iter()
+        .map(|b| DecryptionShare::from_bytes(&params.0, b))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(errors::ckks)
 }
 
 /// Fuses the active members' decryption shares (bytes from
@@ -418,11 +423,7 @@ fn fuse_threshold_shares(
     active: &PyActiveSet,
     shares: Vec<Vec<u8>>,
 ) -> PyResult<PyDecrypted> {
-    let shares = shares
-        .iter()
-        .map(|b| DecryptionShare::from_bytes(&params.0, b))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(errors::ckks)?;
+    let shares = decryption_shares(params, &shares)?;
     let inner = py
         .detach(|| fuse_threshold(&ct.0, &active.0, &shares))
         .map_err(errors::ckks)?;

@@ -168,6 +168,24 @@ impl<'a> Reader<'a> {
         Ok(u64::from_le_bytes(a))
     }
 
+    /// A member count in `1..=MAX_MEMBERS`.
+    fn member_count(&mut self) -> Result<usize, CkksError> {
+        let k = self.u32()? as usize;
+        if k == 0 || k > MAX_MEMBERS {
+            return Err(self.bad(format!("{k} members is outside 1..={MAX_MEMBERS}")));
+        }
+        Ok(k)
+    }
+
+    /// `k` member ids, strictly increasing.
+    fn members(&mut self, k: usize) -> Result<Vec<u32>, CkksError> {
+        let members = (0..k).map(|_| self.u32()).collect::<Result<Vec<_>, _>>()?;
+        if members.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(self.bad("member ids are not sorted and unique"));
+        }
+        Ok(members)
+    }
+
     fn digest(&mut self) -> Result<[u8; 32], CkksError> {
         let mut d = [0u8; 32];
         d.copy_from_slice(self.take(32)?);
@@ -409,15 +427,9 @@ impl ActiveSet {
         };
         let session = r.header(KIND_ACTIVE_SET, params, None)?;
         let ciphertext = r.digest()?;
-        let k = r.u32()? as usize;
-        if k == 0 || k > MAX_MEMBERS {
-            return Err(r.bad(format!("{k} members is outside 1..={MAX_MEMBERS}")));
-        }
+        let k = r.member_count()?;
         r.expect_len(HEADER + 36 + 4 * k)?;
-        let members = (0..k).map(|_| r.u32()).collect::<Result<Vec<_>, _>>()?;
-        if members.windows(2).any(|w| w[0] >= w[1]) {
-            return Err(r.bad("member ids are not sorted and unique"));
-        }
+        let members = r.members(k)?;
         Ok(ActiveSet {
             session,
             ciphertext,
@@ -452,15 +464,9 @@ impl Ciphertext {
         };
         let session = r.header(KIND_CIPHERTEXT, params, None)?;
         let count = r.u32()?;
-        let k = r.u32()? as usize;
-        if k == 0 || k > MAX_MEMBERS {
-            return Err(r.bad(format!("{k} members is outside 1..={MAX_MEMBERS}")));
-        }
+        let k = r.member_count()?;
         r.expect_len(HEADER + 8 + 4 * k + 2 * poly_bytes(params))?;
-        let members = (0..k).map(|_| r.u32()).collect::<Result<Vec<_>, _>>()?;
-        if members.windows(2).any(|w| w[0] >= w[1]) {
-            return Err(r.bad("member ids are not sorted and unique"));
-        }
+        let members = r.members(k)?;
         if count == 0 {
             return Err(r.bad("a ciphertext sums at least one encryption"));
         }
@@ -677,14 +683,11 @@ impl ThresholdParty {
         r.header(KIND_THRESHOLD_PARTY, params, None)?;
         let id = r.u32()?;
         let threshold = r.u32()? as usize;
-        let k = r.u32()? as usize;
-        if k == 0 || k > MAX_MEMBERS {
-            return Err(r.bad(format!("{k} members is outside 1..={MAX_MEMBERS}")));
-        }
-        let members = (0..k).map(|_| r.u32()).collect::<Result<Vec<_>, _>>()?;
+        let k = r.member_count()?;
+        let members = r.members(k)?;
         let committee = Committee::new(threshold, &members).map_err(|e| r.bad(e.to_string()))?;
-        if committee.members != members || !members.contains(&id) {
-            return Err(r.bad("members are not sorted, or do not include the party"));
+        if !members.contains(&id) {
+            return Err(r.bad("the committee does not include the party"));
         }
         let share = r.poly(params)?;
         let a = r.u32()? as usize;

@@ -158,15 +158,15 @@ mod x86 {
         });
         let mut counter: __m512i = cast(lanes);
         let step = |n: u64| -> __m512i { cast([n, 0, n, 0, n, 0, n, 0]) };
-        let (four, sixteen) = (step(4), step(16));
+        let (four, eight, twelve, sixteen) = (step(4), step(8), step(12), step(16));
 
         let mut quads = out.chunks_exact_mut(4);
         for quad in &mut quads {
             let mut blocks = [
                 counter,
                 _mm512_add_epi64(counter, four),
-                _mm512_add_epi64(counter, step(8)),
-                _mm512_add_epi64(counter, step(12)),
+                _mm512_add_epi64(counter, eight),
+                _mm512_add_epi64(counter, twelve),
             ];
             counter = _mm512_add_epi64(counter, sixteen);
             encrypt(&mut blocks, &rk);

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use numpy::{AllowTypeChange, Element, PyArray1, PyArrayLike1, TypeMustMatch};
+use numpy::{AllowTypeChange, Element, PyArray1, PyArrayLike1, PyReadonlyArray1, TypeMustMatch};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
@@ -47,17 +47,17 @@ pub type Exact<'py, T> = ArrayArg<PyArrayLike1<'py, T, TypeMustMatch>>;
 
 /// The reals, copied (contiguous or not).
 pub fn to_vec(a: &Reals<'_>) -> Vec<f64> {
-    a.as_array().iter().copied().collect()
+    slice_or_copy(a).into_owned()
 }
 
 /// The integers, copied (contiguous or not).
 pub fn exact_vec<T: Element + Copy>(a: &Exact<'_, T>) -> Vec<T> {
-    exact_slice(a).into_owned()
+    slice_or_copy(a).into_owned()
 }
 
-/// The integers, borrowed when the array is contiguous (a masked input is millions of words),
-/// copied otherwise.
-pub fn exact_slice<'a, T: Element + Copy>(a: &'a Exact<'_, T>) -> Cow<'a, [T]> {
+/// The elements, borrowed when the array is contiguous (a masked input is millions of
+/// words), copied otherwise.
+pub fn slice_or_copy<'a, T: Element + Copy>(a: &'a PyReadonlyArray1<'_, T>) -> Cow<'a, [T]> {
     match a.as_slice() {
         Ok(words) => Cow::Borrowed(words),
         Err(_) => Cow::Owned(a.as_array().iter().copied().collect()),

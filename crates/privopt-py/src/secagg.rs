@@ -18,7 +18,7 @@ use pyo3::types::PyBytes;
 use rand::RngCore;
 
 use crate::errors;
-use crate::numpy_io::{Exact, Reals, array, exact_slice, exact_vec, to_vec};
+use crate::numpy_io::{Exact, Reals, array, exact_vec, slice_or_copy, to_vec};
 
 /// The stage's name in Python.
 fn stage_name(stage: Stage) -> &'static str {
@@ -340,7 +340,7 @@ impl PyClient {
         let msg: IncomingShares = decode(message)?;
         let out = self
             .client
-            .mask_input(&msg, &exact_slice(&input))
+            .mask_input(&msg, &slice_or_copy(&input))
             .map_err(errors::secagg)?;
         Ok(PyBytes::new(py, &out.to_bytes()))
     }

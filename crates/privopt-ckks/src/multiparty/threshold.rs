@@ -46,14 +46,7 @@ impl Committee {
     /// `threshold` of `members` (distinct; sorted here) decrypt. Wants `2 ≤ threshold ≤ N`: a
     /// threshold of 1 would let any single member decrypt alone.
     pub fn new(threshold: usize, members: &[PartyId]) -> Result<Self, CkksError> {
-        let mut sorted = members.to_vec();
-        sorted.sort_unstable();
-        sorted.dedup();
-        if sorted.len() != members.len() {
-            return Err(CkksError::InvalidParams(
-                "a committee lists each member once".into(),
-            ));
-        }
+        let sorted = sorted_once(members, "a committee")?;
         if !(2..=sorted.len()).contains(&threshold) {
             return Err(CkksError::InvalidParams(format!(
                 "threshold {threshold} of {} members: it must be in 2..={}",
@@ -100,6 +93,41 @@ impl Committee {
         }
         h.finalize().into()
     }
+
+    /// Refuses a decryption of `ct` by `members` (sorted) unless `ct` is under this
+    /// committee's key and `members` are at least the threshold, all of the committee: other
+    /// Lagrange weights would not sum to the collective secret.
+    fn check_set(&self, ct: &Ciphertext, members: &[PartyId]) -> Result<(), CkksError> {
+        if ct.members() != self.members() {
+            return Err(CkksError::Mismatch(
+                "the ciphertext is not under this committee's key".into(),
+            ));
+        }
+        if let Some(&party) = members.iter().find(|&&p| !self.contains(p)) {
+            return Err(CkksError::UnknownParty { party });
+        }
+        if members.len() < self.threshold {
+            return Err(CkksError::InvalidParams(format!(
+                "{} active members, the threshold is {}",
+                members.len(),
+                self.threshold
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// `members` sorted, refused if one appears twice (`what` names the list).
+fn sorted_once(members: &[PartyId], what: &str) -> Result<Vec<PartyId>, CkksError> {
+    let mut sorted = members.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    if sorted.len() != members.len() {
+        return Err(CkksError::InvalidParams(format!(
+            "{what} lists each member once"
+        )));
+    }
+    Ok(sorted)
 }
 
 /// The Shamir point of a party.
@@ -197,29 +225,8 @@ impl ActiveSet {
         ct: &Ciphertext,
         members: &[PartyId],
     ) -> Result<Self, CkksError> {
-        if ct.members() != committee.members() {
-            return Err(CkksError::Mismatch(
-                "the ciphertext is not under this committee's key".into(),
-            ));
-        }
-        let mut sorted = members.to_vec();
-        sorted.sort_unstable();
-        sorted.dedup();
-        if sorted.len() != members.len() {
-            return Err(CkksError::InvalidParams(
-                "an active set lists each member once".into(),
-            ));
-        }
-        if let Some(&party) = sorted.iter().find(|&&p| !committee.contains(p)) {
-            return Err(CkksError::UnknownParty { party });
-        }
-        if sorted.len() < committee.threshold {
-            return Err(CkksError::InvalidParams(format!(
-                "{} active members, the threshold is {}",
-                sorted.len(),
-                committee.threshold
-            )));
-        }
+        let sorted = sorted_once(members, "an active set")?;
+        committee.check_set(ct, &sorted)?;
         Ok(Self {
             session: ct.session(),
             ciphertext: ct.digest(),
@@ -230,6 +237,16 @@ impl ActiveSet {
     /// The members asked for shares, sorted.
     pub fn members(&self) -> &[PartyId] {
         &self.members
+    }
+
+    /// Refuses a set made for another ciphertext than the one of `session` and `digest`.
+    fn check_for(&self, session: u64, digest: &[u8; 32]) -> Result<(), CkksError> {
+        if self.ciphertext != *digest || self.session != session {
+            return Err(CkksError::Mismatch(
+                "the active set was made for another ciphertext".into(),
+            ));
+        }
+        Ok(())
     }
 
     /// What decryption shares for this set are bound to: the ciphertext and the members.
@@ -400,36 +417,13 @@ impl ThresholdParty {
                 "ciphertext was made under other parameters".into(),
             ));
         }
-        if ct.members() != self.committee.members() {
-            return Err(CkksError::Mismatch(
-                "the ciphertext is not under this committee's key".into(),
-            ));
-        }
         let digest = ct.digest();
-        if active.ciphertext != digest || active.session != ct.session() {
-            return Err(CkksError::Mismatch(
-                "the active set was made for another ciphertext".into(),
-            ));
-        }
+        active.check_for(ct.session(), &digest)?;
         if active.members.binary_search(&self.id).is_err() {
             return Err(CkksError::UnknownParty { party: self.id });
         }
-        // A set that came as bytes is checked as `ActiveSet::new` checks one: within the
-        // committee and at least the threshold (other weights would not sum to `s`).
-        if let Some(&party) = active
-            .members
-            .iter()
-            .find(|&&p| !self.committee.contains(p))
-        {
-            return Err(CkksError::UnknownParty { party });
-        }
-        if active.members.len() < self.committee.threshold {
-            return Err(CkksError::InvalidParams(format!(
-                "{} active members, the threshold is {}",
-                active.members.len(),
-                self.committee.threshold
-            )));
-        }
+        // A set that came as bytes is checked as `ActiveSet::new` checks one.
+        self.committee.check_set(ct, &active.members)?;
         if self.answered.contains(&digest) {
             return Err(CkksError::AlreadyAnswered { party: self.id });
         }
@@ -460,11 +454,7 @@ pub fn fuse_threshold(
     active: &ActiveSet,
     shares: &[DecryptionShare],
 ) -> Result<Decrypted, CkksError> {
-    if active.ciphertext != ct.digest() || active.session != ct.session() {
-        return Err(CkksError::Mismatch(
-            "the active set was made for another ciphertext".into(),
-        ));
-    }
+    active.check_for(ct.session(), &ct.digest())?;
     let mut m = ShareCollector::aggregate(
         &ct.params,
         &active.members,

@@ -26,6 +26,9 @@ use zeroize::Zeroizing;
 use crate::error::{Misbehavior, Peer, ProtocolError, Result, misbehaved};
 use crate::wire::{DecodeError, Message, Method, Reader, Writer};
 
+/// The wire kind of a saved [`ThresholdSetup`] (never sent).
+const KIND_SETUP_STATE: u8 = 3;
+
 /// Largest sealed share (a share at n = 2^16 with 30 primes is 15.7 MB).
 pub const MAX_SEALED_BYTES: usize = 1 << 25;
 
@@ -167,6 +170,14 @@ impl ThresholdSetup {
                 "deal with the party that started the setup".into(),
             ));
         }
+        if self.peers.is_some() {
+            // A second deal would seal fresh shares under the same one-use channel keys.
+            return Err(misbehaved(
+                Peer::Server,
+                Misbehavior::Duplicate,
+                format!("asked member {} to deal twice in one setup", self.id),
+            ));
+        }
         let mut peers = BTreeMap::new();
         for k in keys {
             let peer = Peer::Party(u64::from(k.party));
@@ -282,6 +293,65 @@ impl ThresholdSetup {
             &self.committee,
             self.session,
             &shares,
+        )?)
+    }
+
+    /// The setup's state as bytes (its X25519 secret included), for the member's own storage
+    /// between messages; [`ThresholdSetup::restore`] brings it back. Never restore an older
+    /// copy: a member that dealt must not deal again under the same keys.
+    pub fn save(&self) -> Zeroizing<Vec<u8>> {
+        Zeroizing::new(crate::wire::encode(
+            Method::Threshold,
+            KIND_SETUP_STATE,
+            |w| {
+                w.u32(self.id);
+                w.u64(self.session);
+                w.len(self.committee.threshold());
+                w.len(self.committee.members().len());
+                self.committee.members().iter().for_each(|&m| w.u32(m));
+                w.raw(self.secret.as_bytes());
+                w.u8(u8::from(self.peers.is_some()));
+                for (&m, key) in self.peers.iter().flatten() {
+                    w.u32(m);
+                    w.raw(key);
+                }
+            },
+        ))
+    }
+
+    /// The setup [`ThresholdSetup::save`] wrote.
+    pub fn restore(bytes: &[u8]) -> Result<Self> {
+        Ok(crate::wire::decode(
+            bytes,
+            "threshold setup state",
+            Method::Threshold,
+            KIND_SETUP_STATE,
+            |r| {
+                let id = r.u32()?;
+                let session = r.u64()?;
+                let threshold = r.index()?;
+                let n = r.count(4)?;
+                let members = r.u32s(n)?;
+                let committee =
+                    Committee::new(threshold, &members).map_err(|e| r.invalid(e.to_string()))?;
+                let secret = Zeroizing::new(r.array::<32>()?);
+                let peers = if r.bool()? {
+                    let mut peers = BTreeMap::new();
+                    for _ in 0..committee.members().len() {
+                        peers.insert(r.u32()?, r.array::<32>()?);
+                    }
+                    Some(peers)
+                } else {
+                    None
+                };
+                Ok(Self {
+                    id,
+                    committee,
+                    session,
+                    secret: StaticSecret::from(*secret),
+                    peers,
+                })
+            },
         )?)
     }
 

@@ -6,23 +6,32 @@
 //! one ciphertext of their encoded scalar ([`Upload`]); the server sums them
 //! ([`DigitalServer::sum`]) and broadcasts the sum ([`SumBroadcast`]); devices answer with
 //! decryption shares ([`ShareUpload`]); the server fuses them into `M_k`
-//! ([`DigitalServer::fuse`]). A device that drops out of a round makes it undecryptable (every
-//! member's share is needed); the server reports that as [`ProtocolError::Incomplete`].
+//! ([`DigitalServer::fuse`]).
+//!
+//! With an N-of-N key (the paper's xMK-CKKS) a device that drops out of a round makes it
+//! undecryptable (every member's share is needed); the server reports that as
+//! [`ProtocolError::Incomplete`]. With a **threshold key** (after setup, the members re-share
+//! their secrets: [`DigitalDevice::start_threshold`], [`DigitalDevice::deal_threshold`],
+//! [`DigitalDevice::finish_threshold`]) a round needs uploads from any `t` members and shares
+//! from `t` of the members still present once the sum exists: the server fixes them as the
+//! round's [`ActiveSet`] ([`DigitalServer::active_set`]) before asking
+//! ([`DigitalDevice::threshold_share`]). A round that cannot finish is abandoned
+//! ([`DigitalServer::abandon`]) and never asked about again: the next round is a fresh
+//! encryption.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use privopt_ckks::CkksParams;
 use privopt_ckks::multiparty::{
-    Ciphertext, CollectivePublicKey, CommonPoly, DecryptionShare, Party, PartyId, PublicKeyShare,
-    fuse,
+    ActiveSet, Ciphertext, CollectivePublicKey, Committee, CommonPoly, DecryptionShare, Party,
+    PartyId, PublicKeyShare, ThresholdParty, fuse, fuse_threshold,
 };
-use rand::CryptoRng;
+use rand::{CryptoRng, Rng};
 
-use super::messages::{
-    KeyRelay, ShareUpload, SumBroadcast, Upload, device_state_from_bytes, device_state_to_bytes,
-};
+use super::messages::{DeviceState, KeyRelay, OwnedDeviceState, ShareUpload, SumBroadcast, Upload};
 use crate::error::{Misbehavior, Peer, ProtocolError, Result, misbehaved};
+use crate::threshold::{SealedShare, SealingKey, ThresholdSetup};
 
 /// The key session every digital EEZOFL key share belongs to.
 pub const KEY_SESSION: u64 = 0;
@@ -37,6 +46,13 @@ pub fn encode_scalar(x: f64, params: &CkksParams) -> Result<i64> {
         )));
     }
     Ok(v as i64)
+}
+
+/// The threshold a committee of `members` gets by default: two thirds, rounded up (at least
+/// 2). Any `t` members can decrypt any ciphertext, so `t` is the collusion a deployment must
+/// rule out; `N − t` is the dropouts a round survives.
+pub fn default_threshold(members: usize) -> usize {
+    members.saturating_mul(2).div_ceil(3).max(2)
 }
 
 /// A device: its xMK-CKKS party and, once set up, the collective key.
@@ -55,6 +71,11 @@ pub struct DigitalDevice {
     /// The digest of the last sum it decrypted (`Ciphertext::digest`), kept across keys: a server that re-keys to restart
     /// the rounds cannot have the same ciphertext decrypted again.
     last_sum: Option<[u8; 32]>,
+    /// The re-sharing under way, between [`DigitalDevice::start_threshold`] and
+    /// [`DigitalDevice::finish_threshold`].
+    dealing: Option<ThresholdSetup>,
+    /// Its Shamir share of the collective secret, once the re-sharing has finished.
+    threshold: Option<ThresholdParty>,
 }
 
 impl DigitalDevice {
@@ -73,36 +94,42 @@ impl DigitalDevice {
             encrypted: None,
             decrypted: None,
             last_sum: None,
+            dealing: None,
+            threshold: None,
         }
     }
 
     /// The device's state as bytes (its secret included), for its own storage between
     /// processes; [`DigitalDevice::restore`] brings it back. Keep it as secret as the device.
     pub fn save(&self) -> Vec<u8> {
-        device_state_to_bytes(
-            &self.party,
-            self.relay.as_ref(),
-            self.encrypted,
-            self.decrypted,
-            self.last_sum,
-            &self.params,
-        )
+        DeviceState {
+            party: &self.party,
+            relay: self.relay.as_ref(),
+            encrypted: self.encrypted,
+            decrypted: self.decrypted,
+            last_sum: self.last_sum,
+            dealing: self.dealing.as_ref(),
+            threshold: self.threshold.as_ref(),
+        }
+        .to_bytes(&self.params)
     }
 
     /// The device [`DigitalDevice::save`] wrote, its collective key rebuilt from the saved
     /// relay under `crs`.
     pub fn restore(params: &Arc<CkksParams>, crs: &CommonPoly, bytes: &[u8]) -> Result<Self> {
-        let (party, relay, encrypted, decrypted, last_sum) =
-            device_state_from_bytes(params, bytes)?;
+        let saved = OwnedDeviceState::from_bytes(params, bytes)?;
         let mut device = Self {
-            party,
+            party: saved.party,
             params: Arc::clone(params),
             key: None,
             relay: None,
-            encrypted,
-            decrypted,
-            last_sum,
+            encrypted: saved.encrypted,
+            decrypted: saved.decrypted,
+            last_sum: saved.last_sum,
+            dealing: saved.dealing,
+            threshold: saved.threshold,
         };
+        let relay = saved.relay;
         if let Some(relay) = relay {
             device.aggregate_key(crs, &relay)?;
         }
@@ -121,11 +148,64 @@ impl DigitalDevice {
 
     /// Setup, step 2 (and every re-key): aggregates the collective key from the server's relay
     /// of every member's share; refuses a relay that leaves this device out. A new key starts
-    /// its rounds afresh (the server's do too).
+    /// its rounds afresh (the server's do too) and is N-of-N until re-shared.
     pub fn set_key(&mut self, crs: &CommonPoly, relay: &KeyRelay) -> Result<()> {
         self.aggregate_key(crs, relay)?;
         self.encrypted = None;
         self.decrypted = None;
+        self.dealing = None;
+        self.threshold = None;
+        Ok(())
+    }
+
+    /// The threshold of this device's key, once re-shared (`None`: every member decrypts).
+    pub fn threshold(&self) -> Option<usize> {
+        self.threshold.as_ref().map(|t| t.committee().threshold())
+    }
+
+    /// Threshold setup, step 1 (after [`DigitalDevice::set_key`]): starts re-sharing the
+    /// secret so that any `threshold` of the key's members decrypt, in setup `session` (fresh
+    /// per setup); returns the sealing key to send.
+    pub fn start_threshold(
+        &mut self,
+        threshold: usize,
+        session: u64,
+        rng: &mut (impl Rng + CryptoRng),
+    ) -> Result<SealingKey> {
+        let key = self.key.as_ref().ok_or_else(|| {
+            ProtocolError::OutOfOrder("threshold setup before the key is set".into())
+        })?;
+        let committee = Committee::new(threshold, key.members())?;
+        let setup = ThresholdSetup::new(&self.party, &committee, session, rng)?;
+        let sealing = setup.sealing_key();
+        self.dealing = Some(setup);
+        self.threshold = None;
+        Ok(sealing)
+    }
+
+    /// Threshold setup, step 2: with every member's sealing key, one sealed share of this
+    /// device's secret for each member (itself included).
+    pub fn deal_threshold(
+        &mut self,
+        keys: &[SealingKey],
+        rng: &mut (impl Rng + CryptoRng),
+    ) -> Result<Vec<SealedShare>> {
+        let setup = self
+            .dealing
+            .as_mut()
+            .ok_or_else(|| ProtocolError::OutOfOrder("deal before the threshold setup".into()))?;
+        setup.deal(&self.party, keys, rng)
+    }
+
+    /// Threshold setup, step 3: the shares sealed to this device, one from every member; from
+    /// here on any `t` members decrypt.
+    pub fn finish_threshold(&mut self, sealed: &[SealedShare]) -> Result<()> {
+        let setup = self
+            .dealing
+            .as_ref()
+            .ok_or_else(|| ProtocolError::OutOfOrder("finish before the threshold setup".into()))?;
+        self.threshold = Some(setup.finish(&self.party, sealed)?);
+        self.dealing = None;
         Ok(())
     }
 
@@ -178,16 +258,59 @@ impl DigitalDevice {
         })
     }
 
-    /// Round step 2: this device's decryption share of the broadcast sum: only for the round
-    /// it encrypted for, only for a sum of one encryption per member, and only once per round
-    /// (a second smudged share of the same secret is what key-recovery attacks on multiparty
-    /// HE collect). A server that relabels one device's upload as the sum is refused by the
-    /// member count unless it also forges the count (docs/security.md).
+    /// Round step 2 (N-of-N key): this device's decryption share of the broadcast sum: only
+    /// for the round it encrypted for, only for a sum of one encryption per member, and only
+    /// once per round (a second smudged share of the same secret is what key-recovery attacks
+    /// on multiparty HE collect). A server that relabels one device's upload as the sum is
+    /// refused by the member count unless it also forges the count (docs/security.md).
     pub fn decryption_share(
         &mut self,
         sum: &SumBroadcast,
         rng: &mut impl CryptoRng,
     ) -> Result<ShareUpload> {
+        if self.threshold.is_some() {
+            return Err(ProtocolError::OutOfOrder(
+                "the key is a threshold key: ask with the round's active set".into(),
+            ));
+        }
+        let members = self.key.as_ref().map_or(0, |k| k.members().len());
+        let digest = self.check_sum(sum, members)?;
+        let share = self.party.partial_decrypt(&sum.sum, rng)?;
+        self.answered(sum.round, digest);
+        Ok(ShareUpload {
+            round: sum.round,
+            share,
+        })
+    }
+
+    /// Round step 2 (threshold key): this device's share of the broadcast sum as a member of
+    /// the round's `active` set, under the same rules as [`DigitalDevice::decryption_share`]
+    /// but for a sum of at least `t` encryptions; the ciphertext is spent even if the share
+    /// is lost (never asked about again, whatever the active set).
+    pub fn threshold_share(
+        &mut self,
+        sum: &SumBroadcast,
+        active: &ActiveSet,
+        rng: &mut impl CryptoRng,
+    ) -> Result<ShareUpload> {
+        let t = self.threshold().ok_or_else(|| {
+            ProtocolError::OutOfOrder("a threshold share before the threshold setup".into())
+        })?;
+        let digest = self.check_sum(sum, t)?;
+        let party = self.threshold.as_mut().expect("checked above");
+        let share = party.partial_decrypt(&sum.sum, active, rng);
+        // Whatever came of it, the ciphertext is spent (the party's ledger has it too).
+        self.answered(sum.round, digest);
+        Ok(ShareUpload {
+            round: sum.round,
+            share: share?,
+        })
+    }
+
+    /// Refuses a sum this device must not help decrypt: not of the round it encrypted for,
+    /// of a round it answered, of fewer than `min_count` (or more than all) members'
+    /// encryptions, under another key, or decrypted before. Its digest otherwise.
+    fn check_sum(&self, sum: &SumBroadcast, min_count: usize) -> Result<[u8; 32]> {
         let refuse = |kind, detail: String| Err(misbehaved(Peer::Server, kind, detail));
         if self.encrypted != Some(sum.round) {
             return refuse(
@@ -210,16 +333,14 @@ impl DigitalDevice {
             );
         }
         let members = self.key.as_ref().map_or(&[][..], |k| k.members());
-        if usize::try_from(sum.sum.count()).ok() != Some(members.len())
-            || sum.sum.members() != members
-        {
+        let count = usize::try_from(sum.sum.count()).unwrap_or(usize::MAX);
+        if !(min_count.max(1)..=members.len()).contains(&count) || sum.sum.members() != members {
             return refuse(
                 Misbehavior::Forbidden,
                 format!(
-                    "asked device {} to decrypt a sum of {} encryptions under members {:?}; the \
-                 round has members {members:?}",
+                    "asked device {} to decrypt a sum of {count} encryptions under members {:?}; \
+                     the round has members {members:?} and a sum needs at least {min_count}",
                     self.id(),
-                    sum.sum.count(),
                     sum.sum.members()
                 ),
             );
@@ -235,22 +356,34 @@ impl DigitalDevice {
                 ),
             );
         }
-        let share = self.party.partial_decrypt(&sum.sum, rng)?;
-        self.decrypted = Some(sum.round);
+        Ok(digest)
+    }
+
+    /// Records that this device answered for round `round`'s sum of `digest`.
+    fn answered(&mut self, round: u64, digest: [u8; 32]) {
+        self.decrypted = Some(round);
         self.last_sum = Some(digest);
-        Ok(ShareUpload {
-            round: sum.round,
-            share,
-        })
     }
 }
 
-/// The server: the collective key, the round, and the sum awaiting decryption.
+/// The server: the collective key (N-of-N, or of a [`Committee`] once the members have
+/// re-shared it), the round, and the sum awaiting decryption.
 #[derive(Debug)]
 pub struct DigitalServer {
     key: CollectivePublicKey,
+    committee: Option<Committee>,
     round: u64,
-    open: Option<Ciphertext>,
+    open: Option<OpenRound>,
+}
+
+/// A summed round awaiting its decryption shares.
+#[derive(Debug)]
+struct OpenRound {
+    sum: Ciphertext,
+    /// Who contributed to the sum.
+    contributors: Vec<PartyId>,
+    /// Who was asked for shares (threshold keys only), once fixed.
+    active: Option<ActiveSet>,
 }
 
 impl DigitalServer {
@@ -269,11 +402,30 @@ impl DigitalServer {
         Ok((
             Self {
                 key,
+                committee: None,
                 round: 0,
                 open: None,
             },
             relay,
         ))
+    }
+
+    /// From now on, rounds are decrypted by any `threshold` members: call once every member
+    /// has finished its threshold setup for this key.
+    pub fn use_threshold(&mut self, threshold: usize) -> Result<()> {
+        if self.open.is_some() {
+            return Err(ProtocolError::OutOfOrder(format!(
+                "round {} is awaiting decryption shares",
+                self.round
+            )));
+        }
+        self.committee = Some(Committee::new(threshold, self.key.members())?);
+        Ok(())
+    }
+
+    /// The threshold (`None`: every member decrypts).
+    pub fn threshold(&self) -> Option<usize> {
+        self.committee.as_ref().map(Committee::threshold)
     }
 
     /// The members of the key.
@@ -286,8 +438,14 @@ impl DigitalServer {
         self.round
     }
 
+    /// The members whose uploads make up the open round's sum.
+    pub fn contributors(&self) -> Option<&[PartyId]> {
+        self.open.as_ref().map(|o| o.contributors.as_slice())
+    }
+
     /// Sums one upload per member of this round, in any order, and returns the sum to
-    /// broadcast. A member that sent nothing makes the round [`ProtocolError::Incomplete`].
+    /// broadcast. Every member must have sent one (N-of-N), or at least the threshold of them
+    /// ([`ProtocolError::Incomplete`] otherwise, naming who is missing).
     pub fn sum(&mut self, received: &[Upload]) -> Result<SumBroadcast> {
         if self.open.is_some() {
             return Err(ProtocolError::OutOfOrder(format!(
@@ -331,25 +489,78 @@ impl DigitalServer {
                 ));
             }
         }
-        if let Some(missing) = members.difference(&seen).next() {
+        let missing: Vec<PartyId> = members.difference(&seen).copied().collect();
+        let needed = self.threshold().unwrap_or(members.len());
+        if seen.len() < needed {
             return Err(ProtocolError::Incomplete(format!(
-                "device {missing} sent no ciphertext in round {}; the sum would lack its scalar",
-                self.round
+                "device(s) {missing:?} sent no ciphertext in round {}: {} of {} uploads, {needed} \
+                 needed",
+                self.round,
+                seen.len(),
+                members.len()
             )));
         }
         let cts: Vec<Ciphertext> = received.iter().map(|u| u.ct.clone()).collect();
         let sum = Ciphertext::sum(&cts)?;
-        self.open = Some(sum.clone());
+        self.open = Some(OpenRound {
+            sum: sum.clone(),
+            contributors: seen.into_iter().collect(),
+            active: None,
+        });
         Ok(SumBroadcast {
             round: self.round,
             sum,
         })
     }
 
-    /// Fuses every member's decryption share of the open round into `M_k = Σ m_i / Λ` and
-    /// closes the round. A missing, foreign or wrong-round share leaves the round open.
+    /// Threshold keys: fixes who decrypts the open round: the first `t` of the `present`
+    /// members (those still answering once the sum exists). Ask exactly them, with this set,
+    /// and only once. Fewer than `t` present is [`ProtocolError::Incomplete`]: abandon the
+    /// round ([`DigitalServer::abandon`]).
+    pub fn active_set(&mut self, present: &[PartyId]) -> Result<ActiveSet> {
+        let committee = self.committee.as_ref().ok_or_else(|| {
+            ProtocolError::OutOfOrder(
+                "an N-of-N key has no active set: every member decrypts".into(),
+            )
+        })?;
+        let open = self
+            .open
+            .as_mut()
+            .ok_or_else(|| ProtocolError::OutOfOrder("no round awaits decryption shares".into()))?;
+        if open.active.is_some() {
+            // A second set would have members answer the same ciphertext twice.
+            return Err(ProtocolError::OutOfOrder(format!(
+                "round {}'s active set is fixed; a failed round is abandoned, never re-asked",
+                self.round
+            )));
+        }
+        let mut present: Vec<PartyId> = present
+            .iter()
+            .copied()
+            .filter(|p| committee.members().binary_search(p).is_ok())
+            .collect();
+        present.sort_unstable();
+        present.dedup();
+        let t = committee.threshold();
+        if present.len() < t {
+            return Err(ProtocolError::Incomplete(format!(
+                "{} of {} devices present to decrypt round {}, the threshold is {t}",
+                present.len(),
+                committee.members().len(),
+                self.round
+            )));
+        }
+        let active = ActiveSet::new(committee, &open.sum, &present[..t])?;
+        open.active = Some(active.clone());
+        Ok(active)
+    }
+
+    /// Fuses the decryption shares of the open round (every member's, or the active set's)
+    /// into `M_k = Σ m_i / Λ` over the round's contributors, and closes the round. A missing,
+    /// foreign or wrong-round share leaves the round open (late shares may still come;
+    /// otherwise [`DigitalServer::abandon`] it).
     pub fn fuse(&mut self, shares: &[ShareUpload]) -> Result<f64> {
-        let sum = self
+        let open = self
             .open
             .as_ref()
             .ok_or_else(|| ProtocolError::OutOfOrder("no round awaits decryption shares".into()))?;
@@ -364,9 +575,27 @@ impl DigitalServer {
             ));
         }
         let raw: Vec<DecryptionShare> = shares.iter().map(|s| s.share.clone()).collect();
-        let value = fuse(sum, &raw)?.scalar()?;
+        let decrypted = match (&self.committee, &open.active) {
+            (None, _) => fuse(&open.sum, &raw)?,
+            (Some(_), Some(active)) => fuse_threshold(&open.sum, active, &raw)?,
+            (Some(_), None) => {
+                return Err(ProtocolError::OutOfOrder(
+                    "fix the round's active set before fusing".into(),
+                ));
+            }
+        };
+        let value = decrypted.scalar()?;
         self.open = None;
         self.round += 1;
         Ok(value)
+    }
+
+    /// Gives up the open round (its sum is never decrypted, and never asked about again) and
+    /// moves to the next: a retry is a fresh encryption. Returns the abandoned round.
+    pub fn abandon(&mut self) -> u64 {
+        let round = self.round;
+        self.open = None;
+        self.round += 1;
+        round
     }
 }

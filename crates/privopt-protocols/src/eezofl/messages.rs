@@ -13,8 +13,11 @@ use std::sync::Arc;
 
 use privopt_channel::dyadic::{Dyadic, ExactRing};
 use privopt_ckks::CkksParams;
-use privopt_ckks::multiparty::{Ciphertext, DecryptionShare, Party, PartyId, PublicKeyShare};
+use privopt_ckks::multiparty::{
+    Ciphertext, DecryptionShare, Party, PartyId, PublicKeyShare, ThresholdParty,
+};
 
+use crate::threshold::ThresholdSetup;
 use crate::wire::{self, DecodeError, Method, Reader, Writer};
 
 const KIND_KEY_SHARE: u8 = 1;
@@ -146,69 +149,97 @@ impl KeyRelay {
 }
 
 /// A digital device's saved state: its party (secret included), the relay its key came from,
-/// and the round it last encrypted for. Never sent: it is for the device's own storage.
-pub(crate) fn device_state_to_bytes(
-    party: &Party,
-    relay: Option<&KeyRelay>,
-    encrypted: Option<u64>,
-    decrypted: Option<u64>,
-    last_sum: Option<[u8; 32]>,
-    params: &CkksParams,
-) -> Vec<u8> {
-    wire::encode(Method::Eezofl, KIND_DEVICE_STATE, |w| {
-        put_nested(w, &party.to_bytes());
-        w.u8(u8::from(relay.is_some()));
-        if let Some(relay) = relay {
-            put_nested(w, &relay.to_bytes(params));
-        }
-        for round in [encrypted, decrypted] {
-            w.u8(u8::from(round.is_some()));
-            w.u64(round.unwrap_or(0));
-        }
-        w.u8(u8::from(last_sum.is_some()));
-        w.raw(&last_sum.unwrap_or([0; 32]));
-    })
+/// the rounds it encrypted for and decrypted, the digest of the last sum it decrypted, and its
+/// threshold setup or share. Never sent: it is for the device's own storage.
+pub(crate) struct DeviceState<P, R, D, T> {
+    pub party: P,
+    pub relay: Option<R>,
+    pub encrypted: Option<u64>,
+    pub decrypted: Option<u64>,
+    pub last_sum: Option<[u8; 32]>,
+    pub dealing: Option<D>,
+    pub threshold: Option<T>,
 }
 
-/// A saved device: its party, the key relay, the round it encrypted for, the round it
-/// decrypted, and the digest of the last sum it decrypted.
-pub(crate) type DeviceState = (
-    Party,
-    Option<KeyRelay>,
-    Option<u64>,
-    Option<u64>,
-    Option<[u8; 32]>,
-);
+/// The state as [`DeviceState::from_bytes`] returns it.
+pub(crate) type OwnedDeviceState = DeviceState<Party, KeyRelay, ThresholdSetup, ThresholdParty>;
 
-/// Parses what [`device_state_to_bytes`] wrote.
-pub(crate) fn device_state_from_bytes(
-    params: &Arc<CkksParams>,
-    bytes: &[u8],
-) -> Result<DeviceState, DecodeError> {
-    wire::decode(
-        bytes,
-        "eezofl device state",
-        Method::Eezofl,
-        KIND_DEVICE_STATE,
-        |r| {
-            let inner = r.bytes()?;
-            let party = ckks(r, Party::from_bytes(params, inner))?;
-            let relay = match r.bool()? {
-                true => Some(KeyRelay::from_bytes(params, r.bytes()?)?),
-                false => None,
-            };
-            let mut round = || -> Result<Option<u64>, DecodeError> {
-                let present = r.bool()?;
-                let round = r.u64()?;
-                Ok(present.then_some(round))
-            };
-            let encrypted = round()?;
-            let decrypted = round()?;
-            let has_sum = r.bool()?;
-            let sum: [u8; 32] = r.array()?;
-            Ok((party, relay, encrypted, decrypted, has_sum.then_some(sum)))
-        },
-    )
+impl DeviceState<&Party, &KeyRelay, &ThresholdSetup, &ThresholdParty> {
+    pub fn to_bytes(&self, params: &CkksParams) -> Vec<u8> {
+        wire::encode(Method::Eezofl, KIND_DEVICE_STATE, |w| {
+            put_nested(w, &self.party.to_bytes());
+            w.u8(u8::from(self.relay.is_some()));
+            if let Some(relay) = self.relay {
+                put_nested(w, &relay.to_bytes(params));
+            }
+            for round in [self.encrypted, self.decrypted] {
+                w.u8(u8::from(round.is_some()));
+                w.u64(round.unwrap_or(0));
+            }
+            w.u8(u8::from(self.last_sum.is_some()));
+            w.raw(&self.last_sum.unwrap_or([0; 32]));
+            w.u8(u8::from(self.dealing.is_some()));
+            if let Some(setup) = self.dealing {
+                put_nested(w, &setup.save());
+            }
+            w.u8(u8::from(self.threshold.is_some()));
+            if let Some(party) = self.threshold {
+                put_nested(w, &party.to_bytes());
+            }
+        })
+    }
+}
+
+impl OwnedDeviceState {
+    /// Parses what [`DeviceState::to_bytes`] wrote.
+    pub fn from_bytes(params: &Arc<CkksParams>, bytes: &[u8]) -> Result<Self, DecodeError> {
+        wire::decode(
+            bytes,
+            "eezofl device state",
+            Method::Eezofl,
+            KIND_DEVICE_STATE,
+            |r| {
+                let inner = r.bytes()?;
+                let party = ckks(r, Party::from_bytes(params, inner))?;
+                let relay = match r.bool()? {
+                    true => Some(KeyRelay::from_bytes(params, r.bytes()?)?),
+                    false => None,
+                };
+                let mut round = || -> Result<Option<u64>, DecodeError> {
+                    let present = r.bool()?;
+                    let round = r.u64()?;
+                    Ok(present.then_some(round))
+                };
+                let encrypted = round()?;
+                let decrypted = round()?;
+                let has_sum = r.bool()?;
+                let sum: [u8; 32] = r.array()?;
+                let dealing = match r.bool()? {
+                    true => Some(
+                        ThresholdSetup::restore(r.bytes()?)
+                            .map_err(|e| r.invalid(e.to_string()))?,
+                    ),
+                    false => None,
+                };
+                let threshold = match r.bool()? {
+                    true => {
+                        let inner = r.bytes()?;
+                        Some(ckks(r, ThresholdParty::from_bytes(params, inner))?)
+                    }
+                    false => None,
+                };
+                Ok(DeviceState {
+                    party,
+                    relay,
+                    encrypted,
+                    decrypted,
+                    last_sum: has_sum.then_some(sum),
+                    dealing,
+                    threshold,
+                })
+            },
+        )
+    }
 }
 
 /// Encodes `(kind, from, round, ciphertext)`.

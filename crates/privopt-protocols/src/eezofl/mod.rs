@@ -19,7 +19,7 @@ mod messages;
 mod ota;
 mod schedule;
 
-pub use digital::{DigitalDevice, DigitalServer, KEY_SESSION, encode_scalar};
+pub use digital::{DigitalDevice, DigitalServer, KEY_SESSION, default_threshold, encode_scalar};
 pub use messages::{
     KeyRelay, MAX_DEVICES, MAX_EXP, Phase, ShareUpload, SumBroadcast, Transmission, Upload,
     key_share_from_bytes, key_share_to_bytes,

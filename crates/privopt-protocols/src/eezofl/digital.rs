@@ -297,8 +297,10 @@ impl DigitalDevice {
             ProtocolError::OutOfOrder("a threshold share before the threshold setup".into())
         })?;
         let digest = self.check_sum(sum, t)?;
-        let party = self.threshold.as_mut().expect("checked above");
-        let share = party.partial_decrypt(&sum.sum, active, rng);
+        let share = match self.threshold.as_mut() {
+            Some(party) => party.partial_decrypt(&sum.sum, active, rng),
+            None => unreachable!("the threshold was read above"),
+        };
         // Whatever came of it, the ciphertext is spent (the party's ledger has it too).
         self.answered(sum.round, digest);
         Ok(ShareUpload {

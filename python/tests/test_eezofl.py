@@ -101,3 +101,49 @@ def test_the_schedule_is_the_papers_sequences():
         eezofl.Schedule(eta0=-1.0)
     with pytest.raises(ParameterError, match="gamma_decay must be in"):
         eezofl.Schedule(gamma_decay=3.0)
+
+
+def _threshold_federation(setup, n: int, t: int):
+    params, crs = setup
+    devices = [eezofl.Device(i, params, crs) for i in range(n)]
+    server = eezofl.Server(params, crs, list(range(n)), [d.key_share for d in devices])
+    for d in devices:
+        d.set_key(server.relay)
+    keys = [d.start_threshold(t, 1) for d in devices]
+    sealed = [d.deal_threshold(keys) for d in devices]
+    assert all(sorted(s) == list(range(n)) for s in sealed)
+    for d in devices:
+        d.finish_threshold([s[d.id] for s in sealed])
+        assert d.threshold == t
+    server.use_threshold(t)
+    return server, devices
+
+
+def test_a_threshold_key_decrypts_with_any_t_present_and_never_twice(setup):
+    params, crs = setup
+    assert [eezofl.default_threshold(n) for n in (2, 3, 10)] == [2, 2, 7]
+    server, devices = _threshold_federation(setup, 10, 7)
+    xs = [0.1 * (i + 1) for i in range(10)]
+    total = server.sum([d.encrypt(server.round, x) for d, x in zip(devices, xs)])
+    assert server.contributors == list(range(10))
+    gone = {2, 5, 9}  # they die once their ciphertext is in
+    active = server.active_set([i for i in range(10) if i not in gone])
+    asked = mk.ActiveSet.from_bytes(params, active).members
+    assert len(asked) == 7 and not gone & set(asked)
+    shares = [devices[i].threshold_share(total, active) for i in asked]
+    with pytest.raises(PeerMisbehaved, match="second decryption share"):
+        devices[asked[0]].threshold_share(total, active)
+    # Restored from its save, a device still refuses the spent ciphertext.
+    again = eezofl.Device.restore(params, crs, devices[asked[1]].save())
+    with pytest.raises(PeerMisbehaved):
+        again.threshold_share(total, active)
+    assert abs(server.fuse(shares) - sum(xs)) < 1e-4
+    # Four gone: the round fails by name, is abandoned, and the next one goes on.
+    server.sum([d.encrypt(server.round, 1.0) for d in devices])
+    with pytest.raises(ProtocolError, match="6 of 10 devices present .* threshold is 7"):
+        server.active_set([4, 5, 6, 7, 8, 9])
+    assert server.abandon() == 1
+    total = server.sum([d.encrypt(server.round, 1.0) for d in devices])
+    active = server.active_set(list(range(3, 10)))
+    value = server.fuse([devices[i].threshold_share(total, active) for i in range(3, 10)])
+    assert abs(value - 10.0) < 1e-4

@@ -6,12 +6,16 @@ use std::sync::Arc;
 
 use numpy::PyArray1;
 use privopt_ckks::CkksParams;
-use privopt_ckks::multiparty::PublicKeyShare;
+use privopt_ckks::multiparty::{ActiveSet, PublicKeyShare};
 use privopt_math::sample::secret_rng;
 use privopt_ml::zo::{add_direction, gaussian_fill};
 use privopt_protocols::eezofl::{
-    DigitalDevice, DigitalServer, KeyRelay, ShareUpload, SumBroadcast, Upload, encode_scalar,
+    DigitalDevice, DigitalServer, KeyRelay, ShareUpload, SumBroadcast, Upload, default_threshold,
+    encode_scalar,
 };
+use privopt_protocols::threshold::{SealedShare, SealingKey};
+use privopt_protocols::wire::Message;
+use std::collections::BTreeMap;
 use privopt_protocols::eezofl::{Schedule, direction_key};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -25,6 +29,12 @@ use crate::numpy_io::array;
 /// A device: its own xMK-CKKS secret. Setup: send :attr:`key_share`, then :meth:`set_key`
 /// with the server's relay. Each round: :meth:`encrypt` its scalar, then
 /// :meth:`decryption_share` of the server's sum.
+///
+/// For a threshold key (any ``t`` members decrypt, so a round survives ``N − t`` dropouts),
+/// after :meth:`set_key`: :meth:`start_threshold` (send the sealing key), :meth:`deal_threshold`
+/// with every member's sealing key (send each member its sealed share), :meth:`finish_threshold`
+/// with the shares sealed to this device; each round then answers with
+/// :meth:`threshold_share` for the round's active set.
 #[pyclass(module = "privopt.protocols.eezofl", name = "Device")]
 pub struct PyDevice {
     device: DigitalDevice,
@@ -108,7 +118,81 @@ impl PyDevice {
         Ok(PyBytes::new(py, &up.to_bytes()))
     }
 
-    /// This device's decryption share of the server's summed ciphertext.
+    /// The threshold of the device's key once re-shared; ``None`` while every member is needed.
+    #[getter]
+    fn threshold(&self) -> Option<usize> {
+        self.device.threshold()
+    }
+
+    /// Threshold setup, step 1: re-share this device's secret so that any ``threshold`` of the
+    /// key's members decrypt, in setup ``session`` (fresh per setup). Returns the sealing key
+    /// for the server to relay to every member.
+    fn start_threshold<'py>(
+        &mut self,
+        py: Python<'py>,
+        threshold: usize,
+        session: u64,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let key = self
+            .device
+            .start_threshold(threshold, session, &mut secret_rng(None))
+            .map_err(errors::protocol)?;
+        Ok(PyBytes::new(py, &key.to_bytes()))
+    }
+
+    /// Threshold setup, step 2: with every member's sealing key, this device's share for each
+    /// member, sealed to it (the server relays them and can read none), by recipient. Deals
+    /// once per setup: save the device after this call.
+    fn deal_threshold<'py>(
+        &mut self,
+        py: Python<'py>,
+        sealing_keys: Vec<Vec<u8>>,
+    ) -> PyResult<BTreeMap<u32, Bound<'py, PyBytes>>> {
+        let keys = sealing_keys
+            .iter()
+            .map(|b| SealingKey::from_bytes(b).map_err(errors::decode))
+            .collect::<PyResult<Vec<_>>>()?;
+        let device = &mut self.device;
+        let sealed = py
+            .detach(|| device.deal_threshold(&keys, &mut secret_rng(None)))
+            .map_err(errors::protocol)?;
+        Ok(sealed
+            .iter()
+            .map(|s| (s.to, PyBytes::new(py, &s.to_bytes())))
+            .collect())
+    }
+
+    /// Threshold setup, step 3: the shares sealed to this device, one from every member.
+    fn finish_threshold(&mut self, py: Python<'_>, sealed: Vec<Vec<u8>>) -> PyResult<()> {
+        let sealed = sealed
+            .iter()
+            .map(|b| SealedShare::from_bytes(b).map_err(errors::decode))
+            .collect::<PyResult<Vec<_>>>()?;
+        let device = &mut self.device;
+        py.detach(|| device.finish_threshold(&sealed))
+            .map_err(errors::protocol)
+    }
+
+    /// This device's share of the server's sum as a member of the round's ``active_set``
+    /// (:meth:`Server.active_set`). Given once per ciphertext, whatever the set or the server
+    /// asking (:class:`~privopt.errors.PeerMisbehaved` otherwise): save the device after this
+    /// call, before sending the share.
+    fn threshold_share<'py>(
+        &mut self,
+        py: Python<'py>,
+        sum: &[u8],
+        active_set: &[u8],
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let sum = SumBroadcast::from_bytes(&self.params, sum).map_err(errors::decode)?;
+        let active = ActiveSet::from_bytes(&self.params, active_set).map_err(errors::ckks)?;
+        let device = &mut self.device;
+        let share = py
+            .detach(|| device.threshold_share(&sum, &active, &mut secret_rng(None)))
+            .map_err(errors::protocol)?;
+        Ok(PyBytes::new(py, &share.to_bytes(&self.params)))
+    }
+
+    /// This device's decryption share of the server's summed ciphertext (N-of-N key).
     /// Given once per round, for the round's sum only (:class:`~privopt.errors.PeerMisbehaved`
     /// otherwise): save the device after this call, before sending the share.
     fn decryption_share<'py>(
@@ -126,9 +210,11 @@ impl PyDevice {
 }
 
 /// The server: aggregates the collective key from the members' shares (its :attr:`relay`
-/// goes to every device), then per round sums the uploads and fuses the shares. A member
-/// that sends no upload or no share fails the round with a
-/// :class:`~privopt.errors.ProtocolError` naming it; the round can be retried.
+/// goes to every device), then per round sums the uploads and fuses the shares. On an N-of-N
+/// key a member that sends no upload or no share fails the round with a
+/// :class:`~privopt.errors.ProtocolError` naming it. With :meth:`use_threshold` (once the
+/// devices have re-shared), a round sums any ``t`` uploads and :meth:`active_set` picks the
+/// ``t`` devices to ask; a round that cannot finish is :meth:`abandon`-ed, never re-asked.
 #[pyclass(module = "privopt.protocols.eezofl", name = "Server")]
 pub struct PyServer {
     server: DigitalServer,
@@ -173,6 +259,47 @@ impl PyServer {
         self.server.round()
     }
 
+    /// Rounds are decrypted by any ``threshold`` members from now on (call once every member
+    /// has finished its threshold setup).
+    fn use_threshold(&mut self, threshold: usize) -> PyResult<()> {
+        self.server
+            .use_threshold(threshold)
+            .map_err(errors::protocol)
+    }
+
+    /// The key's threshold; ``None`` while every member decrypts.
+    #[getter]
+    fn threshold(&self) -> Option<usize> {
+        self.server.threshold()
+    }
+
+    /// The members whose uploads are in the open round's sum (``None`` between rounds).
+    #[getter]
+    fn contributors(&self) -> Option<Vec<u32>> {
+        self.server.contributors().map(<[u32]>::to_vec)
+    }
+
+    /// The open round's active set: the first ``t`` of the ``present`` members, as bytes for
+    /// each of them with the sum (:class:`privopt.ckks.multiparty.ActiveSet` reads them).
+    /// Fixed once per round.
+    fn active_set<'py>(
+        &mut self,
+        py: Python<'py>,
+        present: Vec<u32>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let active = self
+            .server
+            .active_set(&present)
+            .map_err(errors::protocol)?;
+        Ok(PyBytes::new(py, &active.to_bytes(&self.params)))
+    }
+
+    /// Gives up the open round (its sum is never decrypted nor asked about again); the next
+    /// round is a fresh encryption. Returns the abandoned round.
+    fn abandon(&mut self) -> u64 {
+        self.server.abandon()
+    }
+
     /// Sums the round's uploads (one per member): the broadcast for the decryption shares.
     fn sum<'py>(
         &mut self,
@@ -199,6 +326,15 @@ impl PyServer {
         let server = &mut self.server;
         py.detach(|| server.fuse(&shares)).map_err(errors::protocol)
     }
+}
+
+/// The threshold a key of ``members`` devices gets by default: two thirds, rounded up (at
+/// least 2). Any ``t`` members can decrypt anything under the key; ``members − t`` dropouts
+/// are survived.
+#[pyfunction]
+#[pyo3(name = "default_threshold")]
+fn py_default_threshold(members: usize) -> usize {
+    default_threshold(members)
 }
 
 /// Round ``round``'s public perturbation φ ~ N(0, I) for a model of ``d`` parameters under the
@@ -315,6 +451,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     m.add_class::<PyServer>()?;
     m.add_function(wrap_pyfunction!(direction, m)?)?;
+    m.add_function(wrap_pyfunction!(py_default_threshold, m)?)?;
     m.add_function(wrap_pyfunction!(perturb, m)?)?;
     Ok(())
 }

@@ -494,9 +494,11 @@ impl DigitalServer {
         let missing: Vec<PartyId> = members.difference(&seen).copied().collect();
         let needed = self.threshold().unwrap_or(members.len());
         if seen.len() < needed {
+            let names: Vec<String> = missing.iter().map(ToString::to_string).collect();
             return Err(ProtocolError::Incomplete(format!(
-                "device(s) {missing:?} sent no ciphertext in round {}: {} of {} uploads, {needed} \
-                 needed",
+                "device{} {} sent no ciphertext in round {}: {} of {} uploads, {needed} needed",
+                if missing.len() == 1 { "" } else { "s" },
+                names.join(", "),
                 self.round,
                 seen.len(),
                 members.len()

@@ -147,9 +147,20 @@ class EezoflParams:
     gamma0: float
     gamma_decay: float
     batch_size: int
+    threshold: int
 
     def __post_init__(self) -> None:
         self.schedule()  # refuse a bad sequence when the run config is read
+        if self.threshold < 0 or self.threshold == 1:
+            raise ConfigError(
+                f"eezofl.threshold = {self.threshold}: use 0 (two thirds of the devices) or "
+                "t >= 2 (one device alone must never decrypt)"
+            )
+
+    def threshold_for(self, members: int) -> int:
+        """The threshold of a key of ``members`` devices (``members``: every one is needed)."""
+        t = self.threshold or eezofl.default_threshold(members)
+        return min(t, members)
 
     def schedule(self) -> eezofl.Schedule:
         return _checked(

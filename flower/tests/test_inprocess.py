@@ -3,9 +3,11 @@ code a Flower run executes, with faults injected deterministically."""
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -157,14 +159,79 @@ def test_eezofl_learns_from_one_encrypted_scalar_per_device(eezofl_config):
 
 
 def test_eezofl_round_with_a_missing_device_fails_naming_it_and_the_rest_rekey(eezofl_config):
+    # eezofl.threshold at the device count: the paper's N-of-N key.
     out = inprocess.run(
-        eezofl_config, kill={(2, "decrypt"): {1}, (4, "encrypt"): {3}}, restart={6: {1}}
+        {**eezofl_config, "eezofl.threshold": 5},
+        kill={(2, "decrypt"): {1}, (4, "encrypt"): {3}},
+        restart={6: {1}},
     )
-    ev = out["events"]
+    ev = [e for e in out["events"] if "failed" in e]
     assert ev[0].startswith("round 2: failed") and "party 1" in ev[0]
     assert ev[1].startswith("round 4: failed") and "device 3" in ev[1]
     assert out["failed_rounds"] == 2
     assert out["members"] == [0, 1, 2, 4]  # 1 rejoined with a fresh secret; 3 is gone
+
+
+def _rows(out_dir: Any) -> list[dict[str, str]]:
+    with open(out_dir / "metrics.csv") as f:
+        return list(csv.DictReader(f))
+
+
+def _models_agree(got: dict, want: dict) -> None:
+    # Fresh encryption and smudging noise each run: the fused sums agree to ~1e-6, the models
+    # closely; a lost or doubled scalar moves the loss by more than 1e-3.
+    assert abs(got["test_loss"] - want["test_loss"]) < 1e-5
+    assert got["accuracy"] == want["accuracy"]
+
+
+def test_eezofl_threshold_rounds_survive_three_of_ten_killed_mid_round(eezofl_config, tmp_path):
+    # Issue 50's must-show: N = 10, t = 7; devices 2, 5 and 9 die in round 3 once their
+    # ciphertexts are in (on receiving the sum), and come back for round 4 from their durable
+    # saves. Every round completes with all ten scalars, no re-key, the model of the run
+    # without kills.
+    cfg = {**eezofl_config, "clients": 10, "rounds": 6, "eezofl.threshold": 7}
+    want = inprocess.run(cfg)
+    got = inprocess.run(
+        {**cfg, "out-dir": str(tmp_path / "out")},
+        state_dir=str(tmp_path / "state"),
+        kill={(3, "decrypt"): {2, 5, 9}},
+        restart={4: {2, 5, 9}},
+    )
+    ev = got["events"]
+    assert ev[0].startswith("round 0: keyed devices [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]; any 7 of 10")
+    assert [e for e in ev if "keyed" in e] == ev[:1]  # keyed once: no re-key
+    assert sorted(e for e in ev if "resumed" in e) == [
+        f"round 4: device {c} resumed from its save (no re-key)" for c in (2, 5, 9)
+    ]
+    assert got["failed_rounds"] == 0
+    assert [row["contributors"] for row in _rows(tmp_path / "out")] == ["10"] * 6
+    _models_agree(got, want)
+
+
+def test_eezofl_threshold_round_with_four_killed_fails_by_count_and_the_next_goes_on(
+    eezofl_config, tmp_path
+):
+    cfg = {**eezofl_config, "clients": 10, "rounds": 5, "eezofl.threshold": 7}
+    cfg["out-dir"] = str(tmp_path)
+    got = inprocess.run(cfg, kill={(2, "decrypt"): {0, 1, 2, 3}})
+    ev = got["events"]
+    failed = [e for e in ev if "failed" in e]
+    assert failed == [
+        "round 2: failed (ProtocolError: incomplete round: 6 of 10 devices present to decrypt "
+        "round 2, the threshold is 7); abandoned"
+    ], ev
+    # The six left re-key (t = min(7, 6): every one of them) and go on.
+    assert ev[-1].startswith("round 3: keyed devices [4, 5, 6, 7, 8, 9]; any 6 of 6")
+    assert got["failed_rounds"] == 1
+    rows = _rows(tmp_path)
+    assert rows[2]["sum"] == "" and [rows[k]["contributors"] for k in (3, 4)] == ["6", "6"]
+
+
+def test_eezofl_threshold_default_is_two_thirds(eezofl_config):
+    got = inprocess.run({**eezofl_config, "rounds": 2})
+    assert got["events"][0] == "round 0: keyed devices [0, 1, 2, 3, 4]; any 4 of 5 decrypt"
+    with pytest.raises(config.ConfigError, match="eezofl.threshold = 1"):
+        inprocess.run({**eezofl_config, "eezofl.threshold": 1})
 
 
 def test_pdsgd_agents_learn_through_relayed_ciphertexts_and_survive_a_dead_neighbour(pdsgd_config):

@@ -58,15 +58,20 @@ def node_of(context: Context) -> Node:
 
 
 def die_if_told(s: config.Settings, node: Node, request: Mapping[str, object]) -> None:
-    """Test-only fault: ``debug.kill = "PARTY:ROUND:STAGE"`` makes that party ``kill -9`` its
-    own SuperNode and ClientApp processes on receiving that stage's request. Honoured only
-    where the SuperNode runs with PRIVOPT_FLOWER_TEST_KILL=1 (the localhost harness)."""
+    """Test-only fault: ``debug.kill = "PARTIES:ROUND:STAGE"`` (parties comma-separated) makes
+    those parties ``kill -9`` their own SuperNode and ClientApp processes on receiving that
+    stage's request. Honoured only where the SuperNode runs with PRIVOPT_FLOWER_TEST_KILL=1
+    (the localhost harness)."""
     target = s.debug.get("kill")
     if not target or os.environ.get("PRIVOPT_FLOWER_TEST_KILL") != "1":
         return
-    party, round_, stage = str(target).split(":")
-    here = (node.party, request.get("round"), request.get("stage"))
-    if here == (int(party), int(round_), stage):
+    parties, round_, stage = str(target).split(":")
+    doomed = {int(p) for p in parties.split(",")}
+    if (
+        node.party in doomed
+        and request.get("round") == int(round_)
+        and request.get("stage") == stage
+    ):
         os.killpg(os.getpgid(0), signal.SIGKILL)
 
 

@@ -72,16 +72,37 @@ def test_dome_deployment_with_a_client_killed_mid_round(tmp_path, dome_config):
     same_results(got, want, ["test_loss", "accuracy", "completed_rounds"])
 
 
+def test_eezofl_threshold_deployment_finishes_rounds_with_three_of_ten_killed(
+    tmp_path, eezofl_config
+):
+    # Issue 50's must-show: 10 SuperNodes, t = 7; three are killed (kill -9) in the last round
+    # once their ciphertexts are in. The round completes without them and every round sums all
+    # ten scalars: the model of the run without kills.
+    cfg = {**eezofl_config, "clients": 10, "rounds": 3, "eezofl.threshold": 7}
+    cfg["debug.kill"] = "2,5,9:2:decrypt"
+    with Localhost(tmp_path, 10) as fed:
+        got = fed.run(APP, cfg)
+    assert got["failed_rounds"] == 0 and got["members"] == list(range(10))
+    assert [e for e in got["events"] if "keyed" in e] == [
+        "round 0: keyed devices [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]; any 7 of 10 decrypt"
+    ]
+    want = inprocess.run({**cfg, "debug.kill": ""})
+    # Fresh encryption and smudging noise each run: the sums agree to ~1e-6.
+    assert abs(got["test_loss"] - want["test_loss"]) < 1e-5
+    assert got["accuracy"] == want["accuracy"]
+
+
 def test_eezofl_deployment_fails_a_round_naming_a_killed_device_then_rekeys(
     tmp_path, eezofl_config
 ):
-    cfg = {**eezofl_config, "clients": 3, "rounds": 3}
+    cfg = {**eezofl_config, "clients": 3, "rounds": 3, "eezofl.threshold": 3}
     cfg["debug.kill"] = "2:1:decrypt"
     # Flower's default isolation (a cold flwr-clientapp per message), which the launcher's
     # --cold keeps; the other deployment tests run privopt's fork-server SuperExec.
     with Localhost(tmp_path, 3, warm=False) as fed:
         got = fed.run(APP, cfg)
-    assert got["events"][0].startswith("round 1: failed") and "party 2" in got["events"][0]
+    failed = [e for e in got["events"] if "failed" in e]
+    assert failed[0].startswith("round 1: failed") and "party 2" in failed[0]
     assert got["members"] == [0, 1] and got["failed_rounds"] == 1
     want = inprocess.run({**cfg, "debug.kill": ""}, kill={(1, "decrypt"): {2}})
     # Fresh encryption noise each run: the fused sums agree to ~1e-6, the models closely.

@@ -36,8 +36,8 @@ pub use shares::{
     SharingRound,
 };
 pub use threshold::{
-    ActiveSet, Committee, MAX_ANSWERED, SecretShare, SmudgingBound, ThresholdParty, fuse_threshold,
-    smudging_for_distance,
+    ActiveSet, Committee, MAX_ANSWERED, SecretShare, SmudgingBound, ThresholdParty, batch_digest,
+    fuse_threshold, fuse_threshold_batch, smudging_for_distance,
 };
 
 /// Identifier of a party (device).

@@ -234,6 +234,25 @@ impl ActiveSet {
         })
     }
 
+    /// `members` decrypt every ciphertext of `batch` (one model's chunks, say): one set and
+    /// one request for them all, each member's shares bound to their place in the batch.
+    pub fn for_batch(
+        committee: &Committee,
+        batch: &[Ciphertext],
+        members: &[PartyId],
+    ) -> Result<Self, CkksError> {
+        let (session, digest) = batch_digest(batch)?;
+        let sorted = sorted_once(members, "an active set")?;
+        for ct in batch {
+            committee.check_set(ct, &sorted)?;
+        }
+        Ok(Self {
+            session,
+            ciphertext: digest,
+            members: sorted,
+        })
+    }
+
     /// The members asked for shares, sorted.
     pub fn members(&self) -> &[PartyId] {
         &self.members
@@ -279,6 +298,47 @@ impl ActiveSet {
             })
             .collect()
     }
+}
+
+/// What a batch of ciphertexts is known by: their session and a digest of every
+/// ciphertext's digest in order. A batch of one is known by its ciphertext's own digest, so a
+/// single ciphertext and a batch of it are the same request. Refuses an empty batch and one
+/// that mixes sessions or parameters.
+pub fn batch_digest(batch: &[Ciphertext]) -> Result<(u64, [u8; 32]), CkksError> {
+    let first = batch
+        .first()
+        .ok_or_else(|| CkksError::InvalidParams("an empty batch of ciphertexts".into()))?;
+    if batch
+        .iter()
+        .any(|ct| ct.session() != first.session() || ct.fingerprint() != first.fingerprint())
+    {
+        return Err(CkksError::Mismatch(
+            "a batch mixes sessions or parameters".into(),
+        ));
+    }
+    if batch.len() == 1 {
+        return Ok((first.session(), first.digest()));
+    }
+    let mut h = blake3::Hasher::new();
+    h.update(b"privopt/mkckks/threshold/batch/v1");
+    h.update(&(batch.len() as u64).to_le_bytes());
+    for ct in batch {
+        h.update(&ct.digest());
+    }
+    Ok((first.session(), h.finalize().into()))
+}
+
+/// What the `k`-th share of a batch answered for `active` is bound to (the set's digest for
+/// a batch of one).
+fn chunk_binding(active: &ActiveSet, k: usize, len: usize) -> [u8; 32] {
+    if len == 1 {
+        return active.digest();
+    }
+    let mut h = blake3::Hasher::new();
+    h.update(b"privopt/mkckks/threshold/chunk/v1");
+    h.update(&active.digest());
+    h.update(&(k as u64).to_le_bytes());
+    h.finalize().into()
 }
 
 /// The smudging a threshold decryption needs for a stated statistical distance, and the
@@ -412,37 +472,67 @@ impl ThresholdParty {
         active: &ActiveSet,
         rng: &mut impl CryptoRng,
     ) -> Result<DecryptionShare, CkksError> {
-        if ct.fingerprint() != self.params.fingerprint() {
+        let mut shares = self.partial_decrypt_batch(std::slice::from_ref(ct), active, rng)?;
+        shares
+            .pop()
+            .ok_or_else(|| CkksError::InvalidParams("an empty batch of ciphertexts".into()))
+    }
+
+    /// This member's shares of every ciphertext of `batch` (an [`ActiveSet::for_batch`] set),
+    /// in order, under the rules of [`ThresholdParty::partial_decrypt`]: refused whole if any
+    /// ciphertext of the batch was answered before, in this batch or another.
+    pub fn partial_decrypt_batch(
+        &mut self,
+        batch: &[Ciphertext],
+        active: &ActiveSet,
+        rng: &mut impl CryptoRng,
+    ) -> Result<Vec<DecryptionShare>, CkksError> {
+        let (session, digest) = batch_digest(batch)?;
+        if batch[0].fingerprint() != self.params.fingerprint() {
             return Err(CkksError::Mismatch(
                 "ciphertext was made under other parameters".into(),
             ));
         }
-        let digest = ct.digest();
-        active.check_for(ct.session(), &digest)?;
+        active.check_for(session, &digest)?;
         if active.members.binary_search(&self.id).is_err() {
             return Err(CkksError::UnknownParty { party: self.id });
         }
         // A set that came as bytes is checked as `ActiveSet::new` checks one.
-        self.committee.check_set(ct, &active.members)?;
-        if self.answered.contains(&digest) {
+        for ct in batch {
+            self.committee.check_set(ct, &active.members)?;
+        }
+        let digests: Vec<[u8; 32]> = batch.iter().map(Ciphertext::digest).collect();
+        if digests.iter().any(|d| self.answered.contains(d)) {
             return Err(CkksError::AlreadyAnswered { party: self.id });
         }
-        if self.answered.len() >= MAX_ANSWERED {
+        if self.answered.len() + digests.len() > MAX_ANSWERED {
             return Err(CkksError::InvalidParams(format!(
-                "party {} has answered for {MAX_ANSWERED} ciphertexts: re-key",
+                "party {} would answer for more than {MAX_ANSWERED} ciphertexts: re-key",
                 self.id
             )));
         }
-        // Recorded before the share exists: an error below still spends the ciphertext.
-        self.answered.insert(digest);
+        // Recorded before any share exists: an error below still spends the ciphertexts.
+        self.answered.extend(digests);
         let mut weighted = self.share.clone();
         let lambda = active.lagrange(&self.params, self.id);
         self.params
             .basis()
             .mul_constants_assign(&mut weighted, &lambda);
-        let d = super::decryption_share(&self.params, &weighted, ct.c1(), rng);
+        let shares = batch
+            .iter()
+            .enumerate()
+            .map(|(k, ct)| {
+                let d = super::decryption_share(&self.params, &weighted, ct.c1(), rng)?;
+                Ok(Share::new(
+                    self.id,
+                    session,
+                    chunk_binding(active, k, batch.len()),
+                    d,
+                ))
+            })
+            .collect();
         weighted.wipe();
-        Ok(Share::new(self.id, ct.session(), active.digest(), d?))
+        shares
     }
 }
 
@@ -455,13 +545,49 @@ pub fn fuse_threshold(
     shares: &[DecryptionShare],
 ) -> Result<Decrypted, CkksError> {
     active.check_for(ct.session(), &ct.digest())?;
-    let mut m = ShareCollector::aggregate(
-        &ct.params,
-        &active.members,
-        ct.session(),
-        active.digest(),
-        shares,
-    )?;
+    fuse_column(ct, active, active.digest(), shares.iter())
+}
+
+/// Every ciphertext of `batch` decrypted from the active members' shares: one list per member,
+/// in batch order (as [`ThresholdParty::partial_decrypt_batch`] returns them). A list of the
+/// wrong length, or a share out of its place, is refused by name.
+pub fn fuse_threshold_batch(
+    batch: &[Ciphertext],
+    active: &ActiveSet,
+    shares: &[Vec<DecryptionShare>],
+) -> Result<Vec<Decrypted>, CkksError> {
+    let (session, digest) = batch_digest(batch)?;
+    active.check_for(session, &digest)?;
+    if let Some(list) = shares.iter().find(|l| l.len() != batch.len()) {
+        return Err(CkksError::Mismatch(format!(
+            "party {} sent {} shares for a batch of {}",
+            list.first().map_or(0, Share::party),
+            list.len(),
+            batch.len()
+        )));
+    }
+    batch
+        .iter()
+        .enumerate()
+        .map(|(k, ct)| {
+            let binding = chunk_binding(active, k, batch.len());
+            fuse_column(ct, active, binding, shares.iter().map(|l| &l[k]))
+        })
+        .collect()
+}
+
+/// `C0 + Σ D_j` of one ciphertext from one share per active member, each bound to `binding`.
+fn fuse_column<'a>(
+    ct: &Ciphertext,
+    active: &ActiveSet,
+    binding: [u8; 32],
+    shares: impl Iterator<Item = &'a DecryptionShare>,
+) -> Result<Decrypted, CkksError> {
+    let mut column = ShareCollector::new(&ct.params, &active.members, ct.session(), binding)?;
+    for share in shares {
+        column.add(share)?;
+    }
+    let mut m = column.finish()?;
     ct.params.basis().add_assign(&mut m, ct.c0());
     Ok(Decrypted::new(Arc::clone(&ct.params), m))
 }

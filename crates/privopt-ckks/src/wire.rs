@@ -41,8 +41,8 @@ use crate::eval::{
 };
 use crate::multiparty::SecretKey as PartySecret;
 use crate::multiparty::{
-    ActiveSet, Ciphertext, Committee, MAX_ANSWERED, Party, Round, SecretShare, Share, SharingRound,
-    ThresholdParty,
+    ActiveSet, Ciphertext, Committee, DecryptionShare, MAX_ANSWERED, Party, Round, SecretShare,
+    Share, SharingRound, ThresholdParty,
 };
 use crate::params::CkksParams;
 
@@ -62,6 +62,11 @@ const KIND_PARTY: u8 = 9;
 const KIND_ENCAPSULATION_KEYS: u8 = 10;
 const KIND_ACTIVE_SET: u8 = 12;
 const KIND_THRESHOLD_PARTY: u8 = 13;
+const KIND_ENCRYPTED_MODEL: u8 = 14;
+const KIND_SHARE_BATCH: u8 = 15;
+
+/// Most ciphertexts in one encrypted model (2^24 values at n = 2^12 is 4 096).
+pub const MAX_MODEL_CHUNKS: usize = 1 << 16;
 const HEADER: usize = 4 + 1 + 1 + 2 + 32 + 8;
 /// Most members a ciphertext may name.
 pub const MAX_MEMBERS: usize = 1 << 16;
@@ -481,6 +486,116 @@ impl Ciphertext {
             c1,
         })
     }
+}
+
+impl crate::multiparty::EncryptedModel {
+    /// The model as bytes: its length, its key's members and sum count once, then every
+    /// chunk's two polynomials.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let first = &self.cts[0];
+        let params = &first.params;
+        let mut out = Vec::with_capacity(
+            HEADER + 20 + 4 * first.members.len() + self.cts.len() * 2 * poly_bytes(params),
+        );
+        header(&mut out, KIND_ENCRYPTED_MODEL, params, first.session);
+        out.extend_from_slice(&(self.len as u64).to_le_bytes());
+        out.extend_from_slice(&(self.cts.len() as u32).to_le_bytes());
+        out.extend_from_slice(&first.count.to_le_bytes());
+        out.extend_from_slice(&(first.members.len() as u32).to_le_bytes());
+        for m in &first.members {
+            out.extend_from_slice(&m.to_le_bytes());
+        }
+        for ct in &self.cts {
+            put_poly(&mut out, &ct.c0);
+            put_poly(&mut out, &ct.c1);
+        }
+        out
+    }
+
+    /// Parses a model under `params`: its chunk count must be `⌈len / n⌉` and every byte
+    /// present before anything is allocated for it.
+    pub fn from_bytes(params: &Arc<CkksParams>, bytes: &[u8]) -> Result<Self, CkksError> {
+        let mut r = Reader {
+            bytes,
+            pos: 0,
+            what: "encrypted model",
+        };
+        let session = r.header(KIND_ENCRYPTED_MODEL, params, None)?;
+        let len = usize::try_from(r.u64()?).map_err(|_| r.bad("length overflows"))?;
+        let chunks = r.u32()? as usize;
+        if len == 0 || chunks > MAX_MODEL_CHUNKS || chunks != len.div_ceil(params.n()) {
+            return Err(r.bad(format!(
+                "{chunks} chunks for {len} values (at most {MAX_MODEL_CHUNKS} chunks of {})",
+                params.n()
+            )));
+        }
+        let count = r.u32()?;
+        if count == 0 {
+            return Err(r.bad("a ciphertext sums at least one encryption"));
+        }
+        let k = r.member_count()?;
+        r.expect_len(HEADER + 20 + 4 * k + chunks * 2 * poly_bytes(params))?;
+        let members = r.members(k)?;
+        let cts = (0..chunks)
+            .map(|_| {
+                Ok(Ciphertext {
+                    params: Arc::clone(params),
+                    session,
+                    members: members.clone(),
+                    count,
+                    c0: r.poly(params)?,
+                    c1: r.poly(params)?,
+                })
+            })
+            .collect::<Result<Vec<_>, CkksError>>()?;
+        Ok(Self { len, cts })
+    }
+}
+
+/// One member's decryption shares of a batch (an encrypted model's chunks) as bytes.
+pub fn share_batch_to_bytes(params: &CkksParams, shares: &[DecryptionShare]) -> Vec<u8> {
+    let session = shares.first().map_or(0, |s| s.session);
+    let party = shares.first().map_or(0, |s| s.party);
+    let mut out = Vec::with_capacity(HEADER + 8 + shares.len() * (32 + poly_bytes(params)));
+    header(&mut out, KIND_SHARE_BATCH, params, session);
+    out.extend_from_slice(&party.to_le_bytes());
+    out.extend_from_slice(&(shares.len() as u32).to_le_bytes());
+    for s in shares {
+        out.extend_from_slice(&s.binding);
+        put_poly(&mut out, &s.poly);
+    }
+    out
+}
+
+/// Parses what [`share_batch_to_bytes`] wrote: one member's shares, all of one session.
+pub fn share_batch_from_bytes(
+    params: &CkksParams,
+    bytes: &[u8],
+) -> Result<Vec<DecryptionShare>, CkksError> {
+    let mut r = Reader {
+        bytes,
+        pos: 0,
+        what: "decryption share batch",
+    };
+    let session = r.header(KIND_SHARE_BATCH, params, None)?;
+    let party = r.u32()?;
+    let k = r.u32()? as usize;
+    if k == 0 || k > MAX_MODEL_CHUNKS {
+        return Err(r.bad(format!("{k} shares, 1..={MAX_MODEL_CHUNKS} expected")));
+    }
+    r.expect_len(HEADER + 8 + k * (32 + poly_bytes(params)))?;
+    (0..k)
+        .map(|_| {
+            let binding = r.digest()?;
+            Ok(Share {
+                party,
+                session,
+                binding,
+                poly: r.poly(params)?,
+                round: PhantomData,
+            })
+        })
+        .collect()
 }
 
 impl crate::eval::Ciphertext {

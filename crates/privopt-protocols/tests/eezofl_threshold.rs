@@ -191,7 +191,8 @@ fn a_round_needs_uploads_from_the_threshold_and_sums_only_what_came() {
         .collect();
     let six = fed.server.sum(&uploads[..6]).unwrap_err();
     assert!(
-        six.to_string().contains("devices 6, 7, 8, 9 sent no ciphertext")
+        six.to_string()
+            .contains("devices 6, 7, 8, 9 sent no ciphertext")
             && six.to_string().contains("7 needed"),
         "{six}"
     );

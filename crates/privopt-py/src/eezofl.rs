@@ -13,12 +13,12 @@ use privopt_protocols::eezofl::{
     DigitalDevice, DigitalServer, KeyRelay, ShareUpload, SumBroadcast, Upload, default_threshold,
     encode_scalar,
 };
+use privopt_protocols::eezofl::{Schedule, direction_key};
 use privopt_protocols::threshold::{SealedShare, SealingKey};
 use privopt_protocols::wire::Message;
-use std::collections::BTreeMap;
-use privopt_protocols::eezofl::{Schedule, direction_key};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+use std::collections::BTreeMap;
 
 use crate::ckks::PyParams;
 use crate::errors;
@@ -287,10 +287,7 @@ impl PyServer {
         py: Python<'py>,
         present: Vec<u32>,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        let active = self
-            .server
-            .active_set(&present)
-            .map_err(errors::protocol)?;
+        let active = self.server.active_set(&present).map_err(errors::protocol)?;
         Ok(PyBytes::new(py, &active.to_bytes(&self.params)))
     }
 

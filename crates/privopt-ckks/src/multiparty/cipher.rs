@@ -132,10 +132,12 @@ pub struct Ciphertext {
 
 impl Ciphertext {
     /// The homomorphic sum of ciphertexts under the same key and session.
-    pub fn sum(cts: &[Ciphertext]) -> Result<Ciphertext, CkksError> {
-        let (first, rest) = cts
-            .split_first()
+    pub fn sum<'a>(cts: impl IntoIterator<Item = &'a Ciphertext>) -> Result<Ciphertext, CkksError> {
+        let mut cts = cts.into_iter();
+        let first = cts
+            .next()
             .ok_or_else(|| CkksError::Mismatch("nothing to sum".into()))?;
+        let rest = cts;
         let mut acc = first.clone();
         let basis = first.params.basis();
         for ct in rest {

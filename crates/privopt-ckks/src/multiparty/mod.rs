@@ -25,11 +25,13 @@
 //! [`ActiveSet`] of at least `t` members, each answering at most once per ciphertext.
 
 mod cipher;
+mod model;
 mod party;
 mod shares;
 mod threshold;
 
 pub use cipher::{Ciphertext, CollectivePublicKey, Decrypted, encrypt_with_key, fuse};
+pub use model::{EncryptedModel, ModelCodec};
 pub use party::{CommonPoly, Party, SecretKey, decryption_share, partial_public_key};
 pub use shares::{
     DecryptRound, DecryptionShare, KeyRound, PublicKeyShare, Round, Share, ShareCollector,

@@ -1,0 +1,208 @@
+//! Whole model updates under the collective key: a vector of any length packed `n` values per
+//! ciphertext into the **coefficients** (`round(x·Λ)` in coefficient `j` of chunk `j / n`).
+//!
+//! Coefficients, not slots: aggregation only adds, so nothing needs the slots' SIMD
+//! multiplication or rotations, and coefficient packing carries `n` values per ciphertext
+//! where slots carry `n/2`, with no FFT to encode or decode. A sum of `k` updates decrypts to
+//! `Σ round(x_i·Λ)` plus the decryption noise, so the average is exact to `~noise/(k·Λ)`.
+
+use std::sync::Arc;
+
+use rand::CryptoRng;
+
+use super::{Ciphertext, CollectivePublicKey, Decrypted};
+use crate::error::CkksError;
+use crate::params::CkksParams;
+
+/// How a model of `len` values is packed, and the bound its entries are held to.
+#[derive(Clone, Debug)]
+pub struct ModelCodec {
+    params: Arc<CkksParams>,
+    len: usize,
+    clip: f64,
+    max_updates: u32,
+}
+
+impl ModelCodec {
+    /// Models of `len` values with entries in `[−clip, clip]`, summed over at most
+    /// `max_updates` updates: refused if such a sum could wrap modulo `Q` (`Q/2` must exceed
+    /// `max_updates·clip·Λ` with a bit to spare for the noise, which is ~2^21 against
+    /// Λ ≥ 2^40).
+    pub fn new(
+        params: &Arc<CkksParams>,
+        len: usize,
+        clip: f64,
+        max_updates: u32,
+    ) -> Result<Self, CkksError> {
+        if len == 0 {
+            return Err(CkksError::InvalidParams("a model of 0 values".into()));
+        }
+        if !(clip.is_finite() && clip > 0.0) {
+            return Err(CkksError::InvalidParams(format!(
+                "clip {clip}: a finite bound > 0"
+            )));
+        }
+        if max_updates == 0 {
+            return Err(CkksError::InvalidParams("max_updates 0".into()));
+        }
+        let needed =
+            f64::from(max_updates).log2() + clip.log2() + f64::from(params.scale_log2()) + 2.0;
+        let room = params.basis().log_modulus();
+        if needed > room {
+            return Err(CkksError::InvalidParams(format!(
+                "a sum of {max_updates} updates within ±{clip} at scale 2^{} needs a modulus of \
+                 2^{needed:.1}; the parameters have 2^{room:.1}",
+                params.scale_log2()
+            )));
+        }
+        Ok(Self {
+            params: Arc::clone(params),
+            len,
+            clip,
+            max_updates,
+        })
+    }
+
+    /// Values per model.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the model is empty (never: [`ModelCodec::new`] refuses it).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Ciphertexts per model: `⌈len / n⌉`.
+    pub fn chunks(&self) -> usize {
+        self.len.div_ceil(self.params.n())
+    }
+
+    /// The entries' bound.
+    pub fn clip(&self) -> f64 {
+        self.clip
+    }
+
+    /// `values` encrypted under `key`, chunk by chunk. Refuses (naming the first bad index) a
+    /// model of another length, a non-finite entry and one outside `±clip`: a bad update never
+    /// reaches a sum.
+    pub fn encrypt(
+        &self,
+        key: &CollectivePublicKey,
+        values: &[f32],
+        rng: &mut impl CryptoRng,
+    ) -> Result<EncryptedModel, CkksError> {
+        if values.len() != self.len {
+            return Err(CkksError::Encoding(format!(
+                "a model of {} values, the codec packs {}",
+                values.len(),
+                self.len
+            )));
+        }
+        if let Some((index, x)) = values
+            .iter()
+            .enumerate()
+            .find(|(_, x)| !(x.is_finite() && f64::from(x.abs()) <= self.clip))
+        {
+            return Err(CkksError::Encoding(format!(
+                "value {x} at index {index} is not finite within ±{}",
+                self.clip
+            )));
+        }
+        let n = self.params.n();
+        let scale = self.params.scale();
+        let mut coeffs = vec![0i64; n];
+        let cts = values
+            .chunks(n)
+            .map(|chunk| {
+                coeffs.fill(0);
+                for (c, &x) in coeffs.iter_mut().zip(chunk) {
+                    *c = (f64::from(x) * scale).round() as i64;
+                }
+                key.encrypt(&coeffs, rng)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(EncryptedModel { len: self.len, cts })
+    }
+
+    /// The average of the `count` updates a model sum holds, from its decrypted chunks.
+    pub fn average(&self, plain: &[Decrypted], count: u32) -> Result<Vec<f64>, CkksError> {
+        if plain.len() != self.chunks() {
+            return Err(CkksError::Mismatch(format!(
+                "{} decrypted chunks for a model of {}",
+                plain.len(),
+                self.chunks()
+            )));
+        }
+        if count == 0 || count > self.max_updates {
+            return Err(CkksError::InvalidParams(format!(
+                "a sum of {count} updates, the codec allows 1..={}",
+                self.max_updates
+            )));
+        }
+        let divisor = self.params.scale() * f64::from(count);
+        let mut out = Vec::with_capacity(self.chunks() * self.params.n());
+        for p in plain {
+            out.extend(
+                p.integer_coefficients()?
+                    .iter()
+                    .map(|&c| c as f64 / divisor),
+            );
+        }
+        out.truncate(self.len);
+        Ok(out)
+    }
+}
+
+/// One model update (or a sum of them) as ciphertexts under the collective key.
+#[derive(Clone, Debug)]
+pub struct EncryptedModel {
+    pub(crate) len: usize,
+    pub(crate) cts: Vec<Ciphertext>,
+}
+
+impl EncryptedModel {
+    /// The sum of `models` (one chunk sum per position): refused if they differ in length or
+    /// key.
+    pub fn sum(models: &[EncryptedModel]) -> Result<EncryptedModel, CkksError> {
+        let first = models
+            .first()
+            .ok_or_else(|| CkksError::InvalidParams("a sum of no models".into()))?;
+        if let Some(m) = models
+            .iter()
+            .find(|m| m.len != first.len || m.cts.len() != first.cts.len())
+        {
+            return Err(CkksError::Mismatch(format!(
+                "a model of {} values summed with one of {}",
+                m.len, first.len
+            )));
+        }
+        let cts = (0..first.cts.len())
+            .map(|k| Ciphertext::sum(models.iter().map(|m| &m.cts[k])))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(EncryptedModel {
+            len: first.len,
+            cts,
+        })
+    }
+
+    /// Values in the model.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it holds no values (never, for a model a codec made).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// How many updates it sums.
+    pub fn count(&self) -> u32 {
+        self.cts.first().map_or(0, Ciphertext::count)
+    }
+
+    /// Its ciphertexts, one per chunk: the batch an active set and the shares are for.
+    pub fn ciphertexts(&self) -> &[Ciphertext] {
+        &self.cts
+    }
+}

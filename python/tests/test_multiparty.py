@@ -7,7 +7,13 @@ import pytest
 
 from privopt import ckks
 from privopt.ckks import multiparty as mk
-from privopt.errors import MalformedMessage, ParameterError, PeerMisbehaved, ProtocolError
+from privopt.errors import (
+    MalformedMessage,
+    ParameterError,
+    PeerMisbehaved,
+    PrivoptError,
+    ProtocolError,
+)
 
 
 @pytest.fixture(scope="module")
@@ -102,3 +108,40 @@ def test_any_three_of_four_decrypt_once_per_ciphertext(setup):
         mk.ActiveSet(committee, total, [0, 1])
     with pytest.raises(ParameterError):
         mk.Committee(1, [0, 1, 2])
+
+
+def test_whole_models_average_under_a_threshold_key_with_a_member_gone():
+    params = ckks.Params(4096, [60], scale_bits=46)
+    crs = mk.CommonPoly(params, os.urandom(32))
+    parties = [mk.Party(i, params, crs) for i in range(5)]
+    key = mk.CollectivePublicKey.aggregate(
+        params, crs, list(range(5)), 0, [p.public_key_share(0) for p in parties]
+    )
+    committee = mk.Committee(4, list(range(5)))
+    dealt = [p.deal(committee, 0) for p in parties]
+    members = [
+        mk.ThresholdParty.from_shares(p, committee, 0, [d[p.id] for d in dealt]) for p in parties
+    ]
+    length = 2 * 4096 + 5
+    codec = mk.ModelCodec(params, length, clip=1.0)
+    assert codec.chunks == 3
+    rng = np.random.default_rng(0)
+    updates = [rng.uniform(-0.05, 0.05, length).astype(np.float32) for _ in range(5)]
+    uploads = [
+        mk.EncryptedModel.from_bytes(params, codec.encrypt(key, u).to_bytes()) for u in updates
+    ]
+    total = mk.EncryptedModel.sum(uploads)
+    assert (total.count, total.length) == (5, length)
+    active = mk.ActiveSet.for_model(committee, total, [0, 2, 3, 4])  # member 1 is gone
+    shares = [members[j].partial_decrypt_model(total, active) for j in (0, 2, 3, 4)]
+    with pytest.raises(PeerMisbehaved):
+        members[0].partial_decrypt_model(total, active)  # each chunk is answered once
+    average = codec.average(total, active, shares)
+    want = np.mean(np.stack(updates).astype(np.float64), axis=0)
+    assert np.max(np.abs(average - want)) / np.max(np.abs(want)) < 1e-6
+    bad = updates[0].copy()
+    bad[7] = np.nan
+    with pytest.raises(PrivoptError, match="index 7"):
+        codec.encrypt(key, bad)
+    with pytest.raises(PrivoptError, match="needs a modulus"):
+        mk.ModelCodec(params, 10, clip=1e6, max_updates=1 << 20)

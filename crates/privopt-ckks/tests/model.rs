@@ -69,7 +69,7 @@ fn four_of_five_decrypt_the_average_of_five_models_within_1e_6() {
             EncryptedModel::from_bytes(&params, &m.to_bytes()).unwrap()
         })
         .collect();
-    let sum = EncryptedModel::sum(&uploads).unwrap();
+    let sum = EncryptedModel::sum(&uploads.iter().collect::<Vec<_>>()).unwrap();
     assert_eq!(sum.count(), N);
     // Member 2 is gone; the other four decrypt.
     let active = ActiveSet::for_batch(&committee, sum.ciphertexts(), &[0, 1, 3, 4]).unwrap();

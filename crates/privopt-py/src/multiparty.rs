@@ -5,19 +5,22 @@
 use std::sync::Arc;
 
 use numpy::PyArray1;
+use numpy::PyReadonlyArray1;
 use privopt_ckks::CkksParams;
 use privopt_ckks::encoding::SlotEncoder;
 use privopt_ckks::multiparty::{
-    ActiveSet, Ciphertext, CollectivePublicKey, Committee, CommonPoly, DecryptionShare, Party,
-    PublicKeyShare, SecretShare, ThresholdParty, fuse, fuse_threshold,
+    ActiveSet, Ciphertext, CollectivePublicKey, Committee, CommonPoly, DecryptionShare,
+    EncryptedModel, ModelCodec, Party, PublicKeyShare, SecretShare, ThresholdParty, fuse,
+    fuse_threshold, fuse_threshold_batch,
 };
+use privopt_ckks::wire::{share_batch_from_bytes, share_batch_to_bytes};
 use privopt_math::sample::secret_rng;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::ckks::PyParams;
 use crate::errors;
-use crate::numpy_io::{Reals, array, to_vec};
+use crate::numpy_io::{Reals, array, slice_or_copy, to_vec};
 
 /// The common random polynomial ``a``, expanded from a public 32-byte seed that every party
 /// and the server share (the server picks it, e.g. ``os.urandom(32)``).
@@ -146,6 +149,18 @@ impl PyActiveSet {
             .map_err(errors::ckks)
     }
 
+    /// ``members`` decrypt every chunk of ``model`` (one set, one request for them all).
+    #[staticmethod]
+    fn for_model(
+        committee: &PyCommittee,
+        model: &PyEncryptedModel,
+        members: Vec<u32>,
+    ) -> PyResult<Self> {
+        ActiveSet::for_batch(&committee.0, model.inner.ciphertexts(), &members)
+            .map(Self)
+            .map_err(errors::ckks)
+    }
+
     /// The members, sorted.
     #[getter]
     fn members(&self) -> Vec<u32> {
@@ -239,6 +254,175 @@ impl PyThresholdParty {
             .detach(|| inner.partial_decrypt(&ct.0, &active.0, &mut secret_rng(None)))
             .map_err(errors::ckks)?;
         Ok(PyBytes::new(py, &share.to_bytes(&self.params)))
+    }
+
+    /// This member's shares of every chunk of ``model`` for ``active`` (one bytes object);
+    /// refused whole if any chunk was answered before.
+    fn partial_decrypt_model<'py>(
+        &mut self,
+        py: Python<'py>,
+        model: &PyEncryptedModel,
+        active: &PyActiveSet,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let inner = &mut self.inner;
+        let shares = py
+            .detach(|| {
+                inner.partial_decrypt_batch(
+                    model.inner.ciphertexts(),
+                    &active.0,
+                    &mut secret_rng(None),
+                )
+            })
+            .map_err(errors::ckks)?;
+        Ok(PyBytes::new(
+            py,
+            &share_batch_to_bytes(&self.params, &shares),
+        ))
+    }
+}
+
+/// How a model update of ``length`` values is packed under a collective key: ``n`` values per
+/// ciphertext in the coefficients, entries within ``±clip``, sums of at most ``max_updates``
+/// updates (refused if such a sum could wrap the modulus).
+#[pyclass(module = "privopt.ckks.multiparty", name = "ModelCodec", frozen)]
+pub struct PyModelCodec {
+    codec: ModelCodec,
+    params: Arc<CkksParams>,
+}
+
+#[pymethods]
+impl PyModelCodec {
+    #[new]
+    #[pyo3(signature = (params, length, clip, max_updates = 64))]
+    fn new(params: &PyParams, length: usize, clip: f64, max_updates: u32) -> PyResult<Self> {
+        let codec = ModelCodec::new(&params.0, length, clip, max_updates).map_err(errors::ckks)?;
+        Ok(Self {
+            codec,
+            params: Arc::clone(&params.0),
+        })
+    }
+
+    /// Values per model.
+    #[getter]
+    fn length(&self) -> usize {
+        self.codec.len()
+    }
+
+    /// Ciphertexts per model.
+    #[getter]
+    fn chunks(&self) -> usize {
+        self.codec.chunks()
+    }
+
+    /// The entries' bound.
+    #[getter]
+    fn clip(&self) -> f64 {
+        self.codec.clip()
+    }
+
+    /// ``values`` (1-D ``float32``) encrypted under ``key``; a wrong length, a non-finite entry
+    /// or one outside ``±clip`` raises, naming the index.
+    fn encrypt(
+        &self,
+        py: Python<'_>,
+        key: &PyCollectiveKey,
+        values: PyReadonlyArray1<'_, f32>,
+    ) -> PyResult<PyEncryptedModel> {
+        let values = slice_or_copy(&values);
+        let inner = py
+            .detach(|| self.codec.encrypt(&key.key, &values, &mut secret_rng(None)))
+            .map_err(errors::ckks)?;
+        Ok(PyEncryptedModel {
+            inner,
+            params: Arc::clone(&self.params),
+        })
+    }
+
+    /// The average of the updates ``model`` sums, from the shares (bytes of
+    /// :meth:`ThresholdParty.partial_decrypt_model`) of every member of ``active``.
+    fn average<'py>(
+        &self,
+        py: Python<'py>,
+        model: &PyEncryptedModel,
+        active: &PyActiveSet,
+        shares: Vec<Vec<u8>>,
+    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let shares = shares
+            .iter()
+            .map(|b| share_batch_from_bytes(&self.params, b))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(errors::ckks)?;
+        let out = py
+            .detach(|| {
+                let plain = fuse_threshold_batch(model.inner.ciphertexts(), &active.0, &shares)?;
+                self.codec.average(&plain, model.inner.count())
+            })
+            .map_err(errors::ckks)?;
+        Ok(array(py, out))
+    }
+}
+
+/// A model update (or a sum of them) under the collective key.
+#[pyclass(module = "privopt.ckks.multiparty", name = "EncryptedModel", frozen)]
+pub struct PyEncryptedModel {
+    inner: EncryptedModel,
+    params: Arc<CkksParams>,
+}
+
+#[pymethods]
+impl PyEncryptedModel {
+    /// The chunk-wise sum of ``models`` (same length, same key).
+    #[staticmethod]
+    fn sum(py: Python<'_>, models: Vec<PyRef<'_, PyEncryptedModel>>) -> PyResult<Self> {
+        let first = models.first().ok_or_else(|| {
+            errors::ckks(privopt_ckks::CkksError::InvalidParams(
+                "a sum of no models".into(),
+            ))
+        })?;
+        let params = Arc::clone(&first.params);
+        let refs: Vec<&EncryptedModel> = models.iter().map(|m| &m.inner).collect();
+        let inner = py
+            .detach(|| EncryptedModel::sum(&refs))
+            .map_err(errors::ckks)?;
+        Ok(Self { inner, params })
+    }
+
+    fn __add__(&self, py: Python<'_>, other: &Self) -> PyResult<Self> {
+        let inner = py
+            .detach(|| EncryptedModel::sum(&[&self.inner, &other.inner]))
+            .map_err(errors::ckks)?;
+        Ok(Self {
+            inner,
+            params: Arc::clone(&self.params),
+        })
+    }
+
+    /// Values in the model.
+    #[getter]
+    fn length(&self) -> usize {
+        self.inner.len()
+    }
+
+    /// How many updates it sums.
+    #[getter]
+    fn count(&self) -> u32 {
+        self.inner.count()
+    }
+
+    /// The model as bytes.
+    fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        let bytes = py.detach(|| self.inner.to_bytes());
+        PyBytes::new(py, &bytes)
+    }
+
+    /// Parses a model under ``params``.
+    #[staticmethod]
+    fn from_bytes(py: Python<'_>, params: &PyParams, data: &[u8]) -> PyResult<Self> {
+        let params = Arc::clone(&params.0);
+        let inner = py
+            .detach(|| EncryptedModel::from_bytes(&params, data))
+            .map_err(errors::ckks)?;
+        Ok(Self { inner, params })
     }
 }
 
@@ -437,6 +621,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyCommittee>()?;
     m.add_class::<PyActiveSet>()?;
     m.add_class::<PyThresholdParty>()?;
+    m.add_class::<PyModelCodec>()?;
+    m.add_class::<PyEncryptedModel>()?;
     m.add_function(wrap_pyfunction!(fuse_threshold_shares, m)?)?;
     m.add_class::<PyCommonPoly>()?;
     m.add_class::<PyParty>()?;

@@ -164,7 +164,7 @@ pub struct EncryptedModel {
 impl EncryptedModel {
     /// The sum of `models` (one chunk sum per position): refused if they differ in length or
     /// key.
-    pub fn sum(models: &[EncryptedModel]) -> Result<EncryptedModel, CkksError> {
+    pub fn sum(models: &[&EncryptedModel]) -> Result<EncryptedModel, CkksError> {
         let first = models
             .first()
             .ok_or_else(|| CkksError::InvalidParams("a sum of no models".into()))?;

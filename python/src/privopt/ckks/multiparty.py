@@ -23,6 +23,15 @@ Threshold form (any ``t`` of the ``N`` members decrypt, so a round survives drop
 
 A second request for the same ciphertext raises :class:`~privopt.errors.PeerMisbehaved`: a
 failed round is retried on a fresh encryption.
+
+Whole models (any length, ``n`` values per ciphertext in the coefficients)::
+
+    codec = ModelCodec(params, length, clip=1.0)
+    upload = codec.encrypt(key, update)                   # 1-D float32, entries within ±clip
+    total = EncryptedModel.sum(uploads)                   # on the server
+    active = ActiveSet.for_model(committee, total, survivors)
+    shares = [m.partial_decrypt_model(total, active) for m in members]
+    average = codec.average(total, active, shares)        # float64, the mean of the updates
 """
 
 from __future__ import annotations
@@ -38,6 +47,8 @@ fuse = _native.fuse_shares
 Committee = _native.Committee
 ActiveSet = _native.ActiveSet
 ThresholdParty = _native.ThresholdParty
+ModelCodec = _native.ModelCodec
+EncryptedModel = _native.EncryptedModel
 fuse_threshold = _native.fuse_threshold_shares
 
 __all__ = [
@@ -51,4 +62,6 @@ __all__ = [
     "ActiveSet",
     "ThresholdParty",
     "fuse_threshold",
+    "ModelCodec",
+    "EncryptedModel",
 ]

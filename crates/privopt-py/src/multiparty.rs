@@ -15,6 +15,8 @@ use privopt_ckks::multiparty::{
 };
 use privopt_ckks::wire::{share_batch_from_bytes, share_batch_to_bytes};
 use privopt_math::sample::secret_rng;
+use privopt_protocols::threshold::{SealedShare, SealingKey, ThresholdSetup};
+use privopt_protocols::wire::Message;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -65,6 +67,22 @@ impl PyParty {
     #[getter]
     fn id(&self) -> u32 {
         self.party.id()
+    }
+
+    /// The party (its secret included) as bytes, for its own storage between processes:
+    /// keep them as secret as the party.
+    fn snapshot<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.party.to_bytes())
+    }
+
+    /// A party from :meth:`snapshot` bytes.
+    #[staticmethod]
+    fn restore(params: &PyParams, state: &[u8]) -> PyResult<Self> {
+        let party = Party::from_bytes(&params.0, state).map_err(errors::ckks)?;
+        Ok(Self {
+            party,
+            params: Arc::clone(&params.0),
+        })
     }
 
     /// Phase 1: the partial public key ``b_i`` for ``session`` (bytes, for the server).
@@ -278,6 +296,86 @@ impl PyThresholdParty {
             py,
             &share_batch_to_bytes(&self.params, &shares),
         ))
+    }
+}
+
+/// One member's side of a threshold key's setup with every Shamir share sealed to its
+/// recipient (X25519, HKDF-SHA256, AES-128-GCM): the server relays bytes it cannot open.
+/// :attr:`sealing_key` to every member; :meth:`deal` with every member's sealing key (one
+/// sealed share per member, by recipient); :meth:`finish` with the shares sealed to it.
+#[pyclass(module = "privopt.ckks.multiparty", name = "ThresholdSetup")]
+pub struct PyThresholdSetup(ThresholdSetup);
+
+#[pymethods]
+impl PyThresholdSetup {
+    /// Member ``party`` of ``committee`` starts setup ``session`` with a fresh sealing key.
+    #[new]
+    fn new(party: &PyParty, committee: &PyCommittee, session: u64) -> PyResult<Self> {
+        ThresholdSetup::new(&party.party, &committee.0, session, &mut secret_rng(None))
+            .map(Self)
+            .map_err(errors::protocol)
+    }
+
+    /// This member's sealing key (bytes, for every member).
+    #[getter]
+    fn sealing_key<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.0.sealing_key().to_bytes())
+    }
+
+    /// With every member's sealing key, this member's shares, each sealed to its recipient,
+    /// ``{recipient: bytes}``. Deals once per setup: save the setup after this call.
+    fn deal<'py>(
+        &mut self,
+        py: Python<'py>,
+        party: &PyParty,
+        sealing_keys: Vec<Vec<u8>>,
+    ) -> PyResult<std::collections::BTreeMap<u32, Bound<'py, PyBytes>>> {
+        let keys = sealing_keys
+            .iter()
+            .map(|b| SealingKey::from_bytes(b).map_err(errors::decode))
+            .collect::<PyResult<Vec<_>>>()?;
+        let setup = &mut self.0;
+        let sealed = py
+            .detach(|| setup.deal(&party.party, &keys, &mut secret_rng(None)))
+            .map_err(errors::protocol)?;
+        Ok(sealed
+            .iter()
+            .map(|s| (s.to, PyBytes::new(py, &s.to_bytes())))
+            .collect())
+    }
+
+    /// The shares sealed to this member, one from every member: its threshold key.
+    fn finish(
+        &self,
+        py: Python<'_>,
+        party: &PyParty,
+        sealed: Vec<Vec<u8>>,
+    ) -> PyResult<PyThresholdParty> {
+        let sealed = sealed
+            .iter()
+            .map(|b| SealedShare::from_bytes(b).map_err(errors::decode))
+            .collect::<PyResult<Vec<_>>>()?;
+        let inner = py
+            .detach(|| self.0.finish(&party.party, &sealed))
+            .map_err(errors::protocol)?;
+        Ok(PyThresholdParty {
+            inner,
+            params: Arc::clone(&party.params),
+        })
+    }
+
+    /// The setup's state (its X25519 secret included) as bytes, for the member's own storage
+    /// between messages; never restore an older copy.
+    fn save<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.0.save())
+    }
+
+    /// A setup from :meth:`save` bytes.
+    #[staticmethod]
+    fn restore(state: &[u8]) -> PyResult<Self> {
+        ThresholdSetup::restore(state)
+            .map(Self)
+            .map_err(errors::protocol)
     }
 }
 
@@ -622,6 +720,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyActiveSet>()?;
     m.add_class::<PyThresholdParty>()?;
     m.add_class::<PyModelCodec>()?;
+    m.add_class::<PyThresholdSetup>()?;
     m.add_class::<PyEncryptedModel>()?;
     m.add_function(wrap_pyfunction!(fuse_threshold_shares, m)?)?;
     m.add_class::<PyCommonPoly>()?;

@@ -49,6 +49,7 @@ ActiveSet = _native.ActiveSet
 ThresholdParty = _native.ThresholdParty
 ModelCodec = _native.ModelCodec
 EncryptedModel = _native.EncryptedModel
+ThresholdSetup = _native.ThresholdSetup
 fuse_threshold = _native.fuse_threshold_shares
 
 __all__ = [
@@ -64,4 +65,5 @@ __all__ = [
     "fuse_threshold",
     "ModelCodec",
     "EncryptedModel",
+    "ThresholdSetup",
 ]

@@ -46,7 +46,7 @@ import logging
 import math
 import os
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -228,7 +228,7 @@ class SecureSum:
 
 
 @dataclass
-class _Round:
+class Round:
     """One SecAgg+ round's outcome, from the server's side."""
 
     average: list[npt.NDArray[np.float64]]
@@ -237,7 +237,7 @@ class _Round:
     dropped: dict[int, str]
 
 
-def _send(
+def send(
     grid: Any,
     requests: Mapping[int, RecordDict],
     group: str,
@@ -276,7 +276,7 @@ def _run_round(
     server_round: int,
     timeout: float | None,
     weighted: bool = True,
-) -> _Round:
+) -> Round:
     """Setup, share keys, collect masked vectors (the train contents go out here), unmask.
     ``weighted``: each client's weight is its reply's example count (else 1)."""
     nodes = sorted(train_contents)
@@ -326,7 +326,7 @@ def _run_round(
         for i in range(len(nodes))
     }
     log.debug("[setup] configuring %d clients", len(nodes))
-    deliver(_send(grid, setup, group, timeout, dropped, Stage.SETUP), Stage.SETUP)
+    deliver(send(grid, setup, group, timeout, dropped, Stage.SETUP), Stage.SETUP)
     masked: dict[int, Message] = {}
     for stage in (Stage.SHARE_KEYS, Stage.COLLECT_MASKED_VECTORS, Stage.UNMASK):
         outbox = server.close_stage()  # raises when too few clients are left
@@ -334,14 +334,14 @@ def _run_round(
         for sid, payload in outbox.items():
             node = node_of[sid]
             content = (
-                _copy(train_contents[node])
+                copy_content(train_contents[node])
                 if stage == Stage.COLLECT_MASKED_VECTORS
                 else RecordDict()
             )
             content.config_records[RECORD] = ConfigRecord({"stage": stage, "msg": payload})
             requests[node] = content
         log.debug("[%s] %d clients", stage, len(requests))
-        replies = _send(grid, requests, group, timeout, dropped, stage)
+        replies = send(grid, requests, group, timeout, dropped, stage)
         deliver(replies, stage)
         if stage == Stage.COLLECT_MASKED_VECTORS:
             masked = {n: m for n, m in replies.items() if n not in dropped}
@@ -350,7 +350,7 @@ def _run_round(
     survivors = {node_of[c] for c in contributors}
     for node in survivors:
         dropped.pop(node, None)  # a late unmask failure does not undo a counted input
-    return _Round(
+    return Round(
         average=average,
         weight=weight,
         replies={n: m for n, m in masked.items() if n in survivors},
@@ -358,7 +358,7 @@ def _run_round(
     )
 
 
-def _copy(content: RecordDict) -> RecordDict:
+def copy_content(content: RecordDict) -> RecordDict:
     """A shallow copy of a RecordDict (one per recipient; the records themselves are shared)."""
     out = RecordDict()
     for key, record in content.items():
@@ -475,73 +475,86 @@ class SecAggPlusWorkflow:
 
     def __call__(self, grid: Any, context: Context) -> None:
         """Runs one round of secure aggregation (as Flower's does)."""
-        import flwr.compat.common.recorddict_compat as compat
-        from flwr.common import ndarrays_to_parameters
-        from flwr.server.compat.legacy_context import LegacyContext
-        from flwr.server.workflow.constant import MAIN_CONFIGS_RECORD, MAIN_PARAMS_RECORD
-        from flwr.server.workflow.constant import Key as WorkflowKey
-
-        if not isinstance(context, LegacyContext):
-            raise TypeError(f"Expect a LegacyContext, but get {type(context).__name__}.")
-        cfg = context.state.config_records[MAIN_CONFIGS_RECORD]
-        server_round = cast(int, cfg[WorkflowKey.CURRENT_ROUND])
-        global_arrays = context.state.array_records[MAIN_PARAMS_RECORD]
-        parameters = compat.arrayrecord_to_parameters(global_arrays, keep_input=True)
-        proxies = context.strategy.configure_fit(server_round, parameters, context.client_manager)
-        if not proxies:
-            log.info("configure_fit: no clients selected, cancel")
-            return
-        log.info(
-            "configure_fit: strategy sampled %s clients (out of %s)",
-            len(proxies),
-            context.client_manager.num_available(),
-        )
-        contents = {p.node_id: compat.fitins_to_recorddict(ins, True) for p, ins in proxies}
-        proxy_of = {p.node_id: p for p, _ in proxies}
-        shapes = [tuple(a.shape) for a in global_arrays.to_numpy_ndarrays()]
         quant = Quantization(
             self.clipping_range, self.quantization_range, self.modulus_range, self.max_weight
         )
-        start = time.monotonic()
-        try:
-            outcome = _run_round(
-                grid,
-                contents,
-                shapes,
-                quant,
-                self.num_shares,
-                self.reconstruction_threshold,
-                server_round,
-                self.timeout,
-            )
-        except (PrivoptError, ValueError) as e:
-            log.error("Secure aggregation halted in round %s: %s", server_round, e)
-            return
-        for node, why in sorted(outcome.dropped.items()):
-            log.info("round %s: node %s dropped at %s", server_round, node, why)
-        log.info(
-            "Secure aggregation of %s clients completed in %.2f s",
-            len(outcome.replies),
-            time.monotonic() - start,
+
+        def aggregate(
+            contents: Mapping[int, RecordDict], shapes: Sequence[tuple[int, ...]], rnd: int
+        ) -> Round:
+            return _run_round(
+                grid, contents, shapes, quant, self.num_shares, self.reconstruction_threshold,
+                rnd, self.timeout,
+            )  # fmt: skip
+
+        legacy_fit(context, aggregate, "Secure aggregation")
+
+
+def legacy_fit(
+    context: Context,
+    aggregate: Callable[[Mapping[int, RecordDict], Sequence[tuple[int, ...]], int], Round],
+    label: str,
+) -> None:
+    """One fit round of a legacy ``Strategy`` with the sampled clients' parameters averaged
+    by ``aggregate`` (their train contents, the parameters' shapes, the round): the
+    strategy's ``configure_fit`` samples, ``aggregate_fit`` receives every contributor's
+    ``FitRes`` carrying the average, never a client's own."""
+    import flwr.compat.common.recorddict_compat as compat
+    from flwr.common import ndarrays_to_parameters
+    from flwr.server.compat.legacy_context import LegacyContext
+    from flwr.server.workflow.constant import MAIN_CONFIGS_RECORD, MAIN_PARAMS_RECORD
+    from flwr.server.workflow.constant import Key as WorkflowKey
+
+    if not isinstance(context, LegacyContext):
+        raise TypeError(f"Expect a LegacyContext, but get {type(context).__name__}.")
+    cfg = context.state.config_records[MAIN_CONFIGS_RECORD]
+    server_round = cast(int, cfg[WorkflowKey.CURRENT_ROUND])
+    global_arrays = context.state.array_records[MAIN_PARAMS_RECORD]
+    parameters = compat.arrayrecord_to_parameters(global_arrays, keep_input=True)
+    proxies = context.strategy.configure_fit(server_round, parameters, context.client_manager)
+    if not proxies:
+        log.info("configure_fit: no clients selected, cancel")
+        return
+    log.info(
+        "configure_fit: strategy sampled %s clients (out of %s)",
+        len(proxies),
+        context.client_manager.num_available(),
+    )
+    contents = {p.node_id: compat.fitins_to_recorddict(ins, True) for p, ins in proxies}
+    proxy_of = {p.node_id: p for p, _ in proxies}
+    shapes = [tuple(a.shape) for a in global_arrays.to_numpy_ndarrays()]
+    start = time.monotonic()
+    try:
+        outcome = aggregate(contents, shapes, server_round)
+    except (PrivoptError, ValueError) as e:
+        log.error("%s halted in round %s: %s", label, server_round, e)
+        return
+    for node, why in sorted(outcome.dropped.items()):
+        log.info("round %s: node %s dropped at %s", server_round, node, why)
+    log.info(
+        "%s of %s clients completed in %.2f s",
+        label,
+        len(outcome.replies),
+        time.monotonic() - start,
+    )
+    aggregated = ndarrays_to_parameters(outcome.average)
+    results = []
+    for node, msg in outcome.replies.items():
+        fitres = compat.recorddict_to_fitres(msg.content, True)
+        fitres.parameters = aggregated
+        results.append((proxy_of[node], fitres))
+    failures: list[tuple[Any, Any] | BaseException] = [
+        Exception(why) for why in outcome.dropped.values()
+    ]
+    params, metrics = context.strategy.aggregate_fit(server_round, results, failures)
+    if params:
+        context.state.array_records[MAIN_PARAMS_RECORD] = compat.parameters_to_arrayrecord(
+            params, True
         )
-        aggregated = ndarrays_to_parameters(outcome.average)
-        results = []
-        for node, msg in outcome.replies.items():
-            fitres = compat.recorddict_to_fitres(msg.content, True)
-            fitres.parameters = aggregated
-            results.append((proxy_of[node], fitres))
-        failures: list[tuple[Any, Any] | BaseException] = [
-            Exception(why) for why in outcome.dropped.values()
-        ]
-        params, metrics = context.strategy.aggregate_fit(server_round, results, failures)
-        if params:
-            context.state.array_records[MAIN_PARAMS_RECORD] = compat.parameters_to_arrayrecord(
-                params, True
-            )
-            context.history.add_metrics_distributed_fit(server_round=server_round, metrics=metrics)
+        context.history.add_metrics_distributed_fit(server_round=server_round, metrics=metrics)
 
 
-def _reply_arrays(content: RecordDict) -> tuple[list[npt.NDArray[Any]], float | None]:
+def reply_arrays(content: RecordDict) -> tuple[list[npt.NDArray[Any]], float | None]:
     """The arrays a ClientApp replied with (every ArrayRecord, in order) and its weight: a
     legacy ``FitRes``'s ``num_examples``, or a ``num-examples`` metric."""
     arrays: list[npt.NDArray[Any]] = []
@@ -559,20 +572,22 @@ def _reply_arrays(content: RecordDict) -> tuple[list[npt.NDArray[Any]], float | 
     return arrays, weight
 
 
-def _check_update(arrays: Sequence[npt.NDArray[Any]], weight: float, expected: int) -> None:
+def check_update(
+    arrays: Sequence[npt.NDArray[Any]], weight: float, expected: int, what: str = "SecAgg+"
+) -> None:
     """Refuses (so the client drops out of the round, named) an update the sum cannot take:
     the wrong length, a non-finite entry or weight. Entries outside the clipping range are
-    clipped by the quantizer, as Flower's are."""
+    clipped by SecAgg+'s quantizer, as Flower's are. ``what`` names the protocol."""
     size = sum(int(np.size(a)) for a in arrays)
     if size != expected:
-        raise ValueError(f"SecAgg+: the update has {size} values, the round sums {expected}")
+        raise ValueError(f"{what}: the update has {size} values, the round sums {expected}")
     if not (math.isfinite(weight) and weight >= 0):
-        raise ValueError(f"SecAgg+: the update's weight is {weight}, not a finite number >= 0")
+        raise ValueError(f"{what}: the update's weight is {weight}, not a finite number >= 0")
     for i, a in enumerate(arrays):
         bad = ~np.isfinite(np.asarray(a, dtype=np.float64))
         if bad.any():
             at = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"SecAgg+: array {i} of the update is not finite at index {at}")
+            raise ValueError(f"{what}: array {i} of the update is not finite at index {at}")
 
 
 def secaggplus_mod(msg: Message, ctxt: Context, call_next: ClientAppCallable) -> Message:
@@ -621,7 +636,7 @@ def secaggplus_mod(msg: Message, ctxt: Context, call_next: ClientAppCallable) ->
         result = call_next(msg, ctxt)
         if result.has_error():
             return result
-        arrays, weight = _reply_arrays(result.content)
+        arrays, weight = reply_arrays(result.content)
         if not keep["weighted"]:
             weight = 1.0
         quant = Quantization(
@@ -635,7 +650,7 @@ def secaggplus_mod(msg: Message, ctxt: Context, call_next: ClientAppCallable) ->
                 "SecAgg+: the train reply has no weight (a legacy FitRes num_examples or a "
                 "'num-examples' metric)"
             )
-        _check_update(arrays, weight, int(cast(int, keep["vector_len"])) - 1)
+        check_update(arrays, weight, int(cast(int, keep["vector_len"])) - 1)
         vector = quant.encode(arrays, weight)
         out = client.mask_input(cast(bytes, configs["msg"]), vector)
         _save(ctxt, client, keep)

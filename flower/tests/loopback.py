@@ -28,8 +28,9 @@ def task_identity() -> None:
 
 
 def stage_of(msg: Message) -> str:
-    """The SecAgg+ stage a message carries (privopt's record or Flower's)."""
-    for key in ("privopt.secaggplus", "secaggplus_configs"):
+    """The stage a message carries (privopt's SecAgg+ or encrypted-averaging record, or
+    Flower's SecAgg+)."""
+    for key in ("privopt.secaggplus", "secaggplus_configs", "privopt.heavg"):
         record = msg.content.config_records.get(key)
         if record is not None and "stage" in record:
             return str(record["stage"])

@@ -1,0 +1,460 @@
+"""Encrypted averaging of whole models for any Flower app, under a threshold multi-key CKKS
+key that no party holds: the server sums ciphertexts and learns the average only, and no
+party, the server included, holds a key that decrypts one client's update.
+
+The same shape as the SecAgg+ drop-in (:mod:`privopt_flower.secagg`)::
+
+    from privopt_flower.he import HeFedAvgWorkflow, he_mod
+
+    workflow = DefaultWorkflow(fit_workflow=HeFedAvgWorkflow(clip=8.0))
+    client_app = ClientApp(client_fn=client_fn, mods=[he_mod])
+
+and :func:`encrypted_mean` for apps on the Message API (``@app.main()`` with a ``Grid``).
+
+Each round, for the sampled clients (privopt's xMK-CKKS, docs/mkckks.md):
+
+1. ``keys``: each client draws a fresh secret for the round and sends its public-key share
+   and an X25519 sealing key;
+2. ``deal``: with every member's key shares each client aggregates the collective key, and
+   deals Shamir shares of its secret, each sealed to its recipient (the server relays them and
+   can open none);
+3. ``encrypt`` (the train message): each client opens its shares, runs the app's train
+   function, and uploads ``[w, w·x]`` (``w`` its example count over ``max_weight``, ``x`` the
+   flattened arrays, every entry within ``±clip``) encrypted under the collective key, ``n``
+   values per ciphertext in the coefficients (n = 4096, one 60-bit prime: 128-bit secure,
+   scale 2^49);
+4. ``decrypt``: the server sums the uploads, fixes the round's active set (``t`` of the
+   uploaders) and asks only them for their decryption shares, once; it fuses them into the
+   weighted average.
+
+``t`` (``threshold``, default two thirds of the sampled clients): a round survives the loss of
+``N − t`` clients after setup; ``t`` colluding clients could decrypt any upload. A client that
+misses ``keys`` or ``deal`` is left out and the setup restarts without it; one that misses
+``encrypt`` is not in the average; one of the active set that misses ``decrypt`` fails the
+round (its sum is never asked about again). A malicious client can still upload any update
+within ``±clip`` (no proof that it came from its data).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import numpy as np
+from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Message, RecordDict
+from flwr.app.message_type import MessageType
+from flwr.clientapp.typing import ClientAppCallable
+from privopt import ckks
+from privopt.ckks import multiparty as mk
+from privopt.errors import PrivoptError, ProtocolError
+from privopt.protocols import eezofl
+
+from .secagg import Round, check_update, copy_content, legacy_fit, reply_arrays, send
+
+__all__ = ["RECORD", "EncryptedMean", "HeFedAvgWorkflow", "Stage", "encrypted_mean", "he_mod"]
+
+log = logging.getLogger("privopt_flower.he")
+
+RECORD = "privopt.heavg"
+"""The config record that carries this protocol's fields in every message."""
+STATE = "privopt.heavg.state"
+"""The client's context-state record (its party and setup between stages)."""
+# n = 4096 at scale 2^49 with one 60-bit prime (log Q = 60 <= 109, the HE standard's 128-bit
+# bound), enough for a sum of up to 2^8 / clip updates within +-clip; larger rounds take a
+# second prime (log Q = 105), doubling the bytes.
+RING_DEGREE, SCALE_BITS = 4096, 49
+ONE_PRIME, TWO_PRIMES = [60], [60, 45]
+MAX_SETUP_ATTEMPTS = 3
+
+
+class Stage:
+    """The stages of a round."""
+
+    KEYS = "keys"
+    DEAL = "deal"
+    ENCRYPT = "encrypt"
+    DECRYPT = "decrypt"
+
+
+def params(primes: Sequence[int]) -> ckks.Params:
+    return ckks.Params(RING_DEGREE, list(primes), scale_bits=SCALE_BITS)
+
+
+def primes_for(updates: int, clip: float) -> list[int]:
+    """The smallest modulus whose sum of ``updates`` updates within ``±clip`` cannot wrap."""
+    return ONE_PRIME if updates * clip <= 2**8 else TWO_PRIMES
+
+
+def _crs(p: ckks.Params, session: int) -> mk.CommonPoly:
+    # Public: every member derives the round's common polynomial from the session.
+    return mk.CommonPoly(p, hashlib.sha256(f"privopt-heavg/{session}".encode()).digest())
+
+
+@dataclass
+class EncryptedMean:
+    """What :func:`encrypted_mean` returns."""
+
+    arrays: ArrayRecord
+    """``Σ w_i · x_i / Σ w_i`` over the contributors (``w_i`` = 1 unless weighted)."""
+    weight: float
+    """``Σ w_i``."""
+    replies: dict[int, Message]
+    """Each contributor's reply (its metrics and configs; its arrays cleared)."""
+    dropped: dict[int, str] = field(default_factory=dict)
+    """Nodes that left the round, with why."""
+
+
+def _setup(
+    grid: Any,
+    nodes: list[int],
+    clip: float,
+    threshold: int | None,
+    group: str,
+    timeout: float | None,
+    dropped: dict[int, str],
+) -> tuple[list[int], int, int, dict[int, list[bytes]]]:
+    """Keys and dealing among ``nodes``; a node that misses either is left out and the setup
+    restarts without it. Returns the members, the threshold, the session and each member's
+    sealed shares by dealer (in member order)."""
+    for _ in range(MAX_SETUP_ATTEMPTS):
+        if len(nodes) < 2:
+            raise ProtocolError(f"encrypted averaging needs at least 2 clients, got {len(nodes)}")
+        t = min(threshold or eezofl.default_threshold(len(nodes)), len(nodes))
+        session = int.from_bytes(os.urandom(8), "little") >> 1
+        ids = list(range(len(nodes)))
+        keys = {
+            node: RecordDict(
+                {
+                    RECORD: ConfigRecord(
+                        {
+                            "stage": Stage.KEYS,
+                            "session": session,
+                            "id": i,
+                            "members": ids,
+                            "threshold": t,
+                            "primes": primes_for(len(nodes), clip),
+                        }
+                    )
+                }
+            )
+            for i, node in enumerate(nodes)
+        }
+        replies = send(grid, keys, group, timeout, dropped, Stage.KEYS)
+        if len(replies) < len(nodes):
+            nodes = [n for n in nodes if n in replies]
+            continue
+        fields = [replies[n].content.config_records[RECORD] for n in nodes]
+        deal = ConfigRecord(
+            {
+                "stage": Stage.DEAL,
+                "key_shares": [cast(bytes, f["key_share"]) for f in fields],
+                "sealing_keys": [cast(bytes, f["sealing_key"]) for f in fields],
+            }
+        )
+        replies = send(grid, {n: RecordDict({RECORD: deal}) for n in nodes}, group, timeout,
+                       dropped, Stage.DEAL)  # fmt: skip
+        if len(replies) < len(nodes):
+            nodes = [n for n in nodes if n in replies]
+            continue
+        dealt = {
+            n: list(cast(list[bytes], replies[n].content.config_records[RECORD]["sealed"]))
+            for n in nodes
+        }
+        if any(len(s) != len(nodes) for s in dealt.values()):
+            raise ProtocolError("a member dealt the wrong number of sealed shares")
+        inbox = {node: [dealt[d][i] for d in nodes] for i, node in enumerate(nodes)}
+        for node in nodes:
+            dropped.pop(node, None)  # a failed earlier attempt does not count against it
+        return nodes, t, session, inbox
+    raise ProtocolError(f"the key setup failed {MAX_SETUP_ATTEMPTS} times: {dropped}")
+
+
+def _run_round(
+    grid: Any,
+    train_contents: Mapping[int, RecordDict],
+    shapes: Sequence[tuple[int, ...]],
+    clip: float,
+    max_weight: float,
+    threshold: int | None,
+    server_round: int,
+    timeout: float | None,
+    weighted: bool = True,
+) -> Round:
+    length = 1 + sum(math.prod(s) for s in shapes)
+    group = str(server_round)
+    dropped: dict[int, str] = {}
+    nodes, t, session, inbox = _setup(
+        grid, sorted(train_contents), clip, threshold, group, timeout, dropped
+    )
+    p = params(primes_for(len(nodes), clip))
+    codec = mk.ModelCodec(p, length, clip, len(nodes))
+    requests = {}
+    for node in nodes:
+        content = copy_content(train_contents[node])
+        content.config_records[RECORD] = ConfigRecord(
+            {
+                "stage": Stage.ENCRYPT,
+                "sealed": inbox[node],
+                "length": length,
+                "clip": clip,
+                "max_weight": max_weight,
+                "weighted": weighted,
+            }
+        )
+        requests[node] = content
+    replies = send(grid, requests, group, timeout, dropped, Stage.ENCRYPT)
+    uploads: dict[int, mk.EncryptedModel] = {}
+    for node, msg in replies.items():
+        try:
+            blob = cast(bytes, msg.content.config_records[RECORD]["upload"])
+            upload = mk.EncryptedModel.from_bytes(p, blob)
+            if upload.length != length or upload.count != 1:
+                raise ProtocolError(f"an upload of {upload.length} values summing {upload.count}")
+            uploads[node] = upload
+        except (PrivoptError, KeyError, TypeError) as e:
+            dropped[node] = f"{Stage.ENCRYPT}: upload refused ({e})"
+    if len(uploads) < t:
+        raise ProtocolError(f"{len(uploads)} of {len(nodes)} clients uploaded, {t} needed")
+    total = mk.EncryptedModel.sum(list(uploads.values()))
+    committee = mk.Committee(t, list(range(len(nodes))))
+    index = {node: i for i, node in enumerate(nodes)}
+    asked = sorted(uploads)[:t]
+    active = mk.ActiveSet.for_model(committee, total, [index[n] for n in asked])
+    request = ConfigRecord(
+        {"stage": Stage.DECRYPT, "sum": total.to_bytes(), "active": active.to_bytes(p)}
+    )
+    shares = send(grid, {n: RecordDict({RECORD: request}) for n in asked}, group, timeout,
+                  dropped, Stage.DECRYPT)  # fmt: skip
+    if len(shares) < len(asked):
+        missing = sorted(set(asked) - set(shares))
+        raise ProtocolError(f"node(s) {missing} of the active set sent no decryption share")
+    mean = codec.average(
+        total, active, [cast(bytes, shares[n].content.config_records[RECORD]["share"]) for n in asked]
+    ) * total.count  # fmt: skip
+    weight_sum = float(mean[0])
+    if weight_sum <= 0:
+        raise ProtocolError("the contributors' weights sum to zero: no average exists")
+    flat = mean[1:] / weight_sum
+    average, start = [], 0
+    for shape in shapes:
+        size = math.prod(shape)
+        average.append(flat[start : start + size].reshape(shape))
+        start += size
+    return Round(
+        average=average,
+        weight=weight_sum * max_weight,
+        replies={n: replies[n] for n in uploads},
+        dropped={n: why for n, why in dropped.items() if n not in uploads},
+    )
+
+
+def encrypted_mean(
+    grid: Any,
+    node_ids: Iterable[int],
+    content: RecordDict | Mapping[int, RecordDict],
+    *,
+    server_round: int,
+    template: ArrayRecord | None = None,
+    weighted: bool = False,
+    clip: float = 8.0,
+    max_weight: float | None = None,
+    threshold: int | None = None,
+    timeout: float | None = None,
+) -> EncryptedMean:
+    """Sends ``content`` (one RecordDict for all, or one per node) as a train message to
+    ``node_ids`` whose ClientApps run :func:`he_mod`, and returns the mean of the arrays they
+    reply with (weighted by their ``num-examples`` metric if ``weighted``), without any party
+    seeing one reply's arrays. ``template`` gives the reply's array shapes (default: the first
+    ArrayRecord of the content sent). Entries must lie within ``±clip`` (a client with one
+    outside drops out, named). Raises :class:`privopt.errors.ProtocolError` when fewer than
+    the threshold upload or a member of the active set does not answer."""
+    nodes = sorted(set(node_ids))
+    per_node = (
+        {n: content for n in nodes}
+        if isinstance(content, RecordDict)
+        else {n: content[n] for n in nodes}
+    )
+    if template is None:
+        first = next(iter(per_node.values()), RecordDict())
+        records = list(first.array_records.values())
+        if not records:
+            raise ValueError("encrypted_mean needs a template ArrayRecord (the content has none)")
+        template = records[0]
+    keys = list(template.keys())
+    shapes = [tuple(a.shape) for a in template.to_numpy_ndarrays()]
+    cap = max_weight if max_weight is not None else (1000.0 if weighted else 1.0)
+    _check_settings(clip, cap, threshold, timeout)
+    outcome = _run_round(
+        grid, per_node, shapes, clip, cap, threshold, server_round, timeout, weighted
+    )
+    return EncryptedMean(
+        arrays=ArrayRecord(
+            {k: Array(np.asarray(a)) for k, a in zip(keys, outcome.average, strict=True)}
+        ),
+        weight=outcome.weight,
+        replies=outcome.replies,
+        dropped=outcome.dropped,
+    )
+
+
+def _check_settings(
+    clip: float, max_weight: float, threshold: int | None, timeout: float | None
+) -> None:
+    if not (math.isfinite(clip) and 0 < clip <= 2**8):
+        raise ValueError("`clip` must be a finite number in (0, 256].")
+    if not (math.isfinite(max_weight) and max_weight > 0):
+        raise ValueError("`max_weight` must be greater than 0.")
+    if threshold is not None and (isinstance(threshold, bool) or threshold < 2):
+        raise ValueError("`threshold` must be None (two thirds) or an integer >= 2.")
+    if timeout is not None and not timeout > 0:
+        raise ValueError("`timeout` must be None or greater than 0.")
+
+
+class HeFedAvgWorkflow:
+    """A fit workflow that averages the sampled clients' parameters under threshold
+    multi-key CKKS: ``DefaultWorkflow(fit_workflow=HeFedAvgWorkflow(...))`` with a legacy
+    ``Strategy`` and ``LegacyContext``; its ClientApp runs :func:`he_mod`. The strategy's
+    ``aggregate_fit`` receives every contributor's ``FitRes`` carrying the weighted average
+    (so FedAvg returns it), never a client's own."""
+
+    def __init__(
+        self,
+        *,
+        clip: float = 8.0,
+        max_weight: float = 1000.0,
+        threshold: int | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        _check_settings(clip, max_weight, threshold, timeout)
+        self.clip = clip
+        self.max_weight = max_weight
+        self.threshold = threshold
+        self.timeout = timeout
+
+    def __call__(self, grid: Any, context: Context) -> None:
+        """Runs one round of encrypted averaging."""
+
+        def aggregate(
+            contents: Mapping[int, RecordDict], shapes: Sequence[tuple[int, ...]], rnd: int
+        ) -> Round:
+            return _run_round(
+                grid, contents, shapes, self.clip, self.max_weight, self.threshold, rnd,
+                self.timeout,
+            )  # fmt: skip
+
+        legacy_fit(context, aggregate, "Encrypted averaging")
+
+
+def he_mod(msg: Message, ctxt: Context, call_next: ClientAppCallable) -> Message:
+    """A ClientApp mod that answers the stages of :class:`HeFedAvgWorkflow` and
+    :func:`encrypted_mean` and encrypts what the ClientApp's train function returns. Messages
+    other than train pass through; a train message without this protocol's configuration is
+    refused (the update would leave in the clear)."""
+    if msg.metadata.message_type != MessageType.TRAIN:
+        return call_next(msg, ctxt)
+    configs = msg.content.config_records.get(RECORD)
+    if configs is None:
+        raise ValueError(
+            "privopt_flower.he.he_mod: a train message without encrypted-averaging "
+            "configuration; this client sends updates only encrypted (run the server with "
+            "privopt_flower.he's HeFedAvgWorkflow or encrypted_mean)"
+        )
+    stage = configs.get("stage")
+    if stage == Stage.KEYS:
+        session = int(cast(int, configs["session"]))
+        members = [int(m) for m in cast(list[int], configs["members"])]
+        primes = [int(b) for b in cast(list[int], configs["primes"])]
+        if primes not in (ONE_PRIME, TWO_PRIMES):
+            raise ValueError(f"encrypted averaging: unknown modulus {primes}")
+        p = params(primes)
+        committee = mk.Committee(int(cast(int, configs["threshold"])), members)
+        party = mk.Party(int(cast(int, configs["id"])), p, _crs(p, session))
+        setup = mk.ThresholdSetup(party, committee, session)
+        _save(
+            ctxt,
+            party=party.snapshot(),
+            setup=setup.save(),
+            session=session,
+            members=members,
+            primes=primes,
+        )
+        reply = {"key_share": party.public_key_share(session), "sealing_key": setup.sealing_key}
+        return _reply(msg, RecordDict(), reply)
+    state = _load(ctxt, str(stage))
+    p = params([int(b) for b in cast(list[int], state["primes"])])
+    party = mk.Party.restore(p, cast(bytes, state["party"]))
+    session = int(cast(int, state["session"]))
+    members = [int(m) for m in cast(list[int], state["members"])]
+    if stage == Stage.DEAL:
+        shares = list(cast(list[bytes], configs["key_shares"]))
+        if len(shares) != len(members) or shares[members.index(party.id)] != (
+            party.public_key_share(session)
+        ):
+            raise ValueError("encrypted averaging: the relayed key shares replace this client's")
+        mk.CollectivePublicKey.aggregate(p, _crs(p, session), members, session, shares)
+        setup = mk.ThresholdSetup.restore(cast(bytes, state["setup"]))
+        sealed = setup.deal(party, list(cast(list[bytes], configs["sealing_keys"])))
+        _save(ctxt, **{**state, "setup": setup.save(), "key_shares": shares})
+        return _reply(msg, RecordDict(), {"sealed": [sealed[m] for m in members]})
+    if stage == Stage.ENCRYPT:
+        setup = mk.ThresholdSetup.restore(cast(bytes, state["setup"]))
+        member = setup.finish(party, list(cast(list[bytes], configs["sealed"])))
+        key = mk.CollectivePublicKey.aggregate(
+            p, _crs(p, session), members, session, list(cast(list[bytes], state["key_shares"]))
+        )
+        result = call_next(msg, ctxt)
+        if result.has_error():
+            return result
+        arrays, weight = reply_arrays(result.content)
+        if not configs["weighted"]:
+            weight = 1.0
+        if weight is None:
+            raise ValueError(
+                "encrypted averaging: the train reply has no weight (a legacy FitRes "
+                "num_examples or a 'num-examples' metric)"
+            )
+        length = int(cast(int, configs["length"]))
+        check_update(arrays, weight, length - 1, "encrypted averaging")
+        ratio = weight / float(cast(float, configs["max_weight"]))
+        flat = [np.asarray(a, dtype=np.float64).reshape(-1) * ratio for a in arrays]
+        vector = np.concatenate([[ratio], *flat]).astype(np.float32)
+        codec = mk.ModelCodec(p, length, float(cast(float, configs["clip"])), len(members))
+        upload = codec.encrypt(key, vector).to_bytes()
+        _save(ctxt, **{**state, "member": member.snapshot()})
+        content = result.content
+        for record in content.array_records.values():
+            record.clear()
+        return _reply(msg, content, {"upload": upload})
+    if stage == Stage.DECRYPT:
+        if "member" not in state:
+            raise ValueError("encrypted averaging: a decrypt message before this client's upload")
+        member = mk.ThresholdParty.restore(p, cast(bytes, state["member"]))
+        total = mk.EncryptedModel.from_bytes(p, cast(bytes, configs["sum"]))
+        active = mk.ActiveSet.from_bytes(p, cast(bytes, configs["active"]))
+        try:
+            share = member.partial_decrypt_model(total, active)
+        finally:
+            del ctxt.state.config_records[STATE]  # the round's secrets are spent either way
+        return _reply(msg, RecordDict(), {"share": share})
+    raise ValueError(f"encrypted averaging: unknown stage {stage!r}")
+
+
+def _reply(msg: Message, content: RecordDict, fields: Mapping[str, Any]) -> Message:
+    content.config_records[RECORD] = ConfigRecord(dict(fields))
+    return Message(content, reply_to=msg)
+
+
+def _save(ctxt: Context, **fields: Any) -> None:
+    ctxt.state.config_records[STATE] = ConfigRecord(fields)
+
+
+def _load(ctxt: Context, stage: str) -> dict[str, Any]:
+    record = ctxt.state.config_records.get(STATE)
+    if record is None:
+        raise ValueError(f"encrypted averaging: a {stage} message before this round's keys")
+    return dict(record)

@@ -1,0 +1,161 @@
+"""privopt_flower.he: encrypted averaging of whole models under threshold multi-key CKKS,
+driven through Flower's own ClientApp and workflow machinery with an in-process grid."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
+from flwr.client import ClientApp, NumPyClient
+from flwr.clientapp import ClientApp as MessageClientApp
+from loopback import (  # noqa: F401  (task_identity: an autouse fixture)
+    LoopbackGrid,
+    static_client_manager,
+    task_identity,
+)
+from privopt.errors import ProtocolError
+
+from privopt_flower import he
+
+
+def message_app(values: dict[int, np.ndarray], weights: dict[int, int]) -> MessageClientApp:
+    app = MessageClientApp(mods=[he.he_mod])
+
+    @app.train()
+    def train(msg: Message, context: Context) -> Message:
+        update = ArrayRecord([values[context.node_id]])
+        metrics = MetricRecord({"num-examples": weights[context.node_id]})
+        return Message(RecordDict({"arrays": update, "metrics": metrics}), reply_to=msg)
+
+    return app
+
+
+def make_values(n: int, dim: int, seed: int = 0) -> dict[int, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {100 + i: rng.uniform(-2, 2, dim).astype(np.float32) for i in range(n)}
+
+
+def mean_of(values: dict[int, np.ndarray], nodes: list[int]) -> np.ndarray:
+    return np.mean(np.stack([values[n].astype(np.float64) for n in nodes]), axis=0)
+
+
+def test_the_mean_of_whole_models_and_no_reply_carries_an_update_in_the_clear():
+    values = make_values(5, 10_000)  # three ciphertexts per update
+    grid = LoopbackGrid({n: message_app(values, {n: 1 for n in values}) for n in values})
+    out = he.encrypted_mean(
+        grid, values, RecordDict({"arrays": ArrayRecord([np.zeros(10_000)])}), server_round=1
+    )
+    got = out.arrays.to_numpy_ndarrays()[0]
+    want = mean_of(values, sorted(values))
+    assert np.abs(got - want).max() / np.abs(want).max() < 1e-6
+    assert out.weight == pytest.approx(5.0) and sorted(out.replies) == sorted(values)
+    for _, content in grid.seen:
+        for record in content.array_records.values():
+            assert len(record) == 0
+        for v in content.config_records[he.RECORD].values():
+            blobs = v if isinstance(v, list) else [v]
+            for b in blobs:
+                if isinstance(b, bytes):
+                    for x in values.values():
+                        assert x.tobytes()[:16] not in b
+
+
+@pytest.mark.parametrize("stage", [he.Stage.KEYS, he.Stage.DEAL, he.Stage.ENCRYPT])
+def test_a_client_killed_mid_round_is_left_out_and_the_rest_average(stage):
+    values = make_values(5, 5000, seed=1)
+    victim = 102
+    grid = LoopbackGrid(
+        {n: message_app(values, {n: 1 for n in values}) for n in values}, kill={stage: {victim}}
+    )
+    out = he.encrypted_mean(
+        grid, values, RecordDict({"arrays": ArrayRecord([np.zeros(5000)])}), server_round=3
+    )
+    assert victim in out.dropped and victim not in out.replies
+    want = mean_of(values, sorted(out.replies))
+    got = out.arrays.to_numpy_ndarrays()[0]
+    assert np.abs(got - want).max() / np.abs(want).max() < 1e-6
+
+
+def test_a_member_of_the_active_set_lost_fails_the_round_without_a_second_request():
+    values = make_values(4, 100, seed=2)
+    grid = LoopbackGrid(
+        {n: message_app(values, {n: 1 for n in values}) for n in values},
+        kill={he.Stage.DECRYPT: {101}},
+    )
+    with pytest.raises(ProtocolError, match=r"\[101\] of the active set"):
+        he.encrypted_mean(
+            grid, values, RecordDict({"arrays": ArrayRecord([np.zeros(100)])}), server_round=1
+        )
+
+
+def test_an_update_outside_the_clip_or_not_finite_drops_its_client_by_name():
+    values = make_values(6, 50, seed=3)  # 4 of 6 decrypt
+    values[101][7] = 9.0  # outside clip = 8
+    values[103][3] = np.nan
+    grid = LoopbackGrid({n: message_app(values, {n: 1 for n in values}) for n in values})
+    out = he.encrypted_mean(
+        grid, values, RecordDict({"arrays": ArrayRecord([np.zeros(50)])}), server_round=1
+    )
+    assert "index 8" in out.dropped[101]  # index 0 carries the weight
+    assert "not finite at index 3" in out.dropped[103]
+    want = mean_of(values, [100, 102, 104, 105])
+    assert np.abs(out.arrays.to_numpy_ndarrays()[0] - want).max() < 1e-5
+
+
+def test_the_workflow_gives_fedavg_through_flowers_legacy_strategy():
+    from flwr.common import ndarrays_to_parameters
+    from flwr.compat.common.recorddict_compat import parameters_to_arrayrecord
+    from flwr.server.compat.legacy_context import LegacyContext
+    from flwr.server.strategy import FedAvg
+    from flwr.server.workflow.constant import MAIN_CONFIGS_RECORD, MAIN_PARAMS_RECORD
+
+    values = make_values(5, 9, seed=5)
+    weights = {100: 5, 101: 15, 102: 20, 103: 40, 104: 20}
+
+    class Fixed(NumPyClient):
+        def __init__(self, node: int) -> None:
+            self.node = node
+
+        def fit(self, parameters, config):
+            v = values[self.node]
+            return [v[:6].reshape(2, 3), v[6:]], weights[self.node], {}
+
+    apps = {
+        n: ClientApp(client_fn=lambda ctx: Fixed(ctx.node_id).to_client(), mods=[he.he_mod])
+        for n in values
+    }
+    grid = LoopbackGrid(apps)
+    context = LegacyContext(
+        Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config={}),
+        strategy=FedAvg(fraction_fit=1.0, min_fit_clients=5, min_available_clients=5),
+        client_manager=static_client_manager(values),
+    )
+    context.state.array_records[MAIN_PARAMS_RECORD] = parameters_to_arrayrecord(
+        ndarrays_to_parameters([np.zeros((2, 3)), np.zeros(3)]), True
+    )
+    context.state.config_records[MAIN_CONFIGS_RECORD] = ConfigRecord({"current_round": 1})
+    he.HeFedAvgWorkflow(clip=2.0)(grid, context)
+    result = context.state.array_records[MAIN_PARAMS_RECORD].to_numpy_ndarrays()
+    mean = sum(weights[n] * values[n].astype(np.float64) for n in values) / sum(weights.values())
+    flat = np.concatenate([result[0].ravel(), result[1]])
+    assert np.abs(flat - mean).max() < 1e-6
+
+
+def test_a_train_message_without_the_configuration_is_refused():
+    values = make_values(2, 4)
+    app = message_app(values, {n: 1 for n in values})
+    msg = Message(RecordDict({"arrays": ArrayRecord([np.zeros(4)])}), dst_node_id=100,
+                  message_type="train")  # fmt: skip
+    msg.metadata.__dict__["_message_id"] = "m"
+    ctx = Context(run_id=1, node_id=100, node_config={}, state=RecordDict(), run_config={})
+    with pytest.raises(ValueError, match="without encrypted-averaging configuration"):
+        app(msg, ctx)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [({"clip": 0.0}, "clip"), ({"clip": 1e6}, "clip"), ({"threshold": 1}, "threshold")],
+)
+def test_bad_settings_are_one_clear_error(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        he.HeFedAvgWorkflow(**kwargs)

@@ -23,15 +23,16 @@ Each round, for the sampled clients (privopt's xMK-CKKS, docs/mkckks.md):
    flattened arrays, every entry within ``±clip``) encrypted under the collective key, ``n``
    values per ciphertext in the coefficients (n = 4096, one 60-bit prime: 128-bit secure,
    scale 2^49);
-4. ``decrypt``: the server sums the uploads, fixes the round's active set (``t`` of the
-   uploaders) and asks only them for their decryption shares, once; it fuses them into the
-   weighted average.
+4. ``ready`` and ``decrypt``: the server sums the uploads, asks the uploaders whether they are
+   still there, fixes the round's active set (``t`` of those present) and asks only them for
+   their decryption shares, once; it fuses them into the weighted average.
 
 ``t`` (``threshold``, default two thirds of the sampled clients): a round survives the loss of
 ``N − t`` clients after setup; ``t`` colluding clients could decrypt any upload. A client that
 misses ``keys`` or ``deal`` is left out and the setup restarts without it; one that misses
-``encrypt`` is not in the average; one of the active set that misses ``decrypt`` fails the
-round (its sum is never asked about again). A malicious client can still upload any update
+``encrypt`` is not in the average; one that uploaded and then dies before ``ready`` is in the
+average (its upload is in the sum) and not asked to decrypt; one of the active set that dies
+after ``ready`` fails the round (its sum is never asked about again). A malicious client can still upload any update
 within ``±clip`` (no proof that it came from its data).
 """
 
@@ -55,6 +56,7 @@ from privopt.errors import PrivoptError, ProtocolError
 from privopt.protocols import eezofl
 
 from .secagg import Round, check_update, copy_content, legacy_fit, reply_arrays, send
+from .transport import payload_bytes
 
 __all__ = ["RECORD", "EncryptedMean", "HeFedAvgWorkflow", "Stage", "encrypted_mean", "he_mod"]
 
@@ -78,6 +80,7 @@ class Stage:
     KEYS = "keys"
     DEAL = "deal"
     ENCRYPT = "encrypt"
+    READY = "ready"
     DECRYPT = "decrypt"
 
 
@@ -107,6 +110,36 @@ class EncryptedMean:
     """Each contributor's reply (its metrics and configs; its arrays cleared)."""
     dropped: dict[int, str] = field(default_factory=dict)
     """Nodes that left the round, with why."""
+    up_bytes: dict[int, int] = field(default_factory=dict)
+    """Bytes of this protocol's fields each node sent (keys, sealed shares, upload, share)."""
+    down_bytes: dict[int, int] = field(default_factory=dict)
+    """Bytes of this protocol's fields each node received."""
+
+
+@dataclass
+class _Traffic:
+    up: dict[int, int] = field(default_factory=dict)
+    down: dict[int, int] = field(default_factory=dict)
+
+    def send(
+        self,
+        grid: Any,
+        requests: Mapping[int, RecordDict],
+        group: str,
+        timeout: float | None,
+        dropped: dict[int, str],
+        stage: str,
+    ) -> dict[int, Message]:
+        """:func:`privopt_flower.secagg.send`, counting this protocol's bytes each way."""
+        for node, content in requests.items():
+            sent = payload_bytes(dict(content.config_records[RECORD]))
+            self.down[node] = self.down.get(node, 0) + sent
+        replies = send(grid, requests, group, timeout, dropped, stage)
+        for node, msg in replies.items():
+            record = msg.content.config_records.get(RECORD)
+            got = payload_bytes(dict(record)) if record is not None else 0
+            self.up[node] = self.up.get(node, 0) + got
+        return replies
 
 
 def _setup(
@@ -117,6 +150,7 @@ def _setup(
     group: str,
     timeout: float | None,
     dropped: dict[int, str],
+    traffic: _Traffic,
 ) -> tuple[list[int], int, int, dict[int, list[bytes]]]:
     """Keys and dealing among ``nodes``; a node that misses either is left out and the setup
     restarts without it. Returns the members, the threshold, the session and each member's
@@ -144,7 +178,7 @@ def _setup(
             )
             for i, node in enumerate(nodes)
         }
-        replies = send(grid, keys, group, timeout, dropped, Stage.KEYS)
+        replies = traffic.send(grid, keys, group, timeout, dropped, Stage.KEYS)
         if len(replies) < len(nodes):
             nodes = [n for n in nodes if n in replies]
             continue
@@ -156,8 +190,8 @@ def _setup(
                 "sealing_keys": [cast(bytes, f["sealing_key"]) for f in fields],
             }
         )
-        replies = send(grid, {n: RecordDict({RECORD: deal}) for n in nodes}, group, timeout,
-                       dropped, Stage.DEAL)  # fmt: skip
+        replies = traffic.send(grid, {n: RecordDict({RECORD: deal}) for n in nodes}, group,
+                               timeout, dropped, Stage.DEAL)  # fmt: skip
         if len(replies) < len(nodes):
             nodes = [n for n in nodes if n in replies]
             continue
@@ -184,12 +218,14 @@ def _run_round(
     server_round: int,
     timeout: float | None,
     weighted: bool = True,
+    traffic: _Traffic | None = None,
 ) -> Round:
+    traffic = traffic if traffic is not None else _Traffic()
     length = 1 + sum(math.prod(s) for s in shapes)
     group = str(server_round)
     dropped: dict[int, str] = {}
     nodes, t, session, inbox = _setup(
-        grid, sorted(train_contents), clip, threshold, group, timeout, dropped
+        grid, sorted(train_contents), clip, threshold, group, timeout, dropped, traffic
     )
     p = params(primes_for(len(nodes), clip))
     codec = mk.ModelCodec(p, length, clip, len(nodes))
@@ -207,7 +243,7 @@ def _run_round(
             }
         )
         requests[node] = content
-    replies = send(grid, requests, group, timeout, dropped, Stage.ENCRYPT)
+    replies = traffic.send(grid, requests, group, timeout, dropped, Stage.ENCRYPT)
     uploads: dict[int, mk.EncryptedModel] = {}
     for node, msg in replies.items():
         try:
@@ -221,15 +257,23 @@ def _run_round(
     if len(uploads) < t:
         raise ProtocolError(f"{len(uploads)} of {len(nodes)} clients uploaded, {t} needed")
     total = mk.EncryptedModel.sum(list(uploads.values()))
+    # Who is still there once the sum exists: the active set is fixed among them, before any
+    # share is asked for (a member asked and lost fails the round, never to be re-asked).
+    ping = RecordDict({RECORD: ConfigRecord({"stage": Stage.READY})})
+    present = traffic.send(grid, {n: ping for n in uploads}, group, timeout, dropped, Stage.READY)
+    if len(present) < t:
+        raise ProtocolError(
+            f"{len(present)} of {len(nodes)} clients present to decrypt, {t} needed"
+        )
     committee = mk.Committee(t, list(range(len(nodes))))
     index = {node: i for i, node in enumerate(nodes)}
-    asked = sorted(uploads)[:t]
+    asked = sorted(present)[:t]
     active = mk.ActiveSet.for_model(committee, total, [index[n] for n in asked])
     request = ConfigRecord(
         {"stage": Stage.DECRYPT, "sum": total.to_bytes(), "active": active.to_bytes(p)}
     )
-    shares = send(grid, {n: RecordDict({RECORD: request}) for n in asked}, group, timeout,
-                  dropped, Stage.DECRYPT)  # fmt: skip
+    shares = traffic.send(grid, {n: RecordDict({RECORD: request}) for n in asked}, group,
+                          timeout, dropped, Stage.DECRYPT)  # fmt: skip
     if len(shares) < len(asked):
         missing = sorted(set(asked) - set(shares))
         raise ProtocolError(f"node(s) {missing} of the active set sent no decryption share")
@@ -289,8 +333,9 @@ def encrypted_mean(
     shapes = [tuple(a.shape) for a in template.to_numpy_ndarrays()]
     cap = max_weight if max_weight is not None else (1000.0 if weighted else 1.0)
     _check_settings(clip, cap, threshold, timeout)
+    traffic = _Traffic()
     outcome = _run_round(
-        grid, per_node, shapes, clip, cap, threshold, server_round, timeout, weighted
+        grid, per_node, shapes, clip, cap, threshold, server_round, timeout, weighted, traffic
     )
     return EncryptedMean(
         arrays=ArrayRecord(
@@ -299,6 +344,8 @@ def encrypted_mean(
         weight=outcome.weight,
         replies=outcome.replies,
         dropped=outcome.dropped,
+        up_bytes=traffic.up,
+        down_bytes=traffic.down,
     )
 
 
@@ -430,6 +477,10 @@ def he_mod(msg: Message, ctxt: Context, call_next: ClientAppCallable) -> Message
         for record in content.array_records.values():
             record.clear()
         return _reply(msg, content, {"upload": upload})
+    if stage == Stage.READY:
+        if "member" not in state:
+            raise ValueError("encrypted averaging: a ready message before this client's upload")
+        return _reply(msg, RecordDict(), {"ready": True})
     if stage == Stage.DECRYPT:
         if "member" not in state:
             raise ValueError("encrypted averaging: a decrypt message before this client's upload")

@@ -60,8 +60,8 @@ def test_the_mean_of_whole_models_and_no_reply_carries_an_update_in_the_clear():
                         assert x.tobytes()[:16] not in b
 
 
-@pytest.mark.parametrize("stage", [he.Stage.KEYS, he.Stage.DEAL, he.Stage.ENCRYPT])
-def test_a_client_killed_mid_round_is_left_out_and_the_rest_average(stage):
+@pytest.mark.parametrize("stage", [he.Stage.KEYS, he.Stage.DEAL, he.Stage.ENCRYPT, he.Stage.READY])
+def test_a_client_killed_mid_round_is_left_out_or_counted_and_the_rest_decrypt(stage):
     values = make_values(5, 5000, seed=1)
     victim = 102
     grid = LoopbackGrid(
@@ -70,7 +70,9 @@ def test_a_client_killed_mid_round_is_left_out_and_the_rest_average(stage):
     out = he.encrypted_mean(
         grid, values, RecordDict({"arrays": ArrayRecord([np.zeros(5000)])}), server_round=3
     )
-    assert victim in out.dropped and victim not in out.replies
+    # Dying before its upload leaves it out; dying after (at ready) keeps its update in.
+    assert (victim in out.replies) == (stage == he.Stage.READY)
+    assert (victim in out.dropped) != (stage == he.Stage.READY)
     want = mean_of(values, sorted(out.replies))
     got = out.arrays.to_numpy_ndarrays()[0]
     assert np.abs(got - want).max() / np.abs(want).max() < 1e-6

@@ -1,0 +1,1 @@
+"""Encrypted averaging of whole model updates with privopt_flower.he."""

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use privopt_ckks::eval::{EvalContext, SecretKey, encode};
 use privopt_ckks::multiparty::{
     ActiveSet, Ciphertext as MkCiphertext, CollectivePublicKey, Committee, CommonPoly,
-    DecryptionShare, Party, PublicKeyShare, SecretShare, ThresholdParty,
+    DecryptionShare, EncryptedModel, ModelCodec, Party, PublicKeyShare, SecretShare,
+    ThresholdParty,
 };
 use privopt_ckks::params::CkksParamsBuilder;
 use privopt_ckks::{CkksParams, eval};
@@ -111,8 +112,22 @@ fn ckks_targets() -> Fixture<Vec<Target>> {
             .map_err(|e| e.to_string())?;
         (keys[0].to_bytes(), sealed[1].to_bytes())
     };
+    // A whole model of two chunks, and one member's shares of it.
+    let codec = ModelCodec::new(&params, params.n() + 3, 1.0, 8).map_err(e)?;
+    let model = codec
+        .encrypt(&key, &vec![0.25; params.n() + 3], &mut rng)
+        .map_err(e)?;
+    let model_bytes = model.to_bytes();
+    let model_active = ActiveSet::for_batch(&committee, model.ciphertexts(), &[0, 2]).map_err(e)?;
+    let mut member0 =
+        ThresholdParty::from_shares(&parties[0], &committee, session, &inbox).map_err(e)?;
+    let batch = member0
+        .partial_decrypt_batch(model.ciphertexts(), &model_active, &mut rng)
+        .map_err(e)?;
+    let batch_bytes = privopt_ckks::wire::share_batch_to_bytes(&params, &batch);
     let (p1, p2, p3) = (params.clone(), params.clone(), params.clone());
     let (p4, p5, p6) = (params.clone(), params.clone(), params.clone());
+    let (p7, p8) = (params.clone(), params.clone());
     // The leveled engine at a small (insecure, decode-only) ring for speed.
     let leveled = CkksParamsBuilder::leveled(4096, 50, 40, 1, &[47])
         .insecure_for_testing(true)
@@ -156,6 +171,12 @@ fn ckks_targets() -> Fixture<Vec<Target>> {
             }),
             target("ckks/threshold-party", vec![member], move |b| {
                 drop(ThresholdParty::from_bytes(&p6, b))
+            }),
+            target("ckks/encrypted-model", vec![model_bytes], move |b| {
+                drop(EncryptedModel::from_bytes(&p7, b))
+            }),
+            target("ckks/share-batch", vec![batch_bytes], move |b| {
+                drop(privopt_ckks::wire::share_batch_from_bytes(&p8, b))
             }),
             framed("threshold/sealing-key", vec![sealing], |b| {
                 drop(privopt_protocols::threshold::SealingKey::from_bytes(b))

@@ -55,7 +55,16 @@ from privopt.ckks import multiparty as mk
 from privopt.errors import PrivoptError, ProtocolError
 from privopt.protocols import eezofl
 
-from .secagg import Round, check_update, copy_content, legacy_fit, reply_arrays, send
+from .secagg import (
+    Round,
+    check_update,
+    copy_content,
+    legacy_fit,
+    reply_arrays,
+    round_request,
+    send,
+    unflatten,
+)
 from .transport import payload_bytes
 
 __all__ = ["RECORD", "EncryptedMean", "HeFedAvgWorkflow", "Stage", "encrypted_mean", "he_mod"]
@@ -283,14 +292,8 @@ def _run_round(
     weight_sum = float(mean[0])
     if weight_sum <= 0:
         raise ProtocolError("the contributors' weights sum to zero: no average exists")
-    flat = mean[1:] / weight_sum
-    average, start = [], 0
-    for shape in shapes:
-        size = math.prod(shape)
-        average.append(flat[start : start + size].reshape(shape))
-        start += size
     return Round(
-        average=average,
+        average=unflatten(mean[1:] / weight_sum, shapes),
         weight=weight_sum * max_weight,
         replies={n: replies[n] for n in uploads},
         dropped={n: why for n, why in dropped.items() if n not in uploads},
@@ -317,20 +320,7 @@ def encrypted_mean(
     ArrayRecord of the content sent). Entries must lie within ``±clip`` (a client with one
     outside drops out, named). Raises :class:`privopt.errors.ProtocolError` when fewer than
     the threshold upload or a member of the active set does not answer."""
-    nodes = sorted(set(node_ids))
-    per_node = (
-        {n: content for n in nodes}
-        if isinstance(content, RecordDict)
-        else {n: content[n] for n in nodes}
-    )
-    if template is None:
-        first = next(iter(per_node.values()), RecordDict())
-        records = list(first.array_records.values())
-        if not records:
-            raise ValueError("encrypted_mean needs a template ArrayRecord (the content has none)")
-        template = records[0]
-    keys = list(template.keys())
-    shapes = [tuple(a.shape) for a in template.to_numpy_ndarrays()]
+    per_node, keys, shapes = round_request(node_ids, content, template, "encrypted_mean")
     cap = max_weight if max_weight is not None else (1000.0 if weighted else 1.0)
     _check_settings(clip, cap, threshold, timeout)
     traffic = _Traffic()

@@ -127,12 +127,7 @@ class Quantization:
         flat = (flat - (contributors - 1) * self.clipping_range) * (
             self.quantization_range / q_total
         )
-        out, start = [], 0
-        for shape in shapes:
-            size = math.prod(shape)
-            out.append(flat[start : start + size].reshape(shape))
-            start += size
-        return out, q_total * self.max_weight / self.quantization_range
+        return unflatten(flat, shapes), q_total * self.max_weight / self.quantization_range
 
 
 def _check_settings(
@@ -366,6 +361,40 @@ def copy_content(content: RecordDict) -> RecordDict:
     return out
 
 
+def round_request(
+    node_ids: Iterable[int],
+    content: RecordDict | Mapping[int, RecordDict],
+    template: ArrayRecord | None,
+    what: str,
+) -> tuple[dict[int, RecordDict], list[str], list[tuple[int, ...]]]:
+    """Each node's train content (one RecordDict for all, or one per node), and the keys and
+    shapes of the arrays the replies carry (``template``, default: the first ArrayRecord of
+    the content). ``what`` names the caller in errors."""
+    nodes = sorted(set(node_ids))
+    per_node = (
+        {n: content for n in nodes}
+        if isinstance(content, RecordDict)
+        else {n: content[n] for n in nodes}
+    )
+    if template is None:
+        first = next(iter(per_node.values()), RecordDict())
+        records = list(first.array_records.values())
+        if not records:
+            raise ValueError(f"{what} needs a template ArrayRecord (the content has none)")
+        template = records[0]
+    return per_node, list(template.keys()), [tuple(a.shape) for a in template.to_numpy_ndarrays()]
+
+
+def unflatten(flat: npt.NDArray[np.float64], shapes: Sequence[tuple[int, ...]]) -> list[Any]:
+    """``flat`` cut into arrays of ``shapes``, in order."""
+    out, start = [], 0
+    for shape in shapes:
+        size = math.prod(shape)
+        out.append(flat[start : start + size].reshape(shape))
+        start += size
+    return out
+
+
 def secure_sum(
     grid: Any,
     node_ids: Iterable[int],
@@ -389,20 +418,7 @@ def secure_sum(
     array shapes (default: the first ArrayRecord of the content sent). Entries are clipped
     to ``clipping_range`` (after weighting by ``w / max_weight``) and quantized as Flower's
     SecAgg+ does. Raises :class:`privopt.errors.ProtocolError` when too few clients stay."""
-    nodes = sorted(set(node_ids))
-    per_node = (
-        {n: content for n in nodes}
-        if isinstance(content, RecordDict)
-        else {n: content[n] for n in nodes}
-    )
-    if template is None:
-        first = next(iter(per_node.values()), RecordDict())
-        records = list(first.array_records.values())
-        if not records:
-            raise ValueError("secure_sum needs a template ArrayRecord (the content has none)")
-        template = records[0]
-    keys = list(template.keys())
-    shapes = [tuple(a.shape) for a in template.to_numpy_ndarrays()]
+    per_node, keys, shapes = round_request(node_ids, content, template, "secure_sum")
     weight_cap = max_weight if max_weight is not None else (1000.0 if weighted else 1.0)
     _check_settings(
         num_shares,

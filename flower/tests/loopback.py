@@ -152,3 +152,31 @@ def static_client_manager(nodes: Iterable[int]) -> Any:
             return list(self.proxies.values())[:num_clients]
 
     return Manager()
+
+
+def legacy_context(nodes: Iterable[int], initial: list[Any], strategy: Any) -> Any:
+    """A round-1 ``LegacyContext`` over ``nodes`` with the global model ``initial`` (what
+    Flower's ``DefaultWorkflow`` hands a fit workflow)."""
+    from flwr.app import ConfigRecord
+    from flwr.common import ndarrays_to_parameters
+    from flwr.compat.common.recorddict_compat import parameters_to_arrayrecord
+    from flwr.server.compat.legacy_context import LegacyContext
+    from flwr.server.workflow.constant import MAIN_CONFIGS_RECORD, MAIN_PARAMS_RECORD
+
+    context = LegacyContext(
+        Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config={}),
+        strategy=strategy,
+        client_manager=static_client_manager(nodes),
+    )
+    context.state.array_records[MAIN_PARAMS_RECORD] = parameters_to_arrayrecord(
+        ndarrays_to_parameters(initial), True
+    )
+    context.state.config_records[MAIN_CONFIGS_RECORD] = ConfigRecord({"current_round": 1})
+    return context
+
+
+def global_model(context: Any) -> list[Any]:
+    """The global model a fit workflow left in ``context``."""
+    from flwr.server.workflow.constant import MAIN_PARAMS_RECORD
+
+    return list(context.state.array_records[MAIN_PARAMS_RECORD].to_numpy_ndarrays())

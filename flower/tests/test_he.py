@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
+from flwr.app import ArrayRecord, Context, Message, MetricRecord, RecordDict
 from flwr.client import ClientApp, NumPyClient
 from flwr.clientapp import ClientApp as MessageClientApp
 from loopback import (  # noqa: F401  (task_identity: an autouse fixture)
     LoopbackGrid,
-    static_client_manager,
+    global_model,
+    legacy_context,
     task_identity,
 )
 from privopt.errors import ProtocolError
@@ -105,11 +106,7 @@ def test_an_update_outside_the_clip_or_not_finite_drops_its_client_by_name():
 
 
 def test_the_workflow_gives_fedavg_through_flowers_legacy_strategy():
-    from flwr.common import ndarrays_to_parameters
-    from flwr.compat.common.recorddict_compat import parameters_to_arrayrecord
-    from flwr.server.compat.legacy_context import LegacyContext
     from flwr.server.strategy import FedAvg
-    from flwr.server.workflow.constant import MAIN_CONFIGS_RECORD, MAIN_PARAMS_RECORD
 
     values = make_values(5, 9, seed=5)
     weights = {100: 5, 101: 15, 102: 20, 103: 40, 104: 20}
@@ -126,18 +123,10 @@ def test_the_workflow_gives_fedavg_through_flowers_legacy_strategy():
         n: ClientApp(client_fn=lambda ctx: Fixed(ctx.node_id).to_client(), mods=[he.he_mod])
         for n in values
     }
-    grid = LoopbackGrid(apps)
-    context = LegacyContext(
-        Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config={}),
-        strategy=FedAvg(fraction_fit=1.0, min_fit_clients=5, min_available_clients=5),
-        client_manager=static_client_manager(values),
-    )
-    context.state.array_records[MAIN_PARAMS_RECORD] = parameters_to_arrayrecord(
-        ndarrays_to_parameters([np.zeros((2, 3)), np.zeros(3)]), True
-    )
-    context.state.config_records[MAIN_CONFIGS_RECORD] = ConfigRecord({"current_round": 1})
-    he.HeFedAvgWorkflow(clip=2.0)(grid, context)
-    result = context.state.array_records[MAIN_PARAMS_RECORD].to_numpy_ndarrays()
+    strategy = FedAvg(fraction_fit=1.0, min_fit_clients=5, min_available_clients=5)
+    context = legacy_context(values, [np.zeros((2, 3)), np.zeros(3)], strategy)
+    he.HeFedAvgWorkflow(clip=2.0)(LoopbackGrid(apps), context)
+    result = global_model(context)
     mean = sum(weights[n] * values[n].astype(np.float64) for n in values) / sum(weights.values())
     flat = np.concatenate([result[0].ravel(), result[1]])
     assert np.abs(flat - mean).max() < 1e-6

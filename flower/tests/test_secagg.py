@@ -18,7 +18,8 @@ from flwr.client import ClientApp, NumPyClient
 from flwr.clientapp import ClientApp as MessageClientApp
 from loopback import (  # noqa: F401  (task_identity: an autouse fixture)
     LoopbackGrid,
-    static_client_manager,
+    global_model,
+    legacy_context,
     task_identity,
 )
 from privopt.errors import ProtocolError
@@ -161,32 +162,16 @@ def test_weighted_mean_is_flowers_fedavg():
 
 
 def test_the_workflow_gives_fedavg_of_the_sampled_clients_through_flowers_legacy_strategy():
-    from flwr.app import ConfigRecord
-    from flwr.common import ndarrays_to_parameters
-    from flwr.server.compat.legacy_context import LegacyContext
     from flwr.server.strategy import FedAvg
-    from flwr.server.workflow.constant import MAIN_CONFIGS_RECORD, MAIN_PARAMS_RECORD
 
     values = make_values(5, 9, seed=5)
     weights = {100: 5, 101: 15, 102: 20, 103: 40, 104: 20}
     grid = LoopbackGrid({n: legacy_app(values, weights) for n in values})
-
     strategy = FedAvg(fraction_fit=1.0, min_fit_clients=5, min_available_clients=5)
-    context = LegacyContext(
-        Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config={}),
-        strategy=strategy,
-        client_manager=static_client_manager(values),
-    )
-    initial = [np.zeros((2, 3)), np.zeros(3)]
-    from flwr.compat.common.recorddict_compat import parameters_to_arrayrecord
-
-    context.state.array_records[MAIN_PARAMS_RECORD] = parameters_to_arrayrecord(
-        ndarrays_to_parameters(initial), True
-    )
-    context.state.config_records[MAIN_CONFIGS_RECORD] = ConfigRecord({"current_round": 1})
+    context = legacy_context(values, [np.zeros((2, 3)), np.zeros(3)], strategy)
     workflow = secagg.SecAggPlusWorkflow(num_shares=3, reconstruction_threshold=2)
     workflow(grid, context)
-    result = context.state.array_records[MAIN_PARAMS_RECORD].to_numpy_ndarrays()
+    result = global_model(context)
     total = sum(weights.values())
     mean = sum(weights[n] * values[n] for n in values) / total
     assert result[0].shape == (2, 3) and result[1].shape == (3,)

@@ -49,6 +49,8 @@ class DomeOutcome(Outcome):
 class EezoflOutcome(Outcome):
     failed_rounds: int
     members: list[int]
+    threshold: int  # how many of the members decrypt (= len(members): N-of-N)
+    keyings: int  # collective keys made (1: never re-keyed)
 
 
 @dataclass(frozen=True)

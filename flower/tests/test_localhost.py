@@ -5,6 +5,7 @@ what the protocols promise."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -72,20 +73,24 @@ def test_dome_deployment_with_a_client_killed_mid_round(tmp_path, dome_config):
     same_results(got, want, ["test_loss", "accuracy", "completed_rounds"])
 
 
-def test_eezofl_threshold_deployment_finishes_rounds_with_three_of_ten_killed(
+# Issue 50's must-show is 10 SuperNodes, t = 7, three killed (208 s here); CI runs the same
+# test at 5 SuperNodes, t = 4, one killed. PRIVOPT_FULL_DEPLOYMENT=1 runs the full size.
+FULL = os.environ.get("PRIVOPT_FULL_DEPLOYMENT") == "1"
+NODES, THRESHOLD, KILLED = (10, 7, "2,5,9") if FULL else (5, 4, "3")
+
+
+def test_eezofl_threshold_deployment_finishes_rounds_with_devices_killed_mid_round(
     tmp_path, eezofl_config
 ):
-    # Issue 50's must-show: 10 SuperNodes, t = 7; three are killed (kill -9) in the last round
-    # once their ciphertexts are in. The round completes without them and every round sums all
-    # ten scalars: the model of the run without kills.
-    cfg = {**eezofl_config, "clients": 10, "rounds": 3, "eezofl.threshold": 7}
-    cfg["debug.kill"] = "2,5,9:2:decrypt"
-    with Localhost(tmp_path, 10) as fed:
+    # Devices are killed (kill -9) in the last round once their ciphertexts are in. The round
+    # completes without them and every round sums all the scalars: the model of the run
+    # without kills.
+    cfg = {**eezofl_config, "clients": NODES, "rounds": 3, "eezofl.threshold": THRESHOLD}
+    cfg["debug.kill"] = f"{KILLED}:2:decrypt"
+    with Localhost(tmp_path, NODES) as fed:
         got = fed.run(APP, cfg)
-    assert got["failed_rounds"] == 0 and got["members"] == list(range(10))
-    assert [e for e in got["events"] if "keyed" in e] == [
-        "round 0: keyed devices [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]; any 7 of 10 decrypt"
-    ]
+    assert got["failed_rounds"] == 0 and got["members"] == list(range(NODES))
+    assert got["threshold"] == THRESHOLD and got["keyings"] == 1 and not got["events"]
     want = inprocess.run({**cfg, "debug.kill": ""})
     # Fresh encryption and smudging noise each run: the sums agree to ~1e-6.
     assert abs(got["test_loss"] - want["test_loss"]) < 1e-5

@@ -73,6 +73,7 @@ class _Key:
     members: list[int] = field(default_factory=list)
     key_id: str = ""
     generation: int = 0
+    keyings: int = 0  # collective keys made so far
 
 
 @dataclass
@@ -119,7 +120,9 @@ def serve(fed: Federation, s: Settings, report: Report) -> EezoflOutcome:
         live = [c for c in key.members if c not in absent]
         t = key.server.threshold if key.server is not None else None
         if rekey or key.server is None or len(live) < (t or len(key.members)):
-            key = _rekey(fed, s, report, traffic, params, crs, live, shares, r, key.generation)
+            key = _rekey(
+                fed, s, report, traffic, params, crs, live, shares, r, key.generation, key.keyings
+            )
             absent = set()
             if key.server is None:
                 break
@@ -171,6 +174,8 @@ def serve(fed: Federation, s: Settings, report: Report) -> EezoflOutcome:
         down_bytes=traffic.down,
         failed_rounds=failed,
         members=key.members,
+        threshold=key.server.threshold or len(key.members) if key.server else 0,
+        keyings=key.keyings,
     )
 
 
@@ -219,6 +224,7 @@ def _rekey(
     shares: dict[int, bytes],
     r: int,
     generation: int,
+    keyings: int,
 ) -> _Key:
     """The collective key of ``members``, aggregated by the server and by each of them, then
     re-shared for the run's threshold; a member that misses a step is left out and the rest
@@ -254,15 +260,16 @@ def _rekey(
         if not ex.missing:
             if threshold:
                 server.use_threshold(threshold)
-            report.event(
-                f"round {r}: keyed devices {members}; any {threshold or len(members)} of "
-                f"{len(members)} decrypt"
-            )
-            return _Key(server, members, key_id, generation)
+            if r > 0:  # a re-key is news; the first keying is not
+                report.event(
+                    f"round {r}: re-keyed devices {members}; any {threshold or len(members)} "
+                    f"of {len(members)} decrypt"
+                )
+            return _Key(server, members, key_id, generation, keyings + 1)
         report.event(f"round {r}: keying failed for {sorted(ex.missing)}; excluding them")
         members = [c for c in members if c not in ex.missing]
     report.event(f"round {r}: fewer than 2 devices left ({members}): stop")
-    return _Key(None, members, "", generation)
+    return _Key(None, members, "", generation, keyings)
 
 
 def hello(state: State, node: Node, s: Settings) -> Payload:

@@ -129,9 +129,16 @@ impl DigitalDevice {
             dealing: saved.dealing,
             threshold: saved.threshold,
         };
-        let relay = saved.relay;
-        if let Some(relay) = relay {
+        if let Some(relay) = saved.relay {
             device.aggregate_key(crs, &relay)?;
+        }
+        let key_members = device.key.as_ref().map(CollectivePublicKey::members);
+        if let Some(t) = &device.threshold
+            && key_members != Some(t.committee().members())
+        {
+            return Err(ProtocolError::Parameters(
+                "the saved threshold share is not of the saved key's members".into(),
+            ));
         }
         Ok(device)
     }

@@ -99,7 +99,12 @@ def params(primes: Sequence[int]) -> ckks.Params:
 
 def primes_for(updates: int, clip: float) -> list[int]:
     """The smallest modulus whose sum of ``updates`` updates within ``±clip`` cannot wrap."""
-    return ONE_PRIME if updates * clip <= 2**8 else TWO_PRIMES
+    return ONE_PRIME if updates * _bound(clip) <= 2**8 else TWO_PRIMES
+
+
+def _bound(clip: float) -> float:
+    """The codec's entry bound: the update's ``±clip`` and its weight ratio in ``[0, 1]``."""
+    return max(clip, 1.0)
 
 
 def _crs(p: ckks.Params, session: int) -> mk.CommonPoly:
@@ -160,10 +165,10 @@ def _setup(
     timeout: float | None,
     dropped: dict[int, str],
     traffic: _Traffic,
-) -> tuple[list[int], int, int, dict[int, list[bytes]]]:
+) -> tuple[list[int], int, dict[int, list[bytes]]]:
     """Keys and dealing among ``nodes``; a node that misses either is left out and the setup
-    restarts without it. Returns the members, the threshold, the session and each member's
-    sealed shares by dealer (in member order)."""
+    restarts without it. Returns the members, the threshold and each member's sealed shares
+    by dealer (in member order)."""
     for _ in range(MAX_SETUP_ATTEMPTS):
         if len(nodes) < 2:
             raise ProtocolError(f"encrypted averaging needs at least 2 clients, got {len(nodes)}")
@@ -213,7 +218,7 @@ def _setup(
         inbox = {node: [dealt[d][i] for d in nodes] for i, node in enumerate(nodes)}
         for node in nodes:
             dropped.pop(node, None)  # a failed earlier attempt does not count against it
-        return nodes, t, session, inbox
+        return nodes, t, inbox
     raise ProtocolError(f"the key setup failed {MAX_SETUP_ATTEMPTS} times: {dropped}")
 
 
@@ -233,11 +238,11 @@ def _run_round(
     length = 1 + sum(math.prod(s) for s in shapes)
     group = str(server_round)
     dropped: dict[int, str] = {}
-    nodes, t, session, inbox = _setup(
+    nodes, t, inbox = _setup(
         grid, sorted(train_contents), clip, threshold, group, timeout, dropped, traffic
     )
     p = params(primes_for(len(nodes), clip))
-    codec = mk.ModelCodec(p, length, clip, len(nodes))
+    codec = mk.ModelCodec(p, length, _bound(clip), len(nodes))
     requests = {}
     for node in nodes:
         content = copy_content(train_contents[node])
@@ -457,10 +462,23 @@ def he_mod(msg: Message, ctxt: Context, call_next: ClientAppCallable) -> Message
             )
         length = int(cast(int, configs["length"]))
         check_update(arrays, weight, length - 1, "encrypted averaging")
-        ratio = weight / float(cast(float, configs["max_weight"]))
+        clip = float(cast(float, configs["clip"]))
+        max_weight = float(cast(float, configs["max_weight"]))
+        ratio = weight / max_weight
+        if ratio > 1:
+            raise ValueError(
+                f"encrypted averaging: the update's weight {weight} exceeds max_weight "
+                f"{max_weight}"
+            )
         flat = [np.asarray(a, dtype=np.float64).reshape(-1) * ratio for a in arrays]
         vector = np.concatenate([[ratio], *flat]).astype(np.float32)
-        codec = mk.ModelCodec(p, length, float(cast(float, configs["clip"])), len(members))
+        outside = np.flatnonzero(np.abs(vector[1:]) > clip)
+        if outside.size:
+            i = int(outside[0]) + 1  # the vector's index: the weight is at 0
+            raise ValueError(
+                f"encrypted averaging: value {vector[i]} at index {i} is not within ±{clip}"
+            )
+        codec = mk.ModelCodec(p, length, _bound(clip), len(members))
         upload = codec.encrypt(key, vector).to_bytes()
         _save(ctxt, **{**state, "member": member.snapshot()})
         content = result.content

@@ -150,3 +150,15 @@ def test_a_train_message_without_the_configuration_is_refused():
 def test_bad_settings_are_one_clear_error(kwargs, match):
     with pytest.raises(ValueError, match=match):
         he.HeFedAvgWorkflow(**kwargs)
+
+
+def test_a_clip_below_one_still_carries_the_weight():
+    values = {n: v * 0.2 for n, v in make_values(4, 300, seed=4).items()}  # within ±0.4
+    grid = LoopbackGrid({n: message_app(values, {n: 1 for n in values}) for n in values})
+    out = he.encrypted_mean(
+        grid, values, RecordDict({"arrays": ArrayRecord([np.zeros(300)])}), server_round=1,
+        clip=0.5,
+    )  # fmt: skip
+    want = mean_of(values, sorted(values))
+    assert not out.dropped
+    assert np.abs(out.arrays.to_numpy_ndarrays()[0] - want).max() / np.abs(want).max() < 1e-6

@@ -56,6 +56,7 @@ from privopt.errors import PrivoptError, ProtocolError
 from privopt.protocols import eezofl
 
 from .secagg import (
+    AggregateResult,
     Round,
     check_update,
     copy_content,
@@ -113,17 +114,9 @@ def _crs(p: ckks.Params, session: int) -> mk.CommonPoly:
 
 
 @dataclass
-class EncryptedMean:
-    """What :func:`encrypted_mean` returns."""
+class EncryptedMean(AggregateResult):
+    """What :func:`encrypted_mean` returns: ``arrays`` is the mean ``Σ w_i · x_i / Σ w_i``."""
 
-    arrays: ArrayRecord
-    """``Σ w_i · x_i / Σ w_i`` over the contributors (``w_i`` = 1 unless weighted)."""
-    weight: float
-    """``Σ w_i``."""
-    replies: dict[int, Message]
-    """Each contributor's reply (its metrics and configs; its arrays cleared)."""
-    dropped: dict[int, str] = field(default_factory=dict)
-    """Nodes that left the round, with why."""
     up_bytes: dict[int, int] = field(default_factory=dict)
     """Bytes of this protocol's fields each node sent (keys, sealed shares, upload, share)."""
     down_bytes: dict[int, int] = field(default_factory=dict)
@@ -467,8 +460,7 @@ def he_mod(msg: Message, ctxt: Context, call_next: ClientAppCallable) -> Message
         ratio = weight / max_weight
         if ratio > 1:
             raise ValueError(
-                f"encrypted averaging: the update's weight {weight} exceeds max_weight "
-                f"{max_weight}"
+                f"encrypted averaging: the update's weight {weight} exceeds max_weight {max_weight}"
             )
         flat = [np.asarray(a, dtype=np.float64).reshape(-1) * ratio for a in arrays]
         vector = np.concatenate([[ratio], *flat]).astype(np.float32)

@@ -209,17 +209,23 @@ def _round_shape(
 
 
 @dataclass
-class SecureSum:
-    """What :func:`secure_sum` returns."""
+class AggregateResult:
+    """What a private aggregation of the clients' arrays returns."""
 
     arrays: ArrayRecord
-    """``Σ w_i · x_i`` over the contributors (``w_i`` = 1 unless weighted)."""
+    """The aggregate over the contributors (each subclass says which)."""
     weight: float
-    """``Σ w_i``: divide ``arrays`` by it for the (weighted) mean."""
+    """``Σ w_i`` over the contributors (``w_i`` = 1 unless weighted)."""
     replies: dict[int, Message]
     """Each contributor's reply (its metrics and configs; its arrays cleared)."""
     dropped: dict[int, str] = field(default_factory=dict)
     """Nodes that left the round, with why."""
+
+
+@dataclass
+class SecureSum(AggregateResult):
+    """What :func:`secure_sum` returns: ``arrays`` is ``Σ w_i · x_i``; divide by ``weight``
+    for the (weighted) mean."""
 
 
 @dataclass

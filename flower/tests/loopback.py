@@ -180,3 +180,15 @@ def global_model(context: Any) -> list[Any]:
     from flwr.server.workflow.constant import MAIN_PARAMS_RECORD
 
     return list(context.state.array_records[MAIN_PARAMS_RECORD].to_numpy_ndarrays())
+
+
+def bare_train(app: Any) -> None:
+    """Calls ``app`` with a train message that carries no protocol configuration (what a
+    misconfigured or malicious server would send); the mod must raise."""
+    import numpy as np
+    from flwr.app import ArrayRecord
+
+    msg = Message(RecordDict({"arrays": ArrayRecord([np.zeros(4)])}), dst_node_id=100,
+                  message_type="train")  # fmt: skip
+    msg.metadata.__dict__["_message_id"] = "m"
+    app(msg, Context(run_id=1, node_id=100, node_config={}, state=RecordDict(), run_config={}))

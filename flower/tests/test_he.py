@@ -10,6 +10,7 @@ from flwr.client import ClientApp, NumPyClient
 from flwr.clientapp import ClientApp as MessageClientApp
 from loopback import (  # noqa: F401  (task_identity: an autouse fixture)
     LoopbackGrid,
+    bare_train,
     global_model,
     legacy_context,
     task_identity,
@@ -135,12 +136,8 @@ def test_the_workflow_gives_fedavg_through_flowers_legacy_strategy():
 def test_a_train_message_without_the_configuration_is_refused():
     values = make_values(2, 4)
     app = message_app(values, {n: 1 for n in values})
-    msg = Message(RecordDict({"arrays": ArrayRecord([np.zeros(4)])}), dst_node_id=100,
-                  message_type="train")  # fmt: skip
-    msg.metadata.__dict__["_message_id"] = "m"
-    ctx = Context(run_id=1, node_id=100, node_config={}, state=RecordDict(), run_config={})
     with pytest.raises(ValueError, match="without encrypted-averaging configuration"):
-        app(msg, ctx)
+        bare_train(app)
 
 
 @pytest.mark.parametrize(

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import numpy as np
-from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Message, RecordDict
+from flwr.app import ArrayRecord, ConfigRecord, Context, Message, RecordDict
 from flwr.app.message_type import MessageType
 from flwr.clientapp.typing import ClientAppCallable
 from privopt import ckks
@@ -61,10 +61,12 @@ from .secagg import (
     check_update,
     copy_content,
     legacy_fit,
+    record_of,
     reply_arrays,
     round_request,
     send,
     unflatten,
+    weight_cap,
 )
 from .transport import payload_bytes
 
@@ -319,16 +321,14 @@ def encrypted_mean(
     outside drops out, named). Raises :class:`privopt.errors.ProtocolError` when fewer than
     the threshold upload or a member of the active set does not answer."""
     per_node, keys, shapes = round_request(node_ids, content, template, "encrypted_mean")
-    cap = max_weight if max_weight is not None else (1000.0 if weighted else 1.0)
+    cap = weight_cap(max_weight, weighted)
     _check_settings(clip, cap, threshold, timeout)
     traffic = _Traffic()
     outcome = _run_round(
         grid, per_node, shapes, clip, cap, threshold, server_round, timeout, weighted, traffic
     )
     return EncryptedMean(
-        arrays=ArrayRecord(
-            {k: Array(np.asarray(a)) for k, a in zip(keys, outcome.average, strict=True)}
-        ),
+        arrays=record_of(keys, outcome.average),
         weight=outcome.weight,
         replies=outcome.replies,
         dropped=outcome.dropped,

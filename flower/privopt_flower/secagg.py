@@ -391,6 +391,16 @@ def round_request(
     return per_node, list(template.keys()), [tuple(a.shape) for a in template.to_numpy_ndarrays()]
 
 
+def weight_cap(max_weight: float | None, weighted: bool) -> float:
+    """``max_weight``, or its default: 1000 examples when weighted, else 1."""
+    return max_weight if max_weight is not None else (1000.0 if weighted else 1.0)
+
+
+def record_of(keys: Sequence[str], arrays: Sequence[npt.NDArray[Any]]) -> ArrayRecord:
+    """The arrays under the template's keys, in order."""
+    return ArrayRecord({k: Array(np.asarray(a)) for k, a in zip(keys, arrays, strict=True)})
+
+
 def unflatten(flat: npt.NDArray[np.float64], shapes: Sequence[tuple[int, ...]]) -> list[Any]:
     """``flat`` cut into arrays of ``shapes``, in order."""
     out, start = [], 0
@@ -425,17 +435,17 @@ def secure_sum(
     to ``clipping_range`` (after weighting by ``w / max_weight``) and quantized as Flower's
     SecAgg+ does. Raises :class:`privopt.errors.ProtocolError` when too few clients stay."""
     per_node, keys, shapes = round_request(node_ids, content, template, "secure_sum")
-    weight_cap = max_weight if max_weight is not None else (1000.0 if weighted else 1.0)
+    cap = weight_cap(max_weight, weighted)
     _check_settings(
         num_shares,
         reconstruction_threshold,
-        weight_cap,
+        cap,
         clipping_range,
         quantization_range,
         modulus_range,
         timeout,
     )
-    quant = Quantization(clipping_range, quantization_range, modulus_range, weight_cap)
+    quant = Quantization(clipping_range, quantization_range, modulus_range, cap)
     outcome = _run_round(
         grid,
         per_node,
@@ -449,7 +459,7 @@ def secure_sum(
     )
     total = [a * outcome.weight for a in outcome.average]
     return SecureSum(
-        arrays=ArrayRecord({k: Array(np.asarray(t)) for k, t in zip(keys, total, strict=True)}),
+        arrays=record_of(keys, total),
         weight=outcome.weight,
         replies=outcome.replies,
         dropped=outcome.dropped,

@@ -192,3 +192,20 @@ def bare_train(app: Any) -> None:
                   message_type="train")  # fmt: skip
     msg.metadata.__dict__["_message_id"] = "m"
     app(msg, Context(run_id=1, node_id=100, node_config={}, state=RecordDict(), run_config={}))
+
+
+def fixed_update_app(values: dict[int, Any], weights: dict[int, int], mod: Any) -> Any:
+    """A Message-API ClientApp (``@app.train()``) behind ``mod`` that replies with a fixed
+    update per node and its weight as the ``num-examples`` metric."""
+    from flwr.app import ArrayRecord, MetricRecord
+    from flwr.clientapp import ClientApp as MessageClientApp
+
+    app = MessageClientApp(mods=[mod])
+
+    @app.train()
+    def train(msg: Message, context: Context) -> Message:
+        update = ArrayRecord([values[context.node_id]])
+        metrics = MetricRecord({"num-examples": weights[context.node_id]})
+        return Message(RecordDict({"arrays": update, "metrics": metrics}), reply_to=msg)
+
+    return app

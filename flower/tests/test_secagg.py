@@ -13,12 +13,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from flwr.app import ArrayRecord, Context, Message, MetricRecord, RecordDict
+from flwr.app import ArrayRecord, Context, RecordDict
 from flwr.client import ClientApp, NumPyClient
 from flwr.clientapp import ClientApp as MessageClientApp
 from loopback import (  # noqa: F401  (task_identity: an autouse fixture)
     LoopbackGrid,
     bare_train,
+    fixed_update_app,
     global_model,
     legacy_context,
     task_identity,
@@ -48,16 +49,8 @@ def legacy_app(values: dict[int, np.ndarray], weights: dict[int, int]) -> Client
 
 
 def message_app(values: dict[int, np.ndarray], weights: dict[int, int]) -> MessageClientApp:
-    """A Message-API ClientApp (``@app.train()``) behind the mod."""
-    app = MessageClientApp(mods=[secagg.secaggplus_mod])
-
-    @app.train()
-    def train(msg: Message, context: Context) -> Message:
-        update = ArrayRecord([values[context.node_id]])
-        metrics = MetricRecord({"num-examples": weights[context.node_id]})
-        return Message(RecordDict({"arrays": update, "metrics": metrics}), reply_to=msg)
-
-    return app
+    """A Message-API ClientApp behind the mod, replying with a fixed update per node."""
+    return fixed_update_app(values, weights, secagg.secaggplus_mod)
 
 
 def make_values(n: int, dim: int, seed: int = 0) -> dict[int, np.ndarray]:

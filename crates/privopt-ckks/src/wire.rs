@@ -9,9 +9,17 @@
 //!   share of the sharing round (dealer, committee binding, polynomial), then the recipient (4);
 //! - active sets: the ciphertext's digest (32), number of members `k` (4), `k` sorted ids;
 //! - a threshold member's state (its owner's storage only): id (4), threshold (4), `k` (4),
-//!   `k` sorted committee ids, its share of the collective secret, the number of ciphertexts
-//!   answered `a` (4) and their `a` sorted digests (32 each);
+//!   `k` sorted committee ids, the common polynomial's digest (32), the `k` shares dealt to
+//!   it (in committee order), the number of ciphertexts answered `a` (4) and their `a` sorted
+//!   digests (32 each);
 //! - ciphertexts: count (4), number of members `k` (4), `k` sorted member ids (4 each), `c0`, `c1`;
+//!   a sum of secret-key encryptions (kind 16) has, after the members, the common
+//!   polynomial's digest (32), its chunk (4), the number of contributors `c` (4, the count),
+//!   `c` sorted contributor ids, and `c0` only (`c1` is expanded from the digest, session
+//!   and chunk);
+//! - encrypted models: length (8), chunks (4), count (4), `k` (4), `k` member ids, then each
+//!   chunk's `c0` and `c1`; secret-key ones (kind 17): length (8), chunks (4), `k` (4), `k`
+//!   member ids, digest (32), `c` (4), `c` contributor ids, then each chunk's `c0` only;
 //! - leveled ([`crate::eval`]) ciphertexts: level (4), scale (8, an `f64`), then `c0`
 //!   and `c1` over the first `level + 1` primes;
 //! - evaluation keys: the public key is `b`, `a` over `Q`; a switching key is its
@@ -40,6 +48,7 @@ use crate::eval::{
     EncapsulationKeys, EvalContext, GaloisKeys, KeyId, PublicKey, RelinKey, SecretKey, SwitchingKey,
 };
 use crate::multiparty::SecretKey as PartySecret;
+use crate::multiparty::cipher::{Seeded, seeded_a};
 use crate::multiparty::{
     ActiveSet, Ciphertext, Committee, DecryptionShare, MAX_ANSWERED, Party, Round, SecretShare,
     Share, SharingRound, ThresholdParty,
@@ -47,10 +56,11 @@ use crate::multiparty::{
 use crate::params::CkksParams;
 
 const MAGIC: &[u8; 4] = b"PVMK";
-/// Version 4: leveled ciphertexts and keys carry their secret's key id in the header's tag
-/// (version 3 made switching keys carry the seed of their `a` halves instead of the halves;
+/// Version 5: a threshold member's state keeps every dealer's share (for sums of secret-key
+/// encryptions); version 4: leveled ciphertexts and keys carry their secret's key id in the
+/// header's tag (version 3 made switching keys carry the seed of their `a` halves instead of the halves;
 /// version 2 added the keys' level; version 1's keys were all at the top level).
-const VERSION: u8 = 4;
+const VERSION: u8 = 5;
 // Kinds 1, 2 and 11 are shares: their round's `Round::TAG` (key, decryption, sharing).
 const KIND_CIPHERTEXT: u8 = 3;
 const KIND_EVAL_CIPHERTEXT: u8 = 4;
@@ -64,6 +74,8 @@ const KIND_ACTIVE_SET: u8 = 12;
 const KIND_THRESHOLD_PARTY: u8 = 13;
 const KIND_ENCRYPTED_MODEL: u8 = 14;
 const KIND_SHARE_BATCH: u8 = 15;
+const KIND_SEEDED_CIPHERTEXT: u8 = 16;
+const KIND_SEEDED_MODEL: u8 = 17;
 
 /// Most ciphertexts in one encrypted model (2^24 values at n = 2^12 is 4 096).
 pub const MAX_MODEL_CHUNKS: usize = 1 << 16;
@@ -88,6 +100,25 @@ fn tagged_header(out: &mut Vec<u8>, kind: u8, fingerprint: &[u8; 32], session: u
 
 fn put_poly(out: &mut Vec<u8>, p: &Poly<Eval>) {
     put_residues(out, p.as_slice());
+}
+
+/// The members' count and ids.
+fn put_members(out: &mut Vec<u8>, members: &[u32]) {
+    out.extend_from_slice(&(members.len() as u32).to_le_bytes());
+    for m in members {
+        out.extend_from_slice(&m.to_le_bytes());
+    }
+}
+
+/// A sum of secret-key encryptions' common-polynomial digest and contributors.
+fn put_seeded(out: &mut Vec<u8>, seeded: &Seeded) {
+    out.extend_from_slice(&seeded.crs);
+    put_members(out, &seeded.contributors);
+}
+
+/// The message kind of `bytes` (the byte after magic and version), if there is one.
+fn kind_of(bytes: &[u8]) -> Option<u8> {
+    bytes.get(5).copied()
 }
 
 fn put_residues(out: &mut Vec<u8>, residues: &[u64]) {
@@ -189,6 +220,23 @@ impl<'a> Reader<'a> {
             return Err(self.bad("member ids are not sorted and unique"));
         }
         Ok(members)
+    }
+
+    /// A seeded sum's digest and contributors (`1..=members.len()` of `members`).
+    fn seeded(&mut self, members: &[u32]) -> Result<([u8; 32], Vec<u32>), CkksError> {
+        let crs = self.digest()?;
+        let c = self.u32()? as usize;
+        if c == 0 || c > members.len() {
+            return Err(self.bad(format!("{c} contributors of {} members", members.len())));
+        }
+        let contributors = self.members(c)?;
+        if let Some(p) = contributors
+            .iter()
+            .find(|p| members.binary_search(p).is_err())
+        {
+            return Err(self.bad(format!("contributor {p} is not a member")));
+        }
+        Ok((crs, contributors))
     }
 
     fn digest(&mut self) -> Result<[u8; 32], CkksError> {
@@ -444,19 +492,26 @@ impl ActiveSet {
 }
 
 impl Ciphertext {
-    /// The ciphertext as bytes.
+    /// The ciphertext as bytes (a sum of secret-key encryptions without its `c1`).
     pub fn to_bytes(&self) -> Vec<u8> {
         let params = &self.params;
         let mut out =
-            Vec::with_capacity(HEADER + 8 + 4 * self.members.len() + 2 * poly_bytes(params));
-        header(&mut out, KIND_CIPHERTEXT, params, self.session);
+            Vec::with_capacity(HEADER + 48 + 4 * 2 * self.members.len() + 2 * poly_bytes(params));
+        let kind = match self.seeded {
+            None => KIND_CIPHERTEXT,
+            Some(_) => KIND_SEEDED_CIPHERTEXT,
+        };
+        header(&mut out, kind, params, self.session);
         out.extend_from_slice(&self.count.to_le_bytes());
-        out.extend_from_slice(&(self.members.len() as u32).to_le_bytes());
-        for m in &self.members {
-            out.extend_from_slice(&m.to_le_bytes());
-        }
+        put_members(&mut out, &self.members);
         put_poly(&mut out, &self.c0);
-        put_poly(&mut out, &self.c1);
+        match &self.seeded {
+            None => put_poly(&mut out, &self.c1),
+            Some(seeded) => {
+                out.extend_from_slice(&seeded.chunk.to_le_bytes());
+                put_seeded(&mut out, seeded);
+            }
+        }
         out
     }
 
@@ -467,47 +522,93 @@ impl Ciphertext {
             pos: 0,
             what: "ciphertext",
         };
-        let session = r.header(KIND_CIPHERTEXT, params, None)?;
+        let seeded = kind_of(bytes) == Some(KIND_SEEDED_CIPHERTEXT);
+        let kind = if seeded {
+            KIND_SEEDED_CIPHERTEXT
+        } else {
+            KIND_CIPHERTEXT
+        };
+        let session = r.header(kind, params, None)?;
         let count = r.u32()?;
         let k = r.member_count()?;
-        r.expect_len(HEADER + 8 + 4 * k + 2 * poly_bytes(params))?;
+        if !seeded {
+            r.expect_len(HEADER + 8 + 4 * k + 2 * poly_bytes(params))?;
+        }
         let members = r.members(k)?;
         if count == 0 {
             return Err(r.bad("a ciphertext sums at least one encryption"));
         }
         let c0 = r.poly(params)?;
-        let c1 = r.poly(params)?;
+        if !seeded {
+            let c1 = r.poly(params)?;
+            return Ok(Ciphertext {
+                params: Arc::clone(params),
+                session,
+                members,
+                count,
+                c0,
+                c1,
+                seeded: None,
+            });
+        }
+        let chunk = r.u32()?;
+        let (crs, contributors) = r.seeded(&members)?;
+        r.expect_len(HEADER + 8 + 4 * k + poly_bytes(params) + 40 + 4 * contributors.len())?;
+        if contributors.len() != count as usize {
+            return Err(r.bad(format!(
+                "a count of {count} with {} contributors",
+                contributors.len()
+            )));
+        }
         Ok(Ciphertext {
+            c1: seeded_a(params, &crs, session, chunk),
             params: Arc::clone(params),
             session,
             members,
             count,
             c0,
-            c1,
+            seeded: Some(Seeded {
+                crs,
+                chunk,
+                contributors,
+            }),
         })
     }
 }
 
 impl crate::multiparty::EncryptedModel {
     /// The model as bytes: its length, its key's members and sum count once, then every
-    /// chunk's two polynomials.
+    /// chunk's two polynomials (`c0` only for secret-key encryptions, with their contributors
+    /// once).
     pub fn to_bytes(&self) -> Vec<u8> {
         let first = &self.cts[0];
         let params = &first.params;
+        let per_chunk = match first.seeded {
+            None => 2 * poly_bytes(params),
+            Some(_) => poly_bytes(params),
+        };
         let mut out = Vec::with_capacity(
-            HEADER + 20 + 4 * first.members.len() + self.cts.len() * 2 * poly_bytes(params),
+            HEADER + 52 + 4 * 2 * first.members.len() + self.cts.len() * per_chunk,
         );
-        header(&mut out, KIND_ENCRYPTED_MODEL, params, first.session);
+        let kind = match first.seeded {
+            None => KIND_ENCRYPTED_MODEL,
+            Some(_) => KIND_SEEDED_MODEL,
+        };
+        header(&mut out, kind, params, first.session);
         out.extend_from_slice(&(self.len as u64).to_le_bytes());
         out.extend_from_slice(&(self.cts.len() as u32).to_le_bytes());
-        out.extend_from_slice(&first.count.to_le_bytes());
-        out.extend_from_slice(&(first.members.len() as u32).to_le_bytes());
-        for m in &first.members {
-            out.extend_from_slice(&m.to_le_bytes());
+        if first.seeded.is_none() {
+            out.extend_from_slice(&first.count.to_le_bytes());
+        }
+        put_members(&mut out, &first.members);
+        if let Some(seeded) = &first.seeded {
+            put_seeded(&mut out, seeded);
         }
         for ct in &self.cts {
             put_poly(&mut out, &ct.c0);
-            put_poly(&mut out, &ct.c1);
+            if ct.seeded.is_none() {
+                put_poly(&mut out, &ct.c1);
+            }
         }
         out
     }
@@ -520,7 +621,13 @@ impl crate::multiparty::EncryptedModel {
             pos: 0,
             what: "encrypted model",
         };
-        let session = r.header(KIND_ENCRYPTED_MODEL, params, None)?;
+        let seeded = kind_of(bytes) == Some(KIND_SEEDED_MODEL);
+        let kind = if seeded {
+            KIND_SEEDED_MODEL
+        } else {
+            KIND_ENCRYPTED_MODEL
+        };
+        let session = r.header(kind, params, None)?;
         let len = usize::try_from(r.u64()?).map_err(|_| r.bad("length overflows"))?;
         let chunks = r.u32()? as usize;
         if len == 0 || chunks > MAX_MODEL_CHUNKS || chunks != len.div_ceil(params.n()) {
@@ -528,6 +635,34 @@ impl crate::multiparty::EncryptedModel {
                 "{chunks} chunks for {len} values (at most {MAX_MODEL_CHUNKS} chunks of {})",
                 params.n()
             )));
+        }
+        if seeded {
+            let k = r.member_count()?;
+            let members = r.members(k)?;
+            let (crs, contributors) = r.seeded(&members)?;
+            r.expect_len(
+                HEADER + 52 + 4 * k + 4 * contributors.len() + chunks * poly_bytes(params),
+            )?;
+            let count = contributors.len() as u32;
+            let cts = (0..chunks)
+                .map(|k| {
+                    let chunk = k as u32; // below MAX_MODEL_CHUNKS
+                    Ok(Ciphertext {
+                        params: Arc::clone(params),
+                        session,
+                        members: members.clone(),
+                        count,
+                        c0: r.poly(params)?,
+                        c1: seeded_a(params, &crs, session, chunk),
+                        seeded: Some(Seeded {
+                            crs,
+                            chunk,
+                            contributors: contributors.clone(),
+                        }),
+                    })
+                })
+                .collect::<Result<Vec<_>, CkksError>>()?;
+            return Ok(Self { len, cts });
         }
         let count = r.u32()?;
         if count == 0 {
@@ -545,6 +680,7 @@ impl crate::multiparty::EncryptedModel {
                     count,
                     c0: r.poly(params)?,
                     c1: r.poly(params)?,
+                    seeded: None,
                 })
             })
             .collect::<Result<Vec<_>, CkksError>>()?;
@@ -762,25 +898,25 @@ impl Party {
 }
 
 impl ThresholdParty {
-    /// The member (share of the collective secret, committee, the ciphertexts it answered
-    /// for) as bytes, for its owner's storage between processes: store them before a share
-    /// leaves, and never restore an older copy (docs/security.md, single-use answers). The
-    /// buffer holds the secret share and is wiped when dropped.
+    /// The member (the shares dealt to it, committee, the ciphertexts it answered for) as
+    /// bytes, for its owner's storage between processes: store them before a share leaves,
+    /// and never restore an older copy (docs/security.md, single-use answers). The buffer
+    /// holds the secret shares and is wiped when dropped.
     pub fn to_bytes(&self) -> zeroize::Zeroizing<Vec<u8>> {
         let params = &self.params;
         let k = self.committee.members.len();
         let mut answered: Vec<&[u8; 32]> = self.answered.iter().collect();
         answered.sort_unstable();
-        let len = HEADER + 12 + 4 * k + poly_bytes(params) + 4 + 32 * answered.len();
+        let len = HEADER + 12 + 4 * k + 32 + k * poly_bytes(params) + 4 + 32 * answered.len();
         let mut out = zeroize::Zeroizing::new(Vec::with_capacity(len));
         header(&mut out, KIND_THRESHOLD_PARTY, params, 0);
         out.extend_from_slice(&self.id.to_le_bytes());
         out.extend_from_slice(&(self.committee.threshold as u32).to_le_bytes());
-        out.extend_from_slice(&(k as u32).to_le_bytes());
-        for m in &self.committee.members {
-            out.extend_from_slice(&m.to_le_bytes());
+        put_members(&mut out, &self.committee.members);
+        out.extend_from_slice(&self.crs_digest);
+        for share in &self.dealt {
+            put_poly(&mut out, share);
         }
-        put_poly(&mut out, &self.share);
         out.extend_from_slice(&(answered.len() as u32).to_le_bytes());
         for d in answered {
             out.extend_from_slice(d);
@@ -804,12 +940,23 @@ impl ThresholdParty {
         if !members.contains(&id) {
             return Err(r.bad("the committee does not include the party"));
         }
-        let share = r.poly(params)?;
+        // Every share present before any is allocated.
+        let fixed = HEADER + 12 + 4 * k + 32 + k * poly_bytes(params) + 4;
+        if bytes.len() < fixed {
+            return Err(r.bad(format!(
+                "truncated: {} bytes, at least {fixed}",
+                bytes.len()
+            )));
+        }
+        let crs_digest = r.digest()?;
+        let dealt = (0..k)
+            .map(|_| r.poly(params))
+            .collect::<Result<Vec<_>, _>>()?;
         let a = r.u32()? as usize;
         if a > MAX_ANSWERED {
             return Err(r.bad(format!("{a} answered ciphertexts, at most {MAX_ANSWERED}")));
         }
-        r.expect_len(HEADER + 12 + 4 * k + poly_bytes(params) + 4 + 32 * a)?;
+        r.expect_len(fixed + 32 * a)?;
         let digests = (0..a).map(|_| r.digest()).collect::<Result<Vec<_>, _>>()?;
         if digests.windows(2).any(|w| w[0] >= w[1]) {
             return Err(r.bad("answered digests are not sorted and unique"));
@@ -818,7 +965,8 @@ impl ThresholdParty {
             id,
             params: Arc::clone(params),
             committee,
-            share,
+            crs_digest,
+            dealt,
             answered: digests.into_iter().collect(),
         })
     }

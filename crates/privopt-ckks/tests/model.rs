@@ -26,7 +26,14 @@ fn params() -> Arc<CkksParams> {
         .unwrap()
 }
 
-fn setup(params: &Arc<CkksParams>) -> (CollectivePublicKey, Committee, Vec<ThresholdParty>) {
+type Setup = (
+    CollectivePublicKey,
+    Committee,
+    Vec<ThresholdParty>,
+    Vec<Party>,
+);
+
+fn setup(params: &Arc<CkksParams>) -> Setup {
     let mut rng = secret_rng(Some(3));
     let crs = CommonPoly::from_seed(params, [4u8; 32]);
     let ids: Vec<u32> = (0..N).collect();
@@ -48,13 +55,47 @@ fn setup(params: &Arc<CkksParams>) -> (CollectivePublicKey, Committee, Vec<Thres
         .zip(&inbox)
         .map(|(p, s)| ThresholdParty::from_shares(p, &committee, 1, s).unwrap())
         .collect();
-    (key, committee, members)
+    (key, committee, members, parties)
+}
+
+/// The largest error of `avg` against the mean of `updates`, over the mean's largest entry.
+fn relative_error(avg: &[f64], updates: &[&Vec<f32>]) -> f64 {
+    let k = updates.len() as f64;
+    let want: Vec<f64> = (0..avg.len())
+        .map(|i| updates.iter().map(|u| f64::from(u[i])).sum::<f64>() / k)
+        .collect();
+    let max = want.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    let err = avg
+        .iter()
+        .zip(&want)
+        .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+    err / max
+}
+
+/// Each listed member's shares of `batch` for `active`, through bytes.
+fn shares_of(
+    params: &Arc<CkksParams>,
+    members: &mut [ThresholdParty],
+    batch: &[privopt_ckks::multiparty::Ciphertext],
+    active: &ActiveSet,
+) -> Vec<Vec<privopt_ckks::multiparty::DecryptionShare>> {
+    let mut rng = secret_rng(Some(11));
+    active
+        .members()
+        .iter()
+        .map(|&j| {
+            let s = members[j as usize]
+                .partial_decrypt_batch(batch, active, &mut rng)
+                .unwrap();
+            share_batch_from_bytes(params, &share_batch_to_bytes(params, &s)).unwrap()
+        })
+        .collect()
 }
 
 #[test]
 fn four_of_five_decrypt_the_average_of_five_models_within_1e_6() {
     let params = params();
-    let (key, committee, mut members) = setup(&params);
+    let (key, committee, mut members, _) = setup(&params);
     let len = 3 * 4096 + 17; // four chunks, the last one mostly padding
     let codec = ModelCodec::new(&params, len, 8.0, 64).unwrap();
     assert_eq!(codec.chunks(), 4);
@@ -74,30 +115,12 @@ fn four_of_five_decrypt_the_average_of_five_models_within_1e_6() {
     // Member 2 is gone; the other four decrypt.
     let active = ActiveSet::for_batch(&committee, sum.ciphertexts(), &[0, 1, 3, 4]).unwrap();
     let active = ActiveSet::from_bytes(&params, &active.to_bytes(&params)).unwrap();
-    let shares: Vec<_> = [0usize, 1, 3, 4]
-        .iter()
-        .map(|&j| {
-            let s = members[j]
-                .partial_decrypt_batch(sum.ciphertexts(), &active, &mut rng)
-                .unwrap();
-            share_batch_from_bytes(&params, &share_batch_to_bytes(&params, &s)).unwrap()
-        })
-        .collect();
+    let shares = shares_of(&params, &mut members, sum.ciphertexts(), &active);
     let plain = fuse_threshold_batch(sum.ciphertexts(), &active, &shares).unwrap();
     let avg = codec.average(&plain, sum.count()).unwrap();
     assert_eq!(avg.len(), len);
-    let want: Vec<f64> = (0..len)
-        .map(|i| updates.iter().map(|u| f64::from(u[i])).sum::<f64>() / f64::from(N))
-        .collect();
-    let max = want.iter().fold(0.0f64, |m, x| m.max(x.abs()));
-    let err = avg
-        .iter()
-        .zip(&want)
-        .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
-    assert!(
-        err / max < 1e-6,
-        "max error {err:e} against max |avg| {max:e}"
-    );
+    let err = relative_error(&avg, &updates.iter().collect::<Vec<_>>());
+    assert!(err < 1e-6, "max relative error {err:e}");
     // Each chunk is spent: asked again for one chunk alone, or the whole batch, a member
     // refuses.
     let one = ActiveSet::new(&committee, &sum.ciphertexts()[1], &[0, 1, 3, 4]).unwrap();
@@ -121,7 +144,7 @@ fn four_of_five_decrypt_the_average_of_five_models_within_1e_6() {
 #[test]
 fn bad_updates_and_undersized_parameters_are_refused_by_name() {
     let params = params();
-    let (key, _, _) = setup(&params);
+    let (key, _, _, _) = setup(&params);
     let codec = ModelCodec::new(&params, 100, 1.0, 8).unwrap();
     let mut rng = secret_rng(Some(8));
     let mut v = vec![0.5f32; 100];
@@ -140,4 +163,105 @@ fn bad_updates_and_undersized_parameters_are_refused_by_name() {
     let mut bytes = m.to_bytes();
     bytes.truncate(bytes.len() - 1);
     assert!(EncryptedModel::from_bytes(&params, &bytes).is_err());
+}
+
+#[test]
+fn secret_key_uploads_are_half_the_bytes_and_any_four_decrypt_the_uploaders_sum_once() {
+    let params = params();
+    let (key, committee, mut members, parties) = setup(&params);
+    let len = 2 * 4096 + 5;
+    let codec = ModelCodec::new(&params, len, 8.0, 64).unwrap();
+    let mut rng = secret_rng(Some(9));
+    let updates: Vec<Vec<f32>> = (0..N)
+        .map(|_| (0..len).map(|_| rng.random_range(-0.1f32..0.1)).collect())
+        .collect();
+    let upload = |i: usize, rng: &mut _| {
+        let m = codec
+            .encrypt_secret(&parties[i], &committee, 1, &updates[i], rng)
+            .unwrap();
+        EncryptedModel::from_bytes(&params, &m.to_bytes()).unwrap()
+    };
+    let uploads: Vec<EncryptedModel> = (0..N as usize).map(|i| upload(i, &mut rng)).collect();
+    // Half the bytes of a public-key upload, but for a header and the contributor's id.
+    let public = codec
+        .encrypt(&key, &updates[0], &mut rng)
+        .unwrap()
+        .to_bytes()
+        .len();
+    let secret = uploads[0].to_bytes().len();
+    assert!(
+        secret * 2 < public + 200 && secret * 2 > public - 200,
+        "{secret} vs {public}"
+    );
+    assert_eq!(uploads[0].contributors(), Some(&[0u32][..]));
+
+    // Member 2 uploaded nothing; the other four's sum is decrypted by a set with 2 in it (it
+    // holds a share of every member's secret).
+    let four: Vec<&EncryptedModel> = [0usize, 1, 3, 4].iter().map(|&i| &uploads[i]).collect();
+    let sum = EncryptedModel::sum(&four).unwrap();
+    let sum = EncryptedModel::from_bytes(&params, &sum.to_bytes()).unwrap();
+    assert_eq!(sum.contributors(), Some(&[0u32, 1, 3, 4][..]));
+    assert_eq!(sum.count(), 4);
+    let active = ActiveSet::for_batch(&committee, sum.ciphertexts(), &[0, 2, 3, 4]).unwrap();
+    let shares = shares_of(&params, &mut members, sum.ciphertexts(), &active);
+    let plain = fuse_threshold_batch(sum.ciphertexts(), &active, &shares).unwrap();
+    let avg = codec.average(&plain, sum.count()).unwrap();
+    let uploaders: Vec<&Vec<f32>> = [0usize, 1, 3, 4].iter().map(|&i| &updates[i]).collect();
+    let err = relative_error(&avg, &uploaders);
+    assert!(err < 1e-6, "max relative error {err:e}");
+
+    // The sum of all five shares its chunks' `a` with the four's: already answered, so the
+    // difference (member 2's update) is never decrypted.
+    let five = EncryptedModel::sum(&uploads.iter().collect::<Vec<_>>()).unwrap();
+    let again = ActiveSet::for_batch(&committee, five.ciphertexts(), &[0, 2, 3, 4]).unwrap();
+    assert!(matches!(
+        members[0].partial_decrypt_batch(five.ciphertexts(), &again, &mut rng),
+        Err(CkksError::AlreadyAnswered { party: 0 })
+    ));
+    // One member's shares for another contributor set do not fuse into this one.
+    assert_ne!(again.digest(), active.digest());
+
+    // Fewer contributors than the threshold: no set is made, and a member refuses a forged
+    // one (the server would learn a sum of three updates, down to one).
+    let three: Vec<&EncryptedModel> = [0usize, 1, 3].iter().map(|&i| &uploads[i]).collect();
+    let small = EncryptedModel::sum(&three).unwrap();
+    let e = ActiveSet::for_batch(&committee, small.ciphertexts(), &[0, 1, 3, 4]).unwrap_err();
+    assert!(
+        e.to_string().contains("a sum of 3 members' encryptions"),
+        "{e}"
+    );
+    let mut forged = active.to_bytes(&params);
+    let (_, digest) = privopt_ckks::multiparty::batch_digest(small.ciphertexts()).unwrap();
+    forged[48..80].copy_from_slice(&digest);
+    let forged = ActiveSet::from_bytes(&params, &forged).unwrap();
+    let e = members[3]
+        .partial_decrypt_batch(small.ciphertexts(), &forged, &mut rng)
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("a sum of 3 members' encryptions"),
+        "{e}"
+    );
+
+    // One upload counted twice, or summed with a public-key one, is refused by name; the
+    // N-of-N path refuses a secret-key sum (its secret is the contributors', not all).
+    let e = EncryptedModel::sum(&[&uploads[0], &uploads[1], &uploads[0]]).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("party 0's encryption is in both sums"),
+        "{e}"
+    );
+    let public = codec.encrypt(&key, &updates[0], &mut rng).unwrap();
+    assert!(EncryptedModel::sum(&[&uploads[1], &public]).is_err());
+    assert!(
+        parties[0]
+            .partial_decrypt(&five.ciphertexts()[0], &mut rng)
+            .is_err()
+    );
+    // A party outside the committee cannot encrypt for it.
+    let crs = CommonPoly::from_seed(&params, [4u8; 32]);
+    let stranger = Party::generate(9, &params, &crs, &mut rng);
+    assert!(matches!(
+        codec.encrypt_secret(&stranger, &committee, 1, &updates[0], &mut rng),
+        Err(CkksError::UnknownParty { party: 9 })
+    ));
 }

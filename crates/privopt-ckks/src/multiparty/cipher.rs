@@ -3,8 +3,9 @@
 use std::sync::Arc;
 
 use privopt_math::rns::{Eval, Poly};
-use privopt_math::sample::ternary;
-use rand::CryptoRng;
+use privopt_math::sample::{ternary, uniform};
+use rand::{CryptoRng, SeedableRng};
+use rand_chacha::ChaCha20Rng;
 
 use super::shares::{DecryptionShare, PublicKeyShare, ShareCollector};
 use super::{CommonPoly, PartyId};
@@ -67,6 +68,7 @@ impl CollectivePublicKey {
             count: 1,
             c0,
             c1,
+            seeded: None,
         })
     }
 
@@ -119,7 +121,41 @@ pub fn encrypt_with_key(
     Ok((c0, c1))
 }
 
-/// A (possibly summed) ciphertext under a collective key.
+/// `a` of a secret-key encryption of chunk `chunk` in `session` under the key whose common
+/// polynomial has digest `crs`: every member encrypting that chunk derives the same `a`, so
+/// their ciphertexts `(−a·s_i + m_i + e_i, a)` add up to one under `Σ s_i` with `c1 = a`, and
+/// `a` never travels.
+pub(crate) fn seeded_a(
+    params: &CkksParams,
+    crs: &[u8; 32],
+    session: u64,
+    chunk: u32,
+) -> Poly<Eval> {
+    let mut h = blake3::Hasher::new();
+    h.update(b"privopt/mkckks/seeded-a/v1");
+    h.update(params.fingerprint());
+    h.update(crs);
+    h.update(&session.to_le_bytes());
+    h.update(&chunk.to_le_bytes());
+    uniform(
+        params.basis(),
+        &mut ChaCha20Rng::from_seed(h.finalize().into()),
+    )
+}
+
+/// What marks a sum of secret-key (seeded) encryptions: the common polynomial's digest and the
+/// chunk its `c1 = a` is expanded from, and the parties whose secrets it is under (sorted).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Seeded {
+    pub(crate) crs: [u8; 32],
+    pub(crate) chunk: u32,
+    pub(crate) contributors: Vec<PartyId>,
+}
+
+/// A (possibly summed) ciphertext under a collective key: a public-key encryption (under the
+/// members' whole secret), or secret-key encryptions of some members (under their secrets
+/// only; see [`crate::multiparty::ModelCodec::encrypt_secret`]), which only a threshold key
+/// decrypts.
 #[derive(Clone, Debug)]
 pub struct Ciphertext {
     pub(crate) params: Arc<CkksParams>,
@@ -128,6 +164,7 @@ pub struct Ciphertext {
     pub(crate) count: u32,
     pub(crate) c0: Poly<Eval>,
     pub(crate) c1: Poly<Eval>,
+    pub(crate) seeded: Option<Seeded>,
 }
 
 impl Ciphertext {
@@ -156,13 +193,37 @@ impl Ciphertext {
                 )));
             }
             basis.add_assign(&mut acc.c0, &ct.c0);
-            basis.add_assign(&mut acc.c1, &ct.c1);
+            match (&mut acc.seeded, &ct.seeded) {
+                (None, None) => basis.add_assign(&mut acc.c1, &ct.c1),
+                (Some(acc_seed), Some(seed)) => {
+                    // Secret-key encryptions share `c1 = a`: the secrets add, `a` stays.
+                    if acc_seed.crs != seed.crs || acc_seed.chunk != seed.chunk {
+                        return Err(CkksError::Mismatch(format!(
+                            "chunk {} of one key summed with chunk {} of another",
+                            seed.chunk, acc_seed.chunk
+                        )));
+                    }
+                    acc_seed.contributors =
+                        merge_disjoint(&acc_seed.contributors, &seed.contributors)?;
+                }
+                _ => {
+                    return Err(CkksError::Mismatch(
+                        "a secret-key encryption summed with a public-key one".into(),
+                    ));
+                }
+            }
             acc.count = acc
                 .count
                 .checked_add(ct.count)
                 .ok_or_else(|| CkksError::Mismatch("too many ciphertexts in one sum".into()))?;
         }
         Ok(acc)
+    }
+
+    /// The parties whose secret-key encryptions this sums (sorted), or `None` for a
+    /// public-key encryption (and sums of them).
+    pub fn contributors(&self) -> Option<&[PartyId]> {
+        self.seeded.as_ref().map(|s| s.contributors.as_slice())
     }
 
     /// Session the key was aggregated for.
@@ -196,7 +257,9 @@ impl Ciphertext {
     }
 
     /// Digest binding decryption shares to this ciphertext. A share `s_i·C1 + e*` depends on
-    /// `C1` only, so the digest covers the parameters, the session and `C1`.
+    /// `C1` only, so the digest covers the parameters, the session and `C1`: every sum of
+    /// secret-key encryptions of one chunk has the same digest whoever contributed, so a
+    /// member answers for one of them only.
     pub fn digest(&self) -> [u8; 32] {
         let mut h = blake3::Hasher::new();
         h.update(b"privopt/mkckks/ciphertext/v1");
@@ -209,12 +272,37 @@ impl Ciphertext {
     }
 }
 
+/// `a ∪ b` (both sorted), refused if a party is in both: its encryption would count twice.
+fn merge_disjoint(a: &[PartyId], b: &[PartyId]) -> Result<Vec<PartyId>, CkksError> {
+    let mut out: Vec<PartyId> = a.iter().chain(b).copied().collect();
+    out.sort_unstable();
+    if let Some(w) = out.windows(2).find(|w| w[0] == w[1]) {
+        return Err(CkksError::Mismatch(format!(
+            "party {}'s encryption is in both sums",
+            w[0]
+        )));
+    }
+    Ok(out)
+}
+
 /// Fusion: `C0 + Σ D_i` over every member's decryption share of `ct`.
 pub fn fuse(ct: &Ciphertext, shares: &[DecryptionShare]) -> Result<Decrypted, CkksError> {
+    refuse_seeded(ct)?;
     let mut m =
         ShareCollector::aggregate(&ct.params, &ct.members, ct.session, ct.digest(), shares)?;
     ct.params.basis().add_assign(&mut m, &ct.c0);
     Ok(Decrypted::new(Arc::clone(&ct.params), m))
+}
+
+/// Refuses a sum of secret-key encryptions where the N-of-N key would decrypt it: its `C1`
+/// pairs with its contributors' secrets, not with every member's.
+pub(crate) fn refuse_seeded(ct: &Ciphertext) -> Result<(), CkksError> {
+    if ct.seeded.is_some() {
+        return Err(CkksError::Mismatch(
+            "a sum of secret-key encryptions is decrypted by a threshold key's members".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// A fused decryption: the message polynomial plus noise, not yet decoded.

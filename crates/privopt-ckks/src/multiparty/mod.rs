@@ -24,7 +24,7 @@
 //! decrypt: each party Shamir-shares its secret once at setup, and a decryption asks an
 //! [`ActiveSet`] of at least `t` members, each answering at most once per ciphertext.
 
-mod cipher;
+pub(crate) mod cipher;
 mod model;
 mod party;
 mod shares;

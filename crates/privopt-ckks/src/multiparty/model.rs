@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 use rand::CryptoRng;
 
-use super::{Ciphertext, CollectivePublicKey, Decrypted};
+use super::cipher::{Seeded, seeded_a};
+use super::{Ciphertext, CollectivePublicKey, Committee, Decrypted, Party, partial_public_key};
 use crate::error::CkksError;
 use crate::params::CkksParams;
 
@@ -92,6 +93,65 @@ impl ModelCodec {
         values: &[f32],
         rng: &mut impl CryptoRng,
     ) -> Result<EncryptedModel, CkksError> {
+        self.encrypt_chunks(values, |_, coeffs| key.encrypt(coeffs, rng))
+    }
+
+    /// `values` encrypted under `party`'s own secret for `session` of `committee`'s threshold
+    /// key, **half the bytes** of [`ModelCodec::encrypt`]: chunk `k` is
+    /// `(−a_k·s_i + m + e, a_k)` with `a_k` expanded from the key's common polynomial, the
+    /// session and `k`, so only `−a_k·s_i + m + e` travels and every member's chunk `k` adds
+    /// up under the sum of the contributors' secrets. Only a threshold key decrypts such a
+    /// sum (each member holds a Shamir share of every member's secret), and only a sum of at
+    /// least `t` members' encryptions: the server learns no smaller sum.
+    ///
+    /// One model per party and session: a second encryption under the same `a_k` would
+    /// reveal the difference of the two models. Refuses what [`ModelCodec::encrypt`] refuses.
+    pub fn encrypt_secret(
+        &self,
+        party: &Party,
+        committee: &Committee,
+        session: u64,
+        values: &[f32],
+        rng: &mut impl CryptoRng,
+    ) -> Result<EncryptedModel, CkksError> {
+        if party.params.fingerprint() != self.params.fingerprint() {
+            return Err(CkksError::Mismatch(
+                "the party was made under other parameters than the codec".into(),
+            ));
+        }
+        if committee.members().binary_search(&party.id).is_err() {
+            return Err(CkksError::UnknownParty { party: party.id });
+        }
+        self.encrypt_chunks(values, |k, coeffs| {
+            let chunk = k as u32; // at most `MAX_MODEL_CHUNKS` chunks reach the wire
+            let a = seeded_a(&self.params, &party.crs_digest, session, chunk);
+            let mut e = self.params.error().sample_vec(coeffs.len(), rng);
+            for (e, &m) in e.iter_mut().zip(coeffs) {
+                *e += m; // |m| ≤ clip·Λ ≪ 2^62 (checked by `new`), |e| tiny
+            }
+            let c0 = partial_public_key(&self.params, &party.sk.s, &a, &e);
+            Ok(Ciphertext {
+                params: Arc::clone(&self.params),
+                session,
+                members: committee.members().to_vec(),
+                count: 1,
+                c0,
+                c1: a,
+                seeded: Some(Seeded {
+                    crs: party.crs_digest,
+                    chunk,
+                    contributors: vec![party.id],
+                }),
+            })
+        })
+    }
+
+    /// Checks `values` and encrypts them chunk by chunk with `encrypt(k, coefficients)`.
+    fn encrypt_chunks(
+        &self,
+        values: &[f32],
+        mut encrypt: impl FnMut(usize, &[i64]) -> Result<Ciphertext, CkksError>,
+    ) -> Result<EncryptedModel, CkksError> {
         if values.len() != self.len {
             return Err(CkksError::Encoding(format!(
                 "a model of {} values, the codec packs {}",
@@ -114,12 +174,13 @@ impl ModelCodec {
         let mut coeffs = vec![0i64; n];
         let cts = values
             .chunks(n)
-            .map(|chunk| {
+            .enumerate()
+            .map(|(k, chunk)| {
                 coeffs.fill(0);
                 for (c, &x) in coeffs.iter_mut().zip(chunk) {
                     *c = (f64::from(x) * scale).round() as i64;
                 }
-                key.encrypt(&coeffs, rng)
+                encrypt(k, &coeffs)
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(EncryptedModel { len: self.len, cts })
@@ -194,6 +255,12 @@ impl EncryptedModel {
     /// Whether it holds no values (never, for a model a codec made).
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// The parties whose secret-key encryptions it sums ([`ModelCodec::encrypt_secret`]), or
+    /// `None` for public-key ones.
+    pub fn contributors(&self) -> Option<&[super::PartyId]> {
+        self.cts.first().and_then(Ciphertext::contributors)
     }
 
     /// How many updates it sums.

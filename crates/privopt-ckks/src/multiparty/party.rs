@@ -168,6 +168,7 @@ impl Party {
         if !ct.members().contains(&self.id) {
             return Err(CkksError::UnknownParty { party: self.id });
         }
+        super::cipher::refuse_seeded(ct)?;
         let d = decryption_share(&self.params, &self.sk.s, ct.c1(), rng)?;
         Ok(Share::new(self.id, ct.session(), ct.digest(), d))
     }

@@ -4,13 +4,18 @@
 //! 1. **Re-sharing** (once, at setup): party `i` draws `f_i(X) = s_i + a_1·X + … + a_{t−1}·X^{t−1}`
 //!    with `a_k` uniform in `R_Q` and sends `f_i(x_j)` to each member `j` (`x_j = j + 1`), over
 //!    a channel only `j` can read (the transport's job: the roles layer encrypts each
-//!    [`SecretShare`] to its recipient as SecAgg+ does). Member `j` keeps
-//!    `S_j = Σ_i f_i(x_j) = F(x_j)`, a Shamir share of `s = Σ s_i` ([`ThresholdParty::from_shares`]).
+//!    [`SecretShare`] to its recipient as SecAgg+ does). Member `j` keeps every `f_i(x_j)`:
+//!    `S_j = Σ_i f_i(x_j) = F(x_j)` is its Shamir share of `s = Σ s_i`, and a sum over some
+//!    members `C`, its share of `s_C = Σ_{i∈C} s_i` ([`ThresholdParty::from_shares`]), which
+//!    decrypts a sum of those members' secret-key encryptions
+//!    ([`crate::multiparty::ModelCodec::encrypt_secret`]: `c1 = a` is expanded from a seed, so
+//!    an upload is one polynomial per chunk).
 //! 2. **Active set**: before any share is asked for, the server fixes which members decrypt
 //!    ([`ActiveSet`]: the ciphertext's digest and at least `t` members). The decryption shares
 //!    are bound to it.
 //! 3. **Decryption share**: member `j` of active set `A` returns
-//!    `D_j = λ_j·S_j·C1 + e*_j` with the Lagrange coefficient `λ_j = Π_{k∈A, k≠j} x_k/(x_k − x_j)`
+//!    `D_j = λ_j·S_j·C1 + e*_j` (`S_j` of `s_C` for a sum of `C`'s secret-key encryptions, at
+//!    least `t` of them, so the server never decrypts a smaller group's sum) with the Lagrange coefficient `λ_j = Π_{k∈A, k≠j} x_k/(x_k − x_j)`
 //!    (modulo each prime) and smudging noise `e*_j` ([`ThresholdParty::partial_decrypt`]), so
 //!    `Σ_{j∈A} D_j = s·C1 + Σ e*_j` and [`fuse_threshold`] recovers `C0 + s·C1 + Σ e*`.
 //! 4. **Single use**: a member answers at most one decryption request per ciphertext, whatever
@@ -112,6 +117,19 @@ impl Committee {
                 members.len(),
                 self.threshold
             )));
+        }
+        if let Some(contributors) = ct.contributors() {
+            if let Some(&party) = contributors.iter().find(|&&p| !self.contains(p)) {
+                return Err(CkksError::UnknownParty { party });
+            }
+            // Fewer would let the server decrypt a few members' updates, down to one.
+            if contributors.len() < self.threshold {
+                return Err(CkksError::InvalidParams(format!(
+                    "a sum of {} members' encryptions, the threshold is {}",
+                    contributors.len(),
+                    self.threshold
+                )));
+            }
         }
         Ok(())
     }
@@ -301,9 +319,10 @@ impl ActiveSet {
 }
 
 /// What a batch of ciphertexts is known by: their session and a digest of every
-/// ciphertext's digest in order. A batch of one is known by its ciphertext's own digest, so a
-/// single ciphertext and a batch of it are the same request. Refuses an empty batch and one
-/// that mixes sessions or parameters.
+/// ciphertext's digest in order (and of the contributors of secret-key encryptions). A batch
+/// of one public-key ciphertext is known by its own digest, so a single ciphertext and a
+/// batch of it are the same request. Refuses an empty batch and one that mixes sessions,
+/// parameters or contributors.
 pub fn batch_digest(batch: &[Ciphertext]) -> Result<(u64, [u8; 32]), CkksError> {
     let first = batch
         .first()
@@ -316,7 +335,16 @@ pub fn batch_digest(batch: &[Ciphertext]) -> Result<(u64, [u8; 32]), CkksError> 
             "a batch mixes sessions or parameters".into(),
         ));
     }
-    if batch.len() == 1 {
+    if batch
+        .iter()
+        .any(|ct| ct.contributors() != first.contributors())
+    {
+        return Err(CkksError::Mismatch(
+            "a batch mixes sums of different members' encryptions".into(),
+        ));
+    }
+    let contributors = first.contributors();
+    if batch.len() == 1 && contributors.is_none() {
         return Ok((first.session(), first.digest()));
     }
     let mut h = blake3::Hasher::new();
@@ -324,6 +352,13 @@ pub fn batch_digest(batch: &[Ciphertext]) -> Result<(u64, [u8; 32]), CkksError> 
     h.update(&(batch.len() as u64).to_le_bytes());
     for ct in batch {
         h.update(&ct.digest());
+    }
+    // A seeded chunk's digest is the same whoever contributed: the set binds them.
+    if let Some(contributors) = contributors {
+        h.update(&(contributors.len() as u64).to_le_bytes());
+        for p in contributors {
+            h.update(&p.to_le_bytes());
+        }
     }
     Ok((first.session(), h.finalize().into()))
 }
@@ -390,19 +425,24 @@ pub fn smudging_for_distance(
     }
 }
 
-/// A member after setup: its Shamir share `S_j` of the collective secret and the ledger of
-/// ciphertexts it has answered for.
+/// A member after setup: the Shamir share `f_i(x_j)` each member dealt it (their sum `S_j`
+/// is its share of the collective secret; a partial sum, its share of some members' secrets),
+/// and the ledger of ciphertexts it has answered for.
 pub struct ThresholdParty {
     pub(crate) id: PartyId,
     pub(crate) params: Arc<CkksParams>,
     pub(crate) committee: Committee,
-    pub(crate) share: Poly<Eval>,
+    pub(crate) crs_digest: [u8; 32],
+    /// One share per dealer, in committee order.
+    pub(crate) dealt: Vec<Poly<Eval>>,
     pub(crate) answered: HashSet<[u8; 32]>,
 }
 
 impl Drop for ThresholdParty {
     fn drop(&mut self) {
-        self.share.wipe();
+        for share in &mut self.dealt {
+            share.wipe();
+        }
     }
 }
 
@@ -439,13 +479,59 @@ impl ThresholdParty {
             // The collector checks member, session, binding and duplicates.
             collector.add(&s.share)?;
         }
+        collector.finish()?.wipe();
+        // Every member dealt exactly once (the collector saw to it): keep them by dealer.
+        let dealt = committee
+            .members()
+            .iter()
+            .map(|&dealer| {
+                shares
+                    .iter()
+                    .find(|s| s.from() == dealer)
+                    .map(|s| s.share.poly.clone())
+                    .ok_or(CkksError::MissingShare { party: dealer })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Self {
             id: party.id,
             params: Arc::clone(&party.params),
             committee: committee.clone(),
-            share: collector.finish()?,
+            crs_digest: party.crs_digest,
+            dealt,
             answered: HashSet::new(),
         })
+    }
+
+    /// This member's Shamir share of the secret a ciphertext is under: of every member's
+    /// (a public-key encryption) or of its contributors' (secret-key encryptions). Refuses a
+    /// seeded ciphertext of another key.
+    fn share_for(&self, ct: &Ciphertext) -> Result<Poly<Eval>, CkksError> {
+        let basis = self.params.basis();
+        let mut share = basis.zero();
+        let dealers: Vec<usize> = match &ct.seeded {
+            None => (0..self.dealt.len()).collect(),
+            Some(seeded) => {
+                if seeded.crs != self.crs_digest {
+                    return Err(CkksError::Mismatch(
+                        "secret-key encryptions under another key's common polynomial".into(),
+                    ));
+                }
+                seeded
+                    .contributors
+                    .iter()
+                    .map(|p| {
+                        self.committee
+                            .members
+                            .binary_search(p)
+                            .map_err(|_| CkksError::UnknownParty { party: *p })
+                    })
+                    .collect::<Result<_, _>>()?
+            }
+        };
+        for k in dealers {
+            basis.add_assign(&mut share, &self.dealt[k]);
+        }
+        Ok(share)
     }
 
     /// This member's identifier.
@@ -511,9 +597,10 @@ impl ThresholdParty {
                 self.id
             )));
         }
+        // The batch has one contributor set (`batch_digest` saw to it): one secret for all.
+        let mut weighted = self.share_for(&batch[0])?;
         // Recorded before any share exists: an error below still spends the ciphertexts.
         self.answered.extend(digests);
-        let mut weighted = self.share.clone();
         let lambda = active.lagrange(&self.params, self.id);
         self.params
             .basis()

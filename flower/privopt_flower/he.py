@@ -13,19 +13,21 @@ and :func:`encrypted_mean` for apps on the Message API (``@app.main()`` with a `
 
 Each round, for the sampled clients (privopt's xMK-CKKS, docs/mkckks.md):
 
-1. ``keys``: each client draws a fresh secret for the round and sends its public-key share
-   and an X25519 sealing key;
-2. ``deal``: with every member's key shares each client aggregates the collective key, and
-   deals Shamir shares of its secret, each sealed to its recipient (the server relays them and
-   can open none);
+1. ``keys``: each client draws a fresh secret for the round and sends an X25519 sealing key;
+2. ``deal``: each client deals Shamir shares of its secret, each sealed to its recipient (the
+   server relays them and can open none);
 3. ``encrypt`` (the train message): each client opens its shares, runs the app's train
    function, and uploads ``[w, w·x]`` (``w`` its example count over ``max_weight``, ``x`` the
-   flattened arrays, every entry within ``±clip``) encrypted under the collective key, ``n``
+   flattened arrays, every entry within ``±clip``) encrypted under its own secret, ``n``
    values per ciphertext in the coefficients (n = 4096, one 60-bit prime: 128-bit secure,
-   scale 2^49);
+   scale 2^49). Each chunk's ``c1`` is expanded from the round's seed and never sent, so an
+   upload is one polynomial per chunk, and the uploads add up to a ciphertext under the sum of
+   the uploaders' secrets, of which every member holds a Shamir share;
 4. ``ready`` and ``decrypt``: the server sums the uploads, asks the uploaders whether they are
    still there, fixes the round's active set (``t`` of those present) and asks only them for
-   their decryption shares, once; it fuses them into the weighted average.
+   their decryption shares, once; it fuses them into the weighted average. Members decrypt
+   only a sum of at least ``t`` uploads (the server cannot ask for a smaller group's), and
+   answer once per chunk whoever contributed.
 
 ``t`` (``threshold``, default two thirds of the sampled clients): a round survives the loss of
 ``N − t`` clients after setup; ``t`` colluding clients could decrypt any upload. A client that
@@ -195,7 +197,6 @@ def _setup(
         deal = ConfigRecord(
             {
                 "stage": Stage.DEAL,
-                "key_shares": [cast(bytes, f["key_share"]) for f in fields],
                 "sealing_keys": [cast(bytes, f["sealing_key"]) for f in fields],
             }
         )
@@ -238,6 +239,7 @@ def _run_round(
     )
     p = params(primes_for(len(nodes), clip))
     codec = mk.ModelCodec(p, length, _bound(clip), len(nodes))
+    index = {node: i for i, node in enumerate(nodes)}
     requests = {}
     for node in nodes:
         content = copy_content(train_contents[node])
@@ -258,8 +260,10 @@ def _run_round(
         try:
             blob = cast(bytes, msg.content.config_records[RECORD]["upload"])
             upload = mk.EncryptedModel.from_bytes(p, blob)
-            if upload.length != length or upload.count != 1:
-                raise ProtocolError(f"an upload of {upload.length} values summing {upload.count}")
+            if upload.length != length or upload.contributors != [index[node]]:
+                raise ProtocolError(
+                    f"an upload of {upload.length} values from members {upload.contributors}"
+                )
             uploads[node] = upload
         except (PrivoptError, KeyError, TypeError) as e:
             dropped[node] = f"{Stage.ENCRYPT}: upload refused ({e})"
@@ -275,7 +279,6 @@ def _run_round(
             f"{len(present)} of {len(nodes)} clients present to decrypt, {t} needed"
         )
     committee = mk.Committee(t, list(range(len(nodes))))
-    index = {node: i for i, node in enumerate(nodes)}
     asked = sorted(present)[:t]
     active = mk.ActiveSet.for_model(committee, total, [index[n] for n in asked])
     request = ConfigRecord(
@@ -416,32 +419,30 @@ def he_mod(msg: Message, ctxt: Context, call_next: ClientAppCallable) -> Message
             setup=setup.save(),
             session=session,
             members=members,
+            threshold=committee.threshold,
             primes=primes,
         )
-        reply = {"key_share": party.public_key_share(session), "sealing_key": setup.sealing_key}
-        return _reply(msg, RecordDict(), reply)
+        return _reply(msg, RecordDict(), {"sealing_key": setup.sealing_key})
     state = _load(ctxt, str(stage))
     p = params([int(b) for b in cast(list[int], state["primes"])])
     party = mk.Party.restore(p, cast(bytes, state["party"]))
     session = int(cast(int, state["session"]))
     members = [int(m) for m in cast(list[int], state["members"])]
+    committee = mk.Committee(int(cast(int, state["threshold"])), members)
     if stage == Stage.DEAL:
-        shares = list(cast(list[bytes], configs["key_shares"]))
-        if len(shares) != len(members) or shares[members.index(party.id)] != (
-            party.public_key_share(session)
-        ):
-            raise ValueError("encrypted averaging: the relayed key shares replace this client's")
-        mk.CollectivePublicKey.aggregate(p, _crs(p, session), members, session, shares)
         setup = mk.ThresholdSetup.restore(cast(bytes, state["setup"]))
-        sealed = setup.deal(party, list(cast(list[bytes], configs["sealing_keys"])))
-        _save(ctxt, **{**state, "setup": setup.save(), "key_shares": shares})
+        keys = list(cast(list[bytes], configs["sealing_keys"]))
+        if len(keys) != len(members) or keys[members.index(party.id)] != setup.sealing_key:
+            raise ValueError("encrypted averaging: the relayed sealing keys replace this client's")
+        sealed = setup.deal(party, keys)
+        _save(ctxt, **{**state, "setup": setup.save()})
         return _reply(msg, RecordDict(), {"sealed": [sealed[m] for m in members]})
     if stage == Stage.ENCRYPT:
+        if "member" in state:
+            # A second upload under the same secret and seeds would reveal the difference.
+            raise ValueError("encrypted averaging: a second encrypt message in one round")
         setup = mk.ThresholdSetup.restore(cast(bytes, state["setup"]))
         member = setup.finish(party, list(cast(list[bytes], configs["sealed"])))
-        key = mk.CollectivePublicKey.aggregate(
-            p, _crs(p, session), members, session, list(cast(list[bytes], state["key_shares"]))
-        )
         result = call_next(msg, ctxt)
         if result.has_error():
             return result
@@ -471,7 +472,7 @@ def he_mod(msg: Message, ctxt: Context, call_next: ClientAppCallable) -> Message
                 f"encrypted averaging: value {vector[i]} at index {i} is not within ±{clip}"
             )
         codec = mk.ModelCodec(p, length, _bound(clip), len(members))
-        upload = codec.encrypt(key, vector).to_bytes()
+        upload = codec.encrypt_secret(party, committee, session, vector).to_bytes()
         _save(ctxt, **{**state, "member": member.snapshot()})
         content = result.content
         for record in content.array_records.values():

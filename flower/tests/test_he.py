@@ -45,6 +45,15 @@ def test_the_mean_of_whole_models_and_no_reply_carries_an_update_in_the_clear():
     want = mean_of(values, sorted(values))
     assert np.abs(got - want).max() / np.abs(want).max() < 1e-6
     assert out.weight == pytest.approx(5.0) and sorted(out.replies) == sorted(values)
+    # An upload is one polynomial per chunk (c1 is expanded from the round's seed): three
+    # chunks of 4096 residues of 8 bytes, plus a header of under 200 bytes.
+    uploads = [
+        c.config_records[he.RECORD]["upload"]
+        for _, c in grid.seen
+        if "upload" in c.config_records.get(he.RECORD, {})
+    ]
+    assert len(uploads) == 5
+    assert all(3 * 4096 * 8 < len(b) < 3 * 4096 * 8 + 200 for b in uploads)
     for _, content in grid.seen:
         for record in content.array_records.values():
             assert len(record) == 0

@@ -145,3 +145,42 @@ def test_whole_models_average_under_a_threshold_key_with_a_member_gone():
         codec.encrypt(key, bad)
     with pytest.raises(PrivoptError, match="needs a modulus"):
         mk.ModelCodec(params, 10, clip=1e6, max_updates=1 << 20)
+
+
+def test_secret_key_uploads_halve_the_bytes_and_decrypt_only_as_a_large_enough_sum():
+    params = ckks.Params(4096, [60], scale_bits=46)
+    crs = mk.CommonPoly(params, os.urandom(32))
+    parties = [mk.Party(i, params, crs) for i in range(5)]
+    key = mk.CollectivePublicKey.aggregate(
+        params, crs, list(range(5)), 0, [p.public_key_share(0) for p in parties]
+    )
+    committee = mk.Committee(4, list(range(5)))
+    dealt = [p.deal(committee, 0) for p in parties]
+    members = [
+        mk.ThresholdParty.from_shares(p, committee, 0, [d[p.id] for d in dealt]) for p in parties
+    ]
+    length = 4096 + 9
+    codec = mk.ModelCodec(params, length, clip=1.0)
+    rng = np.random.default_rng(1)
+    updates = [rng.uniform(-0.05, 0.05, length).astype(np.float32) for _ in range(5)]
+    uploads = [
+        mk.EncryptedModel.from_bytes(
+            params, codec.encrypt_secret(p, committee, 0, u).to_bytes()
+        )
+        for p, u in zip(parties, updates)
+    ]
+    public = len(codec.encrypt(key, updates[0]).to_bytes())
+    assert abs(2 * len(uploads[0].to_bytes()) - public) < 200
+    assert uploads[3].contributors == [3] and codec.encrypt(key, updates[0]).contributors is None
+    total = mk.EncryptedModel.sum([uploads[i] for i in (0, 2, 3, 4)])  # 1 never uploaded
+    assert total.contributors == [0, 2, 3, 4] and total.count == 4
+    active = mk.ActiveSet.for_model(committee, total, [0, 1, 2, 3])
+    average = codec.average(
+        total, active, [members[j].partial_decrypt_model(total, active) for j in (0, 1, 2, 3)]
+    )
+    want = np.mean(np.stack([updates[i] for i in (0, 2, 3, 4)]).astype(np.float64), axis=0)
+    assert np.max(np.abs(average - want)) / np.max(np.abs(want)) < 1e-6
+    with pytest.raises(ParameterError, match="a sum of 3 members' encryptions"):
+        mk.ActiveSet.for_model(committee, mk.EncryptedModel.sum(uploads[:3]), [0, 1, 2, 3])
+    with pytest.raises(PrivoptError, match="party 2's encryption is in both"):
+        mk.EncryptedModel.sum([uploads[2], uploads[2]])

@@ -436,6 +436,36 @@ impl PyModelCodec {
         })
     }
 
+    /// ``values`` encrypted under ``party``'s own secret for ``session`` of ``committee``'s
+    /// threshold key: half the bytes of :meth:`encrypt` (each chunk's ``c1`` is expanded from
+    /// a seed), and only a sum of at least the threshold's members' uploads decrypts. One
+    /// model per party and session: a second one would reveal the difference of the two.
+    fn encrypt_secret(
+        &self,
+        py: Python<'_>,
+        party: &PyParty,
+        committee: &PyCommittee,
+        session: u64,
+        values: PyReadonlyArray1<'_, f32>,
+    ) -> PyResult<PyEncryptedModel> {
+        let values = slice_or_copy(&values);
+        let inner = py
+            .detach(|| {
+                self.codec.encrypt_secret(
+                    &party.party,
+                    &committee.0,
+                    session,
+                    &values,
+                    &mut secret_rng(None),
+                )
+            })
+            .map_err(errors::ckks)?;
+        Ok(PyEncryptedModel {
+            inner,
+            params: Arc::clone(&self.params),
+        })
+    }
+
     /// The average of the updates ``model`` sums, from the shares (bytes of
     /// :meth:`ThresholdParty.partial_decrypt_model`) of every member of ``active``.
     fn average<'py>(
@@ -505,6 +535,13 @@ impl PyEncryptedModel {
     #[getter]
     fn count(&self) -> u32 {
         self.inner.count()
+    }
+
+    /// The members whose :meth:`ModelCodec.encrypt_secret` uploads it sums (sorted), or
+    /// ``None`` for public-key encryptions.
+    #[getter]
+    fn contributors(&self) -> Option<Vec<u32>> {
+        self.inner.contributors().map(<[u32]>::to_vec)
     }
 
     /// The model as bytes.

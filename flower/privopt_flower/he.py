@@ -289,9 +289,13 @@ def _run_round(
     if len(shares) < len(asked):
         missing = sorted(set(asked) - set(shares))
         raise ProtocolError(f"node(s) {missing} of the active set sent no decryption share")
-    mean = codec.average(
-        total, active, [cast(bytes, shares[n].content.config_records[RECORD]["share"]) for n in asked]
-    ) * total.count  # fmt: skip
+    try:
+        mean = codec.average(
+            total, active,
+            [cast(bytes, shares[n].content.config_records[RECORD]["share"]) for n in asked],
+        ) * total.count  # fmt: skip
+    except PrivoptError as e:  # a share or an upload that was not what it claimed
+        raise ProtocolError(f"round {server_round}'s sum did not decrypt: {e}") from e
     weight_sum = float(mean[0])
     if weight_sum <= 0:
         raise ProtocolError("the contributors' weights sum to zero: no average exists")

@@ -3,8 +3,10 @@ in one run on this machine (issue 50).
 
 - **privopt**: threshold xMK-CKKS, ``n = 4096`` with one 60-bit prime (log Q = 60, within the
   HE standard's 128-bit bound of 109), Λ = 2^49, ``n`` values per ciphertext in the
-  coefficients. Every client holds only its own secret; any ``t`` of them (default two thirds)
-  decrypt the sum, so one client dropping after its upload costs nothing. No party, the server
+  coefficients, each client's update encrypted under its own secret with ``c1`` expanded from
+  the round's seed (one polynomial per chunk on the wire). Every client holds only its own
+  secret and Shamir shares of the others'; any ``t`` of them (default two thirds) decrypt the
+  sum, so one client dropping after its upload costs nothing. No party, the server
   included, holds a key that decrypts one client's update.
 - **TenSEAL, NVFlare's way**: one CKKS context whose secret key every client shares (NVFlare's
   ``he_context`` provisioning: ``poly_modulus_degree = 8192``, ``coeff_mod_bit_sizes = [60, 40,
@@ -59,9 +61,6 @@ def privopt_round(updates: list[npt.NDArray[np.float32]], gone: int) -> tuple[Re
     crs = mk.CommonPoly(params, os.urandom(32))
     ids = list(range(n))
     parties = [mk.Party(i, params, crs) for i in ids]
-    key = mk.CollectivePublicKey.aggregate(
-        params, crs, ids, 0, [p.public_key_share(0) for p in parties]
-    )
     t = eezofl.default_threshold(n)
     committee = mk.Committee(t, ids)
     dealt = [p.deal(committee, 0) for p in parties]
@@ -71,9 +70,9 @@ def privopt_round(updates: list[npt.NDArray[np.float32]], gone: int) -> tuple[Re
     codec = mk.ModelCodec(params, len(updates[0]), clip=1.0)
     r = Result(f"privopt threshold xMK-CKKS ({t} of {n}, n=4096, 60-bit Q)")
     total: mk.EncryptedModel | None = None
-    for u in updates:
+    for p, u in zip(parties, updates, strict=True):
         start = time.perf_counter()
-        blob = codec.encrypt(key, u).to_bytes()
+        blob = codec.encrypt_secret(p, committee, 0, u).to_bytes()
         r.client_s += (time.perf_counter() - start) / n
         r.up_bytes = len(blob)
         start = time.perf_counter()

@@ -242,6 +242,39 @@ fn secret_key_uploads_are_half_the_bytes_and_any_four_decrypt_the_uploaders_sum_
         "{e}"
     );
 
+    // An upload that is no encryption under its sender's secret (here party 0's c0 sent as
+    // party 3's, as a client that lies about its id would) decrypts to garbage: the average
+    // refuses it by index rather than returning it.
+    // (The members above have answered for every chunk of session 1: a new round, session 2.)
+    let header = uploads[0].to_bytes().len() - 3 * 4096 * 8;
+    let (_, committee, mut fresh, parties) = setup(&params);
+    let honest: Vec<EncryptedModel> = (0..3)
+        .map(|i| {
+            codec
+                .encrypt_secret(&parties[i], &committee, 2, &updates[i], &mut rng)
+                .unwrap()
+        })
+        .collect();
+    let mut liar = codec
+        .encrypt_secret(&parties[0], &committee, 2, &updates[3], &mut rng)
+        .unwrap()
+        .to_bytes();
+    let claimed = codec
+        .encrypt_secret(&parties[3], &committee, 2, &updates[3], &mut rng)
+        .unwrap()
+        .to_bytes();
+    liar[..header].copy_from_slice(&claimed[..header]);
+    let liar = EncryptedModel::from_bytes(&params, &liar).unwrap();
+    let spoiled = EncryptedModel::sum(&[&honest[0], &honest[1], &honest[2], &liar]).unwrap();
+    let set = ActiveSet::for_batch(&committee, spoiled.ciphertexts(), &[0, 1, 2, 4]).unwrap();
+    let shares = shares_of(&params, &mut fresh, spoiled.ciphertexts(), &set);
+    let plain = fuse_threshold_batch(spoiled.ciphertexts(), &set, &shares).unwrap();
+    let e = codec.average(&plain, spoiled.count()).unwrap_err();
+    assert!(
+        e.to_string().contains("the decrypted sum at index 0"),
+        "{e}"
+    );
+
     // One upload counted twice, or summed with a public-key one, is refused by name; the
     // N-of-N path refuses a secret-key sum (its secret is the contributors', not all).
     let e = EncryptedModel::sum(&[&uploads[0], &uploads[1], &uploads[0]]).unwrap_err();

@@ -187,6 +187,8 @@ impl ModelCodec {
     }
 
     /// The average of the `count` updates a model sum holds, from its decrypted chunks.
+    /// Refuses a sum with an entry outside `±count·clip` (naming the index): what a garbage
+    /// upload, a wrong share or an inconsistent dealing decrypts to, almost surely.
     pub fn average(&self, plain: &[Decrypted], count: u32) -> Result<Vec<f64>, CkksError> {
         if plain.len() != self.chunks() {
             return Err(CkksError::Mismatch(format!(
@@ -201,14 +203,27 @@ impl ModelCodec {
                 self.max_updates
             )));
         }
-        let divisor = self.params.scale() * f64::from(count);
+        let scale = self.params.scale();
+        // A sum of `count` updates within ±clip, plus the decryption noise (≪ Λ/256). Beyond
+        // it, an upload was no encryption of an update under its sender's key (or a share was
+        // wrong): refused rather than averaged. Padding coefficients are held to it too.
+        let limit = f64::from(count) * self.clip * scale + scale / 256.0;
+        let divisor = scale * f64::from(count);
         let mut out = Vec::with_capacity(self.chunks() * self.params.n());
         for p in plain {
-            out.extend(
-                p.integer_coefficients()?
-                    .iter()
-                    .map(|&c| c as f64 / divisor),
-            );
+            for c in p.integer_coefficients()? {
+                let x = c as f64;
+                if x.abs() > limit {
+                    return Err(CkksError::Mismatch(format!(
+                        "the decrypted sum at index {} is {:.4e}, outside ±{count}·{}: an \
+                         upload or a decryption share was not what it claims",
+                        out.len(),
+                        x / scale,
+                        self.clip
+                    )));
+                }
+                out.push(x / divisor);
+            }
         }
         out.truncate(self.len);
         Ok(out)

@@ -185,26 +185,39 @@ class Localhost:
             f'address = "{self.host}:{self.port}"\n{security}\n'
         )
         if not self.simulation:
+            if self.credentials is not None:
+                c = self.credentials
+                self.register(*(c.supernode_public(i) for i in range(self.nodes)))
             for i in range(self.nodes):
-                if self.credentials is not None:
-                    self.register(self.credentials.supernode_public(i))
                 self.start_node(i)
 
-    def register(self, public_key: Path) -> None:
-        """``flwr supernode register``: the SuperLink admits the holder of that key."""
-        done = subprocess.run(
-            self._in(
-                self.superlink_netns,
-                [tool("flwr"), "supernode", "register", str(public_key), "privopt"],
-            ),
-            env=flower_env(self.home),
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        if done.returncode != 0:
-            raise RuntimeError(f"registering {public_key.name} failed: {done.stdout}{done.stderr}")
+    def register(self, *public_keys: Path) -> None:
+        """``flwr supernode register`` of each key, all at once: the SuperLink admits their
+        holders."""
+        procs = [
+            subprocess.Popen(
+                self._in(
+                    self.superlink_netns,
+                    [tool("flwr"), "supernode", "register", str(key), "privopt"],
+                ),
+                env=flower_env(self.home),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+            for key in public_keys
+        ]
+        failed = []
+        for key, p in zip(public_keys, procs, strict=True):
+            try:
+                out, _ = p.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                out, _ = p.communicate()
+            if p.returncode != 0:
+                failed.append(f"registering {key.name} failed: {out}")
+        if failed:
+            raise RuntimeError("; ".join(failed))
 
     def _wait_health(self, timeout: float) -> None:
         scheme, context = "http", None
@@ -288,14 +301,16 @@ class Localhost:
 
     def stop(self) -> None:
         """Terminates every process group started (a dead leader may leave members behind),
-        then kills what is left of each."""
+        all at once, gives them 10 s in all to exit, then kills what is left of each."""
         for p in self._started:
             try:
                 os.killpg(p.pid, signal.SIGTERM)
             except ProcessLookupError:
-                continue
+                pass
+        deadline = time.monotonic() + 10
+        for p in self._started:
             try:
-                p.wait(timeout=10)
+                p.wait(timeout=max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 pass
             try:

@@ -15,8 +15,8 @@
 //!    are bound to it.
 //! 3. **Decryption share**: member `j` of active set `A` returns
 //!    `D_j = λ_j·S_j·C1 + e*_j` (`S_j` of `s_C` for a sum of `C`'s secret-key encryptions, at
-//!    least `t` of them, so the server never decrypts a smaller group's sum) with the Lagrange coefficient `λ_j = Π_{k∈A, k≠j} x_k/(x_k − x_j)`
-//!    (modulo each prime) and smudging noise `e*_j` ([`ThresholdParty::partial_decrypt`]), so
+//!    least `t` of them, so the server never decrypts a smaller group's sum) with the
+//!    Lagrange coefficient `λ_j = Π_{k∈A, k≠j} x_k/(x_k − x_j)` (modulo each prime) and smudging noise `e*_j` ([`ThresholdParty::partial_decrypt`]), so
 //!    `Σ_{j∈A} D_j = s·C1 + Σ e*_j` and [`fuse_threshold`] recovers `C0 + s·C1 + Σ e*`.
 //! 4. **Single use**: a member answers at most one decryption request per ciphertext, whatever
 //!    the active set or the session asking. Two shares of one ciphertext for two active sets

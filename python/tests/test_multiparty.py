@@ -110,7 +110,11 @@ def test_any_three_of_four_decrypt_once_per_ciphertext(setup):
         mk.Committee(1, [0, 1, 2])
 
 
-def test_whole_models_average_under_a_threshold_key_with_a_member_gone():
+def five_members_four_decrypt() -> tuple[
+    ckks.Params, list[mk.Party], mk.CollectivePublicKey, mk.Committee, list[mk.ThresholdParty]
+]:
+    """Five parties (n = 4096, one 60-bit prime, Λ = 2^46), their collective key and a 4-of-5
+    threshold committee set up among them."""
     params = ckks.Params(4096, [60], scale_bits=46)
     crs = mk.CommonPoly(params, os.urandom(32))
     parties = [mk.Party(i, params, crs) for i in range(5)]
@@ -122,6 +126,11 @@ def test_whole_models_average_under_a_threshold_key_with_a_member_gone():
     members = [
         mk.ThresholdParty.from_shares(p, committee, 0, [d[p.id] for d in dealt]) for p in parties
     ]
+    return params, parties, key, committee, members
+
+
+def test_whole_models_average_under_a_threshold_key_with_a_member_gone():
+    params, parties, key, committee, members = five_members_four_decrypt()
     length = 2 * 4096 + 5
     codec = mk.ModelCodec(params, length, clip=1.0)
     assert codec.chunks == 3
@@ -148,25 +157,13 @@ def test_whole_models_average_under_a_threshold_key_with_a_member_gone():
 
 
 def test_secret_key_uploads_halve_the_bytes_and_decrypt_only_as_a_large_enough_sum():
-    params = ckks.Params(4096, [60], scale_bits=46)
-    crs = mk.CommonPoly(params, os.urandom(32))
-    parties = [mk.Party(i, params, crs) for i in range(5)]
-    key = mk.CollectivePublicKey.aggregate(
-        params, crs, list(range(5)), 0, [p.public_key_share(0) for p in parties]
-    )
-    committee = mk.Committee(4, list(range(5)))
-    dealt = [p.deal(committee, 0) for p in parties]
-    members = [
-        mk.ThresholdParty.from_shares(p, committee, 0, [d[p.id] for d in dealt]) for p in parties
-    ]
+    params, parties, key, committee, members = five_members_four_decrypt()
     length = 4096 + 9
     codec = mk.ModelCodec(params, length, clip=1.0)
     rng = np.random.default_rng(1)
     updates = [rng.uniform(-0.05, 0.05, length).astype(np.float32) for _ in range(5)]
     uploads = [
-        mk.EncryptedModel.from_bytes(
-            params, codec.encrypt_secret(p, committee, 0, u).to_bytes()
-        )
+        mk.EncryptedModel.from_bytes(params, codec.encrypt_secret(p, committee, 0, u).to_bytes())
         for p, u in zip(parties, updates)
     ]
     public = len(codec.encrypt(key, updates[0]).to_bytes())

@@ -368,6 +368,19 @@ impl<'a> Reader<'a> {
         self.u64()
     }
 
+    /// The header of a message of kind `plain` or of its secret-key form `seeded`: whether it
+    /// is the latter, and the session.
+    fn header_either(
+        &mut self,
+        plain: u8,
+        seeded: u8,
+        params: &CkksParams,
+    ) -> Result<(bool, u64), CkksError> {
+        let is_seeded = kind_of(self.bytes) == Some(seeded);
+        let kind = if is_seeded { seeded } else { plain };
+        Ok((is_seeded, self.header(kind, params, None)?))
+    }
+
     fn poly(&mut self, params: &CkksParams) -> Result<Poly<Eval>, CkksError> {
         let raw = self.take(poly_bytes(params))?;
         let data = raw
@@ -522,13 +535,7 @@ impl Ciphertext {
             pos: 0,
             what: "ciphertext",
         };
-        let seeded = kind_of(bytes) == Some(KIND_SEEDED_CIPHERTEXT);
-        let kind = if seeded {
-            KIND_SEEDED_CIPHERTEXT
-        } else {
-            KIND_CIPHERTEXT
-        };
-        let session = r.header(kind, params, None)?;
+        let (seeded, session) = r.header_either(KIND_CIPHERTEXT, KIND_SEEDED_CIPHERTEXT, params)?;
         let count = r.u32()?;
         let k = r.member_count()?;
         if !seeded {
@@ -621,13 +628,7 @@ impl crate::multiparty::EncryptedModel {
             pos: 0,
             what: "encrypted model",
         };
-        let seeded = kind_of(bytes) == Some(KIND_SEEDED_MODEL);
-        let kind = if seeded {
-            KIND_SEEDED_MODEL
-        } else {
-            KIND_ENCRYPTED_MODEL
-        };
-        let session = r.header(kind, params, None)?;
+        let (seeded, session) = r.header_either(KIND_ENCRYPTED_MODEL, KIND_SEEDED_MODEL, params)?;
         let len = usize::try_from(r.u64()?).map_err(|_| r.bad("length overflows"))?;
         let chunks = r.u32()? as usize;
         if len == 0 || chunks > MAX_MODEL_CHUNKS || chunks != len.div_ceil(params.n()) {

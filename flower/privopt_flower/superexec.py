@@ -13,7 +13,12 @@ Flower launches them::
 
     flower-supernode --isolation process --port 9094 ...      # its Runtime API on 9094
     python -m privopt_flower.superexec --runtime-api-address 127.0.0.1:9094 \\
-        --parent-pid <the SuperNode's pid>
+        --parent-pid <the SuperNode's pid> [--preload torch]
+
+``--preload`` names further modules (comma-separated) for the fork server to import once:
+an app's heavy libraries, such as ``torch`` (3.7 s of CPU per import here, otherwise paid by
+every task of a PyTorch app). Never the app's own package: Flower loads it from the installed
+FAB and would take the preloaded copy instead.
 
 (The Runtime API on the SuperNode's own loopback is plaintext, as Flower's own SuperExec
 reaches it in the default subprocess isolation; the SuperNode's link to the SuperLink keeps its
@@ -33,26 +38,45 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-# What the fork server imports once: Flower's ClientApp runner (the slowest) and the libraries
-# of privopt's apps. Never an app's own package, which Flower loads from the installed FAB and
-# would take from a preloaded copy instead.
+# What the fork server always imports once, besides Flower's ClientApp runner (the slowest):
+# the libraries of privopt's apps. ``--preload`` adds to them.
 PRELOAD = ("numpy", "privopt")
+PRELOAD_FLAG = "--preload"
 # Set in a forked task process when it starts (wall-clock seconds; debug.stage-timing).
 TASK_STARTED_ENV = "PRIVOPT_TASK_STARTED"
 # Longest token line the fork server accepts (Flower's tokens are a few dozen characters).
 MAX_TOKEN_BYTES = 4096
 
 
-def fork_server_command(spec: Any) -> list[str]:
-    """The fork server for tasks like the one ``spec`` describes (all but the token)."""
+def take_preload(argv: list[str]) -> tuple[list[str], tuple[str, ...]]:
+    """``argv`` without its ``--preload A,B`` options, and the module names they gave."""
+    rest: list[str] = []
+    modules: list[str] = []
+    i = 0
+    while i < len(argv):
+        if argv[i] == PRELOAD_FLAG:
+            if i + 1 == len(argv):
+                sys.exit(f"privopt_flower.superexec: {PRELOAD_FLAG} needs module names")
+            modules += [m.strip() for m in argv[i + 1].split(",") if m.strip()]
+            i += 2
+        else:
+            rest.append(argv[i])
+            i += 1
+    return rest, tuple(modules)
+
+
+def fork_server_command(spec: Any, preload: tuple[str, ...] = ()) -> list[str]:
+    """The fork server for tasks like the one ``spec`` describes (all but the token), importing
+    ``preload`` besides :data:`PRELOAD`."""
     args = [
         sys.executable,
         "-m",
         "privopt_flower.superexec",
         "--fork-server",
-        "--runtime-api-address",
-        spec.runtime_api_address,
     ]
+    if preload:
+        args += [PRELOAD_FLAG, ",".join(preload)]
+    args += ["--runtime-api-address", spec.runtime_api_address]
     if spec.insecure:
         args.append("--insecure")
     elif spec.root_certificates_path is not None:
@@ -67,10 +91,11 @@ def fork_server_command(spec: Any) -> list[str]:
 class ForkServerExecutor:
     """Flower's subprocess executor, but ClientApp tasks are forked by a fork server."""
 
-    def __init__(self) -> None:
+    def __init__(self, preload: tuple[str, ...] = ()) -> None:
         from flwr.supercore.superexec.executor import SubprocessExecutor
 
         self._cold = SubprocessExecutor()
+        self._preload = preload
         # The fork server and the command it runs (tasks with other settings get a new one).
         self._server: tuple[list[str], subprocess.Popen[bytes]] | None = None
 
@@ -91,7 +116,9 @@ class ForkServerExecutor:
             return self._cold.launch(spec)
         line = spec.token.encode("ascii", errors="replace") + b"\n"
         for _ in range(2):  # a dead server is replaced once
-            server = self._server_for(fork_server_command(spec), spec.suppress_output)
+            server = self._server_for(
+                fork_server_command(spec, self._preload), spec.suppress_output
+            )
             try:
                 assert server.stdin is not None
                 server.stdin.write(line)
@@ -135,9 +162,10 @@ class ForkServerExecutor:
 
 
 def fork_server(args: list[str], run: Callable[[], None] | None = None) -> None:
-    """Imports once, then forks one process per token line on standard input, until the
-    input closes; each runs ``run`` (Flower's ``flwr-clientapp`` entry point) with
-    ``sys.argv`` set to ``args`` and the token."""
+    """Imports once (:data:`PRELOAD` and ``--preload``'s modules in ``args``), then forks one
+    process per token line on standard input, until the input closes; each runs ``run``
+    (Flower's ``flwr-clientapp`` entry point) with ``sys.argv`` set to the rest of ``args``
+    and the token."""
     import importlib
 
     if run is None:
@@ -145,11 +173,13 @@ def fork_server(args: list[str], run: Callable[[], None] | None = None) -> None:
 
         run = flwr_clientapp
 
-    for name in PRELOAD:
+    args, preload = take_preload(args)
+    for name in (*PRELOAD, *preload):
         try:
             importlib.import_module(name)
-        except ImportError:
-            pass
+        except ImportError as e:
+            if name in preload:  # asked for by name: a typo or a missing package says so
+                print(f"privopt_flower.superexec: cannot preload {name}: {e}", file=sys.stderr)
     # Finished tasks are reaped by the kernel (a task process resets this for its own children).
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     while line := sys.stdin.buffer.readline(MAX_TOKEN_BYTES + 1):
@@ -222,13 +252,15 @@ def superexec() -> None:
             "(written for Flower 1.41); run flower-superexec instead"
         )
 
+    argv, preload = take_preload(sys.argv[1:])
+
     def get_executor(executor_type: Any, executor_config: Any = None, **kwargs: Any) -> Any:
         if executor_type == ExecutorType.SUBPROCESS:
-            return ForkServerExecutor()
+            return ForkServerExecutor(preload)
         return flower_get_executor(executor_type, executor_config, **kwargs)
 
     setattr(run_superexec, "get_executor", get_executor)  # noqa: B010 (not exported)
-    sys.argv = [sys.argv[0], *loopback_plaintext(sys.argv[1:])]
+    sys.argv = [sys.argv[0], *loopback_plaintext(argv)]
     flower_superexec()
 
 

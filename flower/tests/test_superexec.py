@@ -21,10 +21,12 @@ TASK = textwrap.dedent(
         path = os.path.join(sys.argv[-3], f"task-{os.getpid()}.json")
         with open(path + ".tmp", "w") as f:
             json.dump({"argv": sys.argv, "draw": float(np.random.random()),
-                       "stdin": sys.stdin.read(), "started": TASK_STARTED_ENV in os.environ}, f)
+                       "stdin": sys.stdin.read(), "started": TASK_STARTED_ENV in os.environ,
+                       "preloaded": "json.tool" in sys.modules}, f)
         os.replace(path + ".tmp", path)
 
-    fork_server(["--runtime-api-address", "127.0.0.1:1", sys.argv[1]], run=run)
+    args = ["--preload", "json.tool,no_such_module", "--runtime-api-address", "127.0.0.1:1"]
+    fork_server([*args, sys.argv[1]], run=run)
     """
 )
 
@@ -41,6 +43,7 @@ def test_each_token_gets_a_forked_process_of_its_own(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr.decode()
     assert b"malformed task token ignored" in proc.stderr
+    assert b"cannot preload no_such_module" in proc.stderr
     # The server exits when its input closes; its forked tasks may still be finishing.
     deadline = time.monotonic() + 30
     while len(list(out.glob("*.json"))) < 3 and time.monotonic() < deadline:
@@ -57,6 +60,7 @@ def test_each_token_gets_a_forked_process_of_its_own(tmp_path: Path) -> None:
         ]
         assert t["stdin"] == ""  # the token pipe is the server's, not the task's
         assert t["started"]
+        assert t["preloaded"]  # imported once by the server, before the fork
     # numpy's global random state is reseeded per task, not copied from the server.
     assert len({t["draw"] for t in tasks}) == 3
 

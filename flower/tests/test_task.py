@@ -203,7 +203,7 @@ def test_the_pytorch_mnist_example_in_deployment_equals_in_process(tmp_path):
         "test-examples": 300,
         "data-dir": str(DATA),
     }
-    with Localhost(tmp_path, 3) as fed:
+    with Localhost(tmp_path, 3, preload=["torch"]) as fed:
         got = fed.run(EXAMPLE, run)
     want = task.run_inprocess({**cfg, **run})
     assert got["events"] == want["events"] == []

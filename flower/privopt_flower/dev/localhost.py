@@ -30,7 +30,7 @@ import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -105,11 +105,14 @@ class Localhost:
         warm: bool = True,
         superlink_netns: str | None = None,
         supernode_netns: str | None = None,
+        preload: Sequence[str] = (),
     ):
         """``host`` is the address the SuperLink listens on and is reached at (its certificate
         names it). ``superlink_netns`` / ``supernode_netns`` run the SuperLink (with the
         ``flwr`` CLI) and the SuperNodes inside those Linux network namespaces (``ip netns
-        exec``): two hosts on one machine, joined only by the network between them."""
+        exec``): two hosts on one machine, joined only by the network between them.
+        ``preload`` names modules each warm SuperNode's fork server imports once (an app's
+        heavy libraries, such as ``torch``; :mod:`privopt_flower.superexec`)."""
         self.workdir = Path(workdir)
         self.host = host
         self.superlink_netns = superlink_netns
@@ -117,6 +120,7 @@ class Localhost:
         self.nodes = nodes
         self.simulation = simulation
         self.warm = warm
+        self.preload = tuple(preload)
         # The simulation runtime has no SuperNodes to authenticate; TLS still applies.
         self.insecure = insecure
         self.credentials: credentials.Credentials | None = None
@@ -285,6 +289,8 @@ class Localhost:
                 "--runtime-api-address",
                 f"127.0.0.1:{runtime_port}",
             ]
+            if self.preload:
+                cmd += ["--preload", ",".join(self.preload)]
         self._spawn(
             f"supernode-{i}",
             self._in(self.supernode_netns, cmd),
@@ -391,6 +397,12 @@ def main() -> None:
         "arrives (default: privopt_flower.superexec starts the next one ahead)",
     )
     ap.add_argument(
+        "--preload",
+        default="",
+        help="modules (comma-separated) each SuperNode imports once for all its ClientApp "
+        "processes, e.g. torch for a PyTorch app (not with --cold)",
+    )
+    ap.add_argument(
         "--workdir",
         help="logs, Flower homes and node state (default: a new folder under the system's "
         "temporary directory, printed at the start)",
@@ -412,7 +424,12 @@ def main() -> None:
     print(f"[privopt] work folder (logs, node state): {workdir}", flush=True)
     app = args.app or stage_app(workdir / "app")
     with Localhost(
-        workdir, args.nodes, args.simulation, insecure=args.insecure, warm=not args.cold
+        workdir,
+        args.nodes,
+        args.simulation,
+        insecure=args.insecure,
+        warm=not args.cold,
+        preload=[m for m in args.preload.split(",") if m],
     ) as fed:
         summary = fed.run(app, config, on_line=lambda s: print(s, end=""))
     print(json.dumps({k: v for k, v in summary.items() if k != "settings"}, indent=2))

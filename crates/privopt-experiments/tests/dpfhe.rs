@@ -192,16 +192,21 @@ fn fig4_plain_gd_diverges_and_the_barrier_stays_inside() {
     let Some(dir) = privopt_data::testing::real_data_dir(&["adult"]) else {
         return;
     };
-    let out = common::run_shipped_config_with_data("dpfhe-fig4", &[], &dir);
+    // Smoke size: 1 500 of the shipped 4 000 steps, past where the plain run leaves the
+    // interval (step 1 339) but not where it diverges (3 636; `privopt reproduce dpfhe-fig4`,
+    // docs/dpfhe.md): CI's 30-minute budget.
+    let out = common::run_shipped_config_with_data(
+        "dpfhe-fig4",
+        &[("divergence_steps = 4000", "divergence_steps = 1500")],
+        &dir,
+    );
     let s = &out.summary;
+    let left = s["fig4_plain_first_outside"];
     assert!(
-        s["fig4_plain_first_outside"] > 0.0,
-        "the plain run never left [−7, 7]"
+        left > 1000.0 && left < 1500.0,
+        "the plain run left [−7, 7] at {left}"
     );
-    assert!(
-        s["fig4_plain_diverged_at"] > 0.0,
-        "the plain run did not diverge"
-    );
+    assert!(s["fig4_plain_max_margin"] > 7.0);
     assert!(s["fig5_barrier_diverged_at"] < 0.0);
     assert!(s["fig5_barrier_max_margin"] <= 7.0);
     assert!(s["fig5_barrier_acc"] > 0.8);
@@ -255,7 +260,13 @@ fn dpfhe_encrypted_smoke_writes_depths_timings_and_agreement() {
 
     // The estimator's fit (what `privopt.dpfhe.LogisticRegression` runs) from the same seed
     // on the same data is the suite's run: the same plan, the same plaintext and encrypted
-    // models, to the bit where the keys and noise are the same.
+    // models, to the bit where the keys and noise are the same. (Algorithm 4's fit, with its
+    // owner refreshes, adds 18 s: run with PRIVOPT_FULL_TESTS=1.)
+    let algorithms: &[Algorithm] = if std::env::var_os("PRIVOPT_FULL_TESTS").is_some() {
+        &[Algorithm::NoClip, Algorithm::DpGd]
+    } else {
+        &[Algorithm::NoClip]
+    };
     let Some(Outcome::Suite(report)) = &out.report else {
         panic!("no suite report");
     };
@@ -269,10 +280,11 @@ fn dpfhe_encrypted_smoke_writes_depths_timings_and_agreement() {
         batch: Some(100),
         ..PlanTargets::default()
     };
-    for (algorithm, suite_run) in [
-        (Algorithm::NoClip, entry.alg5.as_ref().unwrap()),
-        (Algorithm::DpGd, entry.alg4.as_ref().unwrap()),
-    ] {
+    for &algorithm in algorithms {
+        let suite_run = match algorithm {
+            Algorithm::NoClip => entry.alg5.as_ref().unwrap(),
+            _ => entry.alg4.as_ref().unwrap(),
+        };
         let mut spec = FitSpec {
             algorithm,
             targets: targets.clone(),

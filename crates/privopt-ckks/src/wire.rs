@@ -48,7 +48,7 @@ use crate::eval::{
     EncapsulationKeys, EvalContext, GaloisKeys, KeyId, PublicKey, RelinKey, SecretKey, SwitchingKey,
 };
 use crate::multiparty::SecretKey as PartySecret;
-use crate::multiparty::cipher::{Seeded, seeded_a};
+use crate::multiparty::cipher::Seeded;
 use crate::multiparty::{
     ActiveSet, Ciphertext, Committee, DecryptionShare, MAX_ANSWERED, Party, Round, SecretShare,
     Share, SharingRound, ThresholdParty,
@@ -567,19 +567,12 @@ impl Ciphertext {
                 contributors.len()
             )));
         }
-        Ok(Ciphertext {
-            c1: seeded_a(params, &crs, session, chunk),
-            params: Arc::clone(params),
-            session,
-            members,
-            count,
-            c0,
-            seeded: Some(Seeded {
-                crs,
-                chunk,
-                contributors,
-            }),
-        })
+        let seeded = Seeded {
+            crs,
+            chunk,
+            contributors,
+        };
+        Ok(seeded.ciphertext(params, session, members, c0))
     }
 }
 
@@ -644,23 +637,14 @@ impl crate::multiparty::EncryptedModel {
             r.expect_len(
                 HEADER + 52 + 4 * k + 4 * contributors.len() + chunks * poly_bytes(params),
             )?;
-            let count = contributors.len() as u32;
             let cts = (0..chunks)
                 .map(|k| {
-                    let chunk = k as u32; // below MAX_MODEL_CHUNKS
-                    Ok(Ciphertext {
-                        params: Arc::clone(params),
-                        session,
-                        members: members.clone(),
-                        count,
-                        c0: r.poly(params)?,
-                        c1: seeded_a(params, &crs, session, chunk),
-                        seeded: Some(Seeded {
-                            crs,
-                            chunk,
-                            contributors: contributors.clone(),
-                        }),
-                    })
+                    let seeded = Seeded {
+                        crs,
+                        chunk: k as u32, // below MAX_MODEL_CHUNKS
+                        contributors: contributors.clone(),
+                    };
+                    Ok(seeded.ciphertext(params, session, members.clone(), r.poly(params)?))
                 })
                 .collect::<Result<Vec<_>, CkksError>>()?;
             return Ok(Self { len, cts });

@@ -152,6 +152,28 @@ pub(crate) struct Seeded {
     pub(crate) contributors: Vec<PartyId>,
 }
 
+impl Seeded {
+    /// The sum these mark, from its `c0`: `c1` is expanded again from the seed, and the
+    /// count is the number of contributors.
+    pub(crate) fn ciphertext(
+        self,
+        params: &Arc<CkksParams>,
+        session: u64,
+        members: Vec<PartyId>,
+        c0: Poly<Eval>,
+    ) -> Ciphertext {
+        Ciphertext {
+            params: Arc::clone(params),
+            session,
+            members,
+            count: self.contributors.len() as u32, // at most a committee's size
+            c0,
+            c1: seeded_a(params, &self.crs, session, self.chunk),
+            seeded: Some(self),
+        }
+    }
+}
+
 /// A (possibly summed) ciphertext under a collective key: a public-key encryption (under the
 /// members' whole secret), or secret-key encryptions of some members (under their secrets
 /// only; see [`crate::multiparty::ModelCodec::encrypt_secret`]), which only a threshold key

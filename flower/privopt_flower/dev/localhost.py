@@ -413,6 +413,8 @@ def main() -> None:
     )
     ap.add_argument("overrides", nargs="*", help="run-config overrides key=value")
     args = ap.parse_args()
+    if args.cold and args.preload:
+        ap.error("--preload needs privopt's fork server, which --cold turns off")
     config: dict[str, Any] = {"clients": args.nodes}
     for kv in args.overrides:
         k, _, v = kv.partition("=")

@@ -85,6 +85,9 @@ STATE = "privopt.heavg.state"
 # second prime (log Q = 105), doubling the bytes.
 RING_DEGREE, SCALE_BITS = 4096, 49
 ONE_PRIME, TWO_PRIMES = [60], [60, 45]
+# σ* = 2^20 per decryption share: a heuristic margin over the noise it hides (docs/mkckks.md);
+# ``distance_bits`` sizes it for a stated statistical distance instead.
+DEFAULT_SMUDGING_BITS = 20.0
 MAX_SETUP_ATTEMPTS = 3
 
 
@@ -98,8 +101,22 @@ class Stage:
     DECRYPT = "decrypt"
 
 
-def params(primes: Sequence[int]) -> ckks.Params:
-    return ckks.Params(RING_DEGREE, list(primes), scale_bits=SCALE_BITS)
+def params(primes: Sequence[int], smudging_bits: float = DEFAULT_SMUDGING_BITS) -> ckks.Params:
+    return ckks.Params(
+        RING_DEGREE, list(primes), scale_bits=SCALE_BITS, smudging_bits=smudging_bits
+    )
+
+
+def modulus_for(
+    updates: int, clip: float, length: int, distance_bits: float | None
+) -> tuple[list[int], float]:
+    """The primes and the smudging (``log2`` σ*) of a round: the default smudging on the
+    smallest modulus that holds the sum, or smudging sized for ``2**-distance_bits`` over the
+    round's ``length`` values on two primes (the codec lifts the values above it)."""
+    if distance_bits is None:
+        return primes_for(updates, clip), DEFAULT_SMUDGING_BITS
+    bits = mk.model_smudging_bits(params(TWO_PRIMES), length, updates, distance_bits)
+    return TWO_PRIMES, bits
 
 
 def primes_for(updates: int, clip: float) -> list[int]:
@@ -157,6 +174,8 @@ def _setup(
     grid: Any,
     nodes: list[int],
     clip: float,
+    length: int,
+    distance_bits: float | None,
     threshold: int | None,
     group: str,
     timeout: float | None,
@@ -172,6 +191,7 @@ def _setup(
         t = min(threshold or eezofl.default_threshold(len(nodes)), len(nodes))
         session = int.from_bytes(os.urandom(8), "little") >> 1
         ids = list(range(len(nodes)))
+        primes, smudging_bits = modulus_for(len(nodes), clip, length, distance_bits)
         keys = {
             node: RecordDict(
                 {
@@ -182,7 +202,8 @@ def _setup(
                             "id": i,
                             "members": ids,
                             "threshold": t,
-                            "primes": primes_for(len(nodes), clip),
+                            "primes": primes,
+                            "smudging_bits": smudging_bits,
                         }
                     )
                 }
@@ -229,15 +250,17 @@ def _run_round(
     timeout: float | None,
     weighted: bool = True,
     traffic: _Traffic | None = None,
+    distance_bits: float | None = None,
 ) -> Round:
     traffic = traffic if traffic is not None else _Traffic()
     length = 1 + sum(math.prod(s) for s in shapes)
     group = str(server_round)
     dropped: dict[int, str] = {}
     nodes, t, inbox = _setup(
-        grid, sorted(train_contents), clip, threshold, group, timeout, dropped, traffic
-    )
-    p = params(primes_for(len(nodes), clip))
+        grid, sorted(train_contents), clip, length, distance_bits, threshold, group, timeout,
+        dropped, traffic,
+    )  # fmt: skip
+    p = params(*modulus_for(len(nodes), clip, length, distance_bits))
     codec = mk.ModelCodec(p, length, _bound(clip), len(nodes))
     index = {node: i for i, node in enumerate(nodes)}
     requests = {}
@@ -319,6 +342,7 @@ def encrypted_mean(
     max_weight: float | None = None,
     threshold: int | None = None,
     timeout: float | None = None,
+    distance_bits: float | None = None,
 ) -> EncryptedMean:
     """Sends ``content`` (one RecordDict for all, or one per node) as a train message to
     ``node_ids`` whose ClientApps run :func:`he_mod`, and returns the mean of the arrays they
@@ -326,14 +350,17 @@ def encrypted_mean(
     seeing one reply's arrays. ``template`` gives the reply's array shapes (default: the first
     ArrayRecord of the content sent). Entries must lie within ``±clip`` (a client with one
     outside drops out, named). Raises :class:`privopt.errors.ProtocolError` when fewer than
-    the threshold upload or a member of the active set does not answer."""
+    the threshold upload or a member of the active set does not answer. ``distance_bits``
+    sizes the decryption shares' smudging for that statistical distance (see
+    :class:`HeFedAvgWorkflow`)."""
     per_node, keys, shapes = round_request(node_ids, content, template, "encrypted_mean")
     cap = weight_cap(max_weight, weighted)
-    _check_settings(clip, cap, threshold, timeout)
+    _check_settings(clip, cap, threshold, timeout, distance_bits)
     traffic = _Traffic()
     outcome = _run_round(
-        grid, per_node, shapes, clip, cap, threshold, server_round, timeout, weighted, traffic
-    )
+        grid, per_node, shapes, clip, cap, threshold, server_round, timeout, weighted, traffic,
+        distance_bits,
+    )  # fmt: skip
     return EncryptedMean(
         arrays=record_of(keys, outcome.average),
         weight=outcome.weight,
@@ -345,7 +372,11 @@ def encrypted_mean(
 
 
 def _check_settings(
-    clip: float, max_weight: float, threshold: int | None, timeout: float | None
+    clip: float,
+    max_weight: float,
+    threshold: int | None,
+    timeout: float | None,
+    distance_bits: float | None = None,
 ) -> None:
     if not (math.isfinite(clip) and 0 < clip <= 2**8):
         raise ValueError("`clip` must be a finite number in (0, 256].")
@@ -355,6 +386,10 @@ def _check_settings(
         raise ValueError("`threshold` must be None (two thirds) or an integer >= 2.")
     if timeout is not None and not timeout > 0:
         raise ValueError("`timeout` must be None or greater than 0.")
+    if distance_bits is not None and not (
+        not isinstance(distance_bits, bool) and 16 <= distance_bits <= 64
+    ):
+        raise ValueError("`distance_bits` must be None (σ* = 2^20) or a number in [16, 64].")
 
 
 class HeFedAvgWorkflow:
@@ -362,7 +397,13 @@ class HeFedAvgWorkflow:
     multi-key CKKS: ``DefaultWorkflow(fit_workflow=HeFedAvgWorkflow(...))`` with a legacy
     ``Strategy`` and ``LegacyContext``; its ClientApp runs :func:`he_mod`. The strategy's
     ``aggregate_fit`` receives every contributor's ``FitRes`` carrying the weighted average
-    (so FedAvg returns it), never a client's own."""
+    (so FedAvg returns it), never a client's own.
+
+    ``distance_bits``: ``None`` smudges every decryption share with σ* = 2^20 (a heuristic
+    margin, one 60-bit prime); a number ``λ`` sizes σ* so that what the server sees is within
+    ``2**-λ`` statistical distance of what it would see without the uploads' noise, from one
+    honest member's share alone (σ* ≈ 2^57 for 11 M values), on two primes: twice the bytes
+    and about twice the compute (docs/mkckks.md)."""
 
     def __init__(
         self,
@@ -371,12 +412,14 @@ class HeFedAvgWorkflow:
         max_weight: float = 1000.0,
         threshold: int | None = None,
         timeout: float | None = None,
+        distance_bits: float | None = None,
     ) -> None:
-        _check_settings(clip, max_weight, threshold, timeout)
+        _check_settings(clip, max_weight, threshold, timeout, distance_bits)
         self.clip = clip
         self.max_weight = max_weight
         self.threshold = threshold
         self.timeout = timeout
+        self.distance_bits = distance_bits
 
     def __call__(self, grid: Any, context: Context) -> None:
         """Runs one round of encrypted averaging."""
@@ -386,7 +429,7 @@ class HeFedAvgWorkflow:
         ) -> Round:
             return _run_round(
                 grid, contents, shapes, self.clip, self.max_weight, self.threshold, rnd,
-                self.timeout,
+                self.timeout, distance_bits=self.distance_bits,
             )  # fmt: skip
 
         legacy_fit(context, aggregate, "Encrypted averaging")
@@ -413,7 +456,9 @@ def he_mod(msg: Message, ctxt: Context, call_next: ClientAppCallable) -> Message
         primes = [int(b) for b in cast(list[int], configs["primes"])]
         if primes not in (ONE_PRIME, TWO_PRIMES):
             raise ValueError(f"encrypted averaging: unknown modulus {primes}")
-        p = params(primes)
+        # The parameters refuse smudging below 2^20 or too wide for the modulus.
+        smudging_bits = float(cast(float, configs["smudging_bits"]))
+        p = params(primes, smudging_bits)
         committee = mk.Committee(int(cast(int, configs["threshold"])), members)
         party = mk.Party(int(cast(int, configs["id"])), p, _crs(p, session))
         setup = mk.ThresholdSetup(party, committee, session)
@@ -425,10 +470,14 @@ def he_mod(msg: Message, ctxt: Context, call_next: ClientAppCallable) -> Message
             members=members,
             threshold=committee.threshold,
             primes=primes,
+            smudging_bits=smudging_bits,
         )
         return _reply(msg, RecordDict(), {"sealing_key": setup.sealing_key})
     state = _load(ctxt, str(stage))
-    p = params([int(b) for b in cast(list[int], state["primes"])])
+    p = params(
+        [int(b) for b in cast(list[int], state["primes"])],
+        float(cast(float, state["smudging_bits"])),
+    )
     party = mk.Party.restore(p, cast(bytes, state["party"]))
     session = int(cast(int, state["session"]))
     members = [int(m) for m in cast(list[int], state["members"])]

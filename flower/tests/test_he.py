@@ -16,7 +16,7 @@ from loopback import (  # noqa: F401  (task_identity: an autouse fixture)
     legacy_context,
     task_identity,
 )
-from privopt.errors import ProtocolError
+from privopt.errors import InsecureParameters, ProtocolError
 
 from privopt_flower import he
 
@@ -145,7 +145,13 @@ def test_a_train_message_without_the_configuration_is_refused():
 
 @pytest.mark.parametrize(
     "kwargs, match",
-    [({"clip": 0.0}, "clip"), ({"clip": 1e6}, "clip"), ({"threshold": 1}, "threshold")],
+    [
+        ({"clip": 0.0}, "clip"),
+        ({"clip": 1e6}, "clip"),
+        ({"threshold": 1}, "threshold"),
+        ({"distance_bits": 8}, "distance_bits"),
+        ({"distance_bits": float("nan")}, "distance_bits"),
+    ],
 )
 def test_bad_settings_are_one_clear_error(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -162,3 +168,40 @@ def test_a_clip_below_one_still_carries_the_weight():
     want = mean_of(values, sorted(values))
     assert not out.dropped
     assert np.abs(out.arrays.to_numpy_ndarrays()[0] - want).max() / np.abs(want).max() < 1e-6
+
+
+def test_smudging_sized_for_a_distance_keeps_the_mean_on_two_primes():
+    values = make_values(5, 10_000, seed=5)
+    grid = LoopbackGrid({n: message_app(values, {n: 1 for n in values}) for n in values})
+    out = he.encrypted_mean(
+        grid, values, RecordDict({"arrays": ArrayRecord([np.zeros(10_000)])}), server_round=1,
+        distance_bits=40,
+    )  # fmt: skip
+    want = mean_of(values, sorted(values))
+    assert np.abs(out.arrays.to_numpy_ndarrays()[0] - want).max() / np.abs(want).max() < 1e-6
+    # σ* for 2^-40 over three chunks of five uploads' noise: 2^(½·log2(3·4096) + log2(3.2·√5)
+    # + log2 13 + 40 − log2 √(2π)) ≈ 2^52.0, on two primes: uploads twice the bytes.
+    primes, bits = he.modulus_for(5, 8.0, 10_001, 40)
+    assert primes == he.TWO_PRIMES and 51.9 < bits < 52.1
+    uploads = [
+        c.config_records[he.RECORD]["upload"]
+        for _, c in grid.seen
+        if "upload" in c.config_records.get(he.RECORD, {})
+    ]
+    assert len(uploads) == 5
+    assert all(3 * 4096 * 16 < len(b) < 3 * 4096 * 16 + 200 for b in uploads)
+
+
+def test_a_client_refuses_smudging_below_its_floor():
+    from flwr.app import ConfigRecord, Context, Message
+
+    app = message_app(make_values(2, 4), {100: 1, 101: 1})
+    keys = ConfigRecord(
+        {"stage": he.Stage.KEYS, "session": 7, "id": 0, "members": [0, 1], "threshold": 2,
+         "primes": he.ONE_PRIME, "smudging_bits": 10.0}
+    )  # fmt: skip
+    msg = Message(RecordDict({he.RECORD: keys}), dst_node_id=100, message_type="train")
+    msg.metadata.__dict__["_message_id"] = "m"
+    ctx = Context(run_id=1, node_id=100, node_config={}, state=RecordDict(), run_config={})
+    with pytest.raises(InsecureParameters, match="below 2\\^20"):
+        app(msg, ctx)

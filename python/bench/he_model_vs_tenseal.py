@@ -55,9 +55,19 @@ class Result:
         return self.client_s + self.server_sum_s + self.share_s + self.decrypt_s
 
 
-def privopt_round(updates: list[npt.NDArray[np.float32]], gone: int) -> tuple[Result, np.ndarray]:
+def privopt_round(
+    updates: list[npt.NDArray[np.float32]], gone: int, distance_bits: float | None = None
+) -> tuple[Result, np.ndarray]:
     n = len(updates)
-    params = ckks.Params(4096, [60], scale_bits=49)
+    if distance_bits is None:
+        params = ckks.Params(4096, [60], scale_bits=49)
+        name = "60-bit Q, σ* = 2^20"
+    else:
+        bits = mk.model_smudging_bits(
+            ckks.Params(4096, [60, 45], scale_bits=49), len(updates[0]), n, distance_bits
+        )
+        params = ckks.Params(4096, [60, 45], scale_bits=49, smudging_bits=bits)
+        name = f"105-bit Q, σ* = 2^{bits:.1f} for 2^-{distance_bits:g}"
     crs = mk.CommonPoly(params, os.urandom(32))
     ids = list(range(n))
     parties = [mk.Party(i, params, crs) for i in ids]
@@ -68,7 +78,7 @@ def privopt_round(updates: list[npt.NDArray[np.float32]], gone: int) -> tuple[Re
         mk.ThresholdParty.from_shares(p, committee, 0, [d[p.id] for d in dealt]) for p in parties
     ]
     codec = mk.ModelCodec(params, len(updates[0]), clip=1.0)
-    r = Result(f"privopt threshold xMK-CKKS ({t} of {n}, n=4096, 60-bit Q)")
+    r = Result(f"privopt threshold xMK-CKKS ({t} of {n}, n=4096, {name})")
     total: mk.EncryptedModel | None = None
     for p, u in zip(parties, updates, strict=True):
         start = time.perf_counter()
@@ -149,6 +159,12 @@ def main() -> None:
     )
     ap.add_argument("--clients", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--distance-bits",
+        type=float,
+        default=40.0,
+        help="also run privopt with smudging sized for 2^-λ statistical distance (0: skip)",
+    )
     a = ap.parse_args()
     d = int(a.values)
     rng = np.random.default_rng(a.seed)
@@ -156,34 +172,47 @@ def main() -> None:
     updates = [rng.normal(0.0, 0.01, d).clip(-1, 1).astype(np.float32) for _ in range(a.clients)]
     want = np.mean(np.stack(updates).astype(np.float64), axis=0)
     scale = float(np.max(np.abs(want)))
+    runs = [lambda: privopt_round(updates, gone=a.clients - 1)]
+    if a.distance_bits > 0:
+        runs.append(lambda: privopt_round(updates, a.clients - 1, a.distance_bits))
+    runs.append(lambda: tenseal_round(updates))
     rows = []
-    for run in (lambda: privopt_round(updates, gone=a.clients - 1), lambda: tenseal_round(updates)):
+    for run in runs:
         r, avg = run()
         r.max_rel_error = float(np.max(np.abs(avg[:d] - want))) / scale
         rows.append(r)
         print(f"[{r.name}] done in {r.round_s:.2f} s", flush=True)
     print(f"\n{a.clients} clients, {d:,} float32 values per update\n")
-    print("| | privopt | TenSEAL (NVFlare's way) | ratio |")
-    print("|---|---|---|---|")
-    p, t = rows
+    ours, t = rows[:-1], rows[-1]
+    heads = ["privopt, σ* = 2^20"] + [f"privopt, 2^-{a.distance_bits:g}"] * (len(ours) - 1)
+    print(f"| | {' | '.join(heads)} | TenSEAL (NVFlare's way) | ratio{'s' * (len(ours) > 1)} |")
+    print("|---|" + "---|" * (len(ours) + 2))
 
-    def line(what: str, x: float, y: float, fmt: str) -> None:
-        print(f"| {what} | {x:{fmt}} | {y:{fmt}} | {y / x:.1f}× |")
+    def line(what: str, xs: list[float], y: float | None, fmt: str) -> None:
+        cells = " | ".join(f"{x:{fmt}}" for x in xs)
+        if y is None:
+            print(f"| {what} | {cells} | — | |")
+            return
+        ratios = " / ".join(f"{y / x:.1f}×" for x in xs)
+        print(f"| {what} | {cells} | {y:{fmt}} | {ratios} |")
 
-    line("one client's encryption (s)", p.client_s, t.client_s, ".2f")
-    line("server: deserialize and sum (s)", p.server_sum_s, t.server_sum_s, ".2f")
-    print(f"| one member's decryption share (s) | {p.share_s:.2f} | — | |")
-    line("decryption of the sum (s)", p.decrypt_s, t.decrypt_s, ".2f")
-    line("**round, critical path (s)**", p.round_s, t.round_s, ".2f")
-    line("bytes up per client (MB)", p.up_bytes / 1e6, t.up_bytes / 1e6, ".1f")
-    line("bytes down per client (MB)", p.down_bytes / 1e6, t.down_bytes / 1e6, ".1f")
+    line("one client's encryption (s)", [p.client_s for p in ours], t.client_s, ".2f")
+    line("server: deserialize and sum (s)", [p.server_sum_s for p in ours], t.server_sum_s, ".2f")
+    line("one member's decryption share (s)", [p.share_s for p in ours], None, ".2f")
+    line("decryption of the sum (s)", [p.decrypt_s for p in ours], t.decrypt_s, ".2f")
+    line("**round, critical path (s)**", [p.round_s for p in ours], t.round_s, ".2f")
+    line("bytes up per client (MB)", [p.up_bytes / 1e6 for p in ours], t.up_bytes / 1e6, ".1f")
+    line(
+        "bytes down per client (MB)", [p.down_bytes / 1e6 for p in ours], t.down_bytes / 1e6, ".1f"
+    )
     line(
         "**bytes per client per round (MB)**",
-        (p.up_bytes + p.down_bytes) / 1e6,
+        [(p.up_bytes + p.down_bytes) / 1e6 for p in ours],
         (t.up_bytes + t.down_bytes) / 1e6,
         ".1f",
     )
-    print(f"| max error / max |average| | {p.max_rel_error:.1e} | {t.max_rel_error:.1e} | |")
+    errors = " | ".join(f"{p.max_rel_error:.1e}" for p in ours)
+    print(f"| max error / max |average| | {errors} | {t.max_rel_error:.1e} | |")
     for r in rows:
         for note in r.notes:
             print(f"\n- {r.name}: {note}")

@@ -102,6 +102,14 @@ impl ExactRing {
         }
     }
 
+    /// An integer polynomial from coefficients beyond `i64` (wide smudging noise).
+    pub fn from_i128(&self, coeffs: &[i128]) -> Dyadic {
+        Dyadic {
+            poly: self.basis.to_eval(self.basis.from_signed_wide(coeffs)),
+            exp: 0,
+        }
+    }
+
     /// An integer polynomial from big-integer coefficients.
     pub fn from_bigints(&self, coeffs: &[BigInt]) -> Dyadic {
         Dyadic {

@@ -61,6 +61,16 @@ pub enum CkksError {
         /// The party asked again.
         party: u32,
     },
+    /// A dealer whose Shamir shares fail the dealing check: they lie on no polynomial of
+    /// degree below the threshold whose constant is the secret of its key share.
+    #[error(
+        "party {dealer} dealt shares that fail the dealing check (no polynomial of degree < t \
+         through them has its key's secret as constant): leave it out and set up again"
+    )]
+    BadDealing {
+        /// The dealer.
+        dealer: u32,
+    },
     /// A share from a party that is not part of the key.
     #[error("share from party {party}, which is not a member of this key")]
     UnknownParty {

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use privopt_math::ntt::NttBackend;
 use privopt_math::rns::RnsBasis;
 use privopt_math::sample::DiscreteGaussian;
+use privopt_math::sample::MAX_WIDE_SIGMA_LOG2;
 use sha2::{Digest, Sha256};
 
 use crate::error::CkksError;
@@ -286,9 +287,9 @@ impl CkksParamsBuilder {
         if !(1..=60).contains(&self.scale_log2) {
             return invalid(format!("scale 2^{} is outside 2^1..=2^60", self.scale_log2));
         }
-        if !(0.0..=50.0).contains(&self.smudging_log2) {
+        if !(0.0..=MAX_WIDE_SIGMA_LOG2).contains(&self.smudging_log2) {
             return invalid(format!(
-                "smudging 2^{} is outside 2^0..=2^50",
+                "smudging 2^{} is outside 2^0..=2^{MAX_WIDE_SIGMA_LOG2}",
                 self.smudging_log2
             ));
         }
@@ -405,6 +406,15 @@ impl CkksParamsBuilder {
             return invalid(format!(
                 "scale 2^{} leaves no room below q = 2^{log_q:.1}",
                 self.scale_log2
+            ));
+        }
+        // A fused decryption carries the smudging of every share: ten bits under Q leaves
+        // room for a thousand shares at 3σ; beyond that every decryption would wrap.
+        if self.smudging_log2 + 10.0 > basis.log_modulus() {
+            return invalid(format!(
+                "smudging 2^{} leaves no room below Q = 2^{:.1}",
+                self.smudging_log2,
+                basis.log_modulus()
             ));
         }
         let mut h = Sha256::new();

@@ -8,6 +8,10 @@
 //! - threshold secret shares (secret: the transport encrypts them to their recipient): a
 //!   share of the sharing round (dealer, committee binding, polynomial), then the recipient (4);
 //! - active sets: the ciphertext's digest (32), number of members `k` (4), `k` sorted ids;
+//! - dealing checks (tagged with the setup's session): the seed (32), number of sets `s` (4),
+//!   set size `k` (4), then `s` sets of `k` sorted ids; dealing answers: party (4), the
+//!   check's digest (32), blocks `b` (4), coefficients per block `m` (4), then `b` blocks of
+//!   `m` residues per prime, prime-major;
 //! - a threshold member's state (its owner's storage only): id (4), threshold (4), `k` (4),
 //!   `k` sorted committee ids, the common polynomial's digest (32), the `k` shares dealt to
 //!   it (in committee order), the number of ciphertexts answered `a` (4) and their `a` sorted
@@ -50,8 +54,8 @@ use crate::eval::{
 use crate::multiparty::SecretKey as PartySecret;
 use crate::multiparty::cipher::Seeded;
 use crate::multiparty::{
-    ActiveSet, Ciphertext, Committee, DecryptionShare, MAX_ANSWERED, Party, Round, SecretShare,
-    Share, SharingRound, ThresholdParty,
+    ActiveSet, Ciphertext, Committee, DealingAnswer, DealingCheck, DecryptionShare, MAX_ANSWERED,
+    Party, Round, SecretShare, Share, SharingRound, ThresholdParty,
 };
 use crate::params::CkksParams;
 
@@ -76,6 +80,8 @@ const KIND_ENCRYPTED_MODEL: u8 = 14;
 const KIND_SHARE_BATCH: u8 = 15;
 const KIND_SEEDED_CIPHERTEXT: u8 = 16;
 const KIND_SEEDED_MODEL: u8 = 17;
+const KIND_DEALING_CHECK: u8 = 18;
+const KIND_DEALING_ANSWER: u8 = 19;
 
 /// Most ciphertexts in one encrypted model (2^24 values at n = 2^12 is 4 096).
 pub const MAX_MODEL_CHUNKS: usize = 1 << 16;
@@ -500,6 +506,92 @@ impl ActiveSet {
             session,
             ciphertext,
             members,
+        })
+    }
+}
+
+impl DealingCheck {
+    /// The check as bytes (under the key's parameters).
+    pub fn to_bytes(&self, params: &CkksParams) -> Vec<u8> {
+        let k = self.sets.first().map_or(0, Vec::len);
+        let mut out = Vec::with_capacity(HEADER + 40 + 4 * k * self.sets.len());
+        header(&mut out, KIND_DEALING_CHECK, params, self.session);
+        out.extend_from_slice(&self.seed);
+        out.extend_from_slice(&(self.sets.len() as u32).to_le_bytes());
+        out.extend_from_slice(&(k as u32).to_le_bytes());
+        for set in &self.sets {
+            for m in set {
+                out.extend_from_slice(&m.to_le_bytes());
+            }
+        }
+        out
+    }
+
+    /// Parses a check; a member checks its sets against its committee when it answers.
+    pub fn from_bytes(params: &CkksParams, bytes: &[u8]) -> Result<Self, CkksError> {
+        let mut r = Reader {
+            bytes,
+            pos: 0,
+            what: "dealing check",
+        };
+        let session = r.header(KIND_DEALING_CHECK, params, None)?;
+        let seed = r.digest()?;
+        let count = r.member_count()?;
+        let k = r.member_count()?;
+        r.expect_len(HEADER + 40 + 4 * k * count)?;
+        let sets = (0..count)
+            .map(|_| r.members(k))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(DealingCheck {
+            session,
+            seed,
+            sets,
+        })
+    }
+}
+
+impl DealingAnswer {
+    /// The answer as bytes.
+    pub fn to_bytes(&self, params: &CkksParams) -> Vec<u8> {
+        let primes = params.basis().moduli().len();
+        let m = self.coefficients;
+        let blocks = self.residues.len() / (m * primes).max(1);
+        let mut out = Vec::with_capacity(HEADER + 44 + 8 * self.residues.len());
+        header(&mut out, KIND_DEALING_ANSWER, params, 0);
+        out.extend_from_slice(&self.party.to_le_bytes());
+        out.extend_from_slice(&self.check);
+        out.extend_from_slice(&(blocks as u32).to_le_bytes());
+        out.extend_from_slice(&(m as u32).to_le_bytes());
+        put_residues(&mut out, &self.residues);
+        out
+    }
+
+    /// Parses an answer: every residue below its prime, the length exact.
+    pub fn from_bytes(params: &CkksParams, bytes: &[u8]) -> Result<Self, CkksError> {
+        let mut r = Reader {
+            bytes,
+            pos: 0,
+            what: "dealing answer",
+        };
+        r.header(KIND_DEALING_ANSWER, params, None)?;
+        let party = r.u32()?;
+        let check = r.digest()?;
+        let blocks = r.member_count()?;
+        let m = r.u32()? as usize;
+        if m == 0 || m > params.n() {
+            return Err(r.bad(format!("{m} coefficients per block, 1..={}", params.n())));
+        }
+        let moduli = params.basis().moduli();
+        r.expect_len(HEADER + 44 + 8 * blocks * m * moduli.len())?;
+        let mut residues = Vec::with_capacity(blocks * m * moduli.len());
+        for _ in 0..blocks {
+            residues.extend(r.residues(moduli, m)?);
+        }
+        Ok(DealingAnswer {
+            party,
+            check,
+            coefficients: m,
+            residues,
         })
     }
 }

@@ -298,3 +298,76 @@ fn secret_key_uploads_are_half_the_bytes_and_any_four_decrypt_the_uploaders_sum_
         Err(CkksError::UnknownParty { party: 9 })
     ));
 }
+
+/// Smudging sized for 2^−40 over the whole decrypted batch, from one honest member's noise
+/// (σ* ≈ 2^52 here): the fused noise has the variance the formula gives, `|A|·σ*²` per
+/// coefficient, and the lift keeps the average within 1e-6 of its largest entry. A
+/// public-key upload, whose error such smudging is not sized for, is refused.
+#[test]
+fn smudging_sized_for_two_to_the_minus_forty_floods_as_stated_and_keeps_the_average() {
+    use privopt_ckks::multiparty::model_smudging_for_distance;
+    let len = 3 * 4096 + 17;
+    let bits = || CkksParamsBuilder::new(4096, &[60, 45]).scale_log2(46);
+    let bound = model_smudging_for_distance(&bits().build().unwrap(), len, 5, 4, 40.0);
+    // 4 chunks = 2^14 coefficients, error sd 3.2·√5: 2^(7 + 2.84 + 3.70 + 40 − 1.33).
+    assert!(
+        (bound.smudging_log2 - 52.21).abs() < 0.01,
+        "{}",
+        bound.smudging_log2
+    );
+    // One bit more per bit of distance, half a bit per doubling of the batch.
+    let further = model_smudging_for_distance(&bits().build().unwrap(), len, 5, 4, 41.0);
+    assert!((further.smudging_log2 - bound.smudging_log2 - 1.0).abs() < 1e-9);
+    let twice = model_smudging_for_distance(&bits().build().unwrap(), 2 * 4 * 4096, 5, 4, 40.0);
+    assert!((twice.smudging_log2 - bound.smudging_log2 - 0.5).abs() < 1e-9);
+
+    let params = bits().smudging_log2(bound.smudging_log2).build().unwrap();
+    let (key, committee, mut members, parties) = setup(&params);
+    let codec = ModelCodec::new(&params, len, 8.0, N).unwrap();
+    // ⌈52.21 + ½·log2 5 + 24 − 46⌉: the fused noise 2^−24 in the values' units.
+    assert_eq!(codec.lift_log2(), 32);
+    let mut rng = secret_rng(Some(12));
+    let updates: Vec<Vec<f32>> = (0..N)
+        .map(|_| (0..len).map(|_| rng.random_range(-0.1f32..0.1)).collect())
+        .collect();
+    assert!(codec.encrypt(&key, &updates[0], &mut rng).is_err());
+    let uploads: Vec<EncryptedModel> = (0..N as usize)
+        .map(|i| {
+            codec
+                .encrypt_secret(&parties[i], &committee, 1, &updates[i], &mut rng)
+                .unwrap()
+        })
+        .collect();
+    let sum = EncryptedModel::sum(&uploads.iter().collect::<Vec<_>>()).unwrap();
+    let active = ActiveSet::for_batch(&committee, sum.ciphertexts(), &[0, 1, 3, 4]).unwrap();
+    let shares = shares_of(&params, &mut members, sum.ciphertexts(), &active);
+    let plain = fuse_threshold_batch(sum.ciphertexts(), &active, &shares).unwrap();
+    let avg = codec.average(&plain, N).unwrap();
+    let err = relative_error(&avg, &updates.iter().collect::<Vec<_>>());
+    assert!(err < 1e-6, "max relative error {err:e}");
+
+    // The noise: fused coefficients less the lifted sum of the encoded updates.
+    let scale = params.scale();
+    let mut noise = Vec::new();
+    for (k, p) in plain.iter().enumerate() {
+        for (j, c) in p.integer_coefficients().unwrap().into_iter().enumerate() {
+            let i = k * 4096 + j;
+            let m: i128 = updates
+                .iter()
+                .map(|u| {
+                    u.get(i)
+                        .map_or(0, |&x| (f64::from(x) * scale).round() as i128)
+                })
+                .sum();
+            noise.push((c - (m << codec.lift_log2())) as f64);
+        }
+    }
+    let count = noise.len() as f64;
+    let variance = noise.iter().map(|x| x * x).sum::<f64>() / count;
+    let want = 4.0 * 2f64.powf(2.0 * bound.smudging_log2);
+    let se = want * (2.0 / count).sqrt();
+    assert!(
+        (variance - want).abs() < 5.0 * se,
+        "fused noise variance {variance:e}, formula {want:e} (se {se:e})"
+    );
+}

@@ -250,16 +250,19 @@ fn smudging_for_two_to_the_minus_forty_is_sized_from_the_noise_formula() {
         (b.error_sd_log2 - (6.991e6f64).sqrt().log2()).abs() < 0.01,
         "{b:?}"
     );
-    // σ_total = n · 13·sd · 2^40 / √(2π) = 2^(12 + 3.70 + 11.37 + 40 − 1.33) ≈ 2^65.7; per
-    // member √7 less.
-    let total =
-        12.0 + 13f64.log2() + b.error_sd_log2 + 40.0 - (2.0 * std::f64::consts::PI).sqrt().log2();
-    assert!((b.smudging_log2 - (total - 0.5 * 7f64.log2())).abs() < 1e-9);
-    assert!((65.0..66.5).contains(&total), "{total}");
-    // At the default scale 2^40 nothing is left; each halving of the distance costs a bit.
-    assert!(b.precision_log2 > 25.0);
+    // σ* = √n · 13·sd · 2^40 / √(2π) = 2^(6 + 3.70 + 11.37 + 40 − 1.33) ≈ 2^59.7, from one
+    // honest member alone: the same whoever else answers.
+    assert!((59.6..59.8).contains(&b.smudging_log2), "{b:?}");
+    let alone = smudging_for_distance(&params, 10, 10, 1, 40.0);
+    assert_eq!(alone.smudging_log2, b.smudging_log2);
+    // The fused noise is the 7 answering members' smudging: √7 above σ*, over the scale.
+    let expected = b.smudging_log2 + 0.5 * 7f64.log2() - f64::from(params.scale_log2());
+    assert!((b.precision_log2 - expected).abs() < 1e-9);
+    // Each halving of the distance costs a bit; twice the encryptions, half a bit.
     let c = smudging_for_distance(&params, 10, 10, 7, 41.0);
     assert!((c.smudging_log2 - b.smudging_log2 - 1.0).abs() < 1e-9);
+    let d = smudging_for_distance(&params, 10, 20, 7, 40.0);
+    assert!((d.smudging_log2 - b.smudging_log2 - 0.5).abs() < 0.01);
 }
 
 #[test]

@@ -261,6 +261,21 @@ impl RnsBasis {
         p
     }
 
+    /// [`RnsBasis::from_signed`] for coefficients beyond `i64` (lifted plaintexts, smudging
+    /// noise above 2^62); those within `i64` take its path.
+    pub fn from_signed_wide(&self, coeffs: &[i128]) -> Poly<Coeff> {
+        let mut p = self.zero::<Coeff>();
+        for (i, &q) in self.moduli.iter().enumerate() {
+            for (dst, &c) in p.data[i * self.n..(i + 1) * self.n].iter_mut().zip(coeffs) {
+                *dst = match i64::try_from(c) {
+                    Ok(small) => reduce_i64(small, q),
+                    Err(_) => c.rem_euclid(i128::from(q)) as u64,
+                };
+            }
+        }
+        p
+    }
+
     /// The polynomial with the given big-integer coefficients (reduced mod each prime).
     pub fn from_bigints(&self, coeffs: &[BigInt]) -> Poly<Coeff> {
         let mut p = self.zero::<Coeff>();

@@ -145,21 +145,51 @@ impl DiscreteGaussian {
     }
 }
 
-/// `n` samples of a rounded continuous Gaussian of standard deviation `sigma` — the wide
-/// "smudging" noise that floods decryption shares. For σ ≥ 2^10 rounding is statistically
-/// indistinguishable from a discrete Gaussian; σ is limited to 2^50 so values stay exact in f64.
+/// Largest smudging σ [`wide_gaussian`] draws: 2^100 (samples stay far inside `i128`).
+pub const MAX_WIDE_SIGMA_LOG2: f64 = 100.0;
+
+/// σ up to which one rounded `f64` draw is exact: its integer part has bits to spare below
+/// the 53-bit mantissa.
+const DIRECT_SIGMA_LOG2: f64 = 50.0;
+
+/// The grid step of the high part of a composed draw, and the σ of its low part: 2^40 is 2^8
+/// times the step, far above the smoothing parameter of `2^32·Z` (≈ 2.1·2^32 at 2^−80), so
+/// the sum is a Gaussian over the integers, not a grid with noise.
+const HIGH_STEP_LOG2: i32 = 32;
+const LOW_SIGMA_LOG2: i32 = 40;
+
+/// `n` samples of a rounded continuous Gaussian of standard deviation `sigma` in `[1, 2^100]`:
+/// the wide "smudging" noise that floods decryption shares. For σ ≥ 2^10 rounding is
+/// statistically indistinguishable from a discrete Gaussian. Up to 2^50 one `f64` draw is
+/// exact; above, a draw is `2^32·X_hi + X_lo` with `X_lo` of σ 2^40 (which smooths the 2^32
+/// grid of the high part) and `X_hi` drawn the same way for the rest of the variance.
 pub fn wide_gaussian(
     n: usize,
     sigma: f64,
     rng: &mut impl CryptoRng,
-) -> Result<Vec<i64>, MathError> {
-    if !(sigma >= 1.0 && sigma <= 2f64.powi(50)) {
+) -> Result<Vec<i128>, MathError> {
+    if !(sigma >= 1.0 && sigma <= 2f64.powf(MAX_WIDE_SIGMA_LOG2)) {
         return Err(MathError::OutOfRange(format!(
-            "smudging σ = {sigma} outside [1, 2^50]"
+            "smudging σ = {sigma} outside [1, 2^{MAX_WIDE_SIGMA_LOG2}]"
         )));
     }
-    let normal = Normal::new(0.0, sigma).map_err(|e| MathError::OutOfRange(e.to_string()))?;
-    Ok((0..n).map(|_| normal.sample(rng).round() as i64).collect())
+    (0..n).map(|_| wide_sample(sigma, rng)).collect()
+}
+
+fn wide_sample(sigma: f64, rng: &mut impl CryptoRng) -> Result<i128, MathError> {
+    let draw = |sigma: f64, rng: &mut _| {
+        Normal::new(0.0, sigma)
+            .map(|normal| normal.sample(rng).round() as i128)
+            .map_err(|e| MathError::OutOfRange(e.to_string()))
+    };
+    if sigma <= 2f64.powf(DIRECT_SIGMA_LOG2) {
+        return draw(sigma, rng);
+    }
+    let low_sigma = 2f64.powi(LOW_SIGMA_LOG2);
+    // σ² = 2^64·σ_hi² + σ_lo²; σ > 2^50 keeps σ_hi ≥ 2^18 (well above 1).
+    let high_sigma = (sigma * sigma - low_sigma * low_sigma).sqrt() / 2f64.powi(HIGH_STEP_LOG2);
+    let high = wide_sample(high_sigma, rng)?;
+    Ok((high << HIGH_STEP_LOG2) + draw(low_sigma, rng)?)
 }
 
 #[cfg(test)]
@@ -250,11 +280,49 @@ mod tests {
         let mut r = secret_rng(Some(3));
         let sigma = 2f64.powi(20);
         let m = 100_000;
-        let xs = wide_gaussian(m, sigma, &mut r).unwrap();
+        let xs: Vec<i64> = wide_gaussian(m, sigma, &mut r)
+            .unwrap()
+            .into_iter()
+            .map(|x| i64::try_from(x).unwrap())
+            .collect();
         let (_, var) = moments(&xs);
         let se = sigma * sigma * (2.0 / m as f64).sqrt();
         assert!((var - sigma * sigma).abs() < 5.0 * se);
-        assert!(wide_gaussian(4, 2f64.powi(60), &mut r).is_err());
+        assert!(wide_gaussian(4, 2f64.powi(101), &mut r).is_err());
+        assert!(wide_gaussian(4, 0.5, &mut r).is_err());
+    }
+
+    /// Above 2^50 a draw is composed: its variance must still be σ², and its low bits must
+    /// be uniform (a grid of the high part that the low part failed to smooth would show as
+    /// residues mod 2^32 piling up near 0).
+    #[test]
+    fn composed_wide_gaussian_has_the_variance_and_uniform_low_bits() {
+        let mut r = secret_rng(Some(5));
+        for sigma_log2 in [57.0, 90.0] {
+            let sigma: f64 = 2f64.powf(sigma_log2);
+            let m = 60_000;
+            let xs = wide_gaussian(m, sigma, &mut r).unwrap();
+            let var = xs.iter().map(|&x| (x as f64).powi(2)).sum::<f64>() / m as f64;
+            let se = sigma * sigma * (2.0 / m as f64).sqrt();
+            assert!(
+                (var - sigma * sigma).abs() < 5.0 * se,
+                "σ 2^{sigma_log2}: var {var:e}"
+            );
+            // 16 bins of the residue mod 2^32 by its top four bits, and of the bits 2^4..2^8.
+            for shift in [28, 4] {
+                let mut bins = [0f64; 16];
+                for &x in &xs {
+                    bins[((x.rem_euclid(1 << 32) >> shift) & 15) as usize] += 1.0;
+                }
+                let expect = m as f64 / 16.0;
+                let chi2: f64 = bins.iter().map(|b| (b - expect).powi(2) / expect).sum();
+                // 15 degrees of freedom: P(χ² > 50) < 1e-5.
+                assert!(
+                    chi2 < 50.0,
+                    "σ 2^{sigma_log2}, bits from {shift}: χ² {chi2}"
+                );
+            }
+        }
     }
 
     #[test]

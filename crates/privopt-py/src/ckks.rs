@@ -31,17 +31,22 @@ pub struct PyParams(pub Arc<CkksParams>);
 #[pymethods]
 impl PyParams {
     #[new]
-    #[pyo3(signature = (n, prime_bits, special_bits = Vec::new(), scale_bits = 40, insecure = false))]
+    #[pyo3(signature = (
+        n, prime_bits, special_bits = Vec::new(), scale_bits = 40, insecure = false,
+        smudging_bits = privopt_ckks::params::DEFAULT_SMUDGING_LOG2
+    ))]
     fn new(
         n: usize,
         prime_bits: Vec<u32>,
         special_bits: Vec<u32>,
         scale_bits: u32,
         insecure: bool,
+        smudging_bits: f64,
     ) -> PyResult<Self> {
         CkksParamsBuilder::new(n, &prime_bits)
             .special_primes(&special_bits)
             .scale_log2(scale_bits)
+            .smudging_log2(smudging_bits)
             .insecure_for_testing(insecure)
             .build()
             .map(Self)
@@ -99,6 +104,12 @@ impl PyParams {
     #[getter]
     fn scale_bits(&self) -> u32 {
         self.0.scale_log2()
+    }
+
+    /// ``log2`` of the smudging σ* on every multiparty decryption share.
+    #[getter]
+    fn smudging_bits(&self) -> f64 {
+        self.0.smudging_log2()
     }
 
     /// ``log2`` of the ciphertext modulus ``q``.

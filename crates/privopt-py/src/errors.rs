@@ -36,6 +36,8 @@ pub fn ckks(e: CkksError) -> PyErr {
         CkksError::UnknownParty { .. } => misbehaved(msg, Misbehavior::NotParticipant),
         CkksError::WrongSession { .. } => misbehaved(msg, Misbehavior::WrongRound),
         CkksError::WrongBinding { .. } => misbehaved(msg, Misbehavior::Misaddressed),
+        // Shares that contradict each other: what the dealer told one member and another.
+        CkksError::BadDealing { .. } => misbehaved(msg, Misbehavior::Tampered),
         CkksError::MissingShare { .. } => ProtocolError::new_err(msg),
         // Asked twice for one ciphertext: the protocol forbids the second answer.
         CkksError::AlreadyAnswered { .. } => misbehaved(msg, Misbehavior::Forbidden),

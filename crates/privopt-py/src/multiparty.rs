@@ -11,7 +11,7 @@ use privopt_ckks::encoding::SlotEncoder;
 use privopt_ckks::multiparty::{
     ActiveSet, Ciphertext, CollectivePublicKey, Committee, CommonPoly, DecryptionShare,
     EncryptedModel, ModelCodec, Party, PublicKeyShare, SecretShare, ThresholdParty, fuse,
-    fuse_threshold, fuse_threshold_batch,
+    fuse_threshold, fuse_threshold_batch, model_smudging_for_distance,
 };
 use privopt_ckks::wire::{share_batch_from_bytes, share_batch_to_bytes};
 use privopt_math::sample::secret_rng;
@@ -418,6 +418,13 @@ impl PyModelCodec {
         self.codec.clip()
     }
 
+    /// ``log2`` of the factor encoded values are lifted by so that the fused smudging stays
+    /// below ``2**-24`` (0 at the default smudging).
+    #[getter]
+    fn lift_bits(&self) -> u32 {
+        self.codec.lift_log2()
+    }
+
     /// ``values`` (1-D ``float32``) encrypted under ``key``; a wrong length, a non-finite entry
     /// or one outside ``±clip`` raises, naming the index.
     fn encrypt(
@@ -752,7 +759,30 @@ fn fuse_threshold_shares(
     })
 }
 
+/// ``log2`` of the smudging σ* per member that keeps one threshold decryption of a sum of
+/// ``uploads`` :meth:`ModelCodec.encrypt_secret` uploads of ``length`` values within
+/// ``2**-distance_bits`` statistical distance of one that reveals nothing of their noise,
+/// from one honest member's share alone. Build the round's :class:`Params` with it
+/// (``smudging_bits=``); a :class:`ModelCodec` on them lifts the values to keep the precision.
+#[pyfunction]
+#[pyo3(signature = (params, length, uploads, distance_bits = 40.0))]
+fn model_smudging_bits(
+    params: &PyParams,
+    length: usize,
+    uploads: usize,
+    distance_bits: f64,
+) -> PyResult<f64> {
+    if length == 0 || uploads == 0 || !(distance_bits.is_finite() && distance_bits > 0.0) {
+        return Err(errors::parameter(format!(
+            "length {length}, uploads {uploads}, distance_bits {distance_bits}: a model, an \
+             upload and a distance above 0 are needed"
+        )));
+    }
+    Ok(model_smudging_for_distance(&params.0, length, uploads, 1, distance_bits).smudging_log2)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(model_smudging_bits, m)?)?;
     m.add_class::<PyCommittee>()?;
     m.add_class::<PyActiveSet>()?;
     m.add_class::<PyThresholdParty>()?;

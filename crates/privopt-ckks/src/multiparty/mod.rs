@@ -25,12 +25,14 @@
 //! [`ActiveSet`] of at least `t` members, each answering at most once per ciphertext.
 
 pub(crate) mod cipher;
+mod dealing;
 mod model;
 mod party;
 mod shares;
 mod threshold;
 
 pub use cipher::{Ciphertext, CollectivePublicKey, Decrypted, encrypt_with_key, fuse};
+pub use dealing::{DealingAnswer, DealingCheck, verify_dealing};
 pub use model::{EncryptedModel, ModelCodec};
 pub use party::{CommonPoly, Party, SecretKey, decryption_share, partial_public_key};
 pub use shares::{
@@ -39,7 +41,7 @@ pub use shares::{
 };
 pub use threshold::{
     ActiveSet, Committee, MAX_ANSWERED, SecretShare, SmudgingBound, ThresholdParty, batch_digest,
-    fuse_threshold, fuse_threshold_batch, smudging_for_distance,
+    fuse_threshold, fuse_threshold_batch, model_smudging_for_distance, smudging_for_distance,
 };
 
 /// Identifier of a party (device).

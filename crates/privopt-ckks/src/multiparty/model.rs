@@ -11,7 +11,8 @@ use std::sync::Arc;
 use rand::CryptoRng;
 
 use super::cipher::{Seeded, seeded_a};
-use super::{Ciphertext, CollectivePublicKey, Committee, Decrypted, Party, partial_public_key};
+use super::party::rlwe_sample;
+use super::{Ciphertext, CollectivePublicKey, Committee, Decrypted, Party};
 use crate::error::CkksError;
 use crate::params::CkksParams;
 
@@ -22,7 +23,15 @@ pub struct ModelCodec {
     len: usize,
     clip: f64,
     max_updates: u32,
+    /// Secret-key uploads carry `round(x·Λ)·2^lift`: when the smudging is sized for a
+    /// statistical distance (2^50 and more, [`super::model_smudging_for_distance`]), the
+    /// lift keeps the fused noise below 2^−24 in the values' units, as the default smudging
+    /// at Λ ≥ 2^46 does without one (then the lift is 0).
+    lift_log2: u32,
 }
+
+/// `log2` of the largest fused noise, in the values' units, a codec lets through unlifted.
+const NOISE_LOG2: f64 = -24.0;
 
 impl ModelCodec {
     /// Models of `len` values with entries in `[−clip, clip]`, summed over at most
@@ -46,14 +55,23 @@ impl ModelCodec {
         if max_updates == 0 {
             return Err(CkksError::InvalidParams("max_updates 0".into()));
         }
-        let needed =
-            f64::from(max_updates).log2() + clip.log2() + f64::from(params.scale_log2()) + 2.0;
+        // At most `max_updates` members answer for a sum of as many updates.
+        let fused_noise_log2 = params.smudging_log2() + 0.5 * f64::from(max_updates).log2();
+        let lift_log2 = (fused_noise_log2 - NOISE_LOG2 - f64::from(params.scale_log2()))
+            .ceil()
+            .max(0.0) as u32;
+        let needed = f64::from(max_updates).log2()
+            + clip.log2()
+            + f64::from(params.scale_log2() + lift_log2)
+            + 2.0;
         let room = params.basis().log_modulus();
         if needed > room {
             return Err(CkksError::InvalidParams(format!(
-                "a sum of {max_updates} updates within ±{clip} at scale 2^{} needs a modulus of \
-                 2^{needed:.1}; the parameters have 2^{room:.1}",
-                params.scale_log2()
+                "a sum of {max_updates} updates within ±{clip} at scale 2^{} (lifted 2^{lift_log2} \
+                 over smudging 2^{:.1}) needs a modulus of 2^{needed:.1}; the parameters have \
+                 2^{room:.1}",
+                params.scale_log2(),
+                params.smudging_log2()
             )));
         }
         Ok(Self {
@@ -61,6 +79,7 @@ impl ModelCodec {
             len,
             clip,
             max_updates,
+            lift_log2,
         })
     }
 
@@ -84,6 +103,12 @@ impl ModelCodec {
         self.clip
     }
 
+    /// `log2` of the factor secret-key uploads lift the encoded values by (0 unless the
+    /// smudging is above what the scale absorbs).
+    pub fn lift_log2(&self) -> u32 {
+        self.lift_log2
+    }
+
     /// `values` encrypted under `key`, chunk by chunk. Refuses (naming the first bad index) a
     /// model of another length, a non-finite entry and one outside `±clip`: a bad update never
     /// reaches a sum.
@@ -93,7 +118,20 @@ impl ModelCodec {
         values: &[f32],
         rng: &mut impl CryptoRng,
     ) -> Result<EncryptedModel, CkksError> {
-        self.encrypt_chunks(values, |_, coeffs| key.encrypt(coeffs, rng))
+        let mut lifted = vec![0i64; self.params.n()];
+        self.encrypt_chunks(values, |_, coeffs| {
+            for (l, &m) in lifted.iter_mut().zip(coeffs) {
+                *l = m.checked_mul(1 << self.lift_log2).ok_or_else(|| {
+                    CkksError::InvalidParams(format!(
+                        "values lifted by 2^{} for smudging 2^{:.1} exceed 64 bits: \
+                         public-key uploads cannot carry them (use encrypt_secret)",
+                        self.lift_log2,
+                        self.params.smudging_log2()
+                    ))
+                })?;
+            }
+            key.encrypt(&lifted, rng)
+        })
     }
 
     /// `values` encrypted under `party`'s own secret for `session` of `committee`'s threshold
@@ -125,11 +163,19 @@ impl ModelCodec {
         self.encrypt_chunks(values, |k, coeffs| {
             let chunk = k as u32; // at most `MAX_MODEL_CHUNKS` chunks reach the wire
             let a = seeded_a(&self.params, &party.crs_digest, session, chunk);
-            let mut e = self.params.error().sample_vec(coeffs.len(), rng);
-            for (e, &m) in e.iter_mut().zip(coeffs) {
-                *e += m; // |m| ≤ clip·Λ ≪ 2^62 (checked by `new`), |e| tiny
-            }
-            let c0 = partial_public_key(&self.params, &party.sk.s, &a, &e);
+            // |m|·2^lift ≤ max_updates·clip·Λ·2^lift < Q/4 (checked by `new`), |e| tiny.
+            let m_plus_e: Vec<i128> = (self.params.error().sample_vec(coeffs.len(), rng))
+                .into_iter()
+                .zip(coeffs)
+                .map(|(e, &m)| (i128::from(m) << self.lift_log2) + i128::from(e))
+                .collect();
+            let basis = self.params.basis();
+            let c0 = rlwe_sample(
+                &self.params,
+                &party.sk.s,
+                &a,
+                basis.from_signed_wide(&m_plus_e),
+            );
             Ok(Ciphertext {
                 params: Arc::clone(&self.params),
                 session,
@@ -209,10 +255,11 @@ impl ModelCodec {
         // wrong): refused rather than averaged. Padding coefficients are held to it too.
         let limit = f64::from(count) * self.clip * scale + scale / 256.0;
         let divisor = scale * f64::from(count);
+        let lift = 2f64.powi(self.lift_log2 as i32);
         let mut out = Vec::with_capacity(self.chunks() * self.params.n());
         for p in plain {
             for c in p.integer_coefficients()? {
-                let x = c as f64;
+                let x = c as f64 / lift;
                 if x.abs() > limit {
                     return Err(CkksError::Mismatch(format!(
                         "the decrypted sum at index {} is {:.4e}, outside ±{count}·{}: an \

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use privopt_math::rns::{Eval, Poly};
+use privopt_math::rns::{Coeff, Eval, Poly};
 use privopt_math::sample::{signs, sparse_ternary, ternary, uniform, wide_gaussian};
 use rand::{CryptoRng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
@@ -78,8 +78,19 @@ pub fn partial_public_key(
     a: &Poly<Eval>,
     e: &[i64],
 ) -> Poly<Eval> {
+    rlwe_sample(params, s, a, params.basis().from_signed(e))
+}
+
+/// `−s·a + e` (evaluation form) for `e` in coefficient form: a public-key share when `e` is
+/// the error, a secret-key encryption when it is the error plus the message.
+pub(crate) fn rlwe_sample(
+    params: &CkksParams,
+    s: &Poly<Eval>,
+    a: &Poly<Eval>,
+    e: Poly<Coeff>,
+) -> Poly<Eval> {
     let basis = params.basis();
-    let mut b = basis.to_eval(basis.from_signed(e));
+    let mut b = basis.to_eval(e);
     let mut sa = basis.mul(s, a);
     basis.sub_assign(&mut b, &sa);
     sa.wipe();
@@ -95,7 +106,7 @@ pub fn decryption_share(
 ) -> Result<Poly<Eval>, CkksError> {
     let basis = params.basis();
     let noise = wide_gaussian(params.n(), 2f64.powf(params.smudging_log2()), rng)?;
-    let mut d = basis.to_eval(basis.from_signed(&noise));
+    let mut d = basis.to_eval(basis.from_signed_wide(&noise));
     basis.mul_acc(&mut d, s, c1);
     Ok(d)
 }

@@ -136,7 +136,7 @@ impl Committee {
 }
 
 /// `members` sorted, refused if one appears twice (`what` names the list).
-fn sorted_once(members: &[PartyId], what: &str) -> Result<Vec<PartyId>, CkksError> {
+pub(crate) fn sorted_once(members: &[PartyId], what: &str) -> Result<Vec<PartyId>, CkksError> {
     let mut sorted = members.to_vec();
     sorted.sort_unstable();
     sorted.dedup();
@@ -298,24 +298,29 @@ impl ActiveSet {
         h.finalize().into()
     }
 
-    /// `λ_j` modulo each prime: `Π_{k≠j} x_k / (x_k − x_j)`.
+    /// `λ_j` modulo each prime for this set.
     fn lagrange(&self, params: &CkksParams, party: PartyId) -> Vec<u64> {
-        let xj = point(party);
-        params
-            .basis()
-            .moduli()
-            .iter()
-            .map(|&q| {
-                let (mut num, mut den) = (1u64, 1u64);
-                for &k in self.members.iter().filter(|&&k| k != party) {
-                    let xk = point(k) % q;
-                    num = mul_mod(num, xk, q);
-                    den = mul_mod(den, sub_mod(xk, xj % q, q), q);
-                }
-                mul_mod(num, inv_mod(den, q), q)
-            })
-            .collect()
+        lagrange(params, &self.members, party)
     }
+}
+
+/// `λ_j` of `party` in `members` modulo each prime: `Π_{k≠j} x_k / (x_k − x_j)`.
+pub(crate) fn lagrange(params: &CkksParams, members: &[PartyId], party: PartyId) -> Vec<u64> {
+    let xj = point(party);
+    params
+        .basis()
+        .moduli()
+        .iter()
+        .map(|&q| {
+            let (mut num, mut den) = (1u64, 1u64);
+            for &k in members.iter().filter(|&&k| k != party) {
+                let xk = point(k) % q;
+                num = mul_mod(num, xk, q);
+                den = mul_mod(den, sub_mod(xk, xj % q, q), q);
+            }
+            mul_mod(num, inv_mod(den, q), q)
+        })
+        .collect()
 }
 
 /// What a batch of ciphertexts is known by: their session and a digest of every
@@ -380,31 +385,28 @@ fn chunk_binding(active: &ActiveSet, k: usize, len: usize) -> [u8; 32] {
 /// precision it leaves.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SmudgingBound {
-    /// `log2` of the standard deviation of the ciphertext's decryption error
-    /// `V·ΣE + ΣE0 + S·ΣE1` per coefficient (the product rule of `docs/mkckks.md`).
+    /// `log2` of the standard deviation, per coefficient, of the decryption error the shares
+    /// must hide.
     pub error_sd_log2: f64,
-    /// `log2` of the per-member smudging σ* that gets the fused result within `2^−λ`
-    /// statistical distance of one that reveals nothing of that error.
+    /// `log2` of the per-member smudging σ* that puts what the server sees within `2^−λ`
+    /// statistical distance of what it would see without that error, **from one honest
+    /// member's noise alone** (the server with `t − 1` colluders may face a set of `t` with
+    /// one honest member; the colluders' shares carry whatever noise they like).
     pub smudging_log2: f64,
-    /// `log2` of the fused noise's standard deviation over the scale: a decrypted scalar's
-    /// error is about `2^precision_log2` (negative: bits below 1).
+    /// `log2` of the fused noise's standard deviation over the scale, with `answering`
+    /// members' smudging: a decrypted value's error is about `2^precision_log2`.
     pub precision_log2: f64,
 }
 
-/// σ* for `members` answering on a sum of `encryptions` fresh ciphertexts under the key of
-/// `parties`, so that the fused plaintext (all `n` coefficients, which the fusing server
-/// sees) is within `2^−log2_distance` of one carrying only fresh noise.
-///
-/// Bound used: per coefficient the error is below `B = 13·sd` except with probability
-/// `< 2^−120` (it is a sum of many independent products, treated as Gaussian), and adding
-/// `N(0, σ²)` to a shift of at most `B` moves the distribution by at most `B / (√(2π)·σ)` in
-/// total variation; a union over the `n` coefficients gives
-/// `σ_total ≥ n·B·2^λ / √(2π)`, split over the members (`σ* = σ_total / √members`).
+/// σ* for a threshold decryption of **one** sum of `encryptions` fresh public-key
+/// encryptions under the key of `parties`, `answering` members answering: the error to hide
+/// is the product rule of `docs/mkckks.md`, `V·ΣE + ΣE0 + S·ΣE1`, over the `n` coefficients
+/// of the fused plaintext (which the fusing server sees). See [`flooding`] for the bound.
 pub fn smudging_for_distance(
     params: &CkksParams,
     parties: usize,
     encryptions: usize,
-    members: usize,
+    answering: usize,
     log2_distance: f64,
 ) -> SmudgingBound {
     let n = params.n() as f64;
@@ -414,14 +416,46 @@ pub fn smudging_for_distance(
     // V = Σ v (k ternary), ΣE over the parties' key errors, E0/E1 over the encryptions.
     let variance =
         n * (k * 2.0 / 3.0) * (p * sigma_e2) + k * sigma_e2 + n * (p * secret_var) * (k * sigma_e2);
-    let error_sd_log2 = variance.sqrt().log2();
-    let bound_log2 = error_sd_log2 + 13f64.log2();
-    let total_log2 =
-        n.log2() + bound_log2 + log2_distance - (2.0 * std::f64::consts::PI).sqrt().log2();
+    flooding(params, variance.sqrt(), n, answering, log2_distance)
+}
+
+/// σ* for a threshold decryption of one sum of `uploads` secret-key model uploads
+/// ([`super::ModelCodec::encrypt_secret`]) of `values` values, decrypted as one batch: the
+/// error to hide is the uploads' `Σe` (independent, σ·√uploads per coefficient) over every
+/// coefficient of the batch.
+pub fn model_smudging_for_distance(
+    params: &CkksParams,
+    values: usize,
+    uploads: usize,
+    answering: usize,
+    log2_distance: f64,
+) -> SmudgingBound {
+    let coefficients = values.div_ceil(params.n()) * params.n();
+    let sd = params.error().sigma() * (uploads as f64).sqrt();
+    flooding(params, sd, coefficients as f64, answering, log2_distance)
+}
+
+/// Noise flooding for an error vector of `coefficients` coefficients of standard deviation
+/// `error_sd`. Each coefficient is below `B = 13·sd` except with probability `< 2^−120` (a
+/// sum of many independent terms, treated as Gaussian), so the vector's norm is below
+/// `√coefficients·B`, and adding `N(0, σ²·I)` to a shift `v` moves the law by
+/// `2Φ(‖v‖/2σ) − 1 ≤ ‖v‖/(√(2π)·σ)` in total variation (rounding to integers only lowers it).
+/// Hence `σ* = √coefficients·B·2^λ/√(2π)`, required of every member's own noise.
+fn flooding(
+    params: &CkksParams,
+    error_sd: f64,
+    coefficients: f64,
+    answering: usize,
+    log2_distance: f64,
+) -> SmudgingBound {
+    let error_sd_log2 = error_sd.log2();
+    let smudging_log2 = 0.5 * coefficients.log2() + error_sd_log2 + 13f64.log2() + log2_distance
+        - (2.0 * std::f64::consts::PI).sqrt().log2();
     SmudgingBound {
         error_sd_log2,
-        smudging_log2: total_log2 - 0.5 * (members as f64).log2(),
-        precision_log2: total_log2 - f64::from(params.scale_log2()),
+        smudging_log2,
+        precision_log2: smudging_log2 + 0.5 * (answering as f64).log2()
+            - f64::from(params.scale_log2()),
     }
 }
 

@@ -213,7 +213,7 @@ impl ExactDevice {
         let smudge = wide_gaussian(n, 2f64.powf(setup.params.smudging_log2()), rng)?;
         Ok(setup.ring.add(
             &setup.ring.mul(&self.s, c1_tilde),
-            &setup.ring.from_i64(&smudge),
+            &setup.ring.from_i128(&smudge),
         ))
     }
 }

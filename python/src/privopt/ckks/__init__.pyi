@@ -33,6 +33,7 @@ class Params:
         special_bits: Sequence[int] = ...,
         scale_bits: int = 40,
         insecure: bool = False,
+        smudging_bits: float = 20.0,
     ) -> Params: ...
     @staticmethod
     def leveled(
@@ -52,6 +53,8 @@ class Params:
     def max_level(self) -> int: ...
     @property
     def scale_bits(self) -> int: ...
+    @property
+    def smudging_bits(self) -> float: ...
     @property
     def log_q(self) -> float: ...
     @property

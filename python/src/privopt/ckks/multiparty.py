@@ -32,6 +32,12 @@ Whole models (any length, ``n`` values per ciphertext in the coefficients)::
     active = ActiveSet.for_model(committee, total, survivors)
     shares = [m.partial_decrypt_model(total, active) for m in members]
     average = codec.average(total, active, shares)        # float64, the mean of the updates
+
+The default smudging (σ* = 2^20 per share) is a heuristic margin over the noise it hides.
+For a share that is provably within ``2**-40`` statistical distance of one revealing nothing,
+size it with :func:`model_smudging_bits` and build the parameters with it
+(``Params(4096, [60, 45], scale_bits=49, smudging_bits=...)``); the codec lifts the values
+so the average keeps its precision, at twice the bytes of one prime.
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ ModelCodec = _native.ModelCodec
 EncryptedModel = _native.EncryptedModel
 ThresholdSetup = _native.ThresholdSetup
 fuse_threshold = _native.fuse_threshold_shares
+model_smudging_bits = _native.model_smudging_bits
 
 __all__ = [
     "CommonPoly",
@@ -65,5 +72,6 @@ __all__ = [
     "fuse_threshold",
     "ModelCodec",
     "EncryptedModel",
+    "model_smudging_bits",
     "ThresholdSetup",
 ]

@@ -19,6 +19,7 @@ __all__ = [
     "fuse_threshold",
     "ModelCodec",
     "EncryptedModel",
+    "model_smudging_bits",
     "ThresholdSetup",
 ]
 
@@ -135,6 +136,8 @@ class ModelCodec:
     def chunks(self) -> int: ...
     @property
     def clip(self) -> float: ...
+    @property
+    def lift_bits(self) -> int: ...
     def encrypt(
         self, key: CollectivePublicKey, values: npt.NDArray[np.float32]
     ) -> EncryptedModel: ...
@@ -167,3 +170,7 @@ class EncryptedModel:
 def fuse_threshold(
     params: Params, ct: Ciphertext, active: ActiveSet, shares: Sequence[bytes]
 ) -> Decrypted: ...
+
+def model_smudging_bits(
+    params: Params, length: int, uploads: int, distance_bits: float = 40.0
+) -> float: ...

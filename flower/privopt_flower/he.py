@@ -170,6 +170,18 @@ class _Traffic:
         return replies
 
 
+@dataclass
+class _Setup:
+    nodes: list[int]
+    """The members, in id order (member ``i`` is ``nodes[i]``)."""
+    threshold: int
+    session: int
+    inbox: dict[int, list[bytes]]
+    """Each member's sealed shares, by dealer in member order."""
+    key_shares: list[bytes]
+    """Each member's public key share, which its dealing is checked against."""
+
+
 def _setup(
     grid: Any,
     nodes: list[int],
@@ -181,10 +193,9 @@ def _setup(
     timeout: float | None,
     dropped: dict[int, str],
     traffic: _Traffic,
-) -> tuple[list[int], int, dict[int, list[bytes]]]:
+) -> _Setup:
     """Keys and dealing among ``nodes``; a node that misses either is left out and the setup
-    restarts without it. Returns the members, the threshold and each member's sealed shares
-    by dealer (in member order)."""
+    restarts without it."""
     for _ in range(MAX_SETUP_ATTEMPTS):
         if len(nodes) < 2:
             raise ProtocolError(f"encrypted averaging needs at least 2 clients, got {len(nodes)}")
@@ -233,9 +244,12 @@ def _setup(
         if any(len(s) != len(nodes) for s in dealt.values()):
             raise ProtocolError("a member dealt the wrong number of sealed shares")
         inbox = {node: [dealt[d][i] for d in nodes] for i, node in enumerate(nodes)}
+        key_shares = [
+            cast(bytes, replies[n].content.config_records[RECORD]["key_share"]) for n in nodes
+        ]
         for node in nodes:
             dropped.pop(node, None)  # a failed earlier attempt does not count against it
-        return nodes, t, inbox
+        return _Setup(nodes, t, session, inbox, key_shares)
     raise ProtocolError(f"the key setup failed {MAX_SETUP_ATTEMPTS} times: {dropped}")
 
 
@@ -256,13 +270,17 @@ def _run_round(
     length = 1 + sum(math.prod(s) for s in shapes)
     group = str(server_round)
     dropped: dict[int, str] = {}
-    nodes, t, inbox = _setup(
+    setup = _setup(
         grid, sorted(train_contents), clip, length, distance_bits, threshold, group, timeout,
         dropped, traffic,
     )  # fmt: skip
+    nodes, t, inbox = setup.nodes, setup.threshold, setup.inbox
     p = params(*modulus_for(len(nodes), clip, length, distance_bits))
     codec = mk.ModelCodec(p, length, _bound(clip), len(nodes))
     index = {node: i for i, node in enumerate(nodes)}
+    committee = mk.Committee(t, list(range(len(nodes))))
+    # Drawn now that every dealing is in: no dealer could tune its shares to it.
+    check = mk.DealingCheck(committee, setup.session, os.urandom(32), list(range(len(nodes))))
     requests = {}
     for node in nodes:
         content = copy_content(train_contents[node])
@@ -270,6 +288,7 @@ def _run_round(
             {
                 "stage": Stage.ENCRYPT,
                 "sealed": inbox[node],
+                "check": check.to_bytes(p),
                 "length": length,
                 "clip": clip,
                 "max_weight": max_weight,
@@ -290,6 +309,13 @@ def _run_round(
             uploads[node] = upload
         except (PrivoptError, KeyError, TypeError) as e:
             dropped[node] = f"{Stage.ENCRYPT}: upload refused ({e})"
+    for bad in _failed_dealers(p, committee, setup, check, replies):
+        node = nodes[bad]
+        uploads.pop(node, None)
+        dropped[node] = (
+            f"{Stage.ENCRYPT}: its Shamir shares fail the dealing check (they lie on no "
+            "polynomial with its key's secret as constant); left out of the sum"
+        )
     if len(uploads) < t:
         raise ProtocolError(f"{len(uploads)} of {len(nodes)} clients uploaded, {t} needed")
     total = mk.EncryptedModel.sum(list(uploads.values()))
@@ -301,7 +327,6 @@ def _run_round(
         raise ProtocolError(
             f"{len(present)} of {len(nodes)} clients present to decrypt, {t} needed"
         )
-    committee = mk.Committee(t, list(range(len(nodes))))
     asked = sorted(present)[:t]
     active = mk.ActiveSet.for_model(committee, total, [index[n] for n in asked])
     request = ConfigRecord(
@@ -328,6 +353,31 @@ def _run_round(
         replies={n: replies[n] for n in uploads},
         dropped={n: why for n, why in dropped.items() if n not in uploads},
     )
+
+
+def _failed_dealers(
+    p: ckks.Params,
+    committee: mk.Committee,
+    setup: _Setup,
+    check: mk.DealingCheck,
+    replies: Mapping[int, Message],
+) -> list[int]:
+    """The members whose dealing fails ``check``, from the answers in the encrypt replies.
+    With a member of the check gone, the check cannot be completed: it is skipped (a wrong
+    dealing still cannot make a wrong mean: the decrypted sum's bound check catches it)."""
+    answers = {}
+    for node in setup.nodes:
+        record = replies[node].content.config_records.get(RECORD) if node in replies else None
+        if record is None or "dealing" not in record:
+            log.warning("dealing check skipped: node %s sent no answer", node)
+            return []
+        answers[node] = cast(bytes, record["dealing"])
+    try:
+        return mk.failed_dealers(
+            p, committee, _crs(p, setup.session), setup.key_shares, check, list(answers.values())
+        )
+    except PrivoptError as e:
+        raise ProtocolError(f"the dealing check could not be completed: {e}") from e
 
 
 def encrypted_mean(
@@ -489,13 +539,20 @@ def he_mod(msg: Message, ctxt: Context, call_next: ClientAppCallable) -> Message
             raise ValueError("encrypted averaging: the relayed sealing keys replace this client's")
         sealed = setup.deal(party, keys)
         _save(ctxt, **{**state, "setup": setup.save()})
-        return _reply(msg, RecordDict(), {"sealed": [sealed[m] for m in members]})
+        # The key share the dealing is checked against: its secret is the one dealt.
+        return _reply(
+            msg,
+            RecordDict(),
+            {"sealed": [sealed[m] for m in members], "key_share": party.public_key_share(session)},
+        )
     if stage == Stage.ENCRYPT:
         if "member" in state:
             # A second upload under the same secret and seeds would reveal the difference.
             raise ValueError("encrypted averaging: a second encrypt message in one round")
         setup = mk.ThresholdSetup.restore(cast(bytes, state["setup"]))
         member = setup.finish(party, list(cast(list[bytes], configs["sealed"])))
+        check = mk.DealingCheck.from_bytes(p, cast(bytes, configs["check"]))
+        dealing = member.answer_dealing_check(check, _crs(p, session))  # once per setup
         result = call_next(msg, ctxt)
         if result.has_error():
             return result
@@ -530,7 +587,7 @@ def he_mod(msg: Message, ctxt: Context, call_next: ClientAppCallable) -> Message
         content = result.content
         for record in content.array_records.values():
             record.clear()
-        return _reply(msg, content, {"upload": upload})
+        return _reply(msg, content, {"upload": upload, "dealing": dealing})
     if stage == Stage.READY:
         if "member" not in state:
             raise ValueError("encrypted averaging: a ready message before this client's upload")

@@ -205,3 +205,39 @@ def test_a_client_refuses_smudging_below_its_floor():
     ctx = Context(run_id=1, node_id=100, node_config={}, state=RecordDict(), run_config={})
     with pytest.raises(InsecureParameters, match="below 2\\^20"):
         app(msg, ctx)
+
+
+def test_a_client_that_deals_another_secret_is_named_and_left_out():
+    """A client deals Shamir shares of a fresh secret, not of the key share it reports: the
+    dealing check names it, its upload is left out, and the others' mean comes out."""
+    from privopt import ckks
+    from privopt.ckks import multiparty as mk
+
+    values = make_values(5, 3000, seed=6)
+    cheat = 103
+
+    def dealing_cheat(msg, ctxt, call_next):
+        record = msg.content.config_records.get(he.RECORD)
+        if ctxt.node_id != cheat or record is None or record.get("stage") != he.Stage.DEAL:
+            return he.he_mod(msg, ctxt, call_next)
+        state = ctxt.state.config_records[he.STATE]
+        p = ckks.Params(he.RING_DEGREE, list(state["primes"]), scale_bits=he.SCALE_BITS)
+        honest = mk.Party.restore(p, state["party"])
+        session = int(state["session"])
+        impostor = mk.Party(honest.id, p, he._crs(p, session))
+        state["party"] = impostor.snapshot()
+        reply = he.he_mod(msg, ctxt, call_next)  # deals the impostor's secret
+        reply.content.config_records[he.RECORD]["key_share"] = honest.public_key_share(session)
+        ctxt.state.config_records[he.STATE]["party"] = honest.snapshot()  # uploads as itself
+        return reply
+
+    apps = {n: fixed_update_app(values, {n: 1 for n in values}, he.he_mod) for n in values}
+    apps[cheat] = fixed_update_app(values, {n: 1 for n in values}, dealing_cheat)
+    grid = LoopbackGrid(apps)
+    out = he.encrypted_mean(
+        grid, values, RecordDict({"arrays": ArrayRecord([np.zeros(3000)])}), server_round=1
+    )
+    assert "dealing check" in out.dropped[cheat] and cheat not in out.replies
+    honest = [n for n in sorted(values) if n != cheat]
+    want = mean_of(values, honest)
+    assert np.abs(out.arrays.to_numpy_ndarrays()[0] - want).max() / np.abs(want).max() < 1e-6

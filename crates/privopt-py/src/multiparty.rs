@@ -9,9 +9,9 @@ use numpy::PyReadonlyArray1;
 use privopt_ckks::CkksParams;
 use privopt_ckks::encoding::SlotEncoder;
 use privopt_ckks::multiparty::{
-    ActiveSet, Ciphertext, CollectivePublicKey, Committee, CommonPoly, DecryptionShare,
-    EncryptedModel, ModelCodec, Party, PublicKeyShare, SecretShare, ThresholdParty, fuse,
-    fuse_threshold, fuse_threshold_batch, model_smudging_for_distance,
+    ActiveSet, Ciphertext, CollectivePublicKey, Committee, CommonPoly, DealingAnswer, DealingCheck,
+    DecryptionShare, EncryptedModel, ModelCodec, Party, PublicKeyShare, SecretShare,
+    ThresholdParty, fuse, fuse_threshold, fuse_threshold_batch, model_smudging_for_distance,
 };
 use privopt_ckks::wire::{share_batch_from_bytes, share_batch_to_bytes};
 use privopt_math::sample::secret_rng;
@@ -199,6 +199,87 @@ impl PyActiveSet {
     }
 }
 
+/// The check of every dealer's Shamir shares after setup: ``seed`` fresh (drawn after every
+/// dealing arrived), ``present`` the members that will answer (at least the threshold).
+#[pyclass(module = "privopt.ckks.multiparty", name = "DealingCheck", frozen)]
+pub struct PyDealingCheck(DealingCheck);
+
+#[pymethods]
+impl PyDealingCheck {
+    #[new]
+    fn new(
+        committee: &PyCommittee,
+        session: u64,
+        seed: &[u8],
+        present: Vec<u32>,
+    ) -> PyResult<Self> {
+        let seed: [u8; 32] = seed
+            .try_into()
+            .map_err(|_| errors::parameter(format!("a seed of {} bytes, 32 wanted", seed.len())))?;
+        DealingCheck::new(&committee.0, session, seed, &present)
+            .map(Self)
+            .map_err(errors::ckks)
+    }
+
+    /// The check sets, each sorted: every member of them answers.
+    #[getter]
+    fn sets(&self) -> Vec<Vec<u32>> {
+        self.0.sets().to_vec()
+    }
+
+    /// The check as bytes, for the members.
+    fn to_bytes<'py>(&self, py: Python<'py>, params: &PyParams) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.0.to_bytes(&params.0))
+    }
+
+    /// Parses a check.
+    #[staticmethod]
+    fn from_bytes(params: &PyParams, data: &[u8]) -> PyResult<Self> {
+        DealingCheck::from_bytes(&params.0, data)
+            .map(Self)
+            .map_err(errors::ckks)
+    }
+}
+
+/// The dealers whose Shamir shares fail the dealing ``check`` (sorted; empty when every
+/// dealing is sound), from the members' answers (bytes from
+/// :meth:`ThresholdParty.answer_dealing_check`) and the dealers' public key shares (bytes from
+/// :meth:`Party.public_key_share`): leave them out of every sum. A missing, duplicate or
+/// foreign answer raises :class:`~privopt.errors.PeerMisbehaved` naming the party, and a set
+/// that fails for every dealer (a member of it answered falsely) raises naming the set.
+#[pyfunction]
+fn failed_dealers(
+    py: Python<'_>,
+    params: &PyParams,
+    committee: &PyCommittee,
+    crs: &PyCommonPoly,
+    keys: Vec<Vec<u8>>,
+    check: &PyDealingCheck,
+    answers: Vec<Vec<u8>>,
+) -> PyResult<Vec<u32>> {
+    let keys = keys
+        .iter()
+        .map(|b| PublicKeyShare::from_bytes(&params.0, b))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(errors::ckks)?;
+    let answers = answers
+        .iter()
+        .map(|b| DealingAnswer::from_bytes(&params.0, b))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(errors::ckks)?;
+    py.detach(|| {
+        privopt_ckks::multiparty::failed_dealers(
+            &params.0,
+            &committee.0,
+            &crs.0,
+            &keys,
+            &check.0,
+            &answers,
+        )
+    })
+    .map_err(errors::ckks)
+}
+
 /// A member after threshold setup: its share of the collective secret and the ledger of
 /// ciphertexts it has answered for (one decryption share per ciphertext, ever).
 #[pyclass(module = "privopt.ckks.multiparty", name = "ThresholdParty")]
@@ -272,6 +353,21 @@ impl PyThresholdParty {
             .detach(|| inner.partial_decrypt(&ct.0, &active.0, &mut secret_rng(None)))
             .map_err(errors::ckks)?;
         Ok(PyBytes::new(py, &share.to_bytes(&self.params)))
+    }
+
+    /// This member's answers to the dealing ``check`` (bytes for :func:`verify_dealing`);
+    /// ``crs`` is the key's common polynomial. Once per setup: a second check raises.
+    fn answer_dealing_check<'py>(
+        &mut self,
+        py: Python<'py>,
+        check: &PyDealingCheck,
+        crs: &PyCommonPoly,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let inner = &mut self.inner;
+        let answer = py
+            .detach(|| inner.answer_dealing_check(&check.0, &crs.0, &mut secret_rng(None)))
+            .map_err(errors::ckks)?;
+        Ok(PyBytes::new(py, &answer.to_bytes(&self.params)))
     }
 
     /// This member's shares of every chunk of ``model`` for ``active`` (one bytes object);
@@ -783,6 +879,8 @@ fn model_smudging_bits(
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(model_smudging_bits, m)?)?;
+    m.add_function(wrap_pyfunction!(failed_dealers, m)?)?;
+    m.add_class::<PyDealingCheck>()?;
     m.add_class::<PyCommittee>()?;
     m.add_class::<PyActiveSet>()?;
     m.add_class::<PyThresholdParty>()?;

@@ -253,10 +253,8 @@ impl ThresholdParty {
 }
 
 /// Verifies every dealer's shares from the members' `answers` to `check` and the dealers'
-/// public key shares `keys` (one per committee member, of the key's session). Refuses a
-/// missing, duplicate, foreign or misshapen answer by party; a dealer whose checks fail is
-/// named (`CkksError::BadDealing`), and a set that fails for every dealer names the set (a
-/// member of it answered falsely).
+/// public key shares `keys` (one per committee member). The first dealer whose checks fail is
+/// named (`CkksError::BadDealing`); otherwise as [`failed_dealers`].
 pub fn verify_dealing(
     params: &CkksParams,
     committee: &Committee,
@@ -265,6 +263,25 @@ pub fn verify_dealing(
     check: &DealingCheck,
     answers: &[DealingAnswer],
 ) -> Result<(), CkksError> {
+    match failed_dealers(params, committee, crs, keys, check, answers)?.first() {
+        Some(&dealer) => Err(CkksError::BadDealing { dealer }),
+        None => Ok(()),
+    }
+}
+
+/// The dealers (sorted) whose shares fail `check`, from the members' `answers` and the
+/// dealers' public key shares `keys`: a server leaves them out of every sum (the members
+/// hold each dealer's shares apart, so the others' sums still decrypt). Refuses a missing,
+/// duplicate, foreign or misshapen answer by party, and a set that fails for every dealer (a
+/// member of it answered falsely: the set is named, no dealer is).
+pub fn failed_dealers(
+    params: &CkksParams,
+    committee: &Committee,
+    crs: &CommonPoly,
+    keys: &[PublicKeyShare],
+    check: &DealingCheck,
+    answers: &[DealingAnswer],
+) -> Result<Vec<PartyId>, CkksError> {
     let basis = params.basis();
     let (m, primes) = (
         DealingCheck::coefficients(params, committee),
@@ -358,10 +375,11 @@ pub fn verify_dealing(
             check.sets[index]
         )));
     }
-    if let Some(d) = failed.iter().position(|f| f.iter().any(|&x| x)) {
-        return Err(CkksError::BadDealing {
-            dealer: committee.members[d],
-        });
-    }
-    Ok(())
+    Ok(committee
+        .members
+        .iter()
+        .zip(&failed)
+        .filter(|(_, f)| f.iter().any(|&x| x))
+        .map(|(&dealer, _)| dealer)
+        .collect())
 }

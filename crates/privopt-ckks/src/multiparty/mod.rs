@@ -32,7 +32,7 @@ mod shares;
 mod threshold;
 
 pub use cipher::{Ciphertext, CollectivePublicKey, Decrypted, encrypt_with_key, fuse};
-pub use dealing::{DealingAnswer, DealingCheck, verify_dealing};
+pub use dealing::{DealingAnswer, DealingCheck, failed_dealers, verify_dealing};
 pub use model::{EncryptedModel, ModelCodec};
 pub use party::{CommonPoly, Party, SecretKey, decryption_share, partial_public_key};
 pub use shares::{

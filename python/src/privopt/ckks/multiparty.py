@@ -24,6 +24,13 @@ Threshold form (any ``t`` of the ``N`` members decrypt, so a round survives drop
 A second request for the same ciphertext raises :class:`~privopt.errors.PeerMisbehaved`: a
 failed round is retried on a fresh encryption.
 
+After setup, the server checks every dealing once (a dealer whose shares lie on no polynomial
+of degree < t with its key's secret as constant is named)::
+
+    check = DealingCheck(committee, session, os.urandom(32), present)  # after all dealings
+    answer = member.answer_dealing_check(check, crs)                 # once per setup
+    bad = failed_dealers(params, committee, crs, key_shares, check, answers)  # leave them out
+
 Whole models (any length, ``n`` values per ciphertext in the coefficients)::
 
     codec = ModelCodec(params, length, clip=1.0)
@@ -58,6 +65,8 @@ EncryptedModel = _native.EncryptedModel
 ThresholdSetup = _native.ThresholdSetup
 fuse_threshold = _native.fuse_threshold_shares
 model_smudging_bits = _native.model_smudging_bits
+DealingCheck = _native.DealingCheck
+failed_dealers = _native.failed_dealers
 
 __all__ = [
     "CommonPoly",
@@ -73,5 +82,7 @@ __all__ = [
     "ModelCodec",
     "EncryptedModel",
     "model_smudging_bits",
+    "DealingCheck",
+    "failed_dealers",
     "ThresholdSetup",
 ]

@@ -20,6 +20,8 @@ __all__ = [
     "ModelCodec",
     "EncryptedModel",
     "model_smudging_bits",
+    "DealingCheck",
+    "failed_dealers",
     "ThresholdSetup",
 ]
 
@@ -113,6 +115,27 @@ class ThresholdParty:
     def has_answered(self, ct: Ciphertext) -> bool: ...
     def partial_decrypt(self, ct: Ciphertext, active: ActiveSet) -> bytes: ...
     def partial_decrypt_model(self, model: EncryptedModel, active: ActiveSet) -> bytes: ...
+    def answer_dealing_check(self, check: DealingCheck, crs: CommonPoly) -> bytes: ...
+
+@final
+class DealingCheck:
+    def __new__(
+        cls, committee: Committee, session: int, seed: bytes, present: Sequence[int]
+    ) -> DealingCheck: ...
+    @property
+    def sets(self) -> list[list[int]]: ...
+    def to_bytes(self, params: Params) -> bytes: ...
+    @staticmethod
+    def from_bytes(params: Params, data: bytes) -> DealingCheck: ...
+
+def failed_dealers(
+    params: Params,
+    committee: Committee,
+    crs: CommonPoly,
+    keys: Sequence[bytes],
+    check: DealingCheck,
+    answers: Sequence[bytes],
+) -> list[int]: ...
 
 @final
 class ThresholdSetup:

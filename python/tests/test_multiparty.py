@@ -181,3 +181,47 @@ def test_secret_key_uploads_halve_the_bytes_and_decrypt_only_as_a_large_enough_s
         mk.ActiveSet.for_model(committee, mk.EncryptedModel.sum(uploads[:3]), [0, 1, 2, 3])
     with pytest.raises(PrivoptError, match="party 2's encryption is in both"):
         mk.EncryptedModel.sum([uploads[2], uploads[2]])
+
+
+def test_the_dealing_check_passes_a_sound_setup_and_names_a_dealer_of_another_secret():
+    params = ckks.Params(4096, [60], scale_bits=46)
+    crs = mk.CommonPoly(params, os.urandom(32))
+    parties = [mk.Party(i, params, crs) for i in range(5)]
+    keys = [p.public_key_share(0) for p in parties]
+    committee = mk.Committee(3, list(range(5)))
+    # Party 4 deals the shares of a secret other than its key's.
+    impostor = mk.Party(4, params, crs)
+    dealers = [*parties[:4], impostor]
+    dealt = [p.deal(committee, 0) for p in dealers]
+    members = [
+        mk.ThresholdParty.from_shares(p, committee, 0, [d[p.id] for d in dealt]) for p in parties
+    ]
+    check = mk.DealingCheck(committee, 0, os.urandom(32), range(5))
+    assert check.sets == [[0, 1, 2], [0, 1, 3], [0, 1, 4]]
+    wire = mk.DealingCheck.from_bytes(params, check.to_bytes(params))
+    answers = [m.answer_dealing_check(wire, crs) for m in members]
+    assert mk.failed_dealers(params, committee, crs, keys, check, answers) == [4]
+    # With the impostor's key share, every dealing is sound.
+    honest_keys = [*keys[:4], impostor.public_key_share(0)]
+    assert mk.failed_dealers(params, committee, crs, honest_keys, check, answers) == []
+    with pytest.raises(PeerMisbehaved, match="dealing check"):
+        members[0].answer_dealing_check(wire, crs)
+    with pytest.raises(ProtocolError, match="party 1"):
+        mk.failed_dealers(params, committee, crs, keys, check, answers[:1])
+    with pytest.raises(ParameterError, match="32"):
+        mk.DealingCheck(committee, 0, b"short", range(5))
+
+
+def test_smudging_sized_for_a_distance_lifts_the_values_and_keeps_the_average():
+    base = ckks.Params(4096, [60, 45], scale_bits=49)
+    bits = mk.model_smudging_bits(base, 10_000, 5)
+    assert 51.9 < bits < 52.1
+    params = ckks.Params(4096, [60, 45], scale_bits=49, smudging_bits=bits)
+    assert params.smudging_bits == bits
+    codec = mk.ModelCodec(params, 10_000, clip=1.0, max_updates=5)
+    assert codec.lift_bits == 29  # ⌈52.0 + ½·log2 5 + 24 − 49⌉
+    assert mk.ModelCodec(base, 10_000, clip=1.0, max_updates=5).lift_bits == 0
+    with pytest.raises(ParameterError, match="no room"):
+        ckks.Params(4096, [60], scale_bits=49, smudging_bits=55)
+    with pytest.raises(ParameterError):
+        mk.model_smudging_bits(base, 0, 5)

@@ -61,6 +61,14 @@ pub enum CkksError {
         /// The party asked again.
         party: u32,
     },
+    /// A second dealing check for a member that has answered one for its setup.
+    #[error(
+        "party {party} has already answered this setup's dealing check: it answers one per setup"
+    )]
+    DealingChecked {
+        /// The party asked again.
+        party: u32,
+    },
     /// A dealer whose Shamir shares fail the dealing check: they lie on no polynomial of
     /// degree below the threshold whose constant is the secret of its key share.
     #[error(

@@ -113,11 +113,11 @@ fn an_honest_setup_passes_and_each_member_answers_once() {
     let e = s.members[0]
         .answer_dealing_check(&again, &s.crs, &mut rng)
         .unwrap_err();
-    assert!(matches!(e, CkksError::AlreadyAnswered { party: 0 }), "{e}");
+    assert!(matches!(e, CkksError::DealingChecked { party: 0 }), "{e}");
     let mut restored = ThresholdParty::from_bytes(&s.params, &s.members[1].to_bytes()).unwrap();
     assert!(matches!(
         restored.answer_dealing_check(&again, &s.crs, &mut rng),
-        Err(CkksError::AlreadyAnswered { party: 1 })
+        Err(CkksError::DealingChecked { party: 1 })
     ));
 }
 

@@ -6,7 +6,9 @@
 
 use std::sync::Arc;
 
-use privopt_ckks::multiparty::{ActiveSet, Ciphertext, Committee, CommonPoly};
+use privopt_ckks::multiparty::{
+    ActiveSet, Ciphertext, Committee, CommonPoly, DealingAnswer, DealingCheck,
+};
 use privopt_ckks::{CkksParams, CkksParamsBuilder};
 use privopt_math::SeedTree;
 use privopt_protocols::eezofl::{
@@ -78,6 +80,23 @@ impl Federation {
             d.finish_threshold(&mine).unwrap();
             assert_eq!(d.threshold(), Some(T));
         }
+        fed.resume();
+        // The dealing check, through bytes, once every dealing is in: all are sound.
+        let members: Vec<u32> = (0..N).collect();
+        let check = fed.server.dealing_check(T, 1, [3u8; 32], &members).unwrap();
+        let check = DealingCheck::from_bytes(&fed.params, &check.to_bytes(&fed.params)).unwrap();
+        let answers: Vec<DealingAnswer> = fed
+            .devices
+            .iter_mut()
+            .map(|d| {
+                let a = d
+                    .answer_dealing_check(&check, &fed.crs, &mut fed.rng)
+                    .unwrap();
+                DealingAnswer::from_bytes(&fed.params, &a.to_bytes(&fed.params)).unwrap()
+            })
+            .collect();
+        let failed = fed.server.failed_dealers(T, &fed.crs, &check, &answers);
+        assert_eq!(failed.unwrap(), Vec::<u32>::new());
         fed.resume();
         fed
     }
@@ -304,4 +323,26 @@ fn threshold_setup_refuses_out_of_order_steps_and_a_second_deal() {
         let e = d.deal_threshold(&keys, &mut fed.rng).unwrap_err();
         assert!(e.to_string().contains("deal twice"), "{e}");
     }
+}
+
+#[test]
+fn the_dealing_check_is_answered_once_and_missing_answers_blame_no_dealer() {
+    let mut fed = Federation::new(8);
+    let members: Vec<u32> = (0..N).collect();
+    // Saved and restored (in `new`), a device still refuses a second check, whatever the seed.
+    let check = fed.server.dealing_check(T, 1, [4u8; 32], &members).unwrap();
+    let e = fed.devices[0]
+        .answer_dealing_check(&check, &fed.crs, &mut fed.rng)
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("already answered this setup's dealing check"),
+        "{e}"
+    );
+    // Answers missing: refused by the first absent member, no dealer blamed.
+    let e = fed
+        .server
+        .failed_dealers(T, &fed.crs, &check, &[])
+        .unwrap_err();
+    assert!(e.to_string().contains("missing share from party 0"), "{e}");
 }

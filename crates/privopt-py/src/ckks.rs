@@ -31,9 +31,11 @@ pub struct PyParams(pub Arc<CkksParams>);
 #[pymethods]
 impl PyParams {
     #[new]
+    // `smudging_bits`: privopt_ckks::params::DEFAULT_SMUDGING_LOG2, written out so that
+    // Python's signature shows it.
     #[pyo3(signature = (
         n, prime_bits, special_bits = Vec::new(), scale_bits = 40, insecure = false,
-        smudging_bits = privopt_ckks::params::DEFAULT_SMUDGING_LOG2
+        smudging_bits = 20.0
     ))]
     fn new(
         n: usize,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use numpy::PyArray1;
 use privopt_ckks::CkksParams;
-use privopt_ckks::multiparty::{ActiveSet, PublicKeyShare};
+use privopt_ckks::multiparty::{ActiveSet, DealingAnswer, DealingCheck, PublicKeyShare};
 use privopt_math::sample::secret_rng;
 use privopt_ml::zo::{add_direction, gaussian_fill};
 use privopt_protocols::eezofl::{
@@ -18,6 +18,7 @@ use privopt_protocols::threshold::{SealedShare, SealingKey};
 use privopt_protocols::wire::Message;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+use rand::RngCore;
 use std::collections::BTreeMap;
 
 use crate::ckks::PyParams;
@@ -173,6 +174,21 @@ impl PyDevice {
             .map_err(errors::protocol)
     }
 
+    /// Threshold setup, step 4: this device's answers to the server's dealing ``check`` (bytes
+    /// from :meth:`Server.dealing_check`), once per setup: save the device after this call.
+    fn answer_dealing_check<'py>(
+        &mut self,
+        py: Python<'py>,
+        check: &[u8],
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let check = DealingCheck::from_bytes(&self.params, check).map_err(errors::ckks)?;
+        let (device, crs) = (&mut self.device, &self.crs);
+        let answer = py
+            .detach(|| device.answer_dealing_check(&check, crs, &mut secret_rng(None)))
+            .map_err(errors::protocol)?;
+        Ok(PyBytes::new(py, &answer.to_bytes(&self.params)))
+    }
+
     /// This device's share of the server's sum as a member of the round's ``active_set``
     /// (:meth:`Server.active_set`). Given once per ciphertext, whatever the set or the server
     /// asking (:class:`~privopt.errors.PeerMisbehaved` otherwise): save the device after this
@@ -219,6 +235,7 @@ impl PyDevice {
 pub struct PyServer {
     server: DigitalServer,
     params: Arc<CkksParams>,
+    crs: privopt_ckks::multiparty::CommonPoly,
     relay: Vec<u8>,
 }
 
@@ -243,6 +260,7 @@ impl PyServer {
         Ok(Self {
             server,
             params,
+            crs: crs.0.clone(),
             relay,
         })
     }
@@ -264,6 +282,45 @@ impl PyServer {
     fn use_threshold(&mut self, threshold: usize) -> PyResult<()> {
         self.server
             .use_threshold(threshold)
+            .map_err(errors::protocol)
+    }
+
+    /// The check of the members' dealings for a ``threshold`` key set up in ``session``, among
+    /// the members ``present``, as bytes for each of them: call once every dealing has arrived
+    /// (its seed is drawn now).
+    fn dealing_check<'py>(
+        &self,
+        py: Python<'py>,
+        threshold: usize,
+        session: u64,
+        present: Vec<u32>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let mut seed = [0u8; 32];
+        secret_rng(None).fill_bytes(&mut seed);
+        let check = self
+            .server
+            .dealing_check(threshold, session, seed, &present)
+            .map_err(errors::protocol)?;
+        Ok(PyBytes::new(py, &check.to_bytes(&self.params)))
+    }
+
+    /// The members whose dealing fails ``check`` (sorted; empty when all are sound), from the
+    /// devices' answers (:meth:`Device.answer_dealing_check`): key again without them.
+    fn failed_dealers(
+        &self,
+        py: Python<'_>,
+        threshold: usize,
+        check: &[u8],
+        answers: Vec<Vec<u8>>,
+    ) -> PyResult<Vec<u32>> {
+        let check = DealingCheck::from_bytes(&self.params, check).map_err(errors::ckks)?;
+        let answers = answers
+            .iter()
+            .map(|b| DealingAnswer::from_bytes(&self.params, b))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(errors::ckks)?;
+        let (server, crs) = (&self.server, &self.crs);
+        py.detach(|| server.failed_dealers(threshold, crs, &check, &answers))
             .map_err(errors::protocol)
     }
 

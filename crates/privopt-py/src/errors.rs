@@ -40,7 +40,9 @@ pub fn ckks(e: CkksError) -> PyErr {
         CkksError::BadDealing { .. } => misbehaved(msg, Misbehavior::Tampered),
         CkksError::MissingShare { .. } => ProtocolError::new_err(msg),
         // Asked twice for one ciphertext: the protocol forbids the second answer.
-        CkksError::AlreadyAnswered { .. } => misbehaved(msg, Misbehavior::Forbidden),
+        CkksError::AlreadyAnswered { .. } | CkksError::DealingChecked { .. } => {
+            misbehaved(msg, Misbehavior::Forbidden)
+        }
         CkksError::DecodeOverflow { .. }
         | CkksError::LevelExhausted(_)
         | CkksError::ScaleMismatch(_)

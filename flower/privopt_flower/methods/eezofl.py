@@ -247,16 +247,32 @@ def _rekey(
             )
             if not ex.missing:
                 dealt = {c: ex.replies[c]["sealed"] for c in members}
+                # Drawn now that every dealing is in: no dealer could tune its shares to it.
+                check = server.dealing_check(threshold, generation, members)
                 ex = traffic.add(
                     fed.exchange(
                         "finish",
                         {
-                            c: {"round": r, "sealed": [dealt[d][i] for d in members]}
+                            c: {
+                                "round": r,
+                                "sealed": [dealt[d][i] for d in members],
+                                "check": check,
+                            }
                             for i, c in enumerate(members)
                         },
                         s.stage_timeout,
                     )
                 )
+                if not ex.missing:
+                    answers = [ex.replies[c]["dealing"] for c in members]
+                    bad = server.failed_dealers(threshold, check, answers)
+                    if bad:
+                        report.event(
+                            f"round {r}: the dealings of devices {bad} fail the dealing check "
+                            "(shares of no single secret of their key); excluding them"
+                        )
+                        members = [c for c in members if c not in bad]
+                        continue
         if not ex.missing:
             if threshold:
                 server.use_threshold(threshold)
@@ -305,6 +321,7 @@ def handle(stage: str, req: Payload, state: State, node: Node, s: Settings) -> P
         reply["sealed"] = [sealed[m] for m in sorted(sealed)]
     elif stage == "finish":
         device.finish_threshold(list(req["sealed"]))
+        reply["dealing"] = device.answer_dealing_check(req["check"])
     elif stage == "encrypt":
         p = problems.problem(s)
         r = int(req["round"])

@@ -45,6 +45,11 @@ impl CollectivePublicKey {
         })
     }
 
+    /// The parameters the key is under.
+    pub fn params(&self) -> &Arc<CkksParams> {
+        &self.params
+    }
+
     /// The members whose secrets the key combines.
     pub fn members(&self) -> &[PartyId] {
         &self.members

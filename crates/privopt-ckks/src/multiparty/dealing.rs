@@ -182,7 +182,7 @@ fn ledger_entry(crs: &CommonPoly) -> [u8; 32] {
 
 impl ThresholdParty {
     /// This member's answers to `check` (see the module docs), once per setup: a second check,
-    /// whatever its seed, is refused (`AlreadyAnswered`), also after a restore. `crs` is the
+    /// whatever its seed, is refused (`DealingChecked`), also after a restore. `crs` is the
     /// key's common polynomial.
     pub fn answer_dealing_check(
         &mut self,
@@ -218,7 +218,7 @@ impl ThresholdParty {
         }
         // Recorded before anything is computed: a failed call spends the check too.
         if !self.answered.insert(ledger_entry(crs)) {
-            return Err(CkksError::AlreadyAnswered { party: self.id });
+            return Err(CkksError::DealingChecked { party: self.id });
         }
         let params = std::sync::Arc::clone(&self.params);
         let basis = params.basis();

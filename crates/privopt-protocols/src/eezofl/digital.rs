@@ -15,7 +15,10 @@
 //! [`DigitalDevice::finish_threshold`]) a round needs uploads from any `t` members and shares
 //! from `t` of the members still present once the sum exists: the server fixes them as the
 //! round's [`ActiveSet`] ([`DigitalServer::active_set`]) before asking
-//! ([`DigitalDevice::threshold_share`]). A round that cannot finish is abandoned
+//! ([`DigitalDevice::threshold_share`]). After the re-sharing the server checks every
+//! dealing once ([`DigitalServer::dealing_check`], [`DigitalDevice::answer_dealing_check`],
+//! [`DigitalServer::failed_dealers`]) and keys again without a dealer it names. A round that
+//! cannot finish is abandoned
 //! ([`DigitalServer::abandon`]) and never asked about again: the next round is a fresh
 //! encryption.
 
@@ -24,8 +27,9 @@ use std::sync::Arc;
 
 use privopt_ckks::CkksParams;
 use privopt_ckks::multiparty::{
-    ActiveSet, Ciphertext, CollectivePublicKey, Committee, CommonPoly, DecryptionShare, Party,
-    PartyId, PublicKeyShare, ThresholdParty, fuse, fuse_threshold,
+    ActiveSet, Ciphertext, CollectivePublicKey, Committee, CommonPoly, DealingAnswer, DealingCheck,
+    DecryptionShare, Party, PartyId, PublicKeyShare, ThresholdParty, failed_dealers, fuse,
+    fuse_threshold,
 };
 use rand::{CryptoRng, Rng};
 
@@ -216,6 +220,20 @@ impl DigitalDevice {
         Ok(())
     }
 
+    /// Threshold setup, step 4: this device's answers to the server's dealing check (once per
+    /// setup; saved with the device).
+    pub fn answer_dealing_check(
+        &mut self,
+        check: &DealingCheck,
+        crs: &CommonPoly,
+        rng: &mut impl CryptoRng,
+    ) -> Result<DealingAnswer> {
+        let member = self.threshold.as_mut().ok_or_else(|| {
+            ProtocolError::OutOfOrder("a dealing check before the threshold setup".into())
+        })?;
+        Ok(member.answer_dealing_check(check, crs, rng)?)
+    }
+
     /// The collective key of `relay`, kept with the relay (a saved device rebuilds it).
     fn aggregate_key(&mut self, crs: &CommonPoly, relay: &KeyRelay) -> Result<()> {
         if !relay.members.contains(&self.id()) {
@@ -380,6 +398,8 @@ impl DigitalDevice {
 #[derive(Debug)]
 pub struct DigitalServer {
     key: CollectivePublicKey,
+    /// The members' key shares: what their dealings are checked against.
+    shares: Vec<PublicKeyShare>,
     committee: Option<Committee>,
     round: u64,
     open: Option<OpenRound>,
@@ -406,11 +426,12 @@ impl DigitalServer {
         let key = CollectivePublicKey::aggregate(params, crs, members, KEY_SESSION, &shares)?;
         let relay = KeyRelay {
             members: key.members().to_vec(),
-            shares,
+            shares: shares.clone(),
         };
         Ok((
             Self {
                 key,
+                shares,
                 committee: None,
                 round: 0,
                 open: None,
@@ -430,6 +451,41 @@ impl DigitalServer {
         }
         self.committee = Some(Committee::new(threshold, self.key.members())?);
         Ok(())
+    }
+
+    /// The check of the members' dealings for a `threshold` key set up in `session`, among
+    /// the members `present`: `seed` must be fresh, drawn once every dealing has arrived.
+    pub fn dealing_check(
+        &self,
+        threshold: usize,
+        session: u64,
+        seed: [u8; 32],
+        present: &[PartyId],
+    ) -> Result<DealingCheck> {
+        let committee = Committee::new(threshold, self.key.members())?;
+        Ok(DealingCheck::new(&committee, session, seed, present)?)
+    }
+
+    /// The members whose dealing fails `check` (sorted; empty when all are sound), from the
+    /// devices' answers: key again without them. A missing or foreign answer is refused by
+    /// party.
+    pub fn failed_dealers(
+        &self,
+        threshold: usize,
+        crs: &CommonPoly,
+        check: &DealingCheck,
+        answers: &[DealingAnswer],
+    ) -> Result<Vec<PartyId>> {
+        let committee = Committee::new(threshold, self.key.members())?;
+        let params = self.key.params();
+        Ok(failed_dealers(
+            params,
+            &committee,
+            crs,
+            &self.shares,
+            check,
+            answers,
+        )?)
     }
 
     /// The threshold (`None`: every member decrypts).

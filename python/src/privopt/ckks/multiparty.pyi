@@ -193,7 +193,6 @@ class EncryptedModel:
 def fuse_threshold(
     params: Params, ct: Ciphertext, active: ActiveSet, shares: Sequence[bytes]
 ) -> Decrypted: ...
-
 def model_smudging_bits(
     params: Params, length: int, uploads: int, distance_bits: float = 40.0
 ) -> float: ...

@@ -148,6 +148,7 @@ class EezoflParams:
     gamma_decay: float
     batch_size: int
     threshold: int
+    distance_bits: float
 
     def __post_init__(self) -> None:
         self.schedule()  # refuse a bad sequence when the run config is read
@@ -155,6 +156,11 @@ class EezoflParams:
             raise ConfigError(
                 f"eezofl.threshold = {self.threshold}: use 0 (two thirds of the devices) or "
                 "t >= 2 (one device alone must never decrypt)"
+            )
+        if self.distance_bits != 0 and not 16 <= self.distance_bits <= 64:
+            raise ConfigError(
+                f"eezofl.distance_bits = {self.distance_bits}: use 0 (smudging 2^20) or a "
+                "statistical distance 2^-λ with λ in [16, 64]"
             )
 
     def threshold_for(self, members: int) -> int:

@@ -227,6 +227,18 @@ def test_eezofl_threshold_round_with_four_killed_fails_by_count_and_the_next_goe
     assert rows[2]["sum"] == "" and [rows[k]["contributors"] for k in (3, 4)] == ["6", "6"]
 
 
+def test_eezofl_with_smudging_sized_for_a_distance_trains_the_same_model(eezofl_config):
+    # σ* ≈ 2^59 for 2^-40 from one honest device (five devices' sums): the scalars are lifted
+    # above it, so the fused sums and the model match the default run's.
+    cfg = {**eezofl_config, "rounds": 4}
+    want = inprocess.run(cfg)
+    got = inprocess.run({**cfg, "eezofl.distance_bits": 40})
+    assert got["failed_rounds"] == 0
+    _models_agree(got, want)
+    with pytest.raises(config.ConfigError, match="eezofl.distance_bits = 8"):
+        inprocess.run({**cfg, "eezofl.distance_bits": 8})
+
+
 def test_eezofl_threshold_default_is_two_thirds(eezofl_config):
     got = inprocess.run({**eezofl_config, "rounds": 2})
     assert not got["events"] and got["threshold"] == 4 and got["members"] == [0, 1, 2, 3, 4]

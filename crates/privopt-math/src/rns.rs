@@ -14,7 +14,7 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use num_bigint::BigInt;
-use num_traits::Zero;
+use num_traits::{ToPrimitive, Zero};
 
 use crate::MathError;
 use crate::modarith::{
@@ -395,6 +395,18 @@ impl RnsBasis {
             x -= &self.big_q;
         }
         x
+    }
+
+    /// The centered value with the given residues as an `f64` (exact below 2^53): the fast
+    /// two-prime path when it applies, the full CRT otherwise.
+    pub fn centered_f64(&self, residues: &[u64]) -> f64 {
+        match self.lift_small_residues(residues) {
+            Some(x) => x as f64,
+            None => self
+                .lift_centered_residues(residues)
+                .to_f64()
+                .unwrap_or(f64::INFINITY),
+        }
     }
 
     /// All coefficients as centered big integers.

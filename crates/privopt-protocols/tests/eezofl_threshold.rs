@@ -38,7 +38,10 @@ struct Federation {
 
 impl Federation {
     fn new(seed: u64) -> Self {
-        let params = params();
+        Self::with(params(), seed)
+    }
+
+    fn with(params: Arc<CkksParams>, seed: u64) -> Self {
         let seeds = SeedTree::new(seed);
         let crs = CommonPoly::from_seed(&params, seeds.key("crs", &[]));
         let mut rng = seeds.stream("keys", &[]);
@@ -345,4 +348,36 @@ fn the_dealing_check_is_answered_once_and_missing_answers_blame_no_dealer() {
         .failed_dealers(T, &fed.crs, &check, &[])
         .unwrap_err();
     assert!(e.to_string().contains("missing share from party 0"), "{e}");
+}
+
+/// Smudging sized for 2^−40 from one honest member's share (σ* ≈ 2^59.7 at n = 4096 for ten
+/// parties' sum): the scalars are lifted above it, and a round with three devices gone still
+/// gives the sum of all ten within 1e-6.
+#[test]
+fn smudging_sized_for_two_to_the_minus_forty_keeps_the_sum() {
+    use privopt_ckks::multiparty::{lift_log2, smudging_for_distance};
+    let bound = smudging_for_distance(&params(), N as usize, N as usize, T, 40.0);
+    assert!((59.6..59.8).contains(&bound.smudging_log2), "{bound:?}");
+    let params = CkksParamsBuilder::new(4096, &[37, 36, 36])
+        .smudging_log2(bound.smudging_log2)
+        .build()
+        .unwrap();
+    // ⌈59.7 + ½·log2 10 + 24 − 40⌉: the ten members' smudging 2^−24 below the values' unit.
+    assert_eq!(lift_log2(&params, N as usize), 46);
+    let mut fed = Federation::with(params, 11);
+    for (k, gone) in [(0, vec![]), (1, vec![2, 5, 9])] {
+        let v = fed.round(k, &gone).unwrap();
+        assert!(
+            (v - expected(k)).abs() < 1e-6,
+            "round {k}: {v} vs {}",
+            expected(k)
+        );
+    }
+    // A scalar whose lifted sum would wrap Q is refused by the device, not sent.
+    let round = fed.server.round();
+    let huge = encode_scalar(2e6, &fed.params).unwrap();
+    let e = fed.devices[0]
+        .encrypt(round, huge, &mut fed.rng)
+        .unwrap_err();
+    assert!(e.to_string().contains("of the modulus"), "{e}");
 }

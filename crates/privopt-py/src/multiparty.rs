@@ -12,6 +12,7 @@ use privopt_ckks::multiparty::{
     ActiveSet, Ciphertext, CollectivePublicKey, Committee, CommonPoly, DealingAnswer, DealingCheck,
     DecryptionShare, EncryptedModel, ModelCodec, Party, PublicKeyShare, SecretShare,
     ThresholdParty, fuse, fuse_threshold, fuse_threshold_batch, model_smudging_for_distance,
+    smudging_for_distance,
 };
 use privopt_ckks::wire::{share_batch_from_bytes, share_batch_to_bytes};
 use privopt_math::sample::secret_rng;
@@ -877,7 +878,30 @@ fn model_smudging_bits(
     Ok(model_smudging_for_distance(&params.0, length, uploads, 1, distance_bits).smudging_log2)
 }
 
+/// ``log2`` of the smudging σ* per member that keeps one threshold decryption of a sum of
+/// ``encryptions`` public-key encryptions under the key of ``parties`` within
+/// ``2**-distance_bits`` statistical distance of one that reveals nothing of their noise, from
+/// one honest member's share alone (EEZOFL's scalar sums). Build the :class:`Params` with it
+/// (``smudging_bits=``); encryptions are then lifted to keep the precision.
+#[pyfunction]
+#[pyo3(signature = (params, parties, encryptions, distance_bits = 40.0))]
+fn smudging_bits(
+    params: &PyParams,
+    parties: usize,
+    encryptions: usize,
+    distance_bits: f64,
+) -> PyResult<f64> {
+    if parties == 0 || encryptions == 0 || !(distance_bits.is_finite() && distance_bits > 0.0) {
+        return Err(errors::parameter(format!(
+            "parties {parties}, encryptions {encryptions}, distance_bits {distance_bits}: a \
+             party, an encryption and a distance above 0 are needed"
+        )));
+    }
+    Ok(smudging_for_distance(&params.0, parties, encryptions, 1, distance_bits).smudging_log2)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(smudging_bits, m)?)?;
     m.add_function(wrap_pyfunction!(model_smudging_bits, m)?)?;
     m.add_function(wrap_pyfunction!(failed_dealers, m)?)?;
     m.add_class::<PyDealingCheck>()?;

@@ -47,8 +47,14 @@ def _settings(s: Settings) -> EezoflParams:
     return method_params(s, EezoflParams)
 
 
-def _params() -> ckks.Params:
-    return ckks.Params(4096, list(PRIME_BITS))
+def _params(s: Settings) -> ckks.Params:
+    base = ckks.Params(4096, list(PRIME_BITS))
+    distance = _settings(s).distance_bits
+    if not distance:
+        return base
+    # Sized for the configured device count (an upper bound on the members of any key).
+    bits = multiparty.smudging_bits(base, s.clients, s.clients, distance)
+    return ckks.Params(4096, list(PRIME_BITS), smudging_bits=bits)
 
 
 def _crs(s: Settings, params: ckks.Params) -> multiparty.CommonPoly:
@@ -91,7 +97,7 @@ def serve(fed: Federation, s: Settings, report: Report) -> EezoflOutcome:
     cfg = _settings(s)
     p = problems.problem(s)
     schedule = cfg.schedule()
-    params = _params()
+    params = _params(s)
     crs = _crs(s, params)
     x = p.init_params(s.seed)
     shares: dict[int, bytes] = {}  # every set-up device's key share
@@ -300,7 +306,7 @@ def hello(state: State, node: Node, s: Settings) -> Payload:
 
 def handle(stage: str, req: Payload, state: State, node: Node, s: Settings) -> Payload:
     cfg = _settings(s)
-    params = _params()
+    params = _params(s)
     crs = _crs(s, params)
     reply: Payload = {}
     if stage == "setup":

@@ -58,6 +58,17 @@ impl CollectivePublicKey {
     /// Encrypts the integer coefficients `m` (an encoded message):
     /// `(c0, c1) = (v·b̃ + m + e0, v·a + e1)`.
     pub fn encrypt(&self, m: &[i64], rng: &mut impl CryptoRng) -> Result<Ciphertext, CkksError> {
+        self.encrypt_lifted(m, 0, rng)
+    }
+
+    /// Encrypts `m·2^lift_log2` ([`lift_log2`]: what smudging sized for a statistical
+    /// distance needs to leave the message its precision).
+    pub fn encrypt_lifted(
+        &self,
+        m: &[i64],
+        lift_log2: u32,
+        rng: &mut impl CryptoRng,
+    ) -> Result<Ciphertext, CkksError> {
         let n = self.params.n();
         if m.len() != n {
             return Err(CkksError::Encoding(format!(
@@ -65,7 +76,7 @@ impl CollectivePublicKey {
                 m.len()
             )));
         }
-        let (c0, c1) = encrypt_with_key(&self.params, &self.b, &self.a, m, rng)?;
+        let (c0, c1) = encrypt_lifted_with_key(&self.params, &self.b, &self.a, m, lift_log2, rng)?;
         Ok(Ciphertext {
             params: Arc::clone(&self.params),
             session: self.session,
@@ -111,19 +122,50 @@ pub fn encrypt_with_key(
     m: &[i64],
     rng: &mut impl CryptoRng,
 ) -> Result<(Poly<Eval>, Poly<Eval>), CkksError> {
+    encrypt_lifted_with_key(params, b, a, m, 0, rng)
+}
+
+/// [`encrypt_with_key`] of `m·2^lift_log2`, the lift applied before the error is added.
+fn encrypt_lifted_with_key(
+    params: &CkksParams,
+    b: &Poly<Eval>,
+    a: &Poly<Eval>,
+    m: &[i64],
+    lift_log2: u32,
+    rng: &mut impl CryptoRng,
+) -> Result<(Poly<Eval>, Poly<Eval>), CkksError> {
     let (basis, n) = (params.basis(), params.n());
     let v = basis.to_eval(basis.from_signed(&ternary(n, rng)));
-    let mut e0 = params.error().sample_vec(n, rng);
-    for (e, x) in e0.iter_mut().zip(m) {
-        *e = e
-            .checked_add(*x)
-            .ok_or_else(|| CkksError::Encoding("message coefficient overflows".into()))?;
-    }
-    let mut c0 = basis.to_eval(basis.from_signed(&e0));
+    let lift = 1i128
+        .checked_shl(lift_log2)
+        .filter(|_| lift_log2 < 64)
+        .ok_or_else(|| CkksError::Encoding(format!("a lift of 2^{lift_log2}")))?;
+    let e0 = params.error().sample_vec(n, rng);
+    // |m| < 2^63 and lift ≤ 2^63: the product and sum stay inside i128.
+    let coeffs: Vec<i128> = e0
+        .iter()
+        .zip(m.iter().chain(std::iter::repeat(&0)))
+        .map(|(&e, &x)| i128::from(x) * lift + i128::from(e))
+        .collect();
+    let mut c0 = basis.to_eval(basis.from_signed_wide(&coeffs));
     let mut c1 = basis.to_eval(basis.from_signed(&params.error().sample_vec(n, rng)));
     basis.mul_acc(&mut c0, &v, b);
     basis.mul_acc(&mut c1, &v, a);
     Ok((c0, c1))
+}
+
+/// Bits the fused noise is kept below one unit of a coefficient-encoded value: 2^−24.
+const LIFT_PRECISION_LOG2: f64 = 24.0;
+
+/// `log2` of the factor coefficient-encoded messages are lifted by (`m·2^lift` encrypted,
+/// the lift undone on decoding) so that the smudging of `answering` members' shares stays
+/// 2^−24 below one unit of the values: 0 at the default smudging σ* = 2^20 with Λ ≥ 2^46,
+/// about 30–40 bits with smudging sized for a statistical distance (2^50–2^60).
+pub fn lift_log2(params: &CkksParams, answering: usize) -> u32 {
+    let fused_noise_log2 = params.smudging_log2() + 0.5 * (answering.max(1) as f64).log2();
+    (fused_noise_log2 + LIFT_PRECISION_LOG2 - f64::from(params.scale_log2()))
+        .ceil()
+        .max(0.0) as u32
 }
 
 /// `a` of a secret-key encryption of chunk `chunk` in `session` under the key whose common
@@ -360,10 +402,12 @@ impl Decrypted {
     /// The scalar in the constant coefficient (coefficient encoding), read without an inverse NTT.
     pub fn scalar(&self) -> Result<f64, CkksError> {
         let basis = self.params.basis();
-        let v = basis
-            .lift_small_residues(&basis.constant_coefficient(&self.m))
-            .ok_or(CkksError::DecodeOverflow { index: 0 })?;
-        Ok(v as f64 / self.params.scale())
+        // A lifted message (smudging sized for a distance) may exceed the first two primes.
+        let v = basis.centered_f64(&basis.constant_coefficient(&self.m));
+        if !v.is_finite() {
+            return Err(CkksError::DecodeOverflow { index: 0 });
+        }
+        Ok(v / self.params.scale())
     }
 
     /// The slot values (slot encoding).

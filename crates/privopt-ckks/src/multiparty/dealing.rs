@@ -362,9 +362,7 @@ pub fn failed_dealers(
             }
             failed[d][index] = (0..m).any(|j| {
                 let column: Vec<u64> = (0..primes).map(|i| sum[i * m + j]).collect();
-                basis
-                    .lift_small_residues(&column)
-                    .is_none_or(|x| (x as f64).abs() >= bound)
+                basis.centered_f64(&column).abs() >= bound
             });
         }
     }

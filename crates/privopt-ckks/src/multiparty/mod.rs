@@ -31,7 +31,7 @@ mod party;
 mod shares;
 mod threshold;
 
-pub use cipher::{Ciphertext, CollectivePublicKey, Decrypted, encrypt_with_key, fuse};
+pub use cipher::{Ciphertext, CollectivePublicKey, Decrypted, encrypt_with_key, fuse, lift_log2};
 pub use dealing::{DealingAnswer, DealingCheck, failed_dealers, verify_dealing};
 pub use model::{EncryptedModel, ModelCodec};
 pub use party::{CommonPoly, Party, SecretKey, decryption_share, partial_public_key};

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use rand::CryptoRng;
 
-use super::cipher::{Seeded, seeded_a};
+use super::cipher::{Seeded, lift_log2, seeded_a};
 use super::party::rlwe_sample;
 use super::{Ciphertext, CollectivePublicKey, Committee, Decrypted, Party};
 use crate::error::CkksError;
@@ -29,9 +29,6 @@ pub struct ModelCodec {
     /// at Λ ≥ 2^46 does without one (then the lift is 0).
     lift_log2: u32,
 }
-
-/// `log2` of the largest fused noise, in the values' units, a codec lets through unlifted.
-const NOISE_LOG2: f64 = -24.0;
 
 impl ModelCodec {
     /// Models of `len` values with entries in `[−clip, clip]`, summed over at most
@@ -56,10 +53,7 @@ impl ModelCodec {
             return Err(CkksError::InvalidParams("max_updates 0".into()));
         }
         // At most `max_updates` members answer for a sum of as many updates.
-        let fused_noise_log2 = params.smudging_log2() + 0.5 * f64::from(max_updates).log2();
-        let lift_log2 = (fused_noise_log2 - NOISE_LOG2 - f64::from(params.scale_log2()))
-            .ceil()
-            .max(0.0) as u32;
+        let lift_log2 = lift_log2(params, max_updates as usize);
         let needed = f64::from(max_updates).log2()
             + clip.log2()
             + f64::from(params.scale_log2() + lift_log2)
@@ -118,19 +112,8 @@ impl ModelCodec {
         values: &[f32],
         rng: &mut impl CryptoRng,
     ) -> Result<EncryptedModel, CkksError> {
-        let mut lifted = vec![0i64; self.params.n()];
         self.encrypt_chunks(values, |_, coeffs| {
-            for (l, &m) in lifted.iter_mut().zip(coeffs) {
-                *l = m.checked_mul(1 << self.lift_log2).ok_or_else(|| {
-                    CkksError::InvalidParams(format!(
-                        "values lifted by 2^{} for smudging 2^{:.1} exceed 64 bits: \
-                         public-key uploads cannot carry them (use encrypt_secret)",
-                        self.lift_log2,
-                        self.params.smudging_log2()
-                    ))
-                })?;
-            }
-            key.encrypt(&lifted, rng)
+            key.encrypt_lifted(coeffs, self.lift_log2, rng)
         })
     }
 

@@ -29,7 +29,7 @@ use privopt_ckks::CkksParams;
 use privopt_ckks::multiparty::{
     ActiveSet, Ciphertext, CollectivePublicKey, Committee, CommonPoly, DealingAnswer, DealingCheck,
     DecryptionShare, Party, PartyId, PublicKeyShare, ThresholdParty, failed_dealers, fuse,
-    fuse_threshold,
+    fuse_threshold, lift_log2,
 };
 use rand::{CryptoRng, Rng};
 
@@ -272,9 +272,25 @@ impl DigitalDevice {
                 ),
             ));
         }
+        // Lifted above the smudging of every member's share (0 at the default smudging); the
+        // members' sum of such values must not wrap Q.
+        let lift = lift_log2(&self.params, key.members().len());
+        let bits = (m.unsigned_abs() as f64 + 1.0).log2()
+            + f64::from(lift)
+            + (key.members().len() as f64).log2()
+            + 2.0;
+        if bits > self.params.basis().log_modulus() {
+            return Err(ProtocolError::Parameters(format!(
+                "an encoded scalar of {m} lifted by 2^{lift} (smudging 2^{:.1}) summed over {} \
+                 members needs 2^{bits:.1} of the modulus 2^{:.1}",
+                self.params.smudging_log2(),
+                key.members().len(),
+                self.params.basis().log_modulus()
+            )));
+        }
         let mut coeffs = vec![0i64; self.params.n()];
         coeffs[0] = m;
-        let ct = key.encrypt(&coeffs, rng)?;
+        let ct = key.encrypt_lifted(&coeffs, lift, rng)?;
         self.encrypted = Some(round);
         Ok(Upload {
             from: self.id(),
@@ -651,7 +667,8 @@ impl DigitalServer {
                 ));
             }
         };
-        let value = decrypted.scalar()?;
+        let lift = lift_log2(self.key.params(), self.key.members().len());
+        let value = decrypted.scalar()? / 2f64.powi(lift as i32);
         self.open = None;
         self.round += 1;
         Ok(value)

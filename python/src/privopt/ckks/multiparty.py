@@ -65,6 +65,7 @@ EncryptedModel = _native.EncryptedModel
 ThresholdSetup = _native.ThresholdSetup
 fuse_threshold = _native.fuse_threshold_shares
 model_smudging_bits = _native.model_smudging_bits
+smudging_bits = _native.smudging_bits
 DealingCheck = _native.DealingCheck
 failed_dealers = _native.failed_dealers
 
@@ -82,6 +83,7 @@ __all__ = [
     "ModelCodec",
     "EncryptedModel",
     "model_smudging_bits",
+    "smudging_bits",
     "DealingCheck",
     "failed_dealers",
     "ThresholdSetup",

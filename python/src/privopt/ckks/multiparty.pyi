@@ -20,6 +20,7 @@ __all__ = [
     "ModelCodec",
     "EncryptedModel",
     "model_smudging_bits",
+    "smudging_bits",
     "DealingCheck",
     "failed_dealers",
     "ThresholdSetup",
@@ -195,4 +196,7 @@ def fuse_threshold(
 ) -> Decrypted: ...
 def model_smudging_bits(
     params: Params, length: int, uploads: int, distance_bits: float = 40.0
+) -> float: ...
+def smudging_bits(
+    params: Params, parties: int, encryptions: int, distance_bits: float = 40.0
 ) -> float: ...

@@ -173,23 +173,20 @@ pub fn wide_gaussian(
             "smudging σ = {sigma} outside [1, 2^{MAX_WIDE_SIGMA_LOG2}]"
         )));
     }
-    (0..n).map(|_| wide_sample(sigma, rng)).collect()
-}
-
-fn wide_sample(sigma: f64, rng: &mut impl CryptoRng) -> Result<i128, MathError> {
-    let draw = |sigma: f64, rng: &mut _| {
-        Normal::new(0.0, sigma)
-            .map(|normal| normal.sample(rng).round() as i128)
-            .map_err(|e| MathError::OutOfRange(e.to_string()))
-    };
     if sigma <= 2f64.powf(DIRECT_SIGMA_LOG2) {
-        return draw(sigma, rng);
+        let normal = Normal::new(0.0, sigma).map_err(|e| MathError::OutOfRange(e.to_string()))?;
+        return Ok((0..n).map(|_| normal.sample(rng).round() as i128).collect());
     }
     let low_sigma = 2f64.powi(LOW_SIGMA_LOG2);
     // σ² = 2^64·σ_hi² + σ_lo²; σ > 2^50 keeps σ_hi ≥ 2^18 (well above 1).
     let high_sigma = (sigma * sigma - low_sigma * low_sigma).sqrt() / 2f64.powi(HIGH_STEP_LOG2);
-    let high = wide_sample(high_sigma, rng)?;
-    Ok((high << HIGH_STEP_LOG2) + draw(low_sigma, rng)?)
+    let high = wide_gaussian(n, high_sigma, rng)?;
+    let low = wide_gaussian(n, low_sigma, rng)?;
+    Ok(high
+        .into_iter()
+        .zip(low)
+        .map(|(h, l)| (h << HIGH_STEP_LOG2) + l)
+        .collect())
 }
 
 #[cfg(test)]

@@ -140,14 +140,25 @@ fn encrypt_lifted_with_key(
         .checked_shl(lift_log2)
         .filter(|_| lift_log2 < 64)
         .ok_or_else(|| CkksError::Encoding(format!("a lift of 2^{lift_log2}")))?;
-    let e0 = params.error().sample_vec(n, rng);
-    // |m| < 2^63 and lift ≤ 2^63: the product and sum stay inside i128.
-    let coeffs: Vec<i128> = e0
-        .iter()
-        .zip(m.iter().chain(std::iter::repeat(&0)))
-        .map(|(&e, &x)| i128::from(x) * lift + i128::from(e))
-        .collect();
-    let mut c0 = basis.to_eval(basis.from_signed_wide(&coeffs));
+    let mut e0 = params.error().sample_vec(n, rng);
+    let message = if lift_log2 == 0 {
+        // The common case stays in 64 bits, without a wide buffer.
+        for (e, x) in e0.iter_mut().zip(m) {
+            *e = e
+                .checked_add(*x)
+                .ok_or_else(|| CkksError::Encoding("message coefficient overflows".into()))?;
+        }
+        basis.from_signed(&e0)
+    } else {
+        // |m| < 2^63 and lift ≤ 2^63: the product and sum stay inside i128.
+        let coeffs: Vec<i128> = e0
+            .iter()
+            .zip(m.iter().chain(std::iter::repeat(&0)))
+            .map(|(&e, &x)| i128::from(x) * lift + i128::from(e))
+            .collect();
+        basis.from_signed_wide(&coeffs)
+    };
+    let mut c0 = basis.to_eval(message);
     let mut c1 = basis.to_eval(basis.from_signed(&params.error().sample_vec(n, rng)));
     basis.mul_acc(&mut c0, &v, b);
     basis.mul_acc(&mut c1, &v, a);

@@ -228,13 +228,15 @@ pub(super) fn mkckks_suite() -> Result<Vec<Case>> {
 }
 
 /// t = 7 of 10 xMK-CKKS, one self-timed pass: a party's re-sharing (`deal`), a member's
-/// setup from its ten shares (`combine`), then per decryption of a fresh sum of ten scalars
-/// one member's share (`share`) and the fusion of seven (`fuse7`). Self-timed because a
-/// member answers once per ciphertext: each pass encrypts anew, untimed.
+/// setup from its ten shares (`combine`), the dealing check (one member's answer,
+/// `check_answer`, and the server's verification of all ten dealings, `check_verify10`), then
+/// per decryption of a fresh sum of ten scalars one member's share (`share`) and the fusion
+/// of seven (`fuse7`). Self-timed because a member answers once per ciphertext and once per
+/// setup: each pass encrypts anew and sets the members up again, untimed.
 fn threshold_case(params: std::sync::Arc<privopt_ckks::CkksParams>) -> Result<Case> {
     use privopt_ckks::multiparty::{
-        ActiveSet, Ciphertext, CollectivePublicKey, Committee, CommonPoly, Party, ThresholdParty,
-        fuse_threshold,
+        ActiveSet, Ciphertext, CollectivePublicKey, Committee, CommonPoly, DealingCheck, Party,
+        ThresholdParty, failed_dealers, fuse_threshold,
     };
     use privopt_math::sample::secret_rng;
     use std::time::Instant;
@@ -256,11 +258,16 @@ fn threshold_case(params: std::sync::Arc<privopt_ckks::CkksParams>) -> Result<Ca
         .iter()
         .map(|p| p.deal(&committee, session, &mut rng))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut members = Vec::new();
-    for (j, p) in parties.iter().enumerate() {
-        let inbox: Vec<_> = dealt.iter().map(|d| d[j].clone()).collect();
-        members.push(ThresholdParty::from_shares(p, &committee, session, &inbox)?);
-    }
+    let setup_members = move |parties: &[Party], committee: &Committee| {
+        parties
+            .iter()
+            .enumerate()
+            .map(|(j, p)| {
+                let inbox: Vec<_> = dealt.iter().map(|d| d[j].clone()).collect();
+                ThresholdParty::from_shares(p, committee, session, &inbox)
+            })
+            .collect::<Result<Vec<_>, _>>()
+    };
     let label = format!("n{}", params.n());
     Ok(Case::self_timed(
         format!("mkckks/{label}/threshold7of10"),
@@ -268,16 +275,25 @@ fn threshold_case(params: std::sync::Arc<privopt_ckks::CkksParams>) -> Result<Ca
             let start = Instant::now();
             let shares = parties[0].deal(&committee, session, &mut rng)?;
             let deal = start.elapsed();
-            let inbox: Vec<_> = dealt.iter().map(|d| d[0].clone()).collect();
             let start = Instant::now();
-            black_box(ThresholdParty::from_shares(
-                &parties[0],
-                &committee,
-                session,
-                &inbox,
-            )?);
+            let mut members = setup_members(&parties[..1], &committee)?;
             let combine = start.elapsed();
+            members.extend(setup_members(&parties, &committee)?.into_iter().skip(1));
             black_box(shares);
+            let check = DealingCheck::new(&committee, session, [5u8; 32], &ids)?;
+            let mut dealing = Vec::new();
+            let mut check_answer = std::time::Duration::ZERO;
+            for m in &mut members {
+                let start = Instant::now();
+                dealing.push(m.answer_dealing_check(&check, &crs, &mut rng)?);
+                check_answer += start.elapsed();
+            }
+            let start = Instant::now();
+            let failed = failed_dealers(&params, &committee, &crs, &pk, &check, &dealing)?;
+            let check_verify = start.elapsed();
+            if !failed.is_empty() {
+                anyhow::bail!("sound dealings failed the check: {failed:?}");
+            }
             let cts = (0..10)
                 .map(|i| key.encrypt_scalar(f64::from(i) * 0.1, &mut rng))
                 .collect::<Result<Vec<_>, _>>()?;
@@ -296,6 +312,8 @@ fn threshold_case(params: std::sync::Arc<privopt_ckks::CkksParams>) -> Result<Ca
             Ok(vec![
                 ("deal", deal),
                 ("combine", combine),
+                ("check_answer", check_answer / 10),
+                ("check_verify10", check_verify),
                 ("share", share / 7),
                 ("fuse7", fuse),
             ])

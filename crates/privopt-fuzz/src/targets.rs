@@ -7,8 +7,8 @@ use std::sync::Arc;
 use privopt_ckks::eval::{EvalContext, SecretKey, encode};
 use privopt_ckks::multiparty::{
     ActiveSet, Ciphertext as MkCiphertext, CollectivePublicKey, Committee, CommonPoly,
-    DecryptionShare, EncryptedModel, ModelCodec, Party, PublicKeyShare, SecretShare,
-    ThresholdParty,
+    DealingAnswer, DealingCheck, DecryptionShare, EncryptedModel, ModelCodec, Party,
+    PublicKeyShare, SecretShare, ThresholdParty,
 };
 use privopt_ckks::params::CkksParamsBuilder;
 use privopt_ckks::{CkksParams, eval};
@@ -125,9 +125,17 @@ fn ckks_targets() -> Fixture<Vec<Target>> {
         .partial_decrypt_batch(model.ciphertexts(), &model_active, &mut rng)
         .map_err(e)?;
     let batch_bytes = privopt_ckks::wire::share_batch_to_bytes(&params, &batch);
+    // The dealing check among the three, and member 0's answers to it.
+    let check = DealingCheck::new(&committee, session, [2u8; 32], &[0, 1, 2]).map_err(e)?;
+    let check_bytes = check.to_bytes(&params);
+    let answer_bytes = member0
+        .answer_dealing_check(&check, &crs, &mut rng)
+        .map_err(e)?
+        .to_bytes(&params);
     let (p1, p2, p3) = (params.clone(), params.clone(), params.clone());
     let (p4, p5, p6) = (params.clone(), params.clone(), params.clone());
     let (p7, p8) = (params.clone(), params.clone());
+    let (p9, p10) = (params.clone(), params.clone());
     // The leveled engine at a small (insecure, decode-only) ring for speed.
     let leveled = CkksParamsBuilder::leveled(4096, 50, 40, 1, &[47])
         .insecure_for_testing(true)
@@ -177,6 +185,12 @@ fn ckks_targets() -> Fixture<Vec<Target>> {
             }),
             target("ckks/share-batch", vec![batch_bytes], move |b| {
                 drop(privopt_ckks::wire::share_batch_from_bytes(&p8, b))
+            }),
+            target("ckks/dealing-check", vec![check_bytes], move |b| {
+                drop(DealingCheck::from_bytes(&p9, b))
+            }),
+            target("ckks/dealing-answer", vec![answer_bytes], move |b| {
+                drop(DealingAnswer::from_bytes(&p10, b))
             }),
             framed("threshold/sealing-key", vec![sealing], |b| {
                 drop(privopt_protocols::threshold::SealingKey::from_bytes(b))

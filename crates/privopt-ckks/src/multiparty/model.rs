@@ -23,10 +23,10 @@ pub struct ModelCodec {
     len: usize,
     clip: f64,
     max_updates: u32,
-    /// Secret-key uploads carry `round(x·Λ)·2^lift`: when the smudging is sized for a
-    /// statistical distance (2^50 and more, [`super::model_smudging_for_distance`]), the
-    /// lift keeps the fused noise below 2^−24 in the values' units, as the default smudging
-    /// at Λ ≥ 2^46 does without one (then the lift is 0).
+    /// Uploads carry `round(x·Λ)·2^lift`: when the smudging is sized for a statistical
+    /// distance (2^50 and more, [`super::model_smudging_for_distance`]), the lift keeps the
+    /// fused noise below 2^−24 in the values' units, as the default smudging at Λ ≥ 2^46 does
+    /// without one (then the lift is 0).
     lift_log2: u32,
 }
 
@@ -58,7 +58,16 @@ impl ModelCodec {
             + clip.log2()
             + f64::from(params.scale_log2() + lift_log2)
             + 2.0;
-        let room = params.basis().log_modulus();
+        if lift_log2 >= 64 {
+            return Err(CkksError::InvalidParams(format!(
+                "smudging 2^{:.1} at scale 2^{} needs values lifted by 2^{lift_log2}; at most \
+                 2^63 (raise the scale or lower the smudging)",
+                params.smudging_log2(),
+                params.scale_log2()
+            )));
+        }
+        // Encoded values are held in 128 bits.
+        let room = params.basis().log_modulus().min(120.0);
         if needed > room {
             return Err(CkksError::InvalidParams(format!(
                 "a sum of {max_updates} updates within ±{clip} at scale 2^{} (lifted 2^{lift_log2} \
@@ -97,8 +106,8 @@ impl ModelCodec {
         self.clip
     }
 
-    /// `log2` of the factor secret-key uploads lift the encoded values by (0 unless the
-    /// smudging is above what the scale absorbs).
+    /// `log2` of the factor uploads lift the encoded values by (0 unless the smudging is above
+    /// what the scale absorbs).
     pub fn lift_log2(&self) -> u32 {
         self.lift_log2
     }

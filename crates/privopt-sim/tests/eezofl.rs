@@ -5,7 +5,7 @@
 use privopt_channel::fading::Fading;
 use privopt_math::SeedTree;
 use privopt_sim::methods::eezofl::aggregate::{
-    Csi, DigitalHe, ExactHeOta, ModularHeOta, Precoder, Recorded, ScalarAggregation,
+    Csi, DigitalHe, DigitalKey, ExactHeOta, ModularHeOta, Precoder, Recorded, ScalarAggregation,
 };
 use privopt_sim::methods::eezofl::audit::{
     CollusionReport, channel_layer, collusion, decoded_noise_variance, recover_secret,
@@ -175,7 +175,14 @@ fn colluders(agg: &mut dyn ScalarAggregation, laws: &[Fading], seed: u64) -> Col
 fn colluders_recover_the_last_device_as_well_as_the_fading_allows() {
     let laws = |sigma: f64| vec![Fading::Gaussian { mu: 1.0, sigma }; N];
     let params = paper_params(4096, 20.0, false).unwrap();
-    let mut digital = DigitalHe::new(params, N as u32, SeedTree::new(4), false).unwrap();
+    let mut digital = DigitalHe::new(
+        params,
+        N as u32,
+        SeedTree::new(4),
+        false,
+        DigitalKey::Everyone,
+    )
+    .unwrap();
     let d = colluders(&mut digital, &laws(0.0), 4);
     // Exact up to the HE noise (sd ≈ 4e-6 with 2^20 share smudging).
     assert!(d.relative_rmse_messages_only < 1e-3, "{d:?}");
@@ -205,4 +212,57 @@ fn the_channel_hides_each_key_from_linear_estimates_but_not_the_keys_span() {
     assert!(r.rlwe_relative_noise < 1e-20, "{r:?}");
     assert!(r.rank_gap > 1e8, "{r:?}");
     println!("{r:?}");
+}
+
+/// The digital path on a threshold key (7 of 10, the dealing check at setup, every message
+/// through bytes): with three devices silent each round after uploading, every round gives
+/// the N-of-N key's value within the HE noise, and a dropout count that leaves fewer than the
+/// threshold is a config error.
+#[test]
+fn a_threshold_key_survives_three_silent_devices_a_round_with_the_same_values() {
+    let params = paper_params(4096, 20.0, false).unwrap();
+    let mut everyone = DigitalHe::new(
+        params.clone(),
+        10,
+        SeedTree::new(8),
+        true,
+        DigitalKey::Everyone,
+    )
+    .unwrap();
+    let key = DigitalKey::Threshold {
+        threshold: 7,
+        dropouts: 3,
+    };
+    let mut threshold = DigitalHe::new(params, 10, SeedTree::new(8), true, key).unwrap();
+    for k in 0..5 {
+        let deltas: Vec<f64> = (0..10)
+            .map(|i| 0.01 * (i as f64 - 4.5) * (k + 1) as f64)
+            .collect();
+        let a = everyone.round(k, &deltas, false).unwrap();
+        let b = threshold.round(k, &deltas, false).unwrap();
+        assert!(
+            (a.value - b.value).abs() < 1e-4,
+            "round {k}: {} vs {}",
+            a.value,
+            b.value
+        );
+        assert!((b.value - b.ideal).abs() < 1e-4, "round {k}: {b:?}");
+    }
+}
+
+#[test]
+fn threshold_and_dropout_settings_are_checked_against_the_device_count() {
+    use privopt_sim::methods::eezofl::EezoflConfig;
+    let config = |extra: &str| -> EezoflConfig {
+        toml::from_str(&format!("aggregation = \"digital\"\n{extra}")).unwrap()
+    };
+    let seeds = SeedTree::new(9);
+    let err = |c: EezoflConfig| c.aggregation(10, &seeds).err().unwrap().to_string();
+    let e = err(config("threshold = 7\ndropouts = 4"));
+    assert!(e.contains("leaves fewer than method.threshold = 7 of 10"), "{e}");
+    let e = err(config("threshold = 1"));
+    assert!(e.contains("method.threshold must be 0"), "{e}");
+    let e = err(config("dropouts = 2"));
+    assert!(e.contains("needs a threshold key"), "{e}");
+    assert!(config("threshold = 7\ndropouts = 3").aggregation(10, &seeds).is_ok());
 }

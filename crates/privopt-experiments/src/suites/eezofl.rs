@@ -586,6 +586,7 @@ impl Suite for EezoflSuiteConfig {
                 p.clients.len() as u32,
                 seeds,
                 false,
+                privopt_sim::methods::eezofl::aggregate::DigitalKey::Everyone,
             )?;
             let t = Instant::now();
             let reps = 20;

@@ -15,6 +15,7 @@ use privopt_protocols::eezofl::{
     DigitalDevice, DigitalServer, ExactDevice, ExactSetup, KeyRelay, ServerRound, ShareUpload,
     SumBroadcast, Upload, encode_scalar, key_share_from_bytes, key_share_to_bytes,
 };
+use rand::seq::SliceRandom;
 use rand_distr::{Distribution, StandardNormal};
 
 use crate::error::{Result, SimError};
@@ -448,22 +449,41 @@ impl ScalarAggregation for ModularHeOta {
 
 /// (c) Digital xMK-CKKS aggregation of the same one-scalar payload, no channel: what a real
 /// deployment would use (mod q, over a network). With `through_bytes`, every message crosses
-/// as its encoding.
+/// as its encoding. On a threshold key (`t` of the devices decrypt), `dropouts` devices
+/// chosen afresh each round go silent once their ciphertext is in, and the round finishes
+/// with `t` of the rest.
 pub struct DigitalHe {
     params: Arc<CkksParams>,
     devices: Vec<DigitalDevice>,
     server: DigitalServer,
     seeds: SeedTree,
     through_bytes: bool,
+    dropouts: usize,
+}
+
+/// The key of a [`DigitalHe`]: every device decrypts (the paper's xMK-CKKS), or any `t`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DigitalKey {
+    /// N of N.
+    Everyone,
+    /// `threshold` of N, with `dropouts` devices silent after uploading each round.
+    Threshold {
+        /// Devices that decrypt.
+        threshold: usize,
+        /// Devices gone each round once their ciphertext is in.
+        dropouts: usize,
+    },
 }
 
 impl DigitalHe {
-    /// `devices` devices with keys aggregated at setup.
+    /// `devices` devices with keys aggregated at setup, re-shared for a threshold `key` (with
+    /// the dealing check) when asked.
     pub fn new(
         params: Arc<CkksParams>,
         devices: u32,
         seeds: SeedTree,
         through_bytes: bool,
+        key: DigitalKey,
     ) -> Result<Self> {
         let crs = CommonPoly::from_seed(&params, seeds.key("eezofl/crs", &[]));
         let mut rng = seeds.stream("eezofl/keys", &[]);
@@ -490,13 +510,70 @@ impl DigitalHe {
         for p in &mut parties {
             p.set_key(&crs, &relay)?;
         }
-        Ok(Self {
+        let mut he = Self {
             params,
             devices: parties,
             server,
             seeds,
             through_bytes,
-        })
+            dropouts: 0,
+        };
+        if let DigitalKey::Threshold {
+            threshold,
+            dropouts,
+        } = key
+        {
+            he.reshare(&crs, threshold, &mut rng)?;
+            he.dropouts = dropouts;
+        }
+        Ok(he)
+    }
+
+    /// The threshold setup (sealing keys, sealed shares, the dealing check), then the server
+    /// switches to `threshold` of the devices.
+    fn reshare(
+        &mut self,
+        crs: &CommonPoly,
+        threshold: usize,
+        rng: &mut privopt_math::StreamRng,
+    ) -> Result<()> {
+        let session = 1;
+        let keys = self
+            .devices
+            .iter_mut()
+            .map(|d| d.start_threshold(threshold, session, rng))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let mut sealed = Vec::new();
+        for d in &mut self.devices {
+            sealed.extend(d.deal_threshold(&keys, rng)?);
+        }
+        for d in &mut self.devices {
+            let id = d.id();
+            let mine: Vec<_> = sealed.iter().filter(|s| s.to == id).cloned().collect();
+            d.finish_threshold(&mine)?;
+        }
+        let ids: Vec<u32> = self.devices.iter().map(DigitalDevice::id).collect();
+        let check = self.server.dealing_check(
+            threshold,
+            session,
+            self.seeds.key("eezofl/dealing-check", &[]),
+            &ids,
+        )?;
+        let answers = self
+            .devices
+            .iter_mut()
+            .map(|d| d.answer_dealing_check(&check, crs, rng))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let failed = self
+            .server
+            .failed_dealers(threshold, crs, &check, &answers)?;
+        if !failed.is_empty() {
+            return Err(SimError::Config(format!(
+                "devices {failed:?} failed the dealing check"
+            )));
+        }
+        self.server.use_threshold(threshold)?;
+        Ok(())
     }
 }
 
@@ -521,11 +598,32 @@ impl ScalarAggregation for DigitalHe {
         if self.through_bytes {
             sum = SumBroadcast::from_bytes(params, &sum.to_bytes())?;
         }
+        // Threshold key: `dropouts` devices are gone once their ciphertext is in; the server
+        // asks `t` of the rest.
+        let active = match self.server.threshold() {
+            None => None,
+            Some(_) => {
+                let mut ids: Vec<u32> = self.devices.iter().map(DigitalDevice::id).collect();
+                let mut pick = self.seeds.stream("eezofl/dropouts", &[k]);
+                ids.shuffle(&mut pick);
+                let mut present = ids[self.dropouts.min(ids.len())..].to_vec();
+                present.sort_unstable();
+                Some(self.server.active_set(&present)?)
+            }
+        };
         let shares = self
             .devices
             .iter_mut()
+            .filter(|d| {
+                active
+                    .as_ref()
+                    .is_none_or(|a| a.members().contains(&d.id()))
+            })
             .map(|d| {
-                let s = d.decryption_share(&sum, &mut rng)?;
+                let s = match &active {
+                    None => d.decryption_share(&sum, &mut rng)?,
+                    Some(a) => d.threshold_share(&sum, a, &mut rng)?,
+                };
                 if self.through_bytes {
                     Ok(ShareUpload::from_bytes(params, &s.to_bytes(params))?)
                 } else {

@@ -22,7 +22,8 @@ use privopt_protocols::eezofl::Schedule;
 use serde::{Deserialize, Serialize};
 
 use self::aggregate::{
-    Csi, DigitalHe, ExactHeOta, ModularHeOta, PlainOta, Precoder, RoundOutput, ScalarAggregation,
+    Csi, DigitalHe, DigitalKey, ExactHeOta, ModularHeOta, PlainOta, Precoder, RoundOutput,
+    ScalarAggregation,
 };
 use super::{Method, Report, Trained};
 use crate::context::RunContext;
@@ -88,6 +89,14 @@ pub struct EezoflConfig {
     /// log2 σ* of the decryption-share noise (at least 20 unless `insecure`).
     #[serde(default = "default_smudging")]
     pub smudging_log2: f64,
+    /// Digital aggregation only: the key's threshold `t` (any `t` devices decrypt a round; 0:
+    /// every device, the paper's xMK-CKKS).
+    #[serde(default)]
+    pub threshold: usize,
+    /// Digital aggregation on a threshold key only: devices that go silent each round once
+    /// their ciphertext is in (chosen afresh per round; at most `N − t`).
+    #[serde(default)]
+    pub dropouts: usize,
     /// Explicit opt-in to parameters below privopt's security policy (here decryption-share
     /// smudging below 2^20); for tests and studies of the paper's weaker setting only.
     #[serde(default)]
@@ -215,9 +224,39 @@ impl EezoflConfig {
                 devices as u32,
                 *seeds,
                 true,
+                self.digital_key(devices)?,
             )?),
             Aggregation::CsiZf => Box::new(exact(Precoder::ZeroForcing)?),
             Aggregation::CsiMmse => Box::new(exact(Precoder::Mmse)?),
+        })
+    }
+
+    /// The digital path's key for `devices` devices: `threshold` of them (with `dropouts`
+    /// silent each round), or every one.
+    fn digital_key(&self, devices: usize) -> Result<DigitalKey> {
+        if self.threshold == 0 || self.threshold >= devices {
+            ensure(self.dropouts == 0, || {
+                "method.dropouts needs a threshold key (0 < method.threshold < devices): on \
+                 the paper's key every device is needed"
+                    .into()
+            })?;
+            return Ok(DigitalKey::Everyone);
+        }
+        ensure(self.threshold >= 2, || {
+            "method.threshold must be 0 (every device) or >= 2 (one device alone must never \
+             decrypt)"
+                .into()
+        })?;
+        ensure(self.dropouts <= devices - self.threshold, || {
+            format!(
+                "method.dropouts = {} leaves fewer than method.threshold = {} of {devices} \
+                 devices to decrypt",
+                self.dropouts, self.threshold
+            )
+        })?;
+        Ok(DigitalKey::Threshold {
+            threshold: self.threshold,
+            dropouts: self.dropouts,
         })
     }
 

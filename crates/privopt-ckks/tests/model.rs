@@ -323,8 +323,8 @@ fn smudging_sized_for_two_to_the_minus_forty_floods_as_stated_and_keeps_the_aver
     let params = bits().smudging_log2(bound.smudging_log2).build().unwrap();
     let (_, committee, mut members, parties) = setup(&params);
     let codec = ModelCodec::new(&params, len, 8.0, N).unwrap();
-    // ⌈52.21 + ½·log2 5 + 24 − 46⌉: the fused noise 2^−24 in the values' units.
-    assert_eq!(codec.lift_log2(), 32);
+    // ⌈52.21 − 20⌉: the precision of the default smudging.
+    assert_eq!(codec.lift_log2(), 33);
     let mut rng = secret_rng(Some(12));
     let updates: Vec<Vec<f32>> = (0..N)
         .map(|_| (0..len).map(|_| rng.random_range(-0.1f32..0.1)).collect())

@@ -515,8 +515,8 @@ impl PyModelCodec {
         self.codec.clip()
     }
 
-    /// ``log2`` of the factor encoded values are lifted by so that the fused smudging stays
-    /// below ``2**-24`` (0 at the default smudging).
+    /// ``log2`` of the factor encoded values are lifted by: the bits the parameters' smudging
+    /// exceeds the default ``2**20`` by, so the average keeps the default's precision.
     #[getter]
     fn lift_bits(&self) -> u32 {
         self.codec.lift_log2()

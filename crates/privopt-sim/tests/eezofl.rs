@@ -259,10 +259,17 @@ fn threshold_and_dropout_settings_are_checked_against_the_device_count() {
     let seeds = SeedTree::new(9);
     let err = |c: EezoflConfig| c.aggregation(10, &seeds).err().unwrap().to_string();
     let e = err(config("threshold = 7\ndropouts = 4"));
-    assert!(e.contains("leaves fewer than method.threshold = 7 of 10"), "{e}");
+    assert!(
+        e.contains("leaves fewer than method.threshold = 7 of 10"),
+        "{e}"
+    );
     let e = err(config("threshold = 1"));
     assert!(e.contains("method.threshold must be 0"), "{e}");
     let e = err(config("dropouts = 2"));
     assert!(e.contains("needs a threshold key"), "{e}");
-    assert!(config("threshold = 7\ndropouts = 3").aggregation(10, &seeds).is_ok());
+    assert!(
+        config("threshold = 7\ndropouts = 3")
+            .aggregation(10, &seeds)
+            .is_ok()
+    );
 }

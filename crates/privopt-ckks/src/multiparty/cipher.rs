@@ -11,7 +11,7 @@ use super::shares::{DecryptionShare, PublicKeyShare, ShareCollector};
 use super::{CommonPoly, PartyId};
 use crate::encoding::{SlotEncoder, encode_scalar};
 use crate::error::CkksError;
-use crate::params::CkksParams;
+use crate::params::{CkksParams, DEFAULT_SMUDGING_LOG2};
 
 /// The collective public key `(b̃, a)` of a set of members for one session.
 #[derive(Clone, Debug)]
@@ -165,16 +165,12 @@ fn encrypt_lifted_with_key(
     Ok((c0, c1))
 }
 
-/// Bits the fused noise is kept below one unit of a coefficient-encoded value: 2^−24.
-const LIFT_PRECISION_LOG2: f64 = 24.0;
-
-/// `log2` of the factor coefficient-encoded messages are lifted by (`m·2^lift` encrypted,
-/// the lift undone on decoding) so that the smudging of `answering` members' shares stays
-/// 2^−24 below one unit of the values: 0 at the default smudging σ* = 2^20 with Λ ≥ 2^46,
-/// about 30–40 bits with smudging sized for a statistical distance (2^50–2^60).
-pub fn lift_log2(params: &CkksParams, answering: usize) -> u32 {
-    let fused_noise_log2 = params.smudging_log2() + 0.5 * (answering.max(1) as f64).log2();
-    (fused_noise_log2 + LIFT_PRECISION_LOG2 - f64::from(params.scale_log2()))
+/// `log2` of the factor coefficient-encoded messages are lifted by (`m·2^lift` encrypted, the
+/// lift undone on decoding): the bits by which the parameters' smudging exceeds the default
+/// σ* = 2^20, so that smudging sized for a statistical distance leaves a decrypted value the
+/// precision the default gives it (0 at the default; 37–40 bits at 2^57–2^60).
+pub fn lift_log2(params: &CkksParams) -> u32 {
+    (params.smudging_log2() - DEFAULT_SMUDGING_LOG2)
         .ceil()
         .max(0.0) as u32
 }

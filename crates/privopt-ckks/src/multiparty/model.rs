@@ -23,10 +23,9 @@ pub struct ModelCodec {
     len: usize,
     clip: f64,
     max_updates: u32,
-    /// Uploads carry `round(x·Λ)·2^lift`: when the smudging is sized for a statistical
-    /// distance (2^50 and more, [`super::model_smudging_for_distance`]), the lift keeps the
-    /// fused noise below 2^−24 in the values' units, as the default smudging at Λ ≥ 2^46 does
-    /// without one (then the lift is 0).
+    /// Uploads carry `round(x·Λ)·2^lift` ([`super::lift_log2`]): when the smudging is sized
+    /// for a statistical distance (2^50 and more, [`super::model_smudging_for_distance`]), the
+    /// lift keeps the precision the default smudging gives (then the lift is 0).
     lift_log2: u32,
 }
 
@@ -52,8 +51,7 @@ impl ModelCodec {
         if max_updates == 0 {
             return Err(CkksError::InvalidParams("max_updates 0".into()));
         }
-        // At most `max_updates` members answer for a sum of as many updates.
-        let lift_log2 = lift_log2(params, max_updates as usize);
+        let lift_log2 = lift_log2(params);
         let needed = f64::from(max_updates).log2()
             + clip.log2()
             + f64::from(params.scale_log2() + lift_log2)

@@ -274,7 +274,7 @@ impl DigitalDevice {
         }
         // Lifted above the smudging of every member's share (0 at the default smudging); the
         // members' sum of such values must not wrap Q.
-        let lift = lift_log2(&self.params, key.members().len());
+        let lift = lift_log2(&self.params);
         let bits = (m.unsigned_abs() as f64 + 1.0).log2()
             + f64::from(lift)
             + (key.members().len() as f64).log2()
@@ -667,7 +667,7 @@ impl DigitalServer {
                 ));
             }
         };
-        let lift = lift_log2(self.key.params(), self.key.members().len());
+        let lift = lift_log2(self.key.params());
         let value = decrypted.scalar()? / 2f64.powi(lift as i32);
         self.open = None;
         self.round += 1;

@@ -453,7 +453,7 @@ class HeFedAvgWorkflow:
     margin, one 60-bit prime); a number ``λ`` sizes σ* so that what the server sees is within
     ``2**-λ`` statistical distance of what it would see without the uploads' noise, from one
     honest member's share alone (σ* ≈ 2^57 for 11 M values), on two primes: twice the bytes
-    and about 1.6× the compute (docs/flower.md)."""
+    and about 1.8× the compute (docs/flower.md)."""
 
     def __init__(
         self,

@@ -31,6 +31,15 @@ def make_values(n: int, dim: int, seed: int = 0) -> dict[int, np.ndarray]:
     return {100 + i: rng.uniform(-2, 2, dim).astype(np.float32) for i in range(n)}
 
 
+def uploads_seen(grid: LoopbackGrid) -> list[bytes]:
+    """The encrypted uploads in the replies the grid carried."""
+    return [
+        c.config_records[he.RECORD]["upload"]
+        for _, c in grid.seen
+        if "upload" in c.config_records.get(he.RECORD, {})
+    ]
+
+
 def mean_of(values: dict[int, np.ndarray], nodes: list[int]) -> np.ndarray:
     return np.mean(np.stack([values[n].astype(np.float64) for n in nodes]), axis=0)
 
@@ -47,11 +56,7 @@ def test_the_mean_of_whole_models_and_no_reply_carries_an_update_in_the_clear():
     assert out.weight == pytest.approx(5.0) and sorted(out.replies) == sorted(values)
     # An upload is one polynomial per chunk (c1 is expanded from the round's seed): three
     # chunks of 4096 residues of 8 bytes, plus a header of under 200 bytes.
-    uploads = [
-        c.config_records[he.RECORD]["upload"]
-        for _, c in grid.seen
-        if "upload" in c.config_records.get(he.RECORD, {})
-    ]
+    uploads = uploads_seen(grid)
     assert len(uploads) == 5
     assert all(3 * 4096 * 8 < len(b) < 3 * 4096 * 8 + 200 for b in uploads)
     for _, content in grid.seen:
@@ -183,11 +188,7 @@ def test_smudging_sized_for_a_distance_keeps_the_mean_on_two_primes():
     # + log2 13 + 40 − log2 √(2π)) ≈ 2^52.0, on two primes: uploads twice the bytes.
     primes, bits = he.modulus_for(5, 8.0, 10_001, 40)
     assert primes == he.TWO_PRIMES and 51.9 < bits < 52.1
-    uploads = [
-        c.config_records[he.RECORD]["upload"]
-        for _, c in grid.seen
-        if "upload" in c.config_records.get(he.RECORD, {})
-    ]
+    uploads = uploads_seen(grid)
     assert len(uploads) == 5
     assert all(3 * 4096 * 16 < len(b) < 3 * 4096 * 16 + 200 for b in uploads)
 

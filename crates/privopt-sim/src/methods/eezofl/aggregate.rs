@@ -553,6 +553,8 @@ impl DigitalHe {
             d.finish_threshold(&mine)?;
         }
         let ids: Vec<u32> = self.devices.iter().map(DigitalDevice::id).collect();
+        // Seeded for reproducible runs: the simulated dealers are honest. A deployment draws
+        // the seed fresh once every dealing is in (as the Flower method does).
         let check = self.server.dealing_check(
             threshold,
             session,

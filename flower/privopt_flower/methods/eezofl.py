@@ -271,7 +271,11 @@ def _rekey(
                 )
                 if not ex.missing:
                     answers = [ex.replies[c]["dealing"] for c in members]
-                    bad = server.failed_dealers(threshold, check, answers)
+                    try:
+                        bad = server.failed_dealers(threshold, check, answers)
+                    except PrivoptError as e:  # a malformed or false answer: no dealer named
+                        report.event(f"round {r}: dealing check not completed ({e})")
+                        bad = []
                     if bad:
                         report.event(
                             f"round {r}: the dealings of devices {bad} fail the dealing check "

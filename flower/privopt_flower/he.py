@@ -180,6 +180,8 @@ class _Setup:
     """Each member's sealed shares, by dealer in member order."""
     key_shares: list[bytes]
     """Each member's public key share, which its dealing is checked against."""
+    params: ckks.Params
+    """The round's parameters, as the members were told them at ``keys``."""
 
 
 def _setup(
@@ -249,7 +251,7 @@ def _setup(
         ]
         for node in nodes:
             dropped.pop(node, None)  # a failed earlier attempt does not count against it
-        return _Setup(nodes, t, session, inbox, key_shares)
+        return _Setup(nodes, t, session, inbox, key_shares, params(primes, smudging_bits))
     raise ProtocolError(f"the key setup failed {MAX_SETUP_ATTEMPTS} times: {dropped}")
 
 
@@ -274,8 +276,7 @@ def _run_round(
         grid, sorted(train_contents), clip, length, distance_bits, threshold, group, timeout,
         dropped, traffic,
     )  # fmt: skip
-    nodes, t, inbox = setup.nodes, setup.threshold, setup.inbox
-    p = params(*modulus_for(len(nodes), clip, length, distance_bits))
+    nodes, t, inbox, p = setup.nodes, setup.threshold, setup.inbox, setup.params
     codec = mk.ModelCodec(p, length, _bound(clip), len(nodes))
     index = {node: i for i, node in enumerate(nodes)}
     committee = mk.Committee(t, list(range(len(nodes))))

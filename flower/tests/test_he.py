@@ -40,6 +40,12 @@ def uploads_seen(grid: LoopbackGrid) -> list[bytes]:
     ]
 
 
+def relative_error(out: he.EncryptedMean, want: np.ndarray) -> float:
+    """The largest error of the mean ``out`` carries, over the largest entry of ``want``."""
+    got = out.arrays.to_numpy_ndarrays()[0]
+    return float(np.abs(got - want).max() / np.abs(want).max())
+
+
 def mean_of(values: dict[int, np.ndarray], nodes: list[int]) -> np.ndarray:
     return np.mean(np.stack([values[n].astype(np.float64) for n in nodes]), axis=0)
 
@@ -50,9 +56,8 @@ def test_the_mean_of_whole_models_and_no_reply_carries_an_update_in_the_clear():
     out = he.encrypted_mean(
         grid, values, RecordDict({"arrays": ArrayRecord([np.zeros(10_000)])}), server_round=1
     )
-    got = out.arrays.to_numpy_ndarrays()[0]
     want = mean_of(values, sorted(values))
-    assert np.abs(got - want).max() / np.abs(want).max() < 1e-6
+    assert relative_error(out, want) < 1e-6
     assert out.weight == pytest.approx(5.0) and sorted(out.replies) == sorted(values)
     # An upload is one polynomial per chunk (c1 is expanded from the round's seed): three
     # chunks of 4096 residues of 8 bytes, plus a header of under 200 bytes.
@@ -84,8 +89,7 @@ def test_a_client_killed_mid_round_is_left_out_or_counted_and_the_rest_decrypt(s
     assert (victim in out.replies) == (stage == he.Stage.READY)
     assert (victim in out.dropped) != (stage == he.Stage.READY)
     want = mean_of(values, sorted(out.replies))
-    got = out.arrays.to_numpy_ndarrays()[0]
-    assert np.abs(got - want).max() / np.abs(want).max() < 1e-6
+    assert relative_error(out, want) < 1e-6
 
 
 def test_a_member_of_the_active_set_lost_fails_the_round_without_a_second_request():
@@ -172,7 +176,7 @@ def test_a_clip_below_one_still_carries_the_weight():
     )  # fmt: skip
     want = mean_of(values, sorted(values))
     assert not out.dropped
-    assert np.abs(out.arrays.to_numpy_ndarrays()[0] - want).max() / np.abs(want).max() < 1e-6
+    assert relative_error(out, want) < 1e-6
 
 
 def test_smudging_sized_for_a_distance_keeps_the_mean_on_two_primes():
@@ -183,7 +187,7 @@ def test_smudging_sized_for_a_distance_keeps_the_mean_on_two_primes():
         distance_bits=40,
     )  # fmt: skip
     want = mean_of(values, sorted(values))
-    assert np.abs(out.arrays.to_numpy_ndarrays()[0] - want).max() / np.abs(want).max() < 1e-6
+    assert relative_error(out, want) < 1e-6
     # σ* for 2^-40 over three chunks of five uploads' noise: 2^(½·log2(3·4096) + log2(3.2·√5)
     # + log2 13 + 40 − log2 √(2π)) ≈ 2^52.0, on two primes: uploads twice the bytes.
     primes, bits = he.modulus_for(5, 8.0, 10_001, 40)
@@ -241,4 +245,4 @@ def test_a_client_that_deals_another_secret_is_named_and_left_out():
     assert "dealing check" in out.dropped[cheat] and cheat not in out.replies
     honest = [n for n in sorted(values) if n != cheat]
     want = mean_of(values, honest)
-    assert np.abs(out.arrays.to_numpy_ndarrays()[0] - want).max() / np.abs(want).max() < 1e-6
+    assert relative_error(out, want) < 1e-6

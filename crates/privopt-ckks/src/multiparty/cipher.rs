@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use privopt_math::rns::{Eval, Poly};
+use privopt_math::rns::{Coeff, Eval, Poly};
 use privopt_math::sample::{ternary, uniform};
 use rand::{CryptoRng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
@@ -125,7 +125,7 @@ pub fn encrypt_with_key(
     encrypt_lifted_with_key(params, b, a, m, 0, rng)
 }
 
-/// [`encrypt_with_key`] of `m·2^lift_log2`, the lift applied before the error is added.
+/// [`encrypt_with_key`] of `m·2^lift_log2` ([`lifted_plus_error`]).
 fn encrypt_lifted_with_key(
     params: &CkksParams,
     b: &Poly<Eval>,
@@ -136,33 +136,44 @@ fn encrypt_lifted_with_key(
 ) -> Result<(Poly<Eval>, Poly<Eval>), CkksError> {
     let (basis, n) = (params.basis(), params.n());
     let v = basis.to_eval(basis.from_signed(&ternary(n, rng)));
-    let lift = 1i128
-        .checked_shl(lift_log2)
-        .filter(|_| lift_log2 < 64)
-        .ok_or_else(|| CkksError::Encoding(format!("a lift of 2^{lift_log2}")))?;
-    let mut e0 = params.error().sample_vec(n, rng);
-    let message = if lift_log2 == 0 {
-        // The common case stays in 64 bits, without a wide buffer.
-        for (e, x) in e0.iter_mut().zip(m) {
-            *e = e
-                .checked_add(*x)
-                .ok_or_else(|| CkksError::Encoding("message coefficient overflows".into()))?;
-        }
-        basis.from_signed(&e0)
-    } else {
-        // |m| < 2^63 and lift ≤ 2^63: the product and sum stay inside i128.
-        let coeffs: Vec<i128> = e0
-            .iter()
-            .zip(m.iter().chain(std::iter::repeat(&0)))
-            .map(|(&e, &x)| i128::from(x) * lift + i128::from(e))
-            .collect();
-        basis.from_signed_wide(&coeffs)
-    };
+    let message = lifted_plus_error(params, m, lift_log2, rng)?;
     let mut c0 = basis.to_eval(message);
     let mut c1 = basis.to_eval(basis.from_signed(&params.error().sample_vec(n, rng)));
     basis.mul_acc(&mut c0, &v, b);
     basis.mul_acc(&mut c1, &v, a);
     Ok((c0, c1))
+}
+
+/// `m·2^lift_log2 + e` in coefficient form, `e` fresh error: the message part of an encryption
+/// (public-key or secret-key), the lift applied before the error is added.
+pub(crate) fn lifted_plus_error(
+    params: &CkksParams,
+    m: &[i64],
+    lift_log2: u32,
+    rng: &mut impl CryptoRng,
+) -> Result<Poly<Coeff>, CkksError> {
+    let basis = params.basis();
+    let mut e = params.error().sample_vec(params.n(), rng);
+    if lift_log2 == 0 {
+        // The common case stays in 64 bits, without a wide buffer.
+        for (e, x) in e.iter_mut().zip(m) {
+            *e = e
+                .checked_add(*x)
+                .ok_or_else(|| CkksError::Encoding("message coefficient overflows".into()))?;
+        }
+        return Ok(basis.from_signed(&e));
+    }
+    let lift = 1i128
+        .checked_shl(lift_log2)
+        .filter(|_| lift_log2 < 64)
+        .ok_or_else(|| CkksError::Encoding(format!("a lift of 2^{lift_log2}")))?;
+    // |m| < 2^63 and lift ≤ 2^63: the product and sum stay inside i128.
+    let coeffs: Vec<i128> = e
+        .iter()
+        .zip(m.iter().chain(std::iter::repeat(&0)))
+        .map(|(&e, &x)| i128::from(x) * lift + i128::from(e))
+        .collect();
+    Ok(basis.from_signed_wide(&coeffs))
 }
 
 /// `log2` of the factor coefficient-encoded messages are lifted by (`m·2^lift` encrypted, the

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use rand::CryptoRng;
 
-use super::cipher::{Seeded, lift_log2, seeded_a};
+use super::cipher::{Seeded, lift_log2, lifted_plus_error, seeded_a};
 use super::party::rlwe_sample;
 use super::{Ciphertext, CollectivePublicKey, Committee, Decrypted, Party};
 use crate::error::CkksError;
@@ -154,18 +154,8 @@ impl ModelCodec {
             let chunk = k as u32; // at most `MAX_MODEL_CHUNKS` chunks reach the wire
             let a = seeded_a(&self.params, &party.crs_digest, session, chunk);
             // |m|·2^lift ≤ max_updates·clip·Λ·2^lift < Q/4 (checked by `new`), |e| tiny.
-            let m_plus_e: Vec<i128> = (self.params.error().sample_vec(coeffs.len(), rng))
-                .into_iter()
-                .zip(coeffs)
-                .map(|(e, &m)| (i128::from(m) << self.lift_log2) + i128::from(e))
-                .collect();
-            let basis = self.params.basis();
-            let c0 = rlwe_sample(
-                &self.params,
-                &party.sk.s,
-                &a,
-                basis.from_signed_wide(&m_plus_e),
-            );
+            let message = lifted_plus_error(&self.params, coeffs, self.lift_log2, rng)?;
+            let c0 = rlwe_sample(&self.params, &party.sk.s, &a, message);
             Ok(Ciphertext {
                 params: Arc::clone(&self.params),
                 session,

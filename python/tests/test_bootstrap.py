@@ -34,6 +34,17 @@ def test_a_ciphertext_out_of_levels_comes_back_with_its_slots(setup):
     np.testing.assert_allclose(sk.decrypt(fresh * 2.0), 2 * v, atol=4 * err)
 
 
+def test_the_output_modulus_and_failure_probability_are_the_parameters(setup):
+    boot, _, _ = setup
+    # 19 levels of 50-bit primes above q_0: the output keeps `output_level` of them.
+    assert boot.output_bits == pytest.approx(50 * boot.output_level, abs=0.01 * boot.output_level)
+    # Weight 64: ModRaise's overflow is a sum of 65 uniforms, K = ceil(6·sqrt(65/12)) = 14;
+    # P(|sum| > 14.5) = 1.3249915557e-10 by exact rationals, over n = 4096 coefficients.
+    assert boot.failure_probability == pytest.approx(4096 * 1.3249915557073874e-10, rel=1e-6)
+    sparse = ckks.Bootstrapper.with_params(boot.context.params, slots=64)
+    assert sparse.failure_probability == pytest.approx(128 * 1.3249915557073874e-10, rel=1e-6)
+
+
 def test_keys_round_trip_through_bytes_and_refuse_damage(setup):
     boot, sk, keys = setup
     data = keys.to_bytes()

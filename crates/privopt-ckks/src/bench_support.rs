@@ -342,6 +342,11 @@ impl BootstrapFixture {
         })
     }
 
+    /// Bootstraps on `threads` threads from now on (the keys stay).
+    pub fn set_threads(&mut self, threads: usize) -> Result<(), CkksError> {
+        self.ev.set_threads(threads)
+    }
+
     /// One bootstrap of the level-0 input.
     pub fn bootstrap(&self) -> Result<crate::eval::Ciphertext, CkksError> {
         self.boot.bootstrap(&self.ev, &self.input)

@@ -145,6 +145,10 @@ enum Command {
         /// below n/2).
         #[arg(long)]
         slots: Option<usize>,
+        /// Also time the bootstrap on this many threads, with the same keys (the output must
+        /// equal the one-thread output to the bit).
+        #[arg(long)]
+        also_threads: Option<usize>,
     },
 }
 
@@ -283,6 +287,7 @@ fn main() -> ExitCode {
             compact,
             baby_group,
             slots,
+            also_threads,
         } => bench::bootstrap_child(
             &preset,
             runs,
@@ -290,6 +295,7 @@ fn main() -> ExitCode {
                 compact,
                 baby_group,
                 slots,
+                also_threads,
             },
         ),
     };

@@ -24,6 +24,7 @@ pub mod progress;
 pub mod rns;
 pub mod sample;
 pub mod simd;
+pub mod special;
 
 pub use prg::{SeedTree, StreamRng};
 

@@ -12,7 +12,7 @@ use privopt_math::sample::secret_rng;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::ckks::{PyCiphertext, PyContext, PyParams, PySecretKey, same};
+use crate::ckks::{PyCiphertext, PyContext, PyParams, PySecretKey, log2_product, same};
 use crate::errors;
 
 /// Refreshes ciphertexts that ran out of levels: ``bootstrap(ct, keys)`` returns a ciphertext
@@ -124,6 +124,22 @@ impl PyBootstrapper {
     #[getter]
     fn output_level(&self) -> usize {
         self.boot.output_level()
+    }
+
+    /// Bits of modulus a bootstrapped ciphertext has to compute with: ``log2`` of the primes
+    /// its :attr:`output_level` levels rescale by (level 0's prime excluded).
+    #[getter]
+    fn output_bits(&self) -> f64 {
+        let primes = self.ctx.0.params().basis().moduli();
+        log2_product(&primes[1..=self.boot.output_level()])
+    }
+
+    /// The probability that one bootstrap gives a wrong slot (not merely an imprecise one):
+    /// ModRaise's overflow beyond EvalMod's range in some coefficient, union-bounded (exact
+    /// for the presets' weight-32 encapsulation). About ``2^-20.5`` at ``"n16"``.
+    #[getter]
+    fn failure_probability(&self) -> f64 {
+        self.boot.failure_probability()
     }
 
     /// Slots bootstrapped: all of the context's, or the sparse-packing period.

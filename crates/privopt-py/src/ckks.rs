@@ -164,7 +164,7 @@ impl PyParams {
 }
 
 /// `log2` of the product of `moduli`.
-fn log2_product(moduli: &[u64]) -> f64 {
+pub(crate) fn log2_product(moduli: &[u64]) -> f64 {
     moduli.iter().map(|&q| (q as f64).log2()).sum()
 }
 

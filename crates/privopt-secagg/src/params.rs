@@ -11,6 +11,8 @@
 //!
 //! If no `k < n − 1` works, the complete graph (original SecAgg) is checked the same way.
 
+use privopt_math::special::ln_binomial;
+
 use crate::SecAggError;
 
 /// log2 of the statistical security target per bad event (two events: 2^−40 in total).
@@ -38,17 +40,13 @@ pub struct GraphParameters {
     pub threshold: usize,
 }
 
-fn ln_choose(n: f64, k: f64) -> f64 {
-    libm::lgamma(n + 1.0) - libm::lgamma(k + 1.0) - libm::lgamma(n - k + 1.0)
-}
-
 /// Hypergeometric P(X = x): `draws` from `population` holding `marked` marked items.
 fn hypergeometric_pmf(population: usize, marked: usize, draws: usize, x: usize) -> f64 {
     if x > marked || x > draws || draws - x > population - marked {
         return 0.0;
     }
     let (n, m, d, x) = (population as f64, marked as f64, draws as f64, x as f64);
-    (ln_choose(m, x) + ln_choose(n - m, d - x) - ln_choose(n, d)).exp()
+    (ln_binomial(m, x) + ln_binomial(n - m, d - x) - ln_binomial(n, d)).exp()
 }
 
 /// ln of a union bound on the probability that removing `bad` random clients disconnects a

@@ -23,6 +23,9 @@ pub struct BootstrapVariant {
     pub baby_group: Option<usize>,
     /// Sparse packing of this period.
     pub slots: Option<usize>,
+    /// Also time the bootstrap on this many threads (the same keys; the output must be the
+    /// one-thread output to the bit), reported in the case's detail.
+    pub also_threads: Option<usize>,
 }
 
 /// `ckks/n<n>/bootstrap`, `…/bootstrap-compact` with compact keys and transforms,
@@ -49,6 +52,9 @@ fn run_child_case(preset: &str, runs: usize, v: BootstrapVariant) -> Result<Meas
     if let Some(s) = v.slots {
         cmd.args(["--slots", &s.to_string()]);
     }
+    if let Some(t) = v.also_threads {
+        cmd.args(["--also-threads", &t.to_string()]);
+    }
     let text = stdout_of(cmd, &format!("the bootstrapping case {preset}"))?;
     let line = text
         .lines()
@@ -74,7 +80,49 @@ pub fn bootstrap_child(preset: &str, runs: usize, v: BootstrapVariant) -> Result
         bail!("--baby-group needs at least one baby rotation per group");
     }
     let babies = v.baby_group.map_or(BabySteps::Hoisted, BabySteps::Grouped);
-    let f = BootstrapFixture::new(p, v.compact, [babies, BabySteps::Hoisted], v.slots)?;
+    let mut f = BootstrapFixture::new(p, v.compact, [babies, BabySteps::Hoisted], v.slots)?;
+    let (median_ns, runs, out) = time_bootstraps(&f, runs)?;
+    let (bits, level) = f.precision_bits(&out)?;
+    let threads = match v.also_threads {
+        Some(t) if t < 2 => bail!("--also-threads needs at least 2 threads"),
+        Some(t) => {
+            f.set_threads(t)?;
+            let (t_ns, _, t_out) = time_bootstraps(&f, runs)?;
+            if t_out != out {
+                bail!("the bootstrap on {t} threads differs from the one-thread bootstrap");
+            }
+            format!(
+                "one thread; {t} threads {:.2} s ({:.2}×, the same bits)",
+                t_ns / 1e9,
+                median_ns / t_ns
+            )
+        }
+        None => "one thread".to_owned(),
+    };
+    let m = Measurement {
+        name: bootstrap_case_name(p.n(), v),
+        median_ns,
+        runs,
+        peak_rss_mb: peak_rss_mb(),
+        detail: Some(format!(
+            "{bits:.1} bits, {level} levels left, {} Galois keys of {:.0} MB, setup {:.1} s, \
+             keygen {:.1} s, {threads}",
+            f.galois_keys,
+            f.galois_bytes as f64 / 1e6,
+            f.setup_seconds,
+            f.keygen_seconds
+        )),
+    };
+    outln!("{}", serde_json::to_string(&m)?)?;
+    Ok(())
+}
+
+/// One warm-up, then up to `runs` timed bootstraps within about a minute: the median in
+/// nanoseconds, the samples taken, and the last output.
+fn time_bootstraps(
+    f: &privopt_ckks::bench_support::BootstrapFixture,
+    runs: usize,
+) -> Result<(f64, usize, privopt_ckks::eval::Ciphertext)> {
     let clock = Instant::now();
     let mut out = f.bootstrap()?;
     let first = clock.elapsed().as_secs_f64().max(1e-9);
@@ -85,23 +133,7 @@ pub fn bootstrap_child(preset: &str, runs: usize, v: BootstrapVariant) -> Result
         out = f.bootstrap()?;
         samples.push(clock.elapsed().as_nanos() as f64);
     }
-    let (bits, level) = f.precision_bits(&out)?;
-    let m = Measurement {
-        name: bootstrap_case_name(p.n(), v),
-        median_ns: median(&mut samples),
-        runs,
-        peak_rss_mb: peak_rss_mb(),
-        detail: Some(format!(
-            "{bits:.1} bits, {level} levels left, {} Galois keys of {:.0} MB, setup {:.1} s, \
-             keygen {:.1} s, one thread",
-            f.galois_keys,
-            f.galois_bytes as f64 / 1e6,
-            f.setup_seconds,
-            f.keygen_seconds
-        )),
-    };
-    outln!("{}", serde_json::to_string(&m)?)?;
-    Ok(())
+    Ok((median(&mut samples), runs, out))
 }
 
 pub(super) fn ckks_suite() -> Result<Vec<Case>> {
@@ -148,7 +180,10 @@ pub(super) fn ckks_suite() -> Result<Vec<Case>> {
     // sparse packing of 1024 slots (the dpfhe MNIST weights' period).
     for preset in privopt_ckks::eval::bootstrap::BootstrapPreset::ALL {
         for v in [
-            BootstrapVariant::default(),
+            BootstrapVariant {
+                also_threads: Some(2),
+                ..BootstrapVariant::default()
+            },
             BootstrapVariant {
                 compact: true,
                 ..BootstrapVariant::default()

@@ -169,6 +169,11 @@ pub struct Bootstrapper {
     compact: bool,
     /// Sparse packing, if configured.
     sparse: Option<SparsePacking>,
+    /// How many uniform terms make up ModRaise's overflow `I` per coefficient: the secret's
+    /// non-zeros (ModRaise's secret: the encapsulation key's if encapsulated) plus `c_0`'s.
+    overflow_terms: u32,
+    /// Coefficients EvalMod reads: `n`, or `2s` under sparse packing of period `s`.
+    coefficients: usize,
 }
 
 /// What sparse packing adds to the full-slot bootstrap.
@@ -227,11 +232,11 @@ impl Bootstrapper {
         let ev = &Evaluator::new(ctx, None, GaloisKeys::default());
         let params = ctx.params();
         let (n, top) = (ctx.n(), ctx.max_level());
-        let k = match (cfg.k, cfg.encapsulation) {
-            (Some(k), _) => k,
-            (None, Some(weight)) => overflow_bound(weight as f64),
-            (None, None) => overflow_bound(params.secret().variance(n) * n as f64),
+        let weight = match cfg.encapsulation {
+            Some(weight) => weight as f64,
+            None => params.secret().variance(n) * n as f64,
         };
+        let k = cfg.k.unwrap_or_else(|| overflow_bound(weight));
         let eval_mod = EvalMod::new(
             k,
             cfg.double_angles,
@@ -332,6 +337,8 @@ impl Bootstrapper {
             encapsulation: cfg.encapsulation,
             compact: cfg.compact,
             sparse,
+            overflow_terms: (weight.round() as u32).saturating_add(1),
+            coefficients: 2 * slots,
         })
     }
 
@@ -343,6 +350,19 @@ impl Bootstrapper {
     /// The level bootstrapped ciphertexts come out at.
     pub fn output_level(&self) -> usize {
         self.output_level
+    }
+
+    /// The probability that one bootstrap fails (some slot comes out wrong, not merely
+    /// imprecise): that ModRaise's overflow `|I|` exceeds EvalMod's range `K` in a coefficient
+    /// EvalMod reads, union-bounded over them. Per coefficient `t = I + c/q_0` is a sum of
+    /// independent uniforms on `[−1/2, 1/2]`, one for `c_0` and one per non-zero of the
+    /// secret (`c_1`'s coefficients are uniform mod `q_0`), rounded to the wrong multiple
+    /// beyond `|t| > K + 1/2`: the exact Irwin–Hall tail for sparse secrets, the normal one
+    /// for dense (see [`privopt_math::special::uniform_sum_tail`]).
+    pub fn failure_probability(&self) -> f64 {
+        let tail =
+            privopt_math::special::uniform_sum_tail(self.overflow_terms, self.eval_mod.k + 0.5);
+        (self.coefficients as f64 * tail).min(1.0)
     }
 
     /// EvalMod's approximation.

@@ -8,7 +8,8 @@
 //! - `special=60,60,60,60` (key-switching prime sizes), `digits=` (hybrid key-switching
 //!   digits; default `⌈#q/#p⌉`);
 //! - `cts=3`, `stc=3`, `stc_per_level=1` (transform levels, StC factors per level),
-//!   `arcsine=0`, `double_angles=3`, `evalmod_error=1e-13` (EvalMod's interpolation target);
+//!   `arcsine=0`, `double_angles=3`, `evalmod_error=1e-13` (EvalMod's interpolation target),
+//!   `k=10` (EvalMod's range; default `⌈6σ⌉` of ModRaise's overflow);
 //! - `secret=sparse64` (a sparse secret of weight 64 throughout) or `secret=dense` with
 //!   `enc=32` (sparse-secret encapsulation to 32 non-zeros);
 //! - `slots=1024`: sparse packing, slots repeating with that period (default: full slots);
@@ -106,6 +107,7 @@ fn main() {
         "arcsine",
         "double_angles",
         "evalmod_error",
+        "k",
         "secret",
         "enc",
         "insecure",
@@ -172,6 +174,7 @@ fn main() {
         interpolation_error: get("evalmod_error", &defaults.interpolation_error.to_string())
             .parse()
             .unwrap_or_else(|_| fail("evalmod_error is not a number")),
+        k: Some(int("k", 0) as f64).filter(|&k| k > 0.0),
         encapsulation,
         slots: Some(int("slots", 0)).filter(|&s| s > 0),
         compact: int("compact", 0) != 0,
@@ -235,7 +238,7 @@ fn main() {
         "n = 2^{log_n}, {} slots of period {period}, log QP = {:.1} ({}), q0 2^{q0_bits}, scales {scales}, \
          secret {secret_name}, arcsine {arcsine_degree}, encapsulation {encapsulation:?}: \
          bootstrap {time:.2} s (1 thread), {:.1} bits (max error {err:.2e}, rms {rms:.2e}), {} levels left \
-         (primes of {} bits); setup {setup:.1} s ({:.0} MB of diagonals), keygen {keygen:.1} s ({} rotation keys, \
+         (primes of {} bits), K = {}, failure 2^{:.1} per bootstrap; setup {setup:.1} s ({:.0} MB of diagonals), keygen {keygen:.1} s ({} rotation keys, \
          {:.0} MB), peak RSS {:.0} MB",
         ctx.slots(),
         params.key_basis().log_modulus(),
@@ -247,6 +250,8 @@ fn main() {
         -err.log2(),
         out.level(),
         left.join(","),
+        boot.eval_mod().k,
+        boot.failure_probability().log2(),
         boot.transform_bytes() as f64 / 1e6,
         rotations.len(),
         key_bytes as f64 / 1e6,

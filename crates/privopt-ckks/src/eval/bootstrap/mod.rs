@@ -357,8 +357,9 @@ impl Bootstrapper {
     /// EvalMod reads, union-bounded over them. Per coefficient `t = I + c/q_0` is a sum of
     /// independent uniforms on `[−1/2, 1/2]`, one for `c_0` and one per non-zero of the
     /// secret (`c_1`'s coefficients are uniform mod `q_0`), rounded to the wrong multiple
-    /// beyond `|t| > K + 1/2`: the exact Irwin–Hall tail for sparse secrets, the normal one
-    /// for dense (see [`privopt_math::special::uniform_sum_tail`]).
+    /// beyond `|t| > K + 1/2`: the exact Irwin–Hall tail (the normal one where that would
+    /// cancel: dense secrets; see [`privopt_math::special::uniform_sum_tail`]). About 2^-20.5
+    /// at [`BootstrapPreset::N16`] (`K = 10`, weight 32, `n = 2^16` coefficients).
     pub fn failure_probability(&self) -> f64 {
         let tail =
             privopt_math::special::uniform_sum_tail(self.overflow_terms, self.eval_mod.k + 0.5);

@@ -45,6 +45,18 @@ def test_the_output_modulus_and_failure_probability_are_the_parameters(setup):
     assert sparse.failure_probability == pytest.approx(128 * 1.3249915557073874e-10, rel=1e-6)
 
 
+def test_a_failure_target_widens_evalmod_and_still_bootstraps(setup):
+    boot, sk, _ = setup
+    safe = ckks.Bootstrapper.with_params(boot.context.params, failure_bits=40)
+    assert safe.failure_probability <= 2.0**-40 < boot.failure_probability
+    v = values(safe.slots, 5.0)
+    fresh = safe.bootstrap(sk.encrypt(v, level=0), safe.keys(sk))
+    assert -np.log2(np.abs(sk.decrypt(fresh) - v).max()) >= 13
+    for bad in (0.0, -5.0, 1e9, float("nan")):
+        with pytest.raises(ParameterError, match="failure_bits"):
+            ckks.Bootstrapper.with_params(boot.context.params, failure_bits=bad)
+
+
 def test_keys_round_trip_through_bytes_and_refuse_damage(setup):
     boot, sk, keys = setup
     data = keys.to_bytes()

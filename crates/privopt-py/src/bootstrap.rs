@@ -24,7 +24,10 @@ use crate::errors;
 /// 6 GB) are 128-bit parameter sets with a dense secret, bootstrapped through a sparse
 /// encapsulation key (certified too). ``compact=True`` keeps the keys with seeded halves (about
 /// half the memory, a little slower); ``slots=k`` bootstraps ``k`` slots that repeat every
-/// ``k`` (sparse packing: cheaper). Build the parameters' :attr:`context` from it, the keys
+/// ``k`` (sparse packing: cheaper); ``failure_bits=b`` widens EvalMod's range until one
+/// bootstrap fails (a wrong slot) with probability at most ``2^-b`` (default: about
+/// ``2^-20``, :attr:`failure_probability`). Measured: ``"n15"`` at 40, 16.6 bits instead of
+/// 16.9; ``"n16"`` at 39, 23.0 bits instead of 23.7, and at 40 one level fewer left. Build the parameters' :attr:`context` from it, the keys
 /// with :meth:`keys` (the secret key's owner), and give the keys to whoever bootstraps.
 #[pyclass(module = "privopt.ckks", name = "Bootstrapper", frozen)]
 pub struct PyBootstrapper {
@@ -76,8 +79,14 @@ impl PyBootstrapper {
 #[pymethods]
 impl PyBootstrapper {
     #[new]
-    #[pyo3(signature = (preset = "n15", *, compact = false, slots = None))]
-    fn new(py: Python<'_>, preset: &str, compact: bool, slots: Option<usize>) -> PyResult<Self> {
+    #[pyo3(signature = (preset = "n15", *, compact = false, slots = None, failure_bits = None))]
+    fn new(
+        py: Python<'_>,
+        preset: &str,
+        compact: bool,
+        slots: Option<usize>,
+        failure_bits: Option<f64>,
+    ) -> PyResult<Self> {
         let p = preset_named(preset)?;
         let params = p.params().build().map_err(errors::ckks)?;
         let ctx = py
@@ -86,6 +95,7 @@ impl PyBootstrapper {
         let cfg = BootstrapConfig {
             compact,
             slots,
+            failure_bits,
             ..p.config()
         };
         Self::build(py, ctx, cfg, Some(p.name()))
@@ -95,14 +105,20 @@ impl PyBootstrapper {
     /// EvalMod: about 14 at the default configuration; a sparse ``secret_weight`` unless the
     /// parameters are a preset's). Small insecure parameters make quick tests.
     #[staticmethod]
-    #[pyo3(signature = (params, *, slots = None))]
-    fn with_params(py: Python<'_>, params: &PyParams, slots: Option<usize>) -> PyResult<Self> {
+    #[pyo3(signature = (params, *, slots = None, failure_bits = None))]
+    fn with_params(
+        py: Python<'_>,
+        params: &PyParams,
+        slots: Option<usize>,
+        failure_bits: Option<f64>,
+    ) -> PyResult<Self> {
         let params = Arc::clone(&params.0);
         let ctx = py
             .detach(|| EvalContext::new(&params))
             .map_err(errors::ckks)?;
         let cfg = BootstrapConfig {
             slots,
+            failure_bits,
             ..BootstrapConfig::default()
         };
         Self::build(py, ctx, cfg, None)

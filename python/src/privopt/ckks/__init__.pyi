@@ -198,9 +198,12 @@ class Bootstrapper:
         *,
         compact: bool = False,
         slots: int | None = None,
+        failure_bits: float | None = None,
     ) -> Bootstrapper: ...
     @staticmethod
-    def with_params(params: Params, *, slots: int | None = None) -> Bootstrapper: ...
+    def with_params(
+        params: Params, *, slots: int | None = None, failure_bits: float | None = None
+    ) -> Bootstrapper: ...
     @property
     def context(self) -> Context: ...
     @property

@@ -49,8 +49,12 @@ pub struct BootstrapConfig {
     /// factors of 30-bit plaintexts in one level (see
     /// [`crate::params::CkksParamsBuilder::linear_level`]).
     pub stc_factors_per_level: usize,
-    /// `K`: the bound on `|t|`; `None` picks `6σ` of ModRaise's overflow for the secret.
+    /// `K`: the bound on `|t|`; `None` picks it by [`BootstrapConfig::failure_bits`].
     pub k: Option<f64>,
+    /// Without `k`: the smallest integer `K` whose [`Bootstrapper::failure_probability`] is at
+    /// most `2^-failure_bits`; `None`: `⌈6σ⌉` of ModRaise's overflow for the secret (about
+    /// 2^-20 per bootstrap for the presets' weight-32 encapsulation at 2^16).
+    pub failure_bits: Option<f64>,
     /// Double-angle steps of EvalMod.
     pub double_angles: u32,
     /// Target sup error of EvalMod's interpolant.
@@ -95,6 +99,7 @@ impl Default for BootstrapConfig {
             stc_levels: 3,
             stc_factors_per_level: 1,
             k: None,
+            failure_bits: None,
             double_angles: 3,
             interpolation_error: 1e-13,
             arcsine_degree: 0,
@@ -236,7 +241,13 @@ impl Bootstrapper {
             Some(weight) => weight as f64,
             None => params.secret().variance(n) * n as f64,
         };
-        let k = cfg.k.unwrap_or_else(|| overflow_bound(weight));
+        let overflow_terms = (weight.round() as u32).saturating_add(1);
+        let coefficients = 2 * slots;
+        let k = match (cfg.k, cfg.failure_bits) {
+            (Some(k), _) => k,
+            (None, Some(bits)) => range_for_failure(overflow_terms, coefficients, bits)?,
+            (None, None) => overflow_bound(weight),
+        };
         let eval_mod = EvalMod::new(
             k,
             cfg.double_angles,
@@ -337,8 +348,8 @@ impl Bootstrapper {
             encapsulation: cfg.encapsulation,
             compact: cfg.compact,
             sparse,
-            overflow_terms: (weight.round() as u32).saturating_add(1),
-            coefficients: 2 * slots,
+            overflow_terms,
+            coefficients,
         })
     }
 
@@ -361,9 +372,7 @@ impl Bootstrapper {
     /// cancel: dense secrets; see [`privopt_math::special::uniform_sum_tail`]). About 2^-20.5
     /// at [`BootstrapPreset::N16`] (`K = 10`, weight 32, `n = 2^16` coefficients).
     pub fn failure_probability(&self) -> f64 {
-        let tail =
-            privopt_math::special::uniform_sum_tail(self.overflow_terms, self.eval_mod.k + 0.5);
-        (self.coefficients as f64 * tail).min(1.0)
+        failure_probability(self.overflow_terms, self.coefficients, self.eval_mod.k)
     }
 
     /// EvalMod's approximation.
@@ -692,6 +701,35 @@ impl Bootstrapper {
 
 /// `6σ` of one coefficient of ModRaise's overflow `I = (b + a·s − c)/q_0` for a secret of
 /// squared norm `‖s‖²`: a sum of `‖s‖² + 1` terms uniform on `[−½, ½]`, at least 1.
+/// [`Bootstrapper::failure_probability`] for EvalMod's range `k`.
+fn failure_probability(overflow_terms: u32, coefficients: usize, k: f64) -> f64 {
+    let tail = privopt_math::special::uniform_sum_tail(overflow_terms, k + 0.5);
+    (coefficients as f64 * tail).min(1.0)
+}
+
+/// The smallest integer `K` that fails with probability at most `2^-bits` per bootstrap.
+fn range_for_failure(
+    overflow_terms: u32,
+    coefficients: usize,
+    bits: f64,
+) -> Result<f64, CkksError> {
+    const MAX_K: u32 = 4096;
+    if !(1.0..=256.0).contains(&bits) {
+        return Err(CkksError::InvalidParams(format!(
+            "failure_bits must be in [1, 256], got {bits}"
+        )));
+    }
+    let target = (-bits).exp2();
+    (1..=MAX_K)
+        .map(f64::from)
+        .find(|&k| failure_probability(overflow_terms, coefficients, k) <= target)
+        .ok_or_else(|| {
+            CkksError::InvalidParams(format!(
+                "no EvalMod range up to {MAX_K} fails below 2^-{bits} for this secret"
+            ))
+        })
+}
+
 fn overflow_bound(secret_norm2: f64) -> f64 {
     (6.0 * ((secret_norm2 + 1.0) / 12.0).sqrt()).ceil().max(1.0)
 }

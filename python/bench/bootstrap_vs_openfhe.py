@@ -24,7 +24,8 @@ it)::
     python3.10 -m venv /tmp/ofhe && /tmp/ofhe/bin/pip install openfhe numpy
     python python/bench/bootstrap_vs_openfhe.py --openfhe-python /tmp/ofhe/bin/python
 
-About 25 minutes and 8 GB peak with every setting; ``--settings n15,openfhe-n16`` for fewer.
+About 30 minutes with every setting on 2 cores (OpenFHE's rows peak at 12 GB, privopt's at 6);
+``--settings n15,openfhe-n16`` for fewer.
 """
 
 from __future__ import annotations

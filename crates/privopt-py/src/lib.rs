@@ -30,6 +30,7 @@ mod pdsgd;
 mod problem;
 mod scalar_fl;
 mod secagg;
+mod text;
 
 /// Adds `DEFAULTS`, a dict of a method's constants from its Rust crate, to its native submodule
 /// (the Python module re-exports it; tests hold the stubs and the Flower app to it).
@@ -50,7 +51,7 @@ type Register = fn(&Bound<'_, PyModule>) -> PyResult<()>;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // The bootstrapper shares `privopt.ckks` with the leveled classes but lives in a module of its own.
-    let registrations: [(&str, &[Register]); 12] = [
+    let registrations: [(&str, &[Register]); 13] = [
         ("ckks", &[ckks::register, bootstrap::register]),
         ("multiparty", &[multiparty::register]),
         ("paillier", &[paillier::register]),
@@ -63,6 +64,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ("dpfhe", &[dpfhe::register]),
         ("dpfhe_fit", &[dpfhe_fit::register]),
         ("problem", &[problem::register]),
+        ("text", &[text::register]),
     ];
     for (name, registers) in registrations {
         let sub = PyModule::new(m.py(), name)?;

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use numpy::{PyArray1, PyArray2};
 use privopt_data::problem::{DataConfig, Problem};
 use privopt_math::SeedTree;
+use privopt_ml::data::Dataset;
 use privopt_ml::model::ModelSpec;
 use privopt_protocols::scalar_fl::local_batch;
 use pyo3::prelude::*;
@@ -33,6 +34,19 @@ fn table<T: serde::de::DeserializeOwned>(
 
 /// Features (one row per example) and labels.
 type Rows<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray1<f64>>);
+
+/// The rows `idx` of `data` (checked indices).
+fn rows_of<'py>(py: Python<'py>, data: &Dataset, idx: &[usize]) -> Rows<'py> {
+    let d = data.n_features();
+    let mut x = Vec::with_capacity(idx.len() * d);
+    for &i in idx {
+        x.extend_from_slice(data.row(i));
+    }
+    let y = idx.iter().map(|&i| data.label(i)).collect();
+    let x = numpy::ndarray::Array2::from_shape_vec((idx.len(), d), x)
+        .expect("idx.len() rows of d features");
+    (PyArray2::from_owned_array(py, x), array(py, y))
+}
 
 /// The training and test sets, each client's share of the training set, and the model.
 /// ``data`` and ``model`` are the ``[data]`` and ``[model]`` tables of a privopt config as
@@ -161,16 +175,13 @@ impl PyProblem {
     /// The training examples ``indices``: features (one row each) and labels.
     fn rows<'py>(&self, py: Python<'py>, indices: Exact<'_, u64>) -> PyResult<Rows<'py>> {
         let idx = self.check_indices(&exact_vec(&indices))?;
-        let train = &self.0.train;
-        let d = train.n_features();
-        let mut x = Vec::with_capacity(idx.len() * d);
-        for &i in &idx {
-            x.extend_from_slice(train.row(i));
-        }
-        let y = idx.iter().map(|&i| train.label(i)).collect();
-        let x = numpy::ndarray::Array2::from_shape_vec((idx.len(), d), x)
-            .map_err(|e| errors::parameter(e.to_string()))?;
-        Ok((PyArray2::from_owned_array(py, x), array(py, y)))
+        Ok(rows_of(py, &self.0.train, &idx))
+    }
+
+    /// The test set's features and labels.
+    fn test_rows<'py>(&self, py: Python<'py>) -> Rows<'py> {
+        let test = &self.0.test;
+        rows_of(py, test, &(0..test.len()).collect::<Vec<_>>())
     }
 
     /// The model's initial parameters, drawn from ``seed``.

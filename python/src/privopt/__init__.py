@@ -11,6 +11,7 @@ Submodules:
   (``LogisticRegression`` with ``fit`` / ``predict``).
 - :mod:`privopt.protocols` — the federated methods' roles (scalar-only FL …) driven by bytes.
 - :mod:`privopt.problem` — the data, client partition and model of a config's tables.
+- :mod:`privopt.text` — the WordPiece tokenizer of privopt's MiniLM runs.
 - :mod:`privopt.torch` — the methods on any PyTorch model (optional extra ``[torch]``).
 - :mod:`privopt.errors` — the exceptions.
 """
@@ -32,6 +33,7 @@ __all__ = [
     "dpfhe",
     "protocols",
     "problem",
+    "text",
 ]
 
 
@@ -39,6 +41,6 @@ def __getattr__(name: str) -> ModuleType:  # lazy submodules: `import privopt` s
     import importlib
 
     # `torch` is not in __all__: `from privopt import *` must not import PyTorch.
-    if name in {"ckks", "paillier", "secagg", "dp", "dpfhe", "protocols", "problem", "torch"}:
+    if name in {"ckks", "paillier", "secagg", "dp", "dpfhe", "protocols", "problem", "text", "torch"}:
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

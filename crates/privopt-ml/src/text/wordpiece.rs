@@ -63,17 +63,24 @@ impl WordPiece {
 
     /// `[CLS] tokens… [SEP]`, truncated to `max_len` ids (>= 2) in all.
     pub fn encode(&self, text: &str, max_len: usize) -> Vec<u32> {
+        self.encode_checked(text, max_len).0
+    }
+
+    /// [`Self::encode`], and whether the text was cut to fit `max_len`.
+    pub fn encode_checked(&self, text: &str, max_len: usize) -> (Vec<u32>, bool) {
         let mut out = vec![self.cls];
+        let mut truncated = false;
         'words: for word in basic_tokens(text) {
             for id in self.word_pieces(&word) {
                 if out.len() + 1 >= max_len {
+                    truncated = true;
                     break 'words;
                 }
                 out.push(id);
             }
         }
         out.push(self.sep);
-        out
+        (out, truncated)
     }
 
     fn word_pieces(&self, word: &str) -> Vec<u32> {
@@ -169,6 +176,8 @@ mod tests {
         );
         // Truncation keeps [CLS] … [SEP] within max_len.
         assert_eq!(wp.encode("the the the the", 4), vec![2, 4, 4, 3]);
+        assert_eq!(wp.encode_checked("the the", 4), (vec![2, 4, 4, 3], false));
+        assert!(wp.encode_checked("the the the", 4).1);
         assert!(WordPiece::from_vocab("a\nb\n").is_err());
     }
 }

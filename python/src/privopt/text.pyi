@@ -1,0 +1,19 @@
+from pathlib import Path
+from typing import final
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["WordPiece", "data_dir", "fetched"]
+
+@final
+class WordPiece:
+    def __new__(cls, vocab: str | Path) -> WordPiece: ...
+    def __len__(self) -> int: ...
+    def encode(self, text: str, max_len: int = 512) -> list[int]: ...
+    def encode_batch(
+        self, texts: list[str], max_len: int = 512
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], list[int]]: ...
+
+def data_dir() -> Path: ...
+def fetched(name: str) -> Path: ...

@@ -20,6 +20,7 @@ pub mod dome;
 pub mod dpfhe;
 pub mod eezofl;
 pub mod error;
+pub mod noise;
 pub mod pdsgd;
 pub mod scalar_fl;
 pub mod secagg;

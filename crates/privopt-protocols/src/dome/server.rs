@@ -3,12 +3,12 @@
 //! vectors decompress `ĝ = S·sum/B + m̂`, take the bias-corrected Adam step whose second moment
 //! is debiased by the known noise (Lemma 3.2), and update the sketch (Alg. 2).
 
-use privopt_secagg::Quantizer;
 use rand::Rng;
 
 use super::messages::RoundBroadcast;
 use super::sketch::{Basis, Sketch};
 use crate::error::{ProtocolError, Result, check_param};
+use crate::noise::SharedNoise;
 
 /// The server's fixed settings.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -36,13 +36,17 @@ pub struct ServerSettings {
 }
 
 impl ServerSettings {
+    /// The noise of a round's sum and how it is shared.
+    pub fn noise(&self) -> SharedNoise {
+        SharedNoise {
+            variance: self.noise_total,
+            floor: self.noise_floor,
+        }
+    }
+
     /// The contributor count each participant's noise share is sized for (≥ 1).
     pub fn noise_shares(&self, participants: usize) -> usize {
-        match self.noise_floor {
-            // f ≤ 1, so the product is at most `participants`.
-            Some(f) => ((f * participants as f64).ceil() as usize).clamp(1, participants.max(1)),
-            None => participants.max(1),
-        }
+        self.noise().shares(participants)
     }
 
     /// Checks every setting's range (finite values only).
@@ -53,18 +57,12 @@ impl ServerSettings {
             ("beta2", self.beta2, (0.0..1.0).contains(&self.beta2)),
             ("gamma_prime", self.gamma_prime, self.gamma_prime > 0.0),
             ("clip", self.clip, self.clip > 0.0),
-            ("noise_total", self.noise_total, self.noise_total >= 0.0),
-            (
-                "noise_floor",
-                self.noise_floor.unwrap_or(1.0),
-                self.noise_floor.is_none_or(|f| f > 0.0 && f <= 1.0),
-            ),
         ] {
             check_param(ok && v.is_finite(), || {
                 format!("DOME server setting {name} = {v} is out of range")
             })?;
         }
-        Ok(())
+        self.noise().validate("DOME server settings")
     }
 }
 
@@ -83,8 +81,6 @@ struct DebiasedAdam {
 struct Open {
     round: u64,
     participants: usize,
-    /// Contributors the noise shares were sized for (all participants without a floor).
-    shares: usize,
     a2: f64,
 }
 
@@ -170,12 +166,13 @@ impl DomeServer {
             participants >= 1 && participants <= u32::MAX as usize,
             || format!("{participants} participants"),
         )?;
-        let shares = self.settings.noise_shares(participants);
-        let a2 = self.settings.noise_total / shares as f64;
+        let a2 = self.settings.noise().share_variance(participants);
+        let quantizer_bound = (self.settings.noise())
+            .quantizer(self.settings.clip, participants)?
+            .clip();
         self.open = Some(Open {
             round,
             participants,
-            shares,
             a2,
         });
         Ok(RoundBroadcast {
@@ -183,9 +180,7 @@ impl DomeServer {
             participants: participants as u32,
             noise_std: a2.sqrt(),
             clip: self.settings.clip,
-            // Each coordinate is within C + 10a with probability 1 − 1e-23: the quantizer's
-            // clip never bites in practice.
-            quantizer_bound: self.settings.clip + 10.0 * a2.sqrt(),
+            quantizer_bound,
             m_hat: self.adam.m_hat.clone(),
         })
     }
@@ -194,13 +189,8 @@ impl DomeServer {
     /// close with: `⌈f·B⌉` under a noise floor, else 1. A driver checks it before asking
     /// SecAgg+ to unmask, so a sum with too little noise is never revealed.
     pub fn required_contributors(&self) -> Option<usize> {
-        self.open.map(|o| {
-            if self.settings.noise_floor.is_some() {
-                o.shares
-            } else {
-                1
-            }
-        })
+        self.open
+            .map(|o| self.settings.noise().required_contributors(o.participants))
     }
 
     /// Abandons the open round (its secure sum failed, e.g. too few clients survived):
@@ -237,10 +227,10 @@ impl DomeServer {
                 open.round, open.participants
             )));
         }
-        let quantizer = Quantizer::new(
-            self.settings.clip + 10.0 * open.a2.sqrt(),
-            open.participants,
-        )?;
+        let quantizer = self
+            .settings
+            .noise()
+            .quantizer(self.settings.clip, open.participants)?;
         if sum.len() != self.sketch.dim() {
             return Err(ProtocolError::Parameters(format!(
                 "a sum of {} words for a sketch of dimension {}",

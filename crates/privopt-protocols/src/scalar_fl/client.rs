@@ -83,6 +83,8 @@ pub struct Invitation {
     pub round: u64,
     /// The ticket the reply must carry.
     pub ticket: Ticket,
+    /// How many clients the plan invited (what a private reply's noise share is sized by).
+    pub participants: usize,
 }
 
 impl Participant {
@@ -274,6 +276,7 @@ impl Participant {
             session,
             round,
             ticket,
+            participants: plan.clients.len(),
         })
     }
 

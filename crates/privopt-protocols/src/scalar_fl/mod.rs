@@ -8,6 +8,7 @@
 
 mod client;
 mod messages;
+mod private;
 mod server;
 mod state;
 mod streams;
@@ -30,6 +31,7 @@ pub use client::{Catch, Client, Invitation, Participant, Probe};
 pub use messages::{
     CatchUp, FULL_PARAM_BYTES, Reply, RoundPlan, SCALAR_BYTES, SEED_BYTES, Ticket, Update,
 };
+pub use private::Privacy;
 pub use server::{MAX_CLIENTS, Server};
 pub use state::{
     ModelState, ReplaySpec, RoundRecord, Rule, Scratch, add_scaled_direction, apply_record,

@@ -10,6 +10,7 @@ use rand::{Rng, RngCore};
 use zeroize::Zeroizing;
 
 use super::messages::{CatchUp, Reply, RoundPlan, Ticket, Update};
+use super::private::Privacy;
 use super::state::{ModelState, ReplaySpec, RoundRecord, Scratch};
 use crate::error::{Misbehavior, Peer, ProtocolError, Result, check_param, misbehaved};
 
@@ -39,6 +40,8 @@ pub struct Server {
     /// (a client skips replayed records it already holds, so delivery may repeat).
     sent: Vec<(usize, u64)>,
     staleness_bound: Option<u64>,
+    /// Client-level DP: rounds close only with the secure sum.
+    privacy: Option<Privacy>,
     open: Option<RoundPlan>,
     full_downloads: u64,
     scratch: Scratch,
@@ -81,6 +84,7 @@ impl Server {
             state: initial,
             history: VecDeque::new(),
             staleness_bound,
+            privacy: None,
             open: None,
             full_downloads: 0,
             scratch: Scratch::default(),
@@ -137,6 +141,17 @@ impl Server {
     /// Opens the next round: `per_round` clients sampled uniformly without replacement and
     /// one fresh seed per local step.
     pub fn begin_round(&mut self, per_round: usize, rng: &mut impl Rng) -> Result<RoundPlan> {
+        self.begin_round_among(per_round, None, rng)
+    }
+
+    /// [`Self::begin_round`] sampling only among `eligible` clients (all when `None`), e.g.
+    /// those a privacy budget still admits. The draw over all clients is `begin_round`'s.
+    pub fn begin_round_among(
+        &mut self,
+        per_round: usize,
+        eligible: Option<&[usize]>,
+        rng: &mut impl Rng,
+    ) -> Result<RoundPlan> {
         if self.open.is_some() {
             return Err(ProtocolError::OutOfOrder(format!(
                 "round {} is still open",
@@ -144,12 +159,31 @@ impl Server {
             )));
         }
         let n = self.synced.len();
-        if per_round == 0 || per_round > n {
+        if let Some(pool) = eligible
+            && let Some(bad) = pool.windows(2).find(|w| w[0] >= w[1])
+        {
             return Err(ProtocolError::Parameters(format!(
-                "cannot sample {per_round} of {n} clients per round"
+                "eligible clients must be strictly increasing, got {} then {}",
+                bad[0], bad[1]
             )));
         }
-        let mut clients = sample(rng, n, per_round).into_vec();
+        if let Some(&c) = eligible.and_then(|pool| pool.last())
+            && c >= n
+        {
+            return Err(ProtocolError::Parameters(format!(
+                "eligible client {c} is not below the {n} clients"
+            )));
+        }
+        let pool = eligible.map_or(n, <[usize]>::len);
+        if per_round == 0 || per_round > pool {
+            return Err(ProtocolError::Parameters(format!(
+                "cannot sample {per_round} of {pool} eligible clients per round"
+            )));
+        }
+        let mut clients: Vec<usize> = sample(rng, pool, per_round)
+            .into_iter()
+            .map(|i| eligible.map_or(i, |e| e[i]))
+            .collect();
         clients.sort_unstable();
         let plan = RoundPlan {
             session: self.session,
@@ -320,16 +354,22 @@ impl Server {
     /// Closes the open round with the replies that arrived (clients that dropped out are
     /// simply absent): averages the scalars in client order, advances the global state,
     /// records the round and collects history nobody can need. If any reply fails
-    /// [`Server::check_reply`], the round stays open and nothing changes.
+    /// [`Server::check_reply`], the round stays open and nothing changes. A private server
+    /// ([`Self::set_privacy`]) refuses clear replies: it closes rounds with
+    /// [`Self::finish_round_secure`] only.
     pub fn finish_round(&mut self, replies: &[Reply]) -> Result<RoundRecord> {
+        if self.privacy.is_some() {
+            return Err(ProtocolError::OutOfOrder(
+                "this server runs with privacy: it closes rounds with the secure sum of the \
+                 scalars, never with clear replies"
+                    .into(),
+            ));
+        }
         let mut seen = Vec::with_capacity(replies.len());
         for r in replies {
             self.check_reply(r, &seen)?;
             seen.push(r.client);
         }
-        let Some(plan) = self.open.as_ref() else {
-            return Err(ProtocolError::OutOfOrder("no round is open".into()));
-        };
         let want = self.spec.scalars_per_round();
         let mut order: Vec<&Reply> = replies.iter().collect();
         order.sort_by_key(|r| r.client);
@@ -340,6 +380,65 @@ impl Server {
                 (sum / order.len().max(1) as f64) as f32
             })
             .collect();
+        self.close(scalars, &seen)
+    }
+
+    /// Runs with client-level DP: rounds close only with [`Self::finish_round_secure`].
+    pub fn set_privacy(&mut self, privacy: Privacy) -> Result<()> {
+        privacy.validate()?;
+        self.privacy = Some(privacy);
+        Ok(())
+    }
+
+    /// The privacy settings, if any.
+    pub fn privacy(&self) -> Option<Privacy> {
+        self.privacy
+    }
+
+    /// Closes the open round of a private server with SecAgg+'s `sum` of the quantized, noised
+    /// scalars of `contributors` (the participants whose vectors are in the sum, increasing):
+    /// their mean is the round's scalars. Fewer contributors than the noise floor admits, a
+    /// contributor outside the plan or a sum of the wrong length is refused, and the round
+    /// stays open (the sum is never applied).
+    pub fn finish_round_secure(
+        &mut self,
+        sum: &[u32],
+        contributors: &[usize],
+    ) -> Result<RoundRecord> {
+        let privacy = self.privacy.ok_or_else(|| {
+            ProtocolError::OutOfOrder("a secure sum needs a server with privacy settings".into())
+        })?;
+        let plan = self
+            .open
+            .as_ref()
+            .ok_or_else(|| ProtocolError::OutOfOrder("no round is open".into()))?;
+        if let Some(w) = contributors.windows(2).find(|w| w[0] >= w[1]) {
+            return Err(ProtocolError::Parameters(format!(
+                "contributors must be strictly increasing, got {} then {}",
+                w[0], w[1]
+            )));
+        }
+        if let Some(c) = (contributors.iter()).find(|c| plan.clients.binary_search(c).is_err()) {
+            return Err(ProtocolError::Parameters(format!(
+                "client {c} is in the sum but not in round {}",
+                plan.round
+            )));
+        }
+        let want = self.spec.scalars_per_round();
+        check_param(sum.len() == want, || {
+            format!("a sum of {} words for {want} scalars", sum.len())
+        })?;
+        let mean = privacy.decode_mean(sum, plan.clients.len(), contributors.len())?;
+        let scalars = mean.into_iter().map(|m| m as f32).collect();
+        self.close(scalars, contributors)
+    }
+
+    /// Applies the round's `scalars`, records it; participants not in `seen` fall back to the
+    /// round they held.
+    fn close(&mut self, scalars: Vec<f32>, seen: &[usize]) -> Result<RoundRecord> {
+        let Some(plan) = self.open.as_ref() else {
+            return Err(ProtocolError::OutOfOrder("no round is open".into()));
+        };
         let record = RoundRecord {
             round: plan.round,
             seeds: plan.seeds.clone(),

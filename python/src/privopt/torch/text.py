@@ -274,7 +274,8 @@ class MiniLMClassifier(torch.nn.Module):
         return (x * weights[..., None]).sum(1)
 
     def forward(self, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        return self.head(self.embed(ids, lengths))
+        logits: torch.Tensor = self.head(self.embed(ids, lengths))
+        return logits
 
     def add_lora(
         self,

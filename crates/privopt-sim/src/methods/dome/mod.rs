@@ -590,7 +590,7 @@ pub fn train(
                 let noise_part = server.decompress(&noise_mean);
                 run.noise_mse += noise_part.iter().map(|x| x * x).sum::<f64>();
                 let shares = settings.noise_shares(bp);
-                let a2 = settings.noise_total / shares as f64;
+                let a2 = settings.noise().share_variance(bp);
                 run.noise_mse_theory += dim as f64 * a2 / contributors as f64;
                 // The sum carries `contributors · a²` of noise, the accountant assumed
                 // `noise_total = shares · a²`: each contributor's ρ scales by the inverse.

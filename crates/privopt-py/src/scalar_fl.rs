@@ -11,7 +11,7 @@ use privopt_ml::zo::Difference;
 use privopt_protocols::Message;
 use privopt_protocols::scalar_fl::plan_rng;
 use privopt_protocols::scalar_fl::{
-    Catch, CatchUp, Client, Invitation, ModelState, Participant, Probe, ReplaySpec, Reply,
+    Catch, CatchUp, Client, Invitation, ModelState, Participant, Privacy, Probe, ReplaySpec, Reply,
     RoundPlan, Rule, Scratch, Server, apply_record, defaults, load_preconditioner, perturb,
     step_delta,
 };
@@ -21,7 +21,7 @@ use rand_chacha::ChaCha20Rng;
 
 use crate::errors;
 use crate::model_arrays::{Part, borrow_parts, for_each_chunk, parts, readonly};
-use crate::numpy_io::{Reals, array, to_vec};
+use crate::numpy_io::{Exact, Reals, array, exact_vec, to_vec};
 
 /// What server and clients must agree on to replay a round: learning rate, local steps,
 /// perturbations per step, weight decay (``x ← x − lr·(Δx + weight_decay·x)``), and the rule (``"decomfl"``: ``u ~ N(0, I)``; ``"hiso"``:
@@ -101,6 +101,64 @@ impl PySpec {
     }
 }
 
+/// Client-level DP on the scalar channel: each participant clips its round's scalars to L2
+/// norm ``clip``, adds its share of Gaussian noise and quantizes them for SecAgg+, so the
+/// released sum carries ``N(0, (noise_multiplier·clip)²)`` per scalar. Shares are sized for
+/// ``⌈noise_floor·B⌉`` contributors of a round of ``B``; a round with fewer is never
+/// released. ``noise_multiplier = 0`` clips and sums securely without noise.
+#[pyclass(module = "privopt.protocols.scalar_fl", name = "Privacy", frozen)]
+#[derive(Clone, Copy)]
+pub struct PyPrivacy(Privacy);
+
+#[pymethods]
+impl PyPrivacy {
+    #[new]
+    #[pyo3(signature = (clip, noise_multiplier, noise_floor = 0.5))]
+    fn new(clip: f64, noise_multiplier: f64, noise_floor: f64) -> PyResult<Self> {
+        let p = Privacy {
+            clip,
+            noise_multiplier,
+            noise_floor,
+        };
+        p.validate().map_err(errors::protocol)?;
+        Ok(Self(p))
+    }
+
+    #[getter]
+    fn clip(&self) -> f64 {
+        self.0.clip
+    }
+
+    #[getter]
+    fn noise_multiplier(&self) -> f64 {
+        self.0.noise_multiplier
+    }
+
+    #[getter]
+    fn noise_floor(&self) -> f64 {
+        self.0.noise_floor
+    }
+
+    /// The fewest contributors a round of ``participants`` is released with.
+    fn required_contributors(&self, participants: usize) -> usize {
+        self.0.noise().required_contributors(participants)
+    }
+
+    /// The noise multiplier each contributor's scalars get in a sum of ``contributors`` from a
+    /// round of ``participants`` (at least ``noise_multiplier`` in a released sum): what a
+    /// privacy ledger records.
+    fn effective_multiplier(&self, participants: usize, contributors: usize) -> f64 {
+        self.0.effective_multiplier(participants, contributors)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Privacy(clip={}, noise_multiplier={}, noise_floor={})",
+            self.0.clip, self.0.noise_multiplier, self.0.noise_floor
+        )
+    }
+}
+
 fn initial(x0: &Reals<'_>, spec: &ReplaySpec) -> PyResult<ModelState> {
     let x = to_vec(x0);
     if x.is_empty() || x.iter().any(|v| !v.is_finite()) {
@@ -140,17 +198,21 @@ impl PyServer {
     /// makes participant and direction sampling reproducible: round ``r`` draws the plan a
     /// ``privopt run`` of method ``scalar_fl`` with that seed draws (unseeded: secret).
     #[new]
-    #[pyo3(signature = (spec, x0, clients, staleness_bound = None, seed = None))]
+    #[pyo3(signature = (spec, x0, clients, staleness_bound = None, seed = None, privacy = None))]
     fn new(
         spec: &PySpec,
         x0: Reals<'_>,
         clients: usize,
         staleness_bound: Option<u64>,
         seed: Option<u64>,
+        privacy: Option<PyRef<'_, PyPrivacy>>,
     ) -> PyResult<Self> {
         let state = initial(&x0, &spec.0)?;
-        let server =
+        let mut server =
             Server::new(spec.0, state, clients, staleness_bound).map_err(errors::protocol)?;
+        if let Some(p) = privacy {
+            server.set_privacy(p.0).map_err(errors::protocol)?;
+        }
         Ok(Self {
             server,
             plans: match seed {
@@ -179,19 +241,32 @@ impl PyServer {
         self.server.full_downloads()
     }
 
-    /// Opens a round with ``per_round`` participants: ``(plan bytes, participant ids)``.
+    /// The privacy settings (``None``: scalars travel in the clear).
+    #[getter]
+    fn privacy(&self) -> Option<PyPrivacy> {
+        self.server.privacy().map(PyPrivacy)
+    }
+
+    /// Opens a round with ``per_round`` participants drawn from ``eligible`` (increasing ids;
+    /// every client when ``None``): ``(plan bytes, participant ids)``.
+    #[pyo3(signature = (per_round, eligible = None))]
     fn begin_round<'py>(
         &mut self,
         py: Python<'py>,
         per_round: usize,
+        eligible: Option<Vec<usize>>,
     ) -> PyResult<(Bound<'py, PyBytes>, Vec<usize>)> {
+        let eligible = eligible.as_deref();
         let plan = match &mut self.plans {
             PlanSource::Run(seeds) => {
                 let round = self.server.state().round;
                 self.server
-                    .begin_round(per_round, &mut plan_rng(seeds, round))
+                    .begin_round_among(per_round, eligible, &mut plan_rng(seeds, round))
             }
-            PlanSource::Secret(rng) => self.server.begin_round(per_round, rng.as_mut()),
+            PlanSource::Secret(rng) => {
+                self.server
+                    .begin_round_among(per_round, eligible, rng.as_mut())
+            }
         }
         .map_err(errors::protocol)?;
         self.accepted.clear();
@@ -222,6 +297,32 @@ impl PyServer {
             .check_reply(&reply, &accepted)
             .map_err(errors::protocol)?;
         self.accepted.push(reply);
+        Ok(())
+    }
+
+    /// Closes the open round of a private server with SecAgg+'s ``sum`` (``uint32``) of the
+    /// ``contributors``' private replies (:meth:`Participant.private_reply`) and advances the
+    /// model; returns the contributors. Below the noise floor's contributor count, with a
+    /// contributor outside the round or a sum of the wrong length it raises and the round
+    /// stays open.
+    fn finish_round_secure(
+        &mut self,
+        sum: Exact<'_, u32>,
+        contributors: Vec<usize>,
+    ) -> PyResult<Vec<usize>> {
+        self.server
+            .finish_round_secure(&exact_vec(&sum), &contributors)
+            .map_err(errors::protocol)?;
+        self.accepted.clear();
+        Ok(contributors)
+    }
+
+    /// Closes the open round without moving the model (its secure sum failed or fell below
+    /// the noise floor): the round's seeds are recorded with zero scalars, participants fall
+    /// back to the round they held.
+    fn skip_round(&mut self) -> PyResult<()> {
+        self.server.skip_round().map_err(errors::protocol)?;
+        self.accepted.clear();
         Ok(())
     }
 
@@ -456,6 +557,27 @@ impl PyParticipant {
         })
     }
 
+    /// The accepted invitation and `scalars` in `f32`, checked: the round's count, finite.
+    fn checked(&self, scalars: &[f64]) -> PyResult<(Invitation, Vec<f32>)> {
+        let invitation = self.accepted()?.0;
+        if scalars.len() != self.spec.scalars_per_round() {
+            return Err(errors::parameter(format!(
+                "a reply carries {} scalars, got {}",
+                self.spec.scalars_per_round(),
+                scalars.len()
+            )));
+        }
+        if scalars.iter().any(|g| !g.is_finite()) {
+            return Err(errors::protocol(
+                privopt_protocols::ProtocolError::Diverged {
+                    round: invitation.round,
+                    what: format!("client {}'s directional derivative", self.participant.id()),
+                },
+            ));
+        }
+        Ok((invitation, scalars.iter().map(|&g| g as f32).collect()))
+    }
+
     fn plan(&self, step: usize) -> PyResult<(u64, u64)> {
         let (invitation, seeds) = self.accepted()?;
         let seed = seeds.get(step).ok_or_else(|| {
@@ -654,27 +776,41 @@ impl PyParticipant {
     /// (step-major); a scalar that is not finite raises :class:`~privopt.errors.ProtocolError`
     /// (the client diverged) and nothing is sent.
     fn reply<'py>(&mut self, py: Python<'py>, scalars: Vec<f64>) -> PyResult<Bound<'py, PyBytes>> {
-        let invitation = self.accepted()?.0;
-        if scalars.len() != self.spec.scalars_per_round() {
-            return Err(errors::parameter(format!(
-                "a reply carries {} scalars, got {}",
-                self.spec.scalars_per_round(),
-                scalars.len()
-            )));
-        }
-        if scalars.iter().any(|g| !g.is_finite()) {
-            return Err(errors::protocol(
-                privopt_protocols::ProtocolError::Diverged {
-                    round: invitation.round,
-                    what: format!("client {}'s directional derivative", self.participant.id()),
-                },
-            ));
-        }
-        let reply = self
-            .participant
-            .reply(invitation, scalars.iter().map(|&g| g as f32).collect());
+        let (invitation, scalars) = self.checked(&scalars)?;
+        let reply = self.participant.reply(invitation, scalars);
         self.accepted = None;
         Ok(bytes(py, &reply))
+    }
+
+    /// The private reply to the accepted plan: the scalars clipped, noised with this client's
+    /// share and quantized (``privacy``, which must be the server's), as the ``uint32`` input
+    /// of the round's SecAgg+. The noise comes from the operating system's randomness;
+    /// ``noise_seed`` makes it reproducible, for experiments only (anyone who knows the seed
+    /// can remove it).
+    #[pyo3(signature = (scalars, privacy, *, noise_seed = None))]
+    fn private_reply<'py>(
+        &mut self,
+        py: Python<'py>,
+        scalars: Vec<f64>,
+        privacy: &PyPrivacy,
+        noise_seed: Option<u64>,
+    ) -> PyResult<Bound<'py, PyArray1<u32>>> {
+        let (invitation, scalars) = self.checked(&scalars)?;
+        let words = match noise_seed {
+            Some(seed) => {
+                let mut rng = SeedTree::new(seed).stream(
+                    "scalar_fl/privacy-noise",
+                    &[invitation.round, self.participant.id() as u64],
+                );
+                privacy.0.privatize(&invitation, &scalars, &mut rng)
+            }
+            None => privacy
+                .0
+                .privatize(&invitation, &scalars, &mut secret_rng(None)),
+        }
+        .map_err(errors::protocol)?;
+        self.accepted = None;
+        Ok(PyArray1::from_vec(py, words))
     }
 }
 
@@ -684,6 +820,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyClient>()?;
     m.add_class::<PyCatch>()?;
     m.add_class::<PyParticipant>()?;
+    m.add_class::<PyPrivacy>()?;
     crate::add_defaults(
         m,
         &[

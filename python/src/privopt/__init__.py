@@ -7,6 +7,7 @@ Submodules:
 - :mod:`privopt.paillier` — Paillier with batch operations on numpy arrays.
 - :mod:`privopt.secagg` — SecAgg+ client and server state machines driven by bytes.
 - :mod:`privopt.dp` — the privacy accountant (ε from σ and back).
+- :mod:`privopt.ledger` — a per-client privacy ledger (ε of each client over a run).
 - :mod:`privopt.dpfhe` — DP logistic regression, plaintext or trained on CKKS ciphertexts
   (``LogisticRegression`` with ``fit`` / ``predict``).
 - :mod:`privopt.protocols` — the federated methods' roles (scalar-only FL …) driven by bytes.
@@ -30,6 +31,7 @@ __all__ = [
     "paillier",
     "secagg",
     "dp",
+    "ledger",
     "dpfhe",
     "protocols",
     "problem",
@@ -41,6 +43,17 @@ def __getattr__(name: str) -> ModuleType:  # lazy submodules: `import privopt` s
     import importlib
 
     # `torch` is not in __all__: `from privopt import *` must not import PyTorch.
-    if name in {"ckks", "paillier", "secagg", "dp", "dpfhe", "protocols", "problem", "text", "torch"}:
+    if name in {
+        "ckks",
+        "paillier",
+        "secagg",
+        "dp",
+        "ledger",
+        "dpfhe",
+        "protocols",
+        "problem",
+        "text",
+        "torch",
+    }:
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -24,7 +24,15 @@ round, session or client raises :class:`~privopt.errors.PeerMisbehaved`; bad byt
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
 from ._native import secagg as _native
+from .errors import ParameterError
 
 GraphParameters = _native.GraphParameters
 Graph = _native.Graph
@@ -34,6 +42,82 @@ Client = _native.Client
 Server = _native.Server
 parameters = _native.parameters
 
+
+#: Rounds of at most this many clients use a complete graph (:func:`secure_sum`): the
+#: parameter finder's sparse graphs are sized for large rounds.
+SMALL_ROUND = 32
+
+
+class SecureSum(NamedTuple):
+    """What :func:`secure_sum` returns."""
+
+    #: The sum modulo 2^32 of the contributors' vectors.
+    total: npt.NDArray[np.uint32]
+    #: The clients whose vectors are in the sum, increasing.
+    contributors: list[int]
+    #: Bytes each client sent (all its SecAgg+ messages of the round).
+    sent: dict[int, int]
+    #: Bytes each client received.
+    received: dict[int, int]
+
+
+def secure_sum(
+    inputs: Mapping[int, npt.NDArray[np.uint32]],
+    *,
+    drop: Mapping[int, int] | None = None,
+    dropout_rate: float = 0.1,
+    corrupt_rate: float = 0.1,
+    round: int = 0,
+) -> SecureSum:
+    """One SecAgg+ round in this process among the clients ``inputs`` names (any ids), each
+    with its ``uint32`` vector: the sum modulo 2^32 of the survivors' vectors, the survivors
+    (increasing) and each client's traffic. ``drop`` makes client ``i`` vanish before stage ``drop[i]`` (2:
+    before sharing keys, 3: before masking — its input is not in the sum —, 4: before
+    unmasking). Up to :data:`SMALL_ROUND` clients share one complete graph with a majority
+    threshold (``n//2 + 1``: fewer than half may drop); larger rounds take the Harary graph and
+    threshold of :func:`parameters`. A round below the threshold raises
+    :class:`~privopt.errors.ProtocolError`. For simulations and tests: a deployment runs the
+    same state machines across processes."""
+    ids = sorted(inputs)
+    if len(ids) < 3:
+        raise ParameterError(
+            f"a secure sum needs at least 3 clients (SecAgg+'s threshold must exceed half of "
+            f"each client's neighbours and be at least 2), got {len(ids)}"
+        )
+    lengths = {len(v) for v in inputs.values()}
+    if len(lengths) != 1:
+        raise ParameterError(f"the inputs have different lengths: {sorted(lengths)}")
+    drop = dict(drop or {})
+    if unknown := sorted(set(drop) - set(ids)):
+        raise ParameterError(f"drop names clients that are not in the round: {unknown}")
+    if bad := sorted(stage for stage in drop.values() if stage not in (2, 3, 4)):
+        raise ParameterError(f"a client drops before stage 2, 3 or 4, got {bad}")
+    n, length = len(ids), lengths.pop()
+    if n <= SMALL_ROUND:
+        graph, threshold = Graph.complete(n), (n - 1) // 2 + 1
+    else:
+        params = parameters(n, dropout_rate=dropout_rate, corrupt_rate=corrupt_rate)
+        graph, threshold = Graph.harary(n, params.degree, os.urandom(32)), params.threshold
+    session = os.urandom(16)
+    server = Server(session, round, graph, threshold, length)
+    clients = [Client(session, round, i, graph.neighbours(i), threshold, length) for i in range(n)]
+    sent, received = dict.fromkeys(ids, 0), dict.fromkeys(ids, 0)
+    for i, c in enumerate(clients):
+        sent[ids[i]] += len(c.advertisement)
+        server.receive(c.advertisement)
+    for stage in (2, 3, 4):
+        for i, message in server.close_stage().items():
+            received[ids[i]] += len(message)
+            if drop.get(ids[i], 5) <= stage:
+                continue
+            vector = np.ascontiguousarray(inputs[ids[i]], dtype=np.uint32)
+            reply = clients[i].handle(message, vector)
+            sent[ids[i]] += len(reply)
+            server.receive(reply)
+    total, survivors = server.finish()
+    return SecureSum(total, [ids[i] for i in survivors], sent, received)
+
+
 __all__ = [
     "GraphParameters",
     "Graph",
@@ -42,4 +126,7 @@ __all__ = [
     "Client",
     "Server",
     "parameters",
+    "secure_sum",
+    "SecureSum",
+    "SMALL_ROUND",
 ]

@@ -1,5 +1,5 @@
-from collections.abc import Sequence
-from typing import final
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple, final
 
 import numpy as np
 import numpy.typing as npt
@@ -12,6 +12,9 @@ __all__ = [
     "Client",
     "Server",
     "parameters",
+    "secure_sum",
+    "SecureSum",
+    "SMALL_ROUND",
 ]
 
 @final
@@ -85,4 +88,21 @@ class Server:
     def stage(self) -> str: ...
     def receive(self, message: bytes) -> None: ...
     def close_stage(self) -> dict[int, bytes]: ...
-    def finish(self) -> tuple[npt.NDArray[np.uint32], list[int]]: ...
+    def finish(self) -> SecureSum: ...
+
+SMALL_ROUND: int
+
+class SecureSum(NamedTuple):
+    total: npt.NDArray[np.uint32]
+    contributors: list[int]
+    sent: dict[int, int]
+    received: dict[int, int]
+
+def secure_sum(
+    inputs: Mapping[int, npt.NDArray[np.uint32]],
+    *,
+    drop: Mapping[int, int] | None = None,
+    dropout_rate: float = 0.1,
+    corrupt_rate: float = 0.1,
+    round: int = 0,
+) -> SecureSum: ...

@@ -433,6 +433,14 @@ impl Server {
         self.close(scalars, contributors)
     }
 
+    /// Closes the open round without any contribution (its secure sum failed, or too few
+    /// survived to release it): the model does not move, the round's seeds are recorded with
+    /// zero scalars so every client's replay stays in step, and participants fall back to the
+    /// round they held.
+    pub fn skip_round(&mut self) -> Result<RoundRecord> {
+        self.close(vec![0.0; self.spec.scalars_per_round()], &[])
+    }
+
     /// Applies the round's `scalars`, records it; participants not in `seen` fall back to the
     /// round they held.
     fn close(&mut self, scalars: Vec<f32>, seen: &[usize]) -> Result<RoundRecord> {

@@ -13,6 +13,11 @@ after the start unless a client falls further behind than the staleness bound.
 ...     server.receive(clients[i].local_update(plan, loss_of_client[i]))
 >>> server.finish_round()
 
+With :class:`Privacy` (client-level DP), participants send :meth:`Participant.private_reply`
+(clipped, noised, quantized scalars) into a SecAgg+ round instead of a reply, and the server
+closes the round with the secure sum (:meth:`Server.finish_round_secure`): no one sees an
+individual scalar, and the released sum carries the noise the settings call for.
+
 :class:`Client` holds its model as a numpy vector. :class:`Participant` is the same client
 for a model held elsewhere, e.g. a PyTorch module's tensors (``privopt.torch``): it checks
 the messages and does the arithmetic window by window, in place.
@@ -27,8 +32,9 @@ Server = _native.Server
 Client = _native.Client
 Catch = _native.Catch
 Participant = _native.Participant
+Privacy = _native.Privacy
 # The algorithm's constants (mu, nu, eps, weight_decay), from the Rust crate: the same the
 # simulation and the Flower app use.
 DEFAULTS: dict[str, float] = dict(_native.DEFAULTS)
 
-__all__ = ["DEFAULTS", "Spec", "Server", "Client", "Catch", "Participant"]
+__all__ = ["DEFAULTS", "Spec", "Server", "Client", "Catch", "Participant", "Privacy"]

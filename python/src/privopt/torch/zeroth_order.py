@@ -90,6 +90,9 @@ class ZerothOrderClient(InPlaceModel):
                 self.h[:] = h
         self.participant = scalar_fl.Participant(id, spec, d, round_)
         self._broken: str | None = None
+        #: The scalars of the last local update, for the client's own diagnostics (in a
+        #: private run they never leave it).
+        self.last_scalars: list[float] = []
 
     def state_dict(self) -> dict[str, Any]:
         """What to save beside the module's own ``state_dict()`` to resume this client: the
@@ -171,6 +174,25 @@ class ZerothOrderClient(InPlaceModel):
         module is restored and the exception propagates: the client drops out of the round as
         a killed client would.
         """
+        return self.participant.reply(self._scalars(plan, batches))
+
+    def private_update(
+        self,
+        plan: bytes,
+        batches: Batches,
+        privacy: scalar_fl.Privacy,
+        *,
+        noise_seed: int | None = None,
+    ) -> npt.NDArray[np.uint32]:
+        """:meth:`local_update` for a private run: the round's scalars clipped, noised with
+        this client's share and quantized (:meth:`Participant.private_reply
+        <privopt.protocols.scalar_fl.Participant.private_reply>`), the input of the round's
+        SecAgg+; the scalars themselves never leave. ``noise_seed``: reproducible noise, for
+        experiments only."""
+        scalars = self._scalars(plan, batches)
+        return self.participant.private_reply(scalars, privacy, noise_seed=noise_seed)
+
+    def _scalars(self, plan: bytes, batches: Batches) -> list[float]:
         self._check_usable()
         seeds = self.participant.accept(plan)
         steps, perturbations = self.spec.local_steps, self.spec.perturbations
@@ -199,7 +221,8 @@ class ZerothOrderClient(InPlaceModel):
             else:
                 for k, step_scalars in reversed(taken):
                     self._local_step(k, step_scalars, undo=True)
-        return self.participant.reply(scalars)
+        self.last_scalars = scalars
+        return scalars
 
 
 class ZerothOrderServer:
@@ -217,6 +240,7 @@ class ZerothOrderServer:
         params: Selection | ParameterSet = None,
         staleness_bound: int | None = None,
         seed: int | None = None,
+        privacy: scalar_fl.Privacy | None = None,
     ) -> None:
         self.module = module
         self.params = params if isinstance(params, ParameterSet) else ParameterSet(module, params)
@@ -227,14 +251,21 @@ class ZerothOrderServer:
             clients,
             staleness_bound=staleness_bound,
             seed=seed,
+            privacy=privacy,
         )
 
     @property
     def round(self) -> int:
         return self.server.round
 
-    def begin_round(self, per_round: int) -> tuple[bytes, list[int]]:
-        return self.server.begin_round(per_round)
+    @property
+    def privacy(self) -> scalar_fl.Privacy | None:
+        return self.server.privacy
+
+    def begin_round(
+        self, per_round: int, eligible: Sequence[int] | None = None
+    ) -> tuple[bytes, list[int]]:
+        return self.server.begin_round(per_round, eligible)
 
     def catch_up(self, client: int) -> bytes:
         return self.server.catch_up(client)
@@ -244,6 +275,16 @@ class ZerothOrderServer:
 
     def finish_round(self) -> list[int]:
         return self.server.finish_round()
+
+    def finish_round_secure(
+        self, sum: npt.NDArray[np.uint32], contributors: Sequence[int]
+    ) -> list[int]:
+        """Closes a private round with SecAgg+'s sum of the contributors' private updates."""
+        return self.server.finish_round_secure(sum, contributors)
+
+    def skip_round(self) -> None:
+        """Closes the open round without moving the model (its secure sum failed)."""
+        self.server.skip_round()
 
     def sync(self) -> torch.nn.Module:
         """Writes the global model into the module and returns the module."""

@@ -24,6 +24,7 @@ minilm movie-snippets`` (or ``PRIVOPT_DATA``) and PyTorch.
 from __future__ import annotations
 
 import argparse
+import copy
 import csv
 import json
 import math
@@ -93,7 +94,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def build_model(args: argparse.Namespace, w0: np.ndarray, *, lora_seed: int) -> MiniLMClassifier:
-    """The Rust engine's initial model in PyTorch (and LoRA adapters when asked)."""
+    """The Rust engine's initial model in PyTorch (and LoRA adapters when asked); every party
+    gets a copy."""
     model = MiniLMClassifier.from_pretrained(zero_shot=False)
     ParameterSet(model).load(w0)
     if args.params == "lora":
@@ -146,8 +148,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     elif args.secagg:
         privacy = scalar_fl.Privacy(args.clip, 0.0, args.noise_floor)
     sel = selection(args)
+    initial = build_model(args, w0, lora_seed=args.seed)
     server = ZerothOrderServer(
-        build_model(args, w0, lora_seed=args.seed),
+        copy.deepcopy(initial),
         spec,
         clients=args.clients,
         params=sel,
@@ -156,7 +159,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     )
     clients = [
         ZerothOrderClient(
-            build_model(args, w0, lora_seed=args.seed),
+            copy.deepcopy(initial),
             spec,
             id=i,
             loss_fn=classification_loss,

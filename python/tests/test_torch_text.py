@@ -6,6 +6,7 @@ client at its privacy budget."""
 
 from __future__ import annotations
 
+import copy
 import os
 
 import numpy as np
@@ -112,7 +113,7 @@ def test_a_round_of_scalars_is_the_engines_to_float32_forward_noise(bitfit, mode
 
 
 def test_lora_starts_as_the_model_and_refuses_bad_ranks(model):
-    lora = MiniLMClassifier.from_pretrained()
+    lora = copy.deepcopy(model)
     ids = torch.tensor([[101, 2023, 3185, 2001, 2307, 102]])
     lengths = torch.tensor([6])
     with torch.no_grad():

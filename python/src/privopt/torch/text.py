@@ -75,7 +75,7 @@ class _Layer(torch.nn.Module):
     """One BERT encoder layer. Vectors are registered before matrices: the Rust engine's
     order (so BitFit's vectors are contiguous per layer there too)."""
 
-    def __init__(self, hidden: int, ffn: int, heads: int) -> None:
+    def __init__(self, hidden: int, ffn: int, heads: int, init: bool) -> None:
         super().__init__()
         self.heads = heads
 
@@ -89,7 +89,8 @@ class _Layer(torch.nn.Module):
         self.output_norm_gain, self.output_norm_shift = vec(hidden, 1.0), vec(hidden)
 
         def mat(rows: int, cols: int) -> torch.nn.Parameter:
-            return torch.nn.Parameter(torch.empty(rows, cols).normal_(0.0, 0.02))
+            w = torch.empty(rows, cols)
+            return torch.nn.Parameter(w.normal_(0.0, 0.02) if init else w)
 
         self.query, self.key, self.value = (
             mat(hidden, hidden),
@@ -141,7 +142,8 @@ class _Layer(torch.nn.Module):
 class MiniLMClassifier(torch.nn.Module):
     """A BERT-style encoder (MiniLM-L6-H384 by default), mean pooling over each text's tokens
     and a linear head: ``forward(ids, lengths)`` gives ``(n, classes)`` logits for ``ids``
-    (``int64``, ``(n, L)``, padded past each row's length)."""
+    (``int64``, ``(n, L)``, padded past each row's length). ``init=False`` leaves the
+    matrices and embedding tables uninitialized, for a caller that loads them."""
 
     def __init__(
         self,
@@ -153,6 +155,7 @@ class MiniLMClassifier(torch.nn.Module):
         layers: int = 6,
         heads: int = 12,
         ffn: int = 1536,
+        init: bool = True,
     ) -> None:
         super().__init__()
         if classes < 2:
@@ -160,12 +163,16 @@ class MiniLMClassifier(torch.nn.Module):
         if hidden % heads:
             raise ParameterError(f"hidden ({hidden}) must be a multiple of heads ({heads})")
         self.classes, self.vocab, self.positions = classes, vocab, positions
-        self.word = torch.nn.Parameter(torch.empty(vocab, hidden).normal_(0.0, 0.02))
-        self.position = torch.nn.Parameter(torch.empty(positions, hidden).normal_(0.0, 0.02))
+
+        def table(rows: int) -> torch.nn.Parameter:
+            w = torch.empty(rows, hidden)
+            return torch.nn.Parameter(w.normal_(0.0, 0.02) if init else w)
+
+        self.word, self.position = table(vocab), table(positions)
         self.token_type = torch.nn.Parameter(torch.zeros(2, hidden))
         self.embedding_norm_gain = torch.nn.Parameter(torch.ones(hidden))
         self.embedding_norm_shift = torch.nn.Parameter(torch.zeros(hidden))
-        self.layers = torch.nn.ModuleList(_Layer(hidden, ffn, heads) for _ in range(layers))
+        self.layers = torch.nn.ModuleList(_Layer(hidden, ffn, heads, init) for _ in range(layers))
         # A submodule, so its parameters come after the layers' (direct parameters come
         # first in named_parameters()), where the Rust vector has them.
         self.head = torch.nn.Linear(hidden, classes)
@@ -196,6 +203,7 @@ class MiniLMClassifier(torch.nn.Module):
             layers=config["num_hidden_layers"],
             heads=config["num_attention_heads"],
             ffn=config["intermediate_size"],
+            init=False,  # every tensor is loaded below
         )
         tensors = _read_safetensors(folder / "model.safetensors")
         names = {
@@ -334,7 +342,9 @@ def batch_from_rows(x: npt.ArrayLike, y: npt.ArrayLike) -> TextBatch:
     if rows.ndim != 2:
         raise ParameterError(f"rows must be (n, L), got shape {rows.shape}")
     lengths = np.argmin(np.concatenate([rows, -np.ones((len(rows), 1))], 1) >= 0, axis=1)
-    ids = np.where(np.arange(rows.shape[1])[None] < lengths[:, None], rows, 0).astype(np.int64)
+    longest = int(lengths.max()) if len(rows) else 0  # no column of padding only
+    ids = np.where(np.arange(longest)[None] < lengths[:, None], rows[:, :longest], 0)
+    ids = ids.astype(np.int64)
     return TextBatch(
         torch.from_numpy(ids),
         torch.from_numpy(lengths.astype(np.int64)),
@@ -405,7 +415,8 @@ def accuracy(module: torch.nn.Module, batch: TextBatch, *, chunk: int = 64) -> f
     hits = 0
     with torch.no_grad():
         for s in range(0, len(batch), chunk):
-            logits = module(batch.ids[s : s + chunk], batch.lengths[s : s + chunk])
+            lengths = batch.lengths[s : s + chunk]
+            logits = module(batch.ids[s : s + chunk, : int(lengths.max())], lengths)
             hits += int((logits.argmax(-1) == batch.labels[s : s + chunk]).sum())
     return hits / max(len(batch), 1)
 

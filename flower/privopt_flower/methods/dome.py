@@ -21,13 +21,12 @@ that thins the noise (no ``noise_floor``) can take a client past the budget by t
 
 from __future__ import annotations
 
-import hashlib
 import math
 from typing import Any
 
 import numpy as np
-from privopt import dp, secagg
-from privopt.errors import PrivoptError, ProtocolError
+from privopt import dp
+from privopt.errors import PrivoptError
 from privopt.protocols import dome
 
 from .. import problems
@@ -35,17 +34,14 @@ from ..config import ConfigError, DomeParams, Settings, method_params
 from ..ledger import PrivacyLedger
 from ..node import Node, State
 from ..results import DomeOutcome, Report
-from ..transport import Exchange, Federation, Payload
+from ..transport import Federation, Payload
+from .secure_round import MIN_CLIENTS, PARTS, SumRound, client_part, drop_rounds
 
-# The SecAgg+ client of round t lives in the node's state under f"{STATE}/{t}".
-STATE = "secagg"
 # SecAgg+'s four stages (advertise keys, share keys, masked input, unmask) of consecutive
 # rounds overlap: round t+1's advertisement rides with round t's masked input and its key
 # shares with round t's unmask, so a round costs two messages per client after the first.
 # Each message carries one or two *parts*; its Flower message type is "query.<stage>".
-PARTS: tuple[str, ...] = ("advertise", "share", "mask", "unmask")
 STAGES: tuple[str, ...] = (*PARTS, "mask_advertise", "unmask_share")
-MIN_CLIENTS = 3
 
 
 def stage_name(parts: list[str]) -> str:
@@ -55,6 +51,13 @@ def stage_name(parts: list[str]) -> str:
 
 def _params(s: Settings) -> DomeParams:
     return method_params(s, DomeParams)
+
+
+def _sum_round(s: Settings, t: int, parties: list[int], dim: int, report: Report) -> SumRound:
+    cfg = _params(s)
+    reveal = bool(s.debug.get("reveal-inputs", False))
+    rates = (cfg.dropout_rate, cfg.corrupt_rate)
+    return SumRound("dome", s.seed, t, parties, dim, cfg.graph, rates, report, reveal)
 
 
 def serve(fed: Federation, s: Settings, report: Report) -> DomeOutcome:
@@ -87,8 +90,6 @@ def serve(fed: Federation, s: Settings, report: Report) -> DomeOutcome:
         seed=s.seed,
         noise_floor=floor or None,
     )
-    rates = (cfg.dropout_rate, cfg.corrupt_rate)
-    reveal = bool(s.debug.get("reveal-inputs", False))
     min_sigma = math.inf
     up = down = 0
     completed = aborted = 0
@@ -114,7 +115,7 @@ def serve(fed: Federation, s: Settings, report: Report) -> DomeOutcome:
             return None
         return parties
 
-    def send(parts: dict[str, _SumRound]) -> float:
+    def send(parts: dict[str, SumRound]) -> float:
         """One message to each party of the parts' rounds, carrying its part of each (the
         message's round is the first part's); a round whose sum fails is marked so."""
         nonlocal up, down
@@ -143,7 +144,7 @@ def serve(fed: Federation, s: Settings, report: Report) -> DomeOutcome:
         return ex.seconds
 
     first = participants(1, [])
-    current = _SumRound(s, 1, first, server.dim, rates, report, reveal) if first else None
+    current = _sum_round(s, 1, first, server.dim, report) if first else None
     if current is not None:
         send({"advertise": current})
         send({"share": current})
@@ -162,7 +163,7 @@ def serve(fed: Federation, s: Settings, report: Report) -> DomeOutcome:
             broadcast, chunks = server.open_round(t, maskers)
             current.release = {"broadcast": broadcast, "chunks": chunks, "model": model}
         later = participants(t + 1, current.parties) if t < s.rounds else None
-        following = _SumRound(s, t + 1, later, server.dim, rates, report, reveal) if later else None
+        following = _sum_round(s, t + 1, later, server.dim, report) if later else None
         mask = {"mask": current} if opened else {}
         times = [send({**mask, **({"advertise": following} if following else {})})]
         if current.failure is None:
@@ -240,142 +241,9 @@ def serve(fed: Federation, s: Settings, report: Report) -> DomeOutcome:
     )
 
 
-class _SumRound:
-    """One round's SecAgg+ sum on the server's side, over ``parties`` (SecAgg ids 0..B-1 in
-    party order); a stage's replies may arrive inside another round's message."""
-
-    def __init__(
-        self,
-        s: Settings,
-        t: int,
-        parties: list[int],
-        dim: int,
-        rates: tuple[float, float],
-        report: Report,
-        reveal: bool,
-    ) -> None:
-        self.t, self.parties, self.dim, self.report, self.reveal = t, parties, dim, report, reveal
-        b = len(parties)
-        seed = hashlib.sha256(f"privopt-dome-graph/{s.seed}/{t}".encode()).digest()
-        if _params(s).graph == "complete":
-            # Every pair masks; a majority threshold keeps the server from ever holding both
-            # the self-mask and the masking-key shares of one client (the original SecAgg's
-            # bound).
-            graph, threshold = secagg.Graph.complete(b), (b - 1) // 2 + 1
-        else:  # SecAgg+'s sparse graph, sized for the dropout and corruption rates
-            gp = secagg.parameters(b, dropout_rate=rates[0], corrupt_rate=rates[1])
-            threshold = gp.threshold
-            graph = (
-                secagg.Graph.complete(b)
-                if gp.degree >= b - 1
-                else secagg.Graph.harary(b, gp.degree, seed)
-            )
-        self.graph, self.threshold = graph, threshold
-        self.session = hashlib.sha256(
-            f"privopt-dome-session/{s.seed}/{t}".encode() + seed
-        ).digest()[:16]
-        self.server = secagg.Server(self.session, t, graph, threshold, dim)
-        self.party_of = dict(enumerate(parties))
-        self.sid_of = {p: i for i, p in self.party_of.items()}
-        self.inputs: dict[int, np.ndarray] = {}
-        # DOME's model and sketch for the masked-input stage (set when the round opens).
-        self.release: Payload = {}
-        self.failure: PrivoptError | None = None
-        # A stage's requests, when closed before they are sent (to count their recipients).
-        self._outbox: tuple[str, dict[int, bytes]] | None = None
-        # The parties asked for each stage (a message may carry no part of this round).
-        self._asked: dict[str, set[int]] = {}
-
-    def requests(self, part: str) -> dict[int, Payload]:
-        """Each party's request of stage ``part``."""
-        out = self._requests(part)
-        self._asked[part] = set(out)
-        return out
-
-    def _requests(self, part: str) -> dict[int, Payload]:
-        if part == "advertise":
-            return {
-                p: {
-                    "session": self.session,
-                    "id": i,
-                    "neighbours": self.graph.neighbours(i),
-                    "threshold": self.threshold,
-                    "vector_len": self.dim,
-                }
-                for i, p in self.party_of.items()
-            }
-        extra = self.release if part == "mask" else {}
-        outbox = self.recipients(part)
-        self._outbox = None
-        return {self.party_of[i]: {"msg": m, **extra} for i, m in outbox.items()}
-
-    def receive(self, part: str, ex: Exchange) -> None:
-        """Stage ``part``'s replies from the message ``ex`` (parties of other rounds skipped)."""
-        t, asked = self.t, self._asked.get(part, set())
-        for p, why in sorted(ex.missing.items()):
-            if p in asked:
-                self.report.event(f"round {t}: party {p} dropped at {part} ({why})")
-        for p in sorted(ex.replies):
-            reply = ex.replies[p]
-            if p not in asked:
-                continue
-            try:
-                self.server.receive(reply[f"{part}_msg"])
-            except (PrivoptError, KeyError) as e:
-                self.report.event(f"round {t}: party {p}'s {part} reply refused ({e})")
-            if self.reveal and f"{part}_input" in reply:
-                self.inputs[self.sid_of[p]] = np.frombuffer(reply[f"{part}_input"], dtype="<u4")
-
-    def recipients(self, part: str) -> dict[int, bytes]:
-        """Stage ``part``'s requests by SecAgg id: the previous stage closed (once)."""
-        if self._outbox is None or self._outbox[0] != part:
-            self._outbox = (part, self.server.close_stage())
-        return self._outbox[1]
-
-    def check_unmaskable(self, required: int) -> None:
-        """Refuses to unmask a sum of fewer than ``required`` masked inputs (before any
-        unmask request goes out: each goes to a client whose masked input arrived)."""
-        masked = len(self.recipients("unmask"))
-        if masked < required:
-            raise ProtocolError(
-                f"{masked} masked inputs, below the {required} the noise floor needs"
-            )
-
-    def finish(self) -> tuple[np.ndarray, list[int]]:
-        total, contributors = self.server.finish()
-        if self.reveal:  # test-only: the clients also sent their inputs in the clear
-            want = np.zeros(self.dim, dtype=np.uint64)
-            for c in contributors:
-                want += self.inputs[c]
-            if not np.array_equal(total, (want % 2**32).astype(np.uint32)):
-                raise AssertionError(
-                    f"round {self.t}: SecAgg+ sum differs from the survivors' inputs"
-                )
-            self.report.event(
-                f"round {self.t}: SecAgg+ sum equals the sum of {len(contributors)} inputs"
-            )
-        return total, [self.party_of[c] for c in contributors]
-
-
 def hello(state: State, node: Node, s: Settings) -> Payload:
-    _drop_rounds(state, keep=())  # a SecAgg+ client never outlives its round
+    drop_rounds(state)  # a SecAgg+ client never outlives its round
     return {}
-
-
-LIVE = f"{STATE}/live"  # the rounds whose SecAgg+ clients the state holds
-
-
-def _live(state: State) -> list[int]:
-    raw = state.get(LIVE)
-    return [int(x) for x in raw.decode().split(",") if x] if raw else []
-
-
-def _drop_rounds(state: State, keep: tuple[int, ...]) -> None:
-    """Forgets every round's SecAgg+ client but ``keep``'s."""
-    for t in _live(state):
-        if t not in keep:
-            state.drop(f"{STATE}/{t}")
-    state.put(LIVE, ",".join(str(t) for t in keep).encode())
 
 
 def handle(stage: str, req: Payload, state: State, node: Node, s: Settings) -> Payload:
@@ -392,36 +260,13 @@ def handle(stage: str, req: Payload, state: State, node: Node, s: Settings) -> P
 
 
 def _part(part: str, t: int, req: Payload, state: State, node: Node, s: Settings) -> Payload:
-    key = f"{STATE}/{t}"
-    if part == "advertise":
-        client = secagg.Client(
-            req["session"],
-            t,
-            int(req["id"]),
-            list(req["neighbours"]),
-            int(req["threshold"]),
-            int(req["vector_len"]),
-        )
-        # At most the previous round (still unmasking) and this one are open.
-        _drop_rounds(state, keep=tuple(r for r in _live(state) if r == t - 1) + (t,))
-        state.put(key, client.snapshot())
-        return {"msg": client.advertisement}
-    client = secagg.Client.restore(state.require(key, part, f"round {t}'s SecAgg+ client"))
-    reply: Payload = {}
-    if part == "share":
-        reply["msg"] = client.share_keys(req["msg"])
-    elif part == "mask":
+    def release(req: Payload) -> tuple[np.ndarray, Payload]:
         p = problems.problem(s)
         w = np.frombuffer(req["model"], dtype="<f8")
         batch = problems.batch(p, s, node.party, t, 0, _params(s).batch_size)
         loss, grad = p.loss_grad(w, batch)
         q = dome.release(req["broadcast"], list(req["chunks"]), grad)
-        reply.update(msg=client.mask_input(req["msg"], q), train_loss=loss)
-        if s.debug.get("reveal-inputs", False):
-            reply["input"] = np.ascontiguousarray(q, dtype="<u4").tobytes()
-    else:  # unmask
-        reply["msg"] = client.unmask(req["msg"])
-        _drop_rounds(state, keep=tuple(r for r in _live(state) if r != t))
-        return reply
-    state.put(key, client.snapshot())
-    return reply
+        return q, {"train_loss": loss}
+
+    reveal = bool(s.debug.get("reveal-inputs", False))
+    return client_part(part, t, req, state, release, reveal)

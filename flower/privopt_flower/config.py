@@ -113,6 +113,14 @@ class ScalarFlParams:
     nu: float
     eps: float
     weight_decay: float
+    # Client-level DP on the scalars (privopt.protocols.scalar_fl.Privacy): 0 = none.
+    epsilon: float
+    delta: float
+    clip: float
+    noise_floor: float
+    participations: int
+    # Sum the scalars with SecAgg+ (always, with epsilon > 0).
+    secagg: bool
 
 
 @dataclass(frozen=True)

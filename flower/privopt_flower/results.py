@@ -30,6 +30,13 @@ class Outcome:
 class ScalarFlOutcome(Outcome):
     full_downloads: int  # clients too stale to replay, sent the whole model
     model_sha: str  # a digest of the final model (equal runs, equal digests)
+    # With scalar_fl.epsilon > 0: the noise multiplier, every client's ε after the run (from
+    # the rounds it contributed to), the rounds skipped (their secure sum failed) and who
+    # reached its budget.
+    sigma: float = 0.0
+    epsilon_per_client: list[float] | None = None
+    skipped_rounds: int = 0
+    clients_at_budget: list[int] | None = None
 
 
 @dataclass(frozen=True)

@@ -464,3 +464,48 @@ def test_a_message_whose_type_is_not_its_stage_is_refused(scalar_config):
     assert not hello.has_error() and hello.content[RECORD]["party"] == 0
     wrong = ask(message_type("hello"), "round")
     assert wrong.has_error() and "query.hello message carries stage 'round'" in wrong.error.reason
+
+
+def test_scalar_fl_through_secagg_without_noise_is_the_clear_run(scalar_config):
+    # The scalars are clipped (far above their size here), quantized and summed by SecAgg+;
+    # the sum is checked against the revealed inputs each round (debug.reveal-inputs).
+    cfg = {**scalar_config, "rounds": 6}
+    clear = inprocess.run(cfg)
+    secure = inprocess.run(
+        {**cfg, "scalar_fl.secagg": True, "scalar_fl.clip": 1e3, "debug.reveal-inputs": True}
+    )
+    assert sum("SecAgg+ sum equals" in e for e in secure["events"]) == 6
+    assert secure["test_loss"] == pytest.approx(clear["test_loss"], rel=1e-5)
+    assert secure["skipped_rounds"] == 0 and secure["epsilon_per_client"] is None
+
+
+def test_scalar_fl_with_dp_spends_at_most_its_budget_and_survives_a_dropout(
+    scalar_config, tmp_path
+):
+    cfg = {
+        **scalar_config,
+        "rounds": 6,
+        "scalar_fl.epsilon": 8.0,
+        "scalar_fl.clip": 1.0,
+        "scalar_fl.noise_floor": 0.8,
+        "out-dir": str(tmp_path),
+    }
+    # Shares sized for 4 of 5: party 1 killed before masking in round 2 leaves full noise.
+    out = inprocess.run(cfg, kill={(2, "mask"): {1}})
+    assert out["sigma"] > 1 and out["skipped_rounds"] == 0
+    eps = out["epsilon_per_client"]
+    assert max(eps) <= 8.0 * (1 + 1e-9) and eps[1] < max(eps)  # party 1 left after round 2
+    assert (tmp_path / "privacy.csv").is_file()
+    # Sized for all five, the same dropout skips the round: nothing released, model unmoved;
+    # later rounds sample the four connected clients.
+    strict = inprocess.run({**cfg, "scalar_fl.noise_floor": 1.0}, kill={(2, "mask"): {1}})
+    assert strict["skipped_rounds"] == 1
+    assert any(e.startswith("round 3: no sum released") for e in strict["events"])
+    assert "noise floor" in " ".join(strict["events"])
+    for edit, message in [
+        ({"scalar_fl.per_round": 2}, "per_round >= 3"),
+        ({"scalar_fl.noise_floor": 0.0}, "noise floor"),
+        ({"scalar_fl.delta": 1.0}, "0 < delta < 1"),
+    ]:
+        with pytest.raises(config.ConfigError, match=message):
+            inprocess.run({**cfg, **edit})

@@ -416,6 +416,67 @@ impl PyClient {
         loss: Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let plan = RoundPlan::from_bytes(plan).map_err(errors::decode)?;
+        let reply = self.run_local_update(&plan, loss)?;
+        Ok(bytes(py, &reply))
+    }
+
+    /// :meth:`local_update` for a private run: the round's scalars clipped, noised with this
+    /// client's share and quantized (``privacy``, which must be the server's), as the
+    /// ``uint32`` input of the round's SecAgg+ (see :meth:`Participant.private_reply`).
+    #[pyo3(signature = (plan, loss, privacy, *, noise_seed = None))]
+    fn private_update<'py>(
+        &mut self,
+        py: Python<'py>,
+        plan: &[u8],
+        loss: Bound<'py, PyAny>,
+        privacy: &PyPrivacy,
+        noise_seed: Option<u64>,
+    ) -> PyResult<Bound<'py, PyArray1<u32>>> {
+        let plan = RoundPlan::from_bytes(plan).map_err(errors::decode)?;
+        let reply = self.run_local_update(&plan, loss)?;
+        let invitation = Invitation {
+            session: reply.session,
+            round: reply.round,
+            ticket: reply.ticket,
+            participants: plan.clients.len(),
+        };
+        let words = privatize(
+            &privacy.0,
+            &invitation,
+            self.client.id(),
+            &reply.scalars,
+            noise_seed,
+        )?;
+        Ok(PyArray1::from_vec(py, words))
+    }
+}
+
+/// `privacy`'s SecAgg+ input for `client`'s `scalars` of `invitation`'s round: noise from the
+/// operating system, or from `noise_seed` (experiments only).
+fn privatize(
+    privacy: &Privacy,
+    invitation: &Invitation,
+    client: usize,
+    scalars: &[f32],
+    noise_seed: Option<u64>,
+) -> PyResult<Vec<u32>> {
+    match noise_seed {
+        Some(seed) => {
+            let mut rng = SeedTree::new(seed).stream(
+                "scalar_fl/privacy-noise",
+                &[invitation.round, client as u64],
+            );
+            privacy.privatize(invitation, scalars, &mut rng)
+        }
+        None => privacy.privatize(invitation, scalars, &mut secret_rng(None)),
+    }
+    .map_err(errors::protocol)
+}
+
+impl PyClient {
+    /// The plan's local steps with the Python ``loss``: the reply (an exception in ``loss``
+    /// propagates unchanged and leaves the client as it was).
+    fn run_local_update(&mut self, plan: &RoundPlan, loss: Bound<'_, PyAny>) -> PyResult<Reply> {
         let loss = loss.unbind();
         let failure: Mutex<Option<PyErr>> = Mutex::new(None);
         let call = |step: usize, x: &[f64]| -> f64 {
@@ -436,12 +497,11 @@ impl PyClient {
         };
         let result = self
             .client
-            .local_update(&plan, &self.spec, self.probe, &call);
+            .local_update(plan, &self.spec, self.probe, &call);
         if let Some(e) = failure.into_inner().ok().flatten() {
             return Err(e);
         }
-        let reply = result.map_err(errors::protocol)?;
-        Ok(bytes(py, &reply))
+        result.map_err(errors::protocol)
     }
 }
 
@@ -796,19 +856,13 @@ impl PyParticipant {
         noise_seed: Option<u64>,
     ) -> PyResult<Bound<'py, PyArray1<u32>>> {
         let (invitation, scalars) = self.checked(&scalars)?;
-        let words = match noise_seed {
-            Some(seed) => {
-                let mut rng = SeedTree::new(seed).stream(
-                    "scalar_fl/privacy-noise",
-                    &[invitation.round, self.participant.id() as u64],
-                );
-                privacy.0.privatize(&invitation, &scalars, &mut rng)
-            }
-            None => privacy
-                .0
-                .privatize(&invitation, &scalars, &mut secret_rng(None)),
-        }
-        .map_err(errors::protocol)?;
+        let words = privatize(
+            &privacy.0,
+            &invitation,
+            self.participant.id(),
+            &scalars,
+            noise_seed,
+        )?;
         self.accepted = None;
         Ok(PyArray1::from_vec(py, words))
     }

@@ -96,6 +96,14 @@ class Client:
     def local_update(
         self, plan: bytes, loss: Callable[[int, npt.NDArray[np.float64]], float]
     ) -> bytes: ...
+    def private_update(
+        self,
+        plan: bytes,
+        loss: Callable[[int, npt.NDArray[np.float64]], float],
+        privacy: Privacy,
+        *,
+        noise_seed: int | None = None,
+    ) -> npt.NDArray[np.uint32]: ...
 
 @final
 class Catch:

@@ -110,6 +110,31 @@ def test_eezofl_threshold_deployment_finishes_rounds_with_devices_killed_mid_rou
 
 
 @full_only
+def test_private_scalar_fl_deployment_finishes_with_a_supernode_killed_mid_round(
+    tmp_path, scalar_config
+):
+    # 5 SuperNodes (TLS and SuperNode authentication, the launcher's default), DP on the
+    # scalars summed by SecAgg+; party 3 is killed (kill -9) in round 2 after its key shares,
+    # before its masked input: shares sized for 4 of 5 keep the released sum's noise.
+    cfg = {
+        **scalar_config,
+        "rounds": 3,
+        "scalar_fl.epsilon": 8.0,
+        "scalar_fl.clip": 1.0,
+        "scalar_fl.noise_floor": 0.8,
+        "debug.kill": "3:1:mask",
+        "out-dir": str(tmp_path / "out"),
+    }
+    with Localhost(tmp_path, 5) as fed:
+        got = fed.run(APP, cfg)
+    assert any(e.startswith("round 2: party 3 dropped at mask") for e in got["events"])
+    assert got["skipped_rounds"] == 0
+    eps = got["epsilon_per_client"]
+    assert max(eps) <= 8.0 and eps[3] < max(eps)
+    assert (tmp_path / "out" / "privacy.csv").is_file()
+
+
+@full_only
 def test_pdsgd_deployment_relays_only_ciphertexts_and_survives_a_killed_agent(
     tmp_path, pdsgd_config
 ):

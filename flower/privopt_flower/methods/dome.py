@@ -35,7 +35,14 @@ from ..ledger import PrivacyLedger
 from ..node import Node, State
 from ..results import DomeOutcome, Report
 from ..transport import Federation, Payload
-from .secure_round import MIN_CLIENTS, PARTS, SumRound, client_part, drop_rounds
+from .secure_round import (
+    MIN_CLIENTS,
+    PARTS,
+    SumRound,
+    client_part,
+    close_ledger,
+    drop_rounds,
+)
 
 # SecAgg+'s four stages (advertise keys, share keys, masked input, unmask) of consecutive
 # rounds overlap: round t+1's advertisement rides with round t's masked input and its key
@@ -217,14 +224,7 @@ def serve(fed: Federation, s: Settings, report: Report) -> DomeOutcome:
         report.round(**row)
         current = following
     loss, acc = p.evaluate(server.model)
-    per_client: list[float] | None = None
-    at_budget: list[int] | None = None
-    if ledger is not None:
-        print(f"[privopt] {ledger.summary()}", flush=True)
-        if s.out_dir:
-            ledger.write(s.out_dir)
-        per_client = [ledger.epsilon(c) for c in range(s.clients)]
-        at_budget = sorted(ledger.exhausted)
+    per_client, at_budget = close_ledger(ledger, s)
     return DomeOutcome(
         test_loss=loss,
         accuracy=acc,

@@ -30,7 +30,14 @@ from ..config import ConfigError, ScalarFlParams, Settings, method_params
 from ..node import Node, State
 from ..results import Report, ScalarFlOutcome
 from ..transport import Federation, Payload
-from .secure_round import MIN_CLIENTS, PARTS, SumRound, client_part, drop_rounds
+from .secure_round import (
+    MIN_CLIENTS,
+    PARTS,
+    SumRound,
+    client_part,
+    close_ledger,
+    drop_rounds,
+)
 
 STATE = "scalar_fl"
 # The client's private scalars of the round it trained, until its masked-input stage.
@@ -171,12 +178,7 @@ def serve(fed: Federation, s: Settings, report: Report) -> ScalarFlOutcome:
             row.update(test_loss=loss, accuracy=acc)
         report.round(**row)
     loss, acc = p.evaluate(server.x)
-    per_client: list[float] | None = None
-    if ledger is not None:
-        print(f"[privopt] {ledger.summary()}", flush=True)
-        if s.out_dir:
-            ledger.write(s.out_dir)
-        per_client = [ledger.epsilon(c) for c in range(s.clients)]
+    per_client, at_budget = close_ledger(ledger, s)
     return ScalarFlOutcome(
         test_loss=loss,
         accuracy=acc,
@@ -187,7 +189,7 @@ def serve(fed: Federation, s: Settings, report: Report) -> ScalarFlOutcome:
         sigma=sigma,
         epsilon_per_client=per_client,
         skipped_rounds=skipped,
-        clients_at_budget=sorted(ledger.exhausted) if ledger is not None else None,
+        clients_at_budget=at_budget,
     )
 
 

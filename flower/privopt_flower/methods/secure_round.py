@@ -17,7 +17,9 @@ from typing import Literal
 import numpy as np
 from privopt import secagg
 from privopt.errors import PrivoptError, ProtocolError
+from privopt.ledger import PrivacyLedger
 
+from ..config import Settings
 from ..node import State
 from ..results import Report
 from ..transport import Exchange, Payload
@@ -209,3 +211,16 @@ def client_part(
         return reply
     state.put(key, client.snapshot())
     return reply
+
+
+def close_ledger(
+    ledger: PrivacyLedger | None, s: Settings
+) -> tuple[list[float] | None, list[int] | None]:
+    """At the end of a run: the ledger's line, its files in the out-dir, and every client's ε
+    and the clients at budget (``None`` without a ledger)."""
+    if ledger is None:
+        return None, None
+    print(f"[privopt] {ledger.summary()}", flush=True)
+    if s.out_dir:
+        ledger.write(s.out_dir)
+    return [ledger.epsilon(c) for c in range(s.clients)], sorted(ledger.exhausted)

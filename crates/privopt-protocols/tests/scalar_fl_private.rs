@@ -158,6 +158,13 @@ fn a_client_counts_for_at_most_the_clip_and_dropouts_below_the_floor_release_not
         private.begin_round(2, &mut SeedTree::new(1).stream("p", &[])),
         Err(ProtocolError::OutOfOrder(_))
     ));
+    // Skipping closes it: the model stays, the round is recorded with zero scalars (so every
+    // replay stays in step) and its participants fall back to the round they held.
+    let record = private.skip_round().unwrap();
+    assert!(record.scalars.iter().all(|&s| s == 0.0));
+    assert_eq!(private.state().x, x);
+    assert_eq!(private.state().round, 1);
+    assert!(private.synced_rounds().iter().all(|&r| r == 0));
 }
 
 fn norm(v: &[f32]) -> f64 {

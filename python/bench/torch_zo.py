@@ -5,11 +5,16 @@
 - memory: the peak resident memory of a process that trains a model by zeroth-order rounds
   (catch-up by replay included) against one that only runs the model's inference, for the CNN
   and for a 10^8-parameter MLP with random weights. Each side runs in its own process, so
-  both peaks include the same interpreter and torch; the server runs in this process.
+  both peaks include the same interpreter and torch; the server runs in this process;
+- a language model of OPT-125M's size (``--encoder``): privopt.torch.text's encoder at
+  OPT-125M's shape (vocabulary 50 272, width 768, 12 layers, 12 heads, 3 072 hidden; random
+  weights: the machine cannot download pretrained ones), 124.1M parameters, a batch of 16
+  texts of 64 tokens: the same speed and memory comparisons.
 
     pip install "./python[torch]"
     python python/bench/torch_zo.py                 # about 2 minutes on 2 cores
     python python/bench/torch_zo.py --skip-large    # the CNN only
+    python python/bench/torch_zo.py --encoder --skip-large --repeats 5   # the 125M model
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from compare_peers import median_seconds  # this folder's timing helper
 
 from privopt.protocols import scalar_fl
 from privopt.torch import ParameterSet, ZerothOrderClient
+from privopt.torch.text import MiniLMClassifier, TextBatch, classification_loss
 
 BATCH = 64
 
@@ -55,16 +61,34 @@ def mlp_1e8() -> torch.nn.Module:
     )
 
 
-MODELS = {"cnn": (cnn, (BATCH, 1, 28, 28)), "mlp_1e8": (mlp_1e8, (8, 10_000))}
+def encoder_125m() -> torch.nn.Module:
+    """privopt.torch.text's encoder at OPT-125M's shape, random weights (124.1M parameters)."""
+    torch.manual_seed(0)
+    return MiniLMClassifier(
+        classes=2, vocab=50_272, positions=512, hidden=768, layers=12, heads=12, ffn=3072
+    ).eval()
 
 
-def batch_for(shape: tuple[int, ...]) -> tuple[torch.Tensor, torch.Tensor]:
+MODELS = {
+    "cnn": (cnn, (BATCH, 1, 28, 28)),
+    "mlp_1e8": (mlp_1e8, (8, 10_000)),
+    "encoder_125m": (encoder_125m, (16, 64)),
+}
+
+
+def batch_for(shape: tuple[int, ...]) -> Any:
     g = torch.Generator().manual_seed(1)
+    if len(shape) == 2 and shape[1] == 64:  # token ids for the encoder
+        ids = torch.randint(0, 50_272, shape, generator=g)
+        labels = torch.randint(0, 2, (shape[0],), generator=g)
+        return TextBatch(ids, torch.full((shape[0],), shape[1]), labels)
     x = torch.randn(*shape, generator=g)
     return x, torch.randint(0, 10, (shape[0],), generator=g)
 
 
 def loss_fn(module: torch.nn.Module, batch: Any) -> torch.Tensor:
+    if isinstance(batch, TextBatch):
+        return classification_loss(module, batch)
     x, y = batch
     out = module(x)
     return torch.nn.functional.cross_entropy(out[:, :10], y)
@@ -74,9 +98,10 @@ def spec() -> scalar_fl.Spec:
     return scalar_fl.Spec(lr=1e-4, local_steps=1, perturbations=1)
 
 
-def speed(repeats: int) -> None:
-    module = cnn()
-    batch = batch_for(MODELS["cnn"][1])
+def speed(repeats: int, name: str = "cnn") -> None:
+    make, shape = MODELS[name]
+    module = make()
+    batch = batch_for(shape)
     d = len(ParameterSet(module))
 
     def two_forward() -> None:
@@ -98,7 +123,7 @@ def speed(repeats: int) -> None:
         plain.append(median_seconds(two_forward, repeats))
         ours.append(median_seconds(zo_step, repeats))
     p, o = min(plain), min(ours)
-    print(f"speed: CNN of {d} parameters, batch {BATCH}, {torch.get_num_threads()} threads")
+    print(f"speed: {name} of {d} parameters, batch {shape[0]}, {torch.get_num_threads()} threads")
     print(f"  two forward passes, plain PyTorch   {p * 1e3:8.2f} ms")
     print(f"  one DeComFL step via privopt.torch   {o * 1e3:8.2f} ms   ratio {o / p:.3f}")
 
@@ -172,6 +197,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--skip-large", action="store_true", help="no 10^8-parameter model")
+    ap.add_argument("--encoder", action="store_true", help="the 125M-parameter encoder too")
     ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -181,6 +207,9 @@ def main() -> None:
     memory("cnn")
     if not args.skip_large:
         memory("mlp_1e8")
+    if args.encoder:
+        speed(args.repeats, "encoder_125m")
+        memory("encoder_125m")
 
 
 if __name__ == "__main__":

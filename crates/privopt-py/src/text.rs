@@ -9,8 +9,10 @@ use pyo3::prelude::*;
 
 use crate::errors;
 
-/// Most ids a BERT-style encoder reads (its position table's length).
+/// Most ids a BERT-style encoder reads (its position table's length); the signatures below
+/// spell it as a literal so Python sees the default.
 const MAX_LEN: usize = 512;
+const _: () = assert!(MAX_LEN == 512);
 
 /// Token ids padded with 0, each row's length, and the rows that were cut to fit.
 type Batch<'py> = (
@@ -47,7 +49,7 @@ impl PyWordPiece {
     }
 
     /// ``[CLS] tokens… [SEP]`` of ``text``, at most ``max_len`` ids.
-    #[pyo3(signature = (text, max_len = MAX_LEN))]
+    #[pyo3(signature = (text, max_len = 512))]
     fn encode(&self, text: &str, max_len: usize) -> PyResult<Vec<u32>> {
         check_len(max_len)?;
         Ok(self.0.encode(text, max_len))
@@ -55,7 +57,7 @@ impl PyWordPiece {
 
     /// Every text's ids in one ``(n, longest)`` ``int64`` array padded with 0, the lengths,
     /// and the indices of the texts cut to ``max_len``.
-    #[pyo3(signature = (texts, max_len = MAX_LEN))]
+    #[pyo3(signature = (texts, max_len = 512))]
     fn encode_batch<'py>(
         &self,
         py: Python<'py>,

@@ -4,6 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+#[path = "../../privopt-experiments/tests/common/golden.rs"]
+mod golden;
+
 fn privopt(args: &[&str], data_dir: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_privopt"))
         .args(args)
@@ -28,6 +31,44 @@ fn assert_clean_failure(o: &Output, must_contain: &[&str]) {
     for s in must_contain {
         assert!(err.contains(s), "missing `{s}` in: {err}");
     }
+}
+
+/// The quickstart's runs, as labelled in the recorded numbers.
+const QUICKSTART: [&str; 8] = [
+    "dome",
+    "dpfhe",
+    "eezofl",
+    "eezofl-digital",
+    "hiso",
+    "pdsgd",
+    "sgd",
+    "zo_sgd",
+];
+
+/// The comparable numbers of a results folder: `summary.json`'s numbers (JSON has no NaN: a
+/// `null` is one) and `metrics.csv`'s columns.
+fn written_numbers(dir: &Path) -> std::collections::BTreeMap<String, f64> {
+    let summary: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let summary = summary.into_iter().filter_map(|(k, v)| match v {
+        serde_json::Value::Null => Some((k, f64::NAN)),
+        v => v.as_f64().map(|x| (k, x)),
+    });
+    let csv = std::fs::read_to_string(dir.join("metrics.csv")).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<String> = lines
+        .next()
+        .unwrap()
+        .split(',')
+        .map(str::to_owned)
+        .collect();
+    let mut columns = vec![Vec::new(); header.len()];
+    for line in lines.filter(|l| !l.is_empty()) {
+        for (col, cell) in columns.iter_mut().zip(line.split(',')) {
+            col.push(cell.parse::<f64>().unwrap());
+        }
+    }
+    golden::numbers(summary, header.into_iter().zip(columns))
 }
 
 #[test]
@@ -66,6 +107,14 @@ fn quickstart_prints_a_line_per_method_and_writes_results() {
             assert!(out.join(name).join(f).is_file(), "{name}/{f}");
         }
     }
+    // The recorded numbers (privopt-experiments/tests/golden/summaries.tsv): the files the
+    // command wrote are what the shipped configs gave when recorded (this test, not
+    // same_numbers, holds the quickstart labels; PRIVOPT_BLESS=1 rewrites them).
+    let runs = QUICKSTART
+        .iter()
+        .map(|name| (name.to_string(), written_numbers(&out.join(name))))
+        .collect();
+    golden::check_or_bless(runs);
     // Aligned columns: the mechanism column starts at the same character in every line.
     let header = lines[0];
     let column = header.find("privacy").unwrap();

@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
+pub mod golden;
+
 use privopt_experiments::config::ExperimentConfig;
 use privopt_experiments::runner::{RunOptions, RunOutcome, run};
 use privopt_sim::context::NoProgress;

@@ -241,6 +241,11 @@ fn a_private_server_takes_only_a_checked_secure_sum() {
         err.to_string().contains("never with clear replies"),
         "{err}"
     );
+    let err = private.check_reply(&replies[0], &[]).unwrap_err();
+    assert!(
+        err.to_string().contains("clear scalars to a private run"),
+        "{err}"
+    );
     let sum = secure_sum(&words);
     assert!(private.finish_round_secure(&sum[1..], &who).is_err());
     let outsider = (0..CLIENTS).find(|c| !who.contains(c)).unwrap();

@@ -277,9 +277,16 @@ impl Server {
     /// Checks one reply against the open round: refused if it is for another session or
     /// round, from a non-participant, without the ticket of the client it names, already
     /// among `accepted` (the clients whose replies were taken), of the wrong length, not
-    /// finite, or beyond the scalar bound. A driver that receives replies one at a time calls
-    /// this on each before keeping it.
+    /// finite, or beyond the scalar bound; a private server refuses every clear reply. A
+    /// driver that receives replies one at a time calls this on each before keeping it.
     pub fn check_reply(&self, reply: &Reply, accepted: &[usize]) -> Result<()> {
+        if self.privacy.is_some() {
+            return Err(misbehaved(
+                Peer::Party(reply.client as u64),
+                Misbehavior::Malformed,
+                "sent clear scalars to a private run (its scalars go into SecAgg+ only)",
+            ));
+        }
         let plan = self
             .open
             .as_ref()

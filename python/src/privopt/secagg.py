@@ -71,13 +71,14 @@ def secure_sum(
 ) -> SecureSum:
     """One SecAgg+ round in this process among the clients ``inputs`` names (any ids), each
     with its ``uint32`` vector: the sum modulo 2^32 of the survivors' vectors, the survivors
-    (increasing) and each client's traffic. ``drop`` makes client ``i`` vanish before stage ``drop[i]`` (2:
-    before sharing keys, 3: before masking — its input is not in the sum —, 4: before
-    unmasking). Up to :data:`SMALL_ROUND` clients share one complete graph with a majority
-    threshold (``n//2 + 1``: fewer than half may drop); larger rounds take the Harary graph and
-    threshold of :func:`parameters`. A round below the threshold raises
-    :class:`~privopt.errors.ProtocolError`. For simulations and tests: a deployment runs the
-    same state machines across processes."""
+    (increasing) and each client's traffic. ``drop`` makes client ``i`` vanish before stage
+    ``drop[i]`` (2: before sharing keys, 3: before masking — its input is not in the sum —,
+    4: before unmasking). Up to :data:`SMALL_ROUND` clients share one complete graph whose
+    threshold is a majority of each client's ``n − 1`` neighbours (``(n − 1)//2 + 1``: 3
+    clients tolerate no dropout, 4 and 5 one, 6 and 7 two …); larger rounds take the Harary
+    graph and threshold :func:`parameters` gives for ``dropout_rate`` and ``corrupt_rate``. A
+    round below the threshold raises :class:`~privopt.errors.ProtocolError`. For simulations
+    and tests: a deployment runs the same state machines across processes."""
     ids = sorted(inputs)
     if len(ids) < 3:
         raise ParameterError(

@@ -36,7 +36,7 @@ fn table<T: serde::de::DeserializeOwned>(
 type Rows<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray1<f64>>);
 
 /// The rows `idx` of `data` (checked indices).
-fn rows_of<'py>(py: Python<'py>, data: &Dataset, idx: &[usize]) -> Rows<'py> {
+fn rows_of<'py>(py: Python<'py>, data: &Dataset, idx: &[usize]) -> PyResult<Rows<'py>> {
     let d = data.n_features();
     let mut x = Vec::with_capacity(idx.len() * d);
     for &i in idx {
@@ -44,8 +44,8 @@ fn rows_of<'py>(py: Python<'py>, data: &Dataset, idx: &[usize]) -> Rows<'py> {
     }
     let y = idx.iter().map(|&i| data.label(i)).collect();
     let x = numpy::ndarray::Array2::from_shape_vec((idx.len(), d), x)
-        .expect("idx.len() rows of d features");
-    (PyArray2::from_owned_array(py, x), array(py, y))
+        .map_err(|e| errors::parameter(e.to_string()))?;
+    Ok((PyArray2::from_owned_array(py, x), array(py, y)))
 }
 
 /// The training and test sets, each client's share of the training set, and the model.
@@ -175,11 +175,11 @@ impl PyProblem {
     /// The training examples ``indices``: features (one row each) and labels.
     fn rows<'py>(&self, py: Python<'py>, indices: Exact<'_, u64>) -> PyResult<Rows<'py>> {
         let idx = self.check_indices(&exact_vec(&indices))?;
-        Ok(rows_of(py, &self.0.train, &idx))
+        rows_of(py, &self.0.train, &idx)
     }
 
     /// The test set's features and labels.
-    fn test_rows<'py>(&self, py: Python<'py>) -> Rows<'py> {
+    fn test_rows<'py>(&self, py: Python<'py>) -> PyResult<Rows<'py>> {
         let test = &self.0.test;
         rows_of(py, test, &(0..test.len()).collect::<Vec<_>>())
     }

@@ -254,7 +254,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     model = server.sync()
     final = accuracy(model, test)
     summary: dict[str, Any] = {
-        "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        # Strict JSON: no Infinity (ε = inf is "no DP", written as null).
+        "settings": {
+            k: str(v) if isinstance(v, Path) else None if v == math.inf else v
+            for k, v in vars(args).items()
+        },
         "trained_parameters": len(server.params),
         "rounds_run": len(round_seconds),
         "final_accuracy_all_test": final,

@@ -79,6 +79,22 @@ def secure_sum(
     graph and threshold :func:`parameters` gives for ``dropout_rate`` and ``corrupt_rate``. A
     round below the threshold raises :class:`~privopt.errors.ProtocolError`. For simulations
     and tests: a deployment runs the same state machines across processes."""
+    if not isinstance(inputs, Mapping):
+        raise ParameterError(
+            f"inputs must map client ids to uint32 vectors, got {type(inputs).__name__}"
+        )
+    vectors: dict[int, npt.NDArray[np.uint32]] = {}
+    for cid, v in inputs.items():
+        if not isinstance(cid, int) or isinstance(cid, bool) or not 0 <= cid < 1 << 20:
+            raise ParameterError(f"client ids must be ints in 0..2^20, got {cid!r}")
+        a = np.asarray(v)
+        if a.ndim != 1 or a.dtype != np.uint32:
+            raise ParameterError(
+                f"client {cid}'s input must be a 1-D uint32 vector, got {a.dtype} of shape "
+                f"{a.shape}"
+            )
+        vectors[cid] = np.ascontiguousarray(a)
+    inputs = vectors
     ids = sorted(inputs)
     if len(ids) < 3:
         raise ParameterError(
@@ -88,6 +104,8 @@ def secure_sum(
     lengths = {len(v) for v in inputs.values()}
     if len(lengths) != 1:
         raise ParameterError(f"the inputs have different lengths: {sorted(lengths)}")
+    if drop is not None and not isinstance(drop, Mapping):
+        raise ParameterError(f"drop must map client ids to stages, got {type(drop).__name__}")
     drop = dict(drop or {})
     if unknown := sorted(set(drop) - set(ids)):
         raise ParameterError(f"drop names clients that are not in the round: {unknown}")
@@ -111,8 +129,7 @@ def secure_sum(
             received[ids[i]] += len(message)
             if drop.get(ids[i], 5) <= stage:
                 continue
-            vector = np.ascontiguousarray(inputs[ids[i]], dtype=np.uint32)
-            reply = clients[i].handle(message, vector)
+            reply = clients[i].handle(message, inputs[ids[i]])
             sent[ids[i]] += len(reply)
             server.receive(reply)
     total, survivors = server.finish()

@@ -46,6 +46,7 @@ from privopt.text import data_dir
 from privopt.torch import ParameterSet, ZerothOrderClient, ZerothOrderServer
 from privopt.torch.text import (
     BITFIT,
+    LORA,
     MiniLMClassifier,
     TextBatch,
     accuracy,
@@ -104,7 +105,7 @@ def build_model(args: argparse.Namespace, w0: np.ndarray, *, lora_seed: int) -> 
 
 
 def selection(args: argparse.Namespace) -> str | None:
-    return {"full": None, "bitfit": BITFIT, "lora": r"_lora_[ab]$|^head\."}[args.params]
+    return {"full": None, "bitfit": BITFIT, "lora": LORA}[args.params]
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:

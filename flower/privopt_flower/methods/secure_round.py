@@ -55,16 +55,13 @@ class SumRound:
         self.t, self.parties, self.dim, self.report, self.reveal = t, parties, dim, report, reveal
         b = len(parties)
         digest = hashlib.sha256(f"privopt-{label}-graph/{seed}/{t}".encode()).digest()
-        if graph == "complete":
-            g, threshold = secagg.Graph.complete(b), (b - 1) // 2 + 1
-        else:
-            gp = secagg.parameters(b, dropout_rate=rates[0], corrupt_rate=rates[1])
-            threshold = gp.threshold
-            g = (
-                secagg.Graph.complete(b)
-                if gp.degree >= b - 1
-                else secagg.Graph.harary(b, gp.degree, digest)
-            )
+        g, threshold = secagg.round_graph(
+            b,
+            sparse=graph == "auto",
+            dropout_rate=rates[0],
+            corrupt_rate=rates[1],
+            seed=digest,
+        )
         self.graph, self.threshold = g, threshold
         self.session = hashlib.sha256(
             f"privopt-{label}-session/{seed}/{t}".encode() + digest

@@ -48,6 +48,28 @@ parameters = _native.parameters
 SMALL_ROUND = 32
 
 
+def round_graph(
+    n: int,
+    *,
+    sparse: bool,
+    dropout_rate: float = 0.1,
+    corrupt_rate: float = 0.1,
+    seed: bytes,
+) -> tuple[Graph, int]:
+    """The graph and threshold of a round of ``n`` clients. Not ``sparse``: every pair masks
+    and the threshold is a majority of each client's ``n − 1`` neighbours, so the server never
+    holds both the self-mask and the masking-key shares of one client (the original SecAgg's
+    bound). ``sparse``: SecAgg+'s Harary graph and threshold from :func:`parameters` for the
+    dropout and corruption rates (complete when that degree reaches ``n − 1``), laid out by
+    ``seed``."""
+    if not sparse:
+        return Graph.complete(n), (n - 1) // 2 + 1
+    params = parameters(n, dropout_rate=dropout_rate, corrupt_rate=corrupt_rate)
+    if params.degree >= n - 1:
+        return Graph.complete(n), params.threshold
+    return Graph.harary(n, params.degree, seed), params.threshold
+
+
 class SecureSum(NamedTuple):
     """What :func:`secure_sum` returns."""
 
@@ -112,11 +134,13 @@ def secure_sum(
     if bad := sorted(stage for stage in drop.values() if stage not in (2, 3, 4)):
         raise ParameterError(f"a client drops before stage 2, 3 or 4, got {bad}")
     n, length = len(ids), lengths.pop()
-    if n <= SMALL_ROUND:
-        graph, threshold = Graph.complete(n), (n - 1) // 2 + 1
-    else:
-        params = parameters(n, dropout_rate=dropout_rate, corrupt_rate=corrupt_rate)
-        graph, threshold = Graph.harary(n, params.degree, os.urandom(32)), params.threshold
+    graph, threshold = round_graph(
+        n,
+        sparse=n > SMALL_ROUND,
+        dropout_rate=dropout_rate,
+        corrupt_rate=corrupt_rate,
+        seed=os.urandom(32),
+    )
     session = os.urandom(16)
     server = Server(session, round, graph, threshold, length)
     clients = [Client(session, round, i, graph.neighbours(i), threshold, length) for i in range(n)]
@@ -144,6 +168,7 @@ __all__ = [
     "Client",
     "Server",
     "parameters",
+    "round_graph",
     "secure_sum",
     "SecureSum",
     "SMALL_ROUND",

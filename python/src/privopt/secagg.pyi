@@ -12,6 +12,7 @@ __all__ = [
     "Client",
     "Server",
     "parameters",
+    "round_graph",
     "secure_sum",
     "SecureSum",
     "SMALL_ROUND",
@@ -91,6 +92,15 @@ class Server:
     def finish(self) -> tuple[npt.NDArray[np.uint32], list[int]]: ...
 
 SMALL_ROUND: int
+
+def round_graph(
+    n: int,
+    *,
+    sparse: bool,
+    dropout_rate: float = 0.1,
+    corrupt_rate: float = 0.1,
+    seed: bytes,
+) -> tuple[Graph, int]: ...
 
 class SecureSum(NamedTuple):
     total: npt.NDArray[np.uint32]

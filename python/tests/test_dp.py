@@ -6,6 +6,7 @@ import pytest
 
 from privopt import dp
 from privopt.errors import ParameterError
+from privopt.ledger import PrivacyLedger
 
 
 def test_full_batch_gaussian_matches_the_closed_form():
@@ -45,3 +46,19 @@ def test_epsilon_is_monotone_and_calibration_inverts_it():
 def test_bad_arguments_raise_parameter_errors(kwargs):
     with pytest.raises(ParameterError):
         dp.epsilon(**kwargs)
+
+
+def test_the_ledger_admits_within_budget_counting_releases_still_pending():
+    sigma, delta = 2.0, 1e-5
+    after = [dp.epsilon(sigma / math.sqrt(k), 1, delta, sampling="full") for k in (1, 2, 3)]
+    ledger = PrivacyLedger(3, delta, max_epsilon=(after[1] + after[2]) / 2)  # room for 2
+    ledger.record(1, [0, 1], sigma)
+    # Client 1 was admitted to a release not yet recorded: one more would be its third.
+    admitted, stopped = ledger.admit([0, 1, 2], sigma, pending=[1])
+    assert (admitted, stopped) == ([0, 2], [1])
+    assert "dome.max_epsilon" in ledger.stop_reason(1, "dome.max_epsilon")
+    assert f"{after[0]:.4g}" in ledger.stop_reason(1)
+    # A client stopped once is in neither list from then on.
+    assert ledger.admit([0, 1, 2], sigma) == ([0, 2], [])
+    ledger.record(2, [0, 2], sigma)
+    assert ledger.admit([0, 1, 2], sigma) == ([2], [0])  # 0 at 2 releases, 2 at 1

@@ -110,13 +110,9 @@ def serve(fed: Federation, s: Settings, report: Report) -> DomeOutcome:
         if ledger is not None:
             # A client whose next release (at the planned noise) would pass its budget sits
             # out from now on.
-            fresh = [c for c in parties if c not in ledger.exhausted]
-            parties = [c for c in fresh if ledger.admits(c, sigma, 1 + (c in pending))]
-            for c in sorted(set(fresh) - set(parties)):
-                report.event(
-                    f"round {t}: party {c} reached dome.max_epsilon = {budget:g} "
-                    f"(ε = {ledger.epsilon(c):.4g}) and takes no further part"
-                )
+            parties, stopped = ledger.admit(parties, sigma, pending)
+            for c in stopped:
+                report.event(f"round {t}: {ledger.stop_reason(c, 'dome.max_epsilon')}")
         if len(parties) < MIN_CLIENTS:
             report.event(f"round {t}: {len(parties)} clients connected, below {MIN_CLIENTS}: stop")
             return None

@@ -16,6 +16,7 @@ client is chosen once its next round would pass ``epsilon``."""
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -64,6 +65,12 @@ def _spec(s: Settings) -> scalar_fl.Spec:
     )
 
 
+@functools.cache
+def _sigma(epsilon: float, participations: int, delta: float) -> float:
+    """The accountant's calibration, once per run (each client's advertise stage asks again)."""
+    return dp.noise_multiplier(epsilon, participations, delta, sampling="full")
+
+
 def _privacy(s: Settings, per_round: int) -> tuple[scalar_fl.Privacy | None, float, int]:
     """The run's privacy settings (``None``: clear scalars), σ and the accountant's count of
     participations per client."""
@@ -82,9 +89,7 @@ def _privacy(s: Settings, per_round: int) -> tuple[scalar_fl.Privacy | None, flo
         raise ConfigError(
             f"scalar_fl with SecAgg+ needs per_round >= {MIN_CLIENTS}, got {per_round}"
         )
-    sigma = (
-        dp.noise_multiplier(cfg.epsilon, count, cfg.delta, sampling="full") if cfg.epsilon else 0.0
-    )
+    sigma = _sigma(cfg.epsilon, count, cfg.delta) if cfg.epsilon else 0.0
     try:
         privacy = scalar_fl.Privacy(cfg.clip, sigma, cfg.noise_floor)
     except PrivoptError as e:
@@ -131,13 +136,9 @@ def serve(fed: Federation, s: Settings, report: Report) -> ScalarFlOutcome:
             # sum), and with DP among those whose next release stays within their budget.
             eligible = fed.present()
             if ledger is not None:
-                fresh = [c for c in eligible if c not in ledger.exhausted]
-                eligible = [c for c in fresh if ledger.admits(c, sigma)]
-                for c in sorted(set(fresh) - set(eligible)):
-                    report.event(
-                        f"round {r + 1}: party {c} reached scalar_fl.epsilon = "
-                        f"{cfg.epsilon:g} (ε = {ledger.epsilon(c):.4g}) and takes no further part"
-                    )
+                eligible, stopped = ledger.admit(eligible, sigma)
+                for c in stopped:
+                    report.event(f"round {r + 1}: {ledger.stop_reason(c, 'scalar_fl.epsilon')}")
             size = min(per_round, len(eligible))
             if size < MIN_CLIENTS:
                 report.event(f"round {r + 1}: {len(eligible)} clients can take part: stop")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from pathlib import Path
 
 from . import dp
@@ -63,6 +63,27 @@ class PrivacyLedger:
             return True
         self.exhausted.add(client)
         return False
+
+    def admit(
+        self, candidates: Iterable[int], sigma: float, pending: Container[int] = ()
+    ) -> tuple[list[int], list[int]]:
+        """``candidates`` split into those :meth:`admits` to one more release at ``sigma`` (two
+        for those in ``pending``, admitted to a release not yet recorded) and those it stops
+        now; clients stopped before are in neither list."""
+        admitted: list[int] = []
+        stopped: list[int] = []
+        for c in candidates:
+            if c not in self.exhausted:
+                (admitted if self.admits(c, sigma, 1 + (c in pending)) else stopped).append(c)
+        return admitted, stopped
+
+    def stop_reason(self, client: int, budget_name: str = "max_epsilon") -> str:
+        """The line that says why ``client`` takes no further part (``budget_name``: the
+        setting that holds the budget)."""
+        return (
+            f"party {client} reached {budget_name} = {self.max_epsilon:g} "
+            f"(ε = {self.epsilon(client):.4g}) and takes no further part"
+        )
 
     def record(self, round_: int, clients: list[int], sigma: float) -> None:
         """Round ``round_`` released a sum containing ``clients``' updates at noise

@@ -509,3 +509,33 @@ def test_scalar_fl_with_dp_spends_at_most_its_budget_and_survives_a_dropout(
     ]:
         with pytest.raises(config.ConfigError, match=message):
             inprocess.run({**cfg, **edit})
+
+
+def test_scalar_fl_clients_refuse_a_secagg_round_their_noise_was_not_sized_for(
+    scalar_config, monkeypatch
+):
+    from privopt_flower.methods import secure_round
+
+    cfg = {
+        **scalar_config,
+        "rounds": 3,
+        "scalar_fl.epsilon": 8.0,
+        "scalar_fl.clip": 1.0,
+        "scalar_fl.noise_floor": 1.0,
+    }
+    # A server that skips its own floor check before unmasking: each client's floor (its
+    # share is sized for all 5) still keeps the sum of 4 from being released.
+    monkeypatch.setattr(secure_round.SumRound, "check_unmaskable", lambda self, required: None)
+    out = inprocess.run(cfg, kill={(2, "mask"): {1}})
+    assert out["skipped_rounds"] == 1
+    assert "sum of 4 inputs: its input assumes at least 5" in " ".join(out["events"])
+    monkeypatch.undo()
+    # A server whose SecAgg+ round is not the one the plan's participants give (here another
+    # session): every client refuses at the first stage and nothing is released.
+    honest = secure_round.round_setup
+    monkeypatch.setattr(secure_round, "round_setup", lambda *a: (*honest(*a)[:2], bytes(16)))
+    out = inprocess.run(cfg)
+    assert out["skipped_rounds"] == 3
+    assert "is not the one the run config gives for the plan's 5 participants" in " ".join(
+        out["events"]
+    )

@@ -227,3 +227,27 @@ def test_the_stochastic_quantizer_rounds_as_flowers_does_and_without_bias():
         q.encode(np.array([0.0, np.nan]))
     with pytest.raises(ParameterError):
         secagg.StochasticQuantizer(clipping_range=0.0, quantization_range=10)
+
+
+def test_a_client_unmasks_no_sum_of_fewer_survivors_than_its_floor(rng):
+    # Five clients whose inputs assume all five contribute; one drops after sharing keys.
+    server, clients, inputs = start_round(rng, n=5, complete=True)
+    for c in clients.values():
+        server.receive(c.advertisement)
+    for c, msg in server.close_stage().items():
+        server.receive(clients[c].share_keys(msg))
+    for c, msg in server.close_stage().items():
+        if c != 4:
+            server.receive(clients[c].mask_input(msg, inputs[c]))
+    requests = server.close_stage()
+    assert sorted(requests) == [0, 1, 2, 3]
+    for c, msg in requests.items():
+        with pytest.raises(ProtocolError, match="sum of 4 inputs: its input assumes at least 5"):
+            clients[c].unmask(msg, min_survivors=5)
+    # The refusal answered nothing: the same list at a floor it meets is answered (the
+    # single-use record saw no other list), and the sum is the four survivors'.
+    for c, msg in requests.items():
+        server.receive(clients[c].unmask(msg, min_survivors=4))
+    total, contributors = server.finish()
+    assert contributors == [0, 1, 2, 3]
+    np.testing.assert_array_equal(total, sum(inputs[c] for c in range(4)))

@@ -868,7 +868,16 @@ impl PyParticipant {
     }
 }
 
+/// The participants a round plan names, ascending: a participant's private reply carries a
+/// noise share sized for that many (see :meth:`Privacy.required_contributors`), so it checks
+/// the SecAgg+ round it joins against them.
+#[pyfunction]
+fn round_participants(plan: &[u8]) -> PyResult<Vec<usize>> {
+    Ok(RoundPlan::from_bytes(plan).map_err(errors::decode)?.clients)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(round_participants, m)?)?;
     m.add_class::<PySpec>()?;
     m.add_class::<PyServer>()?;
     m.add_class::<PyClient>()?;

@@ -349,8 +349,18 @@ impl PyClient {
     /// client answers one survivor list per round, also across copies restored from one
     /// snapshot in this process (a second list raises :class:`PeerMisbehaved`); across
     /// processes, store the :meth:`snapshot` taken after this call before sending its reply.
-    fn unmask<'py>(&mut self, py: Python<'py>, message: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+    /// ``min_survivors``: refuse (:class:`ProtocolError`, nothing answered) a list of fewer
+    /// survivors, e.g. when the input carries a noise share sized for that many contributors.
+    #[pyo3(signature = (message, *, min_survivors = 0))]
+    fn unmask<'py>(
+        &mut self,
+        py: Python<'py>,
+        message: &[u8],
+        min_survivors: usize,
+    ) -> PyResult<Bound<'py, PyBytes>> {
         let msg: UnmaskRequest = decode(message)?;
+        msg.require_survivors(min_survivors)
+            .map_err(errors::secagg)?;
         let out = UNMASK_LEDGER
             .lock()
             .map_err(|_| errors::ProtocolError::new_err("the unmask ledger is poisoned"))?
@@ -384,7 +394,7 @@ impl PyClient {
                     .map_err(errors::secagg)?;
                 Ok(PyBytes::new(py, &out.to_bytes()))
             }
-            Stage::MaskedInput | Stage::Done => self.unmask(py, message),
+            Stage::MaskedInput | Stage::Done => self.unmask(py, message, 0),
             Stage::Unmask => Err(errors::ProtocolError::new_err(
                 "the client has finished its round",
             )),

@@ -121,6 +121,19 @@ pub enum SecAggError {
         /// The client asked.
         client: ClientId,
     },
+    /// An unmask request listing fewer survivors than the client's input assumes (see
+    /// [`UnmaskRequest::require_survivors`]).
+    #[error(
+        "client {client} will not unmask a sum of {survivors} inputs: its input assumes at least {floor}"
+    )]
+    TooFewSurvivors {
+        /// The client asked.
+        client: ClientId,
+        /// The survivors the server listed.
+        survivors: usize,
+        /// The fewest the client accepts.
+        floor: usize,
+    },
 }
 
 /// Checks a message's session and round against the expected context.

@@ -1,8 +1,8 @@
 //! The protocol's messages. Every message names its session, round and client, and each state
 //! machine refuses messages that belong elsewhere.
 
-use crate::ClientId;
 use crate::shamir::Share;
+use crate::{ClientId, SecAggError};
 
 /// A random identifier of one aggregation session (one federation, one server instance).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -180,6 +180,20 @@ impl UnmaskRequest {
     /// Encoded size in bytes.
     pub fn wire_bytes(&self) -> usize {
         HEADER_BYTES + 4 + 4 * self.survivors.len()
+    }
+
+    /// Refuses a survivor list shorter than `floor`: a client whose input carries a share of
+    /// noise sized for at least `floor` contributors checks this before it unmasks, so a server
+    /// that lists fewer gets no shares from it and no under-noised sum.
+    pub fn require_survivors(&self, floor: usize) -> Result<(), SecAggError> {
+        if self.survivors.len() < floor {
+            return Err(SecAggError::TooFewSurvivors {
+                client: self.recipient,
+                survivors: self.survivors.len(),
+                floor,
+            });
+        }
+        Ok(())
     }
 }
 

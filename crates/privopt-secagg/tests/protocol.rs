@@ -642,3 +642,21 @@ fn shares_print_redacted() {
     assert!(text.contains("redacted"), "{text}");
     assert!(!text.contains(&shares[0].limbs[0].to_string()), "{text}");
 }
+
+#[test]
+fn a_survivor_list_below_the_clients_floor_is_refused() {
+    let request = UnmaskRequest {
+        context: context(3),
+        recipient: 1,
+        survivors: vec![0, 1, 4],
+    };
+    assert_eq!(request.require_survivors(3), Ok(()));
+    assert_eq!(
+        request.require_survivors(4),
+        Err(SecAggError::TooFewSurvivors {
+            client: 1,
+            survivors: 3,
+            floor: 4
+        })
+    );
+}

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from privopt import dp
@@ -35,12 +35,18 @@ from .secure_round import (
     MIN_CLIENTS,
     PARTS,
     SumRound,
+    check_setup,
     client_part,
     close_ledger,
     drop_rounds,
+    round_setup,
 )
 
 STATE = "scalar_fl"
+# The run's SecAgg+ sums: every pair of a round's participants masks (rounds are small).
+LABEL = "scalar_fl"
+GRAPH: Literal["complete"] = "complete"
+RATES = (0.0, 0.0)  # the dropout and corruption rates a sparse graph would be sized for
 # The client's private scalars of the round it trained, until its masked-input stage.
 WORDS = "scalar_fl/words"
 # The stages the server sends, in order; each travels as Flower message type "query.<stage>".
@@ -210,7 +216,7 @@ def _secure_round(
     reveal = bool(s.debug.get("reveal-inputs", False))
     dim = _spec(s).scalars_per_round
     # A complete graph with a majority threshold: a round has few participants.
-    sr = SumRound("scalar_fl", s.seed, r + 1, who, dim, "complete", (0.0, 0.0), report, reveal)
+    sr = SumRound(LABEL, s.seed, r + 1, who, dim, GRAPH, RATES, report, reveal)
     sr.extra_for = requests
     seconds, up, down = 0.0, 0, 0
     try:
@@ -284,10 +290,17 @@ def handle(stage: str, req: Payload, state: State, node: Node, s: Settings) -> P
     mine = {k[len(stage) + 1 :]: v for k, v in req.items() if k.startswith(f"{stage}_")}
     t = int(req["round"]) + 1
     reveal = bool(s.debug.get("reveal-inputs", False))
+    floor = 0
     if stage == "advertise":
         privacy, _, _ = _privacy(s, _params(s).per_round or s.clients)
         if privacy is None:
             raise ValueError("a SecAgg+ stage reached a client of a run without it")
+        # The noise share is sized for the plan's participants: the SecAgg+ round must be
+        # among that many, and unmask no sum of fewer than the noise assumes.
+        parties = scalar_fl.round_participants(mine["plan"])
+        setup = round_setup(LABEL, s.seed, t, len(parties), GRAPH, RATES)
+        check_setup(mine, node.party, parties, setup)
+        floor = privacy.required_contributors(len(parties))
         client, loss = _train(mine, state, node, s)
         words = client.private_update(mine["plan"], loss, privacy)
         state.put(WORDS, np.ascontiguousarray(words, dtype="<u4").tobytes())
@@ -296,7 +309,7 @@ def handle(stage: str, req: Payload, state: State, node: Node, s: Settings) -> P
         raw = state.require(WORDS, stage, f"round {t}'s private scalars")
         return np.frombuffer(raw, dtype="<u4").copy(), {}
 
-    out = client_part(stage, t, mine, state, masked_input, reveal)
+    out = client_part(stage, t, mine, state, masked_input, reveal, min_survivors=floor)
     if stage == "mask":
         state.drop(WORDS)
     return {f"{stage}_{k}": v for k, v in out.items()}

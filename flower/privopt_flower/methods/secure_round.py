@@ -33,6 +33,50 @@ PARTS: tuple[str, ...] = ("advertise", "share", "mask", "unmask")
 MIN_CLIENTS = 3
 
 
+def round_setup(
+    label: str,
+    seed: int,
+    t: int,
+    n: int,
+    graph: Literal["complete", "auto"],
+    rates: tuple[float, float],
+) -> tuple[secagg.Graph, int, bytes]:
+    """Round ``t``'s SecAgg+ graph, threshold and session for ``n`` parties: a function of the
+    run config alone, so a client can check the server's (:func:`check_setup`)."""
+    digest = hashlib.sha256(f"privopt-{label}-graph/{seed}/{t}".encode()).digest()
+    g, threshold = secagg.round_graph(
+        n,
+        sparse=graph == "auto",
+        dropout_rate=rates[0],
+        corrupt_rate=rates[1],
+        seed=digest,
+    )
+    session = hashlib.sha256(f"privopt-{label}-session/{seed}/{t}".encode() + digest).digest()
+    return g, threshold, session[:16]
+
+
+def check_setup(
+    req: Payload,
+    party: int,
+    parties: list[int],
+    setup: tuple[secagg.Graph, int, bytes],
+) -> None:
+    """A client's check of the advertise request against the round's own ``setup``
+    (:func:`round_setup` for the ``parties`` its plan names): a server that claims more
+    parties than it runs the sum among (so that noise shares sized for them come out smaller)
+    must then also give this client those neighbours and threshold."""
+    if party not in parties:
+        raise ProtocolError(f"the round's plan does not name this party ({party})")
+    i = parties.index(party)
+    g, threshold, session = setup
+    got = (bytes(req["session"]), int(req["id"]), list(req["neighbours"]), int(req["threshold"]))
+    if got != (session, i, g.neighbours(i), threshold):
+        raise ProtocolError(
+            f"the server's SecAgg+ setup (session, id, neighbours, threshold) is not the one "
+            f"the run config gives for the plan's {len(parties)} participants"
+        )
+
+
 class SumRound:
     """One round's SecAgg+ sum on the server's side, over ``parties``, of ``dim``-word vectors.
     ``graph`` is ``"complete"`` (every pair masks, a majority threshold: the server never holds
@@ -53,20 +97,10 @@ class SumRound:
         reveal: bool,
     ) -> None:
         self.t, self.parties, self.dim, self.report, self.reveal = t, parties, dim, report, reveal
-        b = len(parties)
-        digest = hashlib.sha256(f"privopt-{label}-graph/{seed}/{t}".encode()).digest()
-        g, threshold = secagg.round_graph(
-            b,
-            sparse=graph == "auto",
-            dropout_rate=rates[0],
-            corrupt_rate=rates[1],
-            seed=digest,
+        self.graph, self.threshold, self.session = round_setup(
+            label, seed, t, len(parties), graph, rates
         )
-        self.graph, self.threshold = g, threshold
-        self.session = hashlib.sha256(
-            f"privopt-{label}-session/{seed}/{t}".encode() + digest
-        ).digest()[:16]
-        self.server = secagg.Server(self.session, t, g, threshold, dim)
+        self.server = secagg.Server(self.session, t, self.graph, self.threshold, dim)
         self.party_of = dict(enumerate(parties))
         self.sid_of = {p: i for i, p in self.party_of.items()}
         self.inputs: dict[int, np.ndarray] = {}
@@ -166,6 +200,7 @@ def drop_rounds(state: State, keep: tuple[int, ...] = ()) -> None:
     for t in _live(state):
         if t not in keep:
             state.drop(f"{STATE}/{t}")
+            state.drop(f"{STATE}/{t}/floor")
     state.put(LIVE, ",".join(str(t) for t in keep).encode())
 
 
@@ -175,10 +210,19 @@ InputFn = Callable[[Payload], tuple[np.ndarray, Payload]]
 
 
 def client_part(
-    part: str, t: int, req: Payload, state: State, make_input: InputFn, reveal: bool
+    part: str,
+    t: int,
+    req: Payload,
+    state: State,
+    make_input: InputFn,
+    reveal: bool,
+    *,
+    min_survivors: int = 0,
 ) -> Payload:
     """Stage ``part`` of round ``t`` on this node's SecAgg+ client; ``make_input`` gives the
-    vector the masked-input stage masks."""
+    vector the masked-input stage masks. ``min_survivors`` (given at the advertise stage):
+    the fewest inputs this client helps unmask a sum of (its input's noise share assumes
+    that many contributors)."""
     key = f"{STATE}/{t}"
     if part == "advertise":
         client = secagg.Client(
@@ -192,6 +236,7 @@ def client_part(
         # At most the previous round (still unmasking) and this one are open.
         drop_rounds(state, keep=tuple(r for r in _live(state) if r == t - 1) + (t,))
         state.put(key, client.snapshot())
+        state.put(f"{key}/floor", str(min_survivors).encode())
         return {"msg": client.advertisement}
     client = secagg.Client.restore(state.require(key, part, f"round {t}'s SecAgg+ client"))
     reply: Payload = {}
@@ -203,7 +248,8 @@ def client_part(
         if reveal:
             reply["input"] = np.ascontiguousarray(q, dtype="<u4").tobytes()
     else:  # unmask
-        reply["msg"] = client.unmask(req["msg"])
+        floor = int(state.get(f"{key}/floor") or b"0")
+        reply["msg"] = client.unmask(req["msg"], min_survivors=floor)
         drop_rounds(state, keep=tuple(r for r in _live(state) if r != t))
         return reply
     state.put(key, client.snapshot())

@@ -33,8 +33,18 @@ Client = _native.Client
 Catch = _native.Catch
 Participant = _native.Participant
 Privacy = _native.Privacy
+round_participants = _native.round_participants
 # The algorithm's constants (mu, nu, eps, weight_decay), from the Rust crate: the same the
 # simulation and the Flower app use.
 DEFAULTS: dict[str, float] = dict(_native.DEFAULTS)
 
-__all__ = ["DEFAULTS", "Spec", "Server", "Client", "Catch", "Participant", "Privacy"]
+__all__ = [
+    "DEFAULTS",
+    "Spec",
+    "Server",
+    "Client",
+    "Catch",
+    "Participant",
+    "Privacy",
+    "round_participants",
+]

@@ -4,9 +4,20 @@ from typing import Literal, final
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["DEFAULTS", "Spec", "Server", "Client", "Catch", "Participant", "Privacy"]
+__all__ = [
+    "DEFAULTS",
+    "Spec",
+    "Server",
+    "Client",
+    "Catch",
+    "Participant",
+    "Privacy",
+    "round_participants",
+]
 
 DEFAULTS: dict[str, float]
+
+def round_participants(plan: bytes) -> list[int]: ...
 
 @final
 class Spec:

@@ -88,6 +88,34 @@ def test_dome_without_noise_learns(dome_config):
     assert out["accuracy"] > 0.75 and np.isnan(out["epsilon_spent"])
 
 
+def test_dome_clients_refuse_a_broadcast_with_thinner_noise_than_the_run_config(
+    dome_config, monkeypatch
+):
+    from privopt.protocols import dome
+
+    cfg = {**dome_config, "dome.epsilon": 4.0, "dome.noise_floor": 1.0}
+    # A server asking for a quarter of the run's noise: every client refuses to mask, so
+    # no round's sum exists.
+    real = dome.Server
+    monkeypatch.setattr(
+        dome, "Server", lambda *a, noise_total, **k: real(*a, noise_total=noise_total / 4, **k)
+    )
+    out = inprocess.run(cfg)
+    assert out["completed_rounds"] == 0
+    assert "this client's terms" in " ".join(out["events"])
+    monkeypatch.undo()
+    # A server that skips its own floor check before unmasking: each client's floor (shares
+    # sized for all 5) still keeps a sum of 4 from being unmasked.
+    from privopt_flower.methods import secure_round
+
+    monkeypatch.setattr(secure_round.SumRound, "check_unmaskable", lambda self, required: None)
+    out = inprocess.run(cfg, kill={(2, "mask_advertise"): {1}})
+    assert "sum of 4 inputs: its input assumes at least 5" in " ".join(out["events"])
+    assert any(e.startswith("round 2: aborted cleanly") for e in out["events"])
+    # Round 3's key shares rode in the refused message, so it went too; the others ran.
+    assert out["completed_rounds"] == 4
+
+
 @pytest.mark.parametrize(
     "edit, message",
     [
@@ -536,6 +564,6 @@ def test_scalar_fl_clients_refuse_a_secagg_round_their_noise_was_not_sized_for(
     monkeypatch.setattr(secure_round, "round_setup", lambda *a: (*honest(*a)[:2], bytes(16)))
     out = inprocess.run(cfg)
     assert out["skipped_rounds"] == 3
-    assert "is not the one the run config gives for the plan's 5 participants" in " ".join(
+    assert "run config gives for the 5 participants the noise share is sized for" in " ".join(
         out["events"]
     )

@@ -9,7 +9,7 @@ use privopt_math::SeedTree;
 use privopt_protocols::Message;
 use privopt_protocols::dome::{
     BasisAssembler, BasisChunk, DomeServer, RoundBroadcast, ServerSettings, Sketch, SketchKind,
-    basis_chunks, basis_wire_bytes, quantizer, release, release_many,
+    basis_chunks, basis_wire_bytes, check_broadcast, quantizer, release, release_many,
 };
 use privopt_protocols::wire::damage;
 use privopt_secagg::simulation::run_round;
@@ -555,4 +555,43 @@ fn sums_at_the_quantizer_boundary_decode_without_wrapping() {
     let g_hat = server.close_round(&sum, B, &mut rng).unwrap();
     let want = bound * (B as f64 - 2.0) / B as f64;
     assert!((g_hat[0] - want).abs() <= q.sum_error_bound(B) / B as f64);
+}
+
+#[test]
+fn a_client_refuses_a_broadcast_with_less_noise_or_a_larger_clip_than_its_terms() {
+    let run = ServerSettings {
+        noise_floor: Some(0.5),
+        ..settings()
+    };
+    let terms = run.noise();
+    let identity = Sketch::new(
+        SketchKind::Identity,
+        D,
+        K,
+        &mut SeedTree::new(6).stream("s", &[]),
+    )
+    .unwrap();
+    let mut server = DomeServer::new(run, vec![0.1; D], identity).unwrap();
+    let honest = through(server.open_round(1, B).unwrap());
+    // ⌈0.5 · 6⌉ = 3: the share is sized for three, and so is the client's unmask floor.
+    assert_eq!(check_broadcast(&honest, run.clip, &terms).unwrap(), 3);
+    let thin = RoundBroadcast {
+        noise_std: honest.noise_std * 0.99,
+        ..honest.clone()
+    };
+    let wide = RoundBroadcast {
+        clip: run.clip * 1.01,
+        ..honest.clone()
+    };
+    for lie in [thin, wide] {
+        let e = check_broadcast(&lie, run.clip, &terms).unwrap_err();
+        assert!(e.to_string().contains("this client's terms"), "{e}");
+    }
+    // A server that claims twice the participants may thin each share to match, but the
+    // floor doubles with them: a sum the client helps unmask still carries the run's noise.
+    server.abort_round();
+    let inflated = server.open_round(1, 2 * B).unwrap();
+    let floor = check_broadcast(&inflated, run.clip, &terms).unwrap();
+    assert_eq!(floor, 6);
+    assert!(floor as f64 * inflated.noise_std.powi(2) >= run.noise_total * (1.0 - 1e-12));
 }

@@ -5,11 +5,13 @@
 use numpy::PyArray1;
 use privopt_math::sample::secret_rng;
 use privopt_protocols::Message;
+use privopt_protocols::dome::check_broadcast as client_check;
 use privopt_protocols::dome::{Basis, defaults};
 use privopt_protocols::dome::{
     BasisAssembler, BasisChunk, DomeServer, RoundBroadcast, ServerSettings, Sketch, SketchKind,
     basis_chunks, quantizer, release,
 };
+use privopt_protocols::noise::SharedNoise;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rand::SeedableRng;
@@ -214,7 +216,30 @@ fn client_release<'py>(
     Ok(array(py, words))
 }
 
+/// Checks a round's broadcast against the client's own terms (the run's ``clip`` and its
+/// ``noise_total`` variance, ``noise_floor`` as the server's): a broadcast asking for a larger
+/// clip or a thinner noise share than those give for its participants raises
+/// :class:`PeerMisbehaved`. Returns the participants it names and the fewest survivors the
+/// client may help unmask a sum of (``Client.unmask(…, min_survivors=)``).
+#[pyfunction]
+#[pyo3(signature = (broadcast, *, clip, noise_total, noise_floor = None))]
+fn check_broadcast(
+    broadcast: &[u8],
+    clip: f64,
+    noise_total: f64,
+    noise_floor: Option<f64>,
+) -> PyResult<(usize, usize)> {
+    let round = RoundBroadcast::from_bytes(broadcast).map_err(errors::decode)?;
+    let noise = SharedNoise {
+        variance: noise_total,
+        floor: noise_floor,
+    };
+    let floor = client_check(&round, clip, &noise).map_err(errors::protocol)?;
+    Ok((round.participants as usize, floor))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(check_broadcast, m)?)?;
     m.add_class::<PyServer>()?;
     crate::add_defaults(
         m,

@@ -21,6 +21,7 @@ that thins the noise (no ``noise_floor``) can take a client past the budget by t
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -42,7 +43,10 @@ from .secure_round import (
     client_part,
     close_ledger,
     drop_rounds,
+    set_floor,
 )
+
+LABEL = "dome"  # names the run's SecAgg+ sessions and graphs
 
 # SecAgg+'s four stages (advertise keys, share keys, masked input, unmask) of consecutive
 # rounds overlap: round t+1's advertisement rides with round t's masked input and its key
@@ -64,21 +68,31 @@ def _sum_round(s: Settings, t: int, parties: list[int], dim: int, report: Report
     cfg = _params(s)
     reveal = bool(s.debug.get("reveal-inputs", False))
     rates = (cfg.dropout_rate, cfg.corrupt_rate)
-    return SumRound("dome", s.seed, t, parties, dim, cfg.graph, rates, report, reveal)
+    return SumRound(LABEL, s.seed, t, parties, dim, cfg.graph, rates, report, reveal)
+
+
+@functools.cache
+def _sigma(epsilon: float, rounds: int, delta: float) -> float:
+    """The run's noise multiplier (server and clients compute it from the run config)."""
+    return dp.noise_multiplier(epsilon, rounds, delta, sampling="full") if epsilon else 0.0
+
+
+def _terms(s: Settings) -> tuple[float, float, float]:
+    """The run's clip, noise multiplier σ and noise floor (0: off), checked."""
+    cfg = _params(s)
+    if not (cfg.clip > 0 and cfg.epsilon >= 0 and 0 < cfg.delta < 1):
+        raise ConfigError("dome: need clip > 0, epsilon >= 0 (0: no DP noise), 0 < delta < 1")
+    if not 0 <= cfg.noise_floor <= 1:
+        raise ConfigError(f"dome.noise_floor must be in [0, 1] (0: off), got {cfg.noise_floor}")
+    return cfg.clip, _sigma(cfg.epsilon, s.rounds, cfg.delta), cfg.noise_floor
 
 
 def serve(fed: Federation, s: Settings, report: Report) -> DomeOutcome:
     cfg = _params(s)
     p = problems.problem(s)
-    clip = cfg.clip
     epsilon = cfg.epsilon
     delta = cfg.delta
-    if not (clip > 0 and epsilon >= 0 and 0 < delta < 1):
-        raise ConfigError("dome: need clip > 0, epsilon >= 0 (0: no DP noise), 0 < delta < 1")
-    sigma = dp.noise_multiplier(epsilon, s.rounds, delta, sampling="full") if epsilon else 0.0
-    floor = cfg.noise_floor
-    if not 0 <= floor <= 1:
-        raise ConfigError(f"dome.noise_floor must be in [0, 1] (0: off), got {floor}")
+    clip, sigma, floor = _terms(s)
     budget = cfg.max_epsilon
     if budget < 0:
         raise ConfigError(f"dome.max_epsilon must be >= 0 (0: no budget), got {budget}")
@@ -257,12 +271,27 @@ def handle(stage: str, req: Payload, state: State, node: Node, s: Settings) -> P
 
 def _part(part: str, t: int, req: Payload, state: State, node: Node, s: Settings) -> Payload:
     def release(req: Payload) -> tuple[np.ndarray, Payload]:
+        check(req)
         p = problems.problem(s)
         w = np.frombuffer(req["model"], dtype="<f8")
         batch = problems.batch(p, s, node.party, t, 0, _params(s).batch_size)
         loss, grad = p.loss_grad(w, batch)
         q = dome.release(req["broadcast"], list(req["chunks"]), grad)
         return q, {"train_loss": loss}
+
+    def check(req: Payload) -> None:
+        # The noise share is the client's to size: the broadcast must ask for the run's clip
+        # and at least the run's noise for its B participants, and the client unmasks no sum
+        # of fewer inputs than the share assumes (⌈f·B⌉ under a floor): a server that claims
+        # more participants gets thinner shares but must then release more of them.
+        clip, sigma, floor = _terms(s)
+        _, fewest = dome.check_broadcast(
+            req["broadcast"], clip=clip, noise_total=(sigma * clip) ** 2, noise_floor=floor or None
+        )
+        set_floor(state, t, fewest)
+
+    reveal = bool(s.debug.get("reveal-inputs", False))
+    return client_part(part, t, req, state, release, reveal)
 
     reveal = bool(s.debug.get("reveal-inputs", False))
     return client_part(part, t, req, state, release, reveal)

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 import numpy as np
 from privopt import dp
-from privopt.errors import PrivoptError
+from privopt.errors import PrivoptError, ProtocolError
 from privopt.ledger import PrivacyLedger
 from privopt.protocols import scalar_fl
 
@@ -298,8 +298,10 @@ def handle(stage: str, req: Payload, state: State, node: Node, s: Settings) -> P
         # The noise share is sized for the plan's participants: the SecAgg+ round must be
         # among that many, and unmask no sum of fewer than the noise assumes.
         parties = scalar_fl.round_participants(mine["plan"])
+        if node.party not in parties:
+            raise ProtocolError(f"the round's plan does not name this party ({node.party})")
         setup = round_setup(LABEL, s.seed, t, len(parties), GRAPH, RATES)
-        check_setup(mine, node.party, parties, setup)
+        check_setup(mine, setup, parties.index(node.party))
         floor = privacy.required_contributors(len(parties))
         client, loss = _train(mine, state, node, s)
         words = client.private_update(mine["plan"], loss, privacy)

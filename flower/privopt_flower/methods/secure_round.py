@@ -55,25 +55,18 @@ def round_setup(
     return g, threshold, session[:16]
 
 
-def check_setup(
-    req: Payload,
-    party: int,
-    parties: list[int],
-    setup: tuple[secagg.Graph, int, bytes],
-) -> None:
-    """A client's check of the advertise request against the round's own ``setup``
-    (:func:`round_setup` for the ``parties`` its plan names): a server that claims more
-    parties than it runs the sum among (so that noise shares sized for them come out smaller)
-    must then also give this client those neighbours and threshold."""
-    if party not in parties:
-        raise ProtocolError(f"the round's plan does not name this party ({party})")
-    i = parties.index(party)
+def check_setup(advertised: Payload, setup: tuple[secagg.Graph, int, bytes], id: int) -> None:
+    """A client's check of the server's SecAgg+ round (``advertised``: the advertise stage's
+    session, id, neighbours and threshold) against :func:`round_setup`'s for the participants
+    its noise share is sized for, in which it is ``id``. A server that claims more participants
+    than it runs the sum among (so that the shares come out thinner) must then also give this
+    client those neighbours and threshold."""
     g, threshold, session = setup
-    got = (bytes(req["session"]), int(req["id"]), list(req["neighbours"]), int(req["threshold"]))
-    if got != (session, i, g.neighbours(i), threshold):
+    got = (bytes(advertised["session"]), int(advertised["id"]), list(advertised["neighbours"]))
+    if got != (session, id, g.neighbours(id)) or int(advertised["threshold"]) != threshold:
         raise ProtocolError(
             f"the server's SecAgg+ setup (session, id, neighbours, threshold) is not the one "
-            f"the run config gives for the plan's {len(parties)} participants"
+            f"the run config gives for the {len(g)} participants the noise share is sized for"
         )
 
 
@@ -209,6 +202,11 @@ def drop_rounds(state: State, keep: tuple[int, ...] = ()) -> None:
 InputFn = Callable[[Payload], tuple[np.ndarray, Payload]]
 
 
+def set_floor(state: State, t: int, min_survivors: int) -> None:
+    """Round ``t``'s fewest survivors this client helps unmask a sum of."""
+    state.put(f"{STATE}/{t}/floor", str(min_survivors).encode())
+
+
 def client_part(
     part: str,
     t: int,
@@ -220,9 +218,9 @@ def client_part(
     min_survivors: int = 0,
 ) -> Payload:
     """Stage ``part`` of round ``t`` on this node's SecAgg+ client; ``make_input`` gives the
-    vector the masked-input stage masks. ``min_survivors`` (given at the advertise stage):
-    the fewest inputs this client helps unmask a sum of (its input's noise share assumes
-    that many contributors)."""
+    vector the masked-input stage masks. ``min_survivors`` (at the advertise stage, or later
+    with :func:`set_floor`): the fewest inputs this client helps unmask a sum of (its input's
+    noise share assumes that many contributors)."""
     key = f"{STATE}/{t}"
     if part == "advertise":
         client = secagg.Client(
@@ -236,7 +234,7 @@ def client_part(
         # At most the previous round (still unmasking) and this one are open.
         drop_rounds(state, keep=tuple(r for r in _live(state) if r == t - 1) + (t,))
         state.put(key, client.snapshot())
-        state.put(f"{key}/floor", str(min_survivors).encode())
+        set_floor(state, t, min_survivors)
         return {"msg": client.advertisement}
     client = secagg.Client.restore(state.require(key, part, f"round {t}'s SecAgg+ client"))
     reply: Payload = {}

@@ -8,7 +8,8 @@ use rand_distr::{Distribution, Normal};
 
 use super::messages::RoundBroadcast;
 use super::sketch::Basis;
-use crate::error::{ProtocolError, Result};
+use crate::error::{Misbehavior, Peer, ProtocolError, Result};
+use crate::noise::SharedNoise;
 
 /// What a client releases, and (for its own records or a simulation's diagnostics) the noise
 /// it added.
@@ -18,6 +19,31 @@ pub struct Release {
     pub vector: Vec<f64>,
     /// The noise that was added.
     pub noise: Vec<f64>,
+}
+
+/// Checks a round's broadcast against the terms the client holds itself (the run's clip `C`
+/// and noise): a broadcast asking for a larger clip or a smaller noise share than the run's
+/// for its `B` participants would have the secure sum carry less noise than the privacy
+/// accounting assumes. Returns the fewest contributors the share is sized for: the client
+/// helps unmask no sum of fewer (see `privopt_secagg::UnmaskRequest::require_survivors`).
+pub fn check_broadcast(round: &RoundBroadcast, clip: f64, noise: &SharedNoise) -> Result<usize> {
+    noise.validate("the client's DOME noise")?;
+    let participants = round.participants as usize;
+    let share_std = noise.share_variance(participants).sqrt();
+    // The server computes the same f64 expressions; allow only rounding.
+    let slack = 1e-9;
+    if round.clip > clip * (1.0 + slack) || round.noise_std < share_std * (1.0 - slack) {
+        return Err(ProtocolError::PeerMisbehaved {
+            peer: Peer::Server,
+            kind: Misbehavior::OutOfBounds,
+            detail: format!(
+                "round {} asks for clip {} and noise {} per participant of {participants}; \
+                 this client's terms are clip {clip} and noise {share_std}",
+                round.round, round.clip, round.noise_std
+            ),
+        });
+    }
+    Ok(noise.required_contributors(participants))
 }
 
 /// Privatizes one gradient `grad` (length `d`, changed in place to `grad − m̂`) under this

@@ -31,7 +31,7 @@ pub mod defaults {
     pub const CORRUPT_RATE: f64 = 0.05;
 }
 
-pub use client::{Release, quantizer, release, release_many};
+pub use client::{Release, check_broadcast, quantizer, release, release_many};
 pub use messages::{BasisAssembler, BasisChunk, RoundBroadcast, basis_chunks, basis_wire_bytes};
 pub use server::{DomeServer, ServerSettings};
 pub use sketch::{Basis, Sketch, SketchKind};

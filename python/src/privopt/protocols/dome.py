@@ -13,7 +13,8 @@ from .._native import dome as _native
 
 Server = _native.Server
 release = _native.client_release
+check_broadcast = _native.check_broadcast
 # The method's defaults, from the Rust crate (the same the simulation and the Flower app use).
 DEFAULTS: dict[str, float] = dict(_native.DEFAULTS)
 
-__all__ = ["DEFAULTS", "Server", "release"]
+__all__ = ["DEFAULTS", "Server", "check_broadcast", "release"]

@@ -4,7 +4,7 @@ from typing import Literal, final
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["DEFAULTS", "Server", "release"]
+__all__ = ["DEFAULTS", "Server", "check_broadcast", "release"]
 
 DEFAULTS: dict[str, float]
 
@@ -40,3 +40,6 @@ class Server:
 def release(
     broadcast: bytes, chunks: Sequence[bytes], grad: npt.ArrayLike
 ) -> npt.NDArray[np.uint32]: ...
+def check_broadcast(
+    broadcast: bytes, *, clip: float, noise_total: float, noise_floor: float | None = None
+) -> tuple[int, int]: ...

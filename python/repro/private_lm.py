@@ -200,7 +200,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         t0 = time.perf_counter()
         eligible = None
         if ledger is not None:
-            eligible = [c for c in range(args.clients) if ledger.admits(c, sigma)]
+            eligible, _ = ledger.admit(range(args.clients), sigma)
             if len(eligible) < args.per_round:
                 print(f"round {r}: only {len(eligible)} clients within budget; the run stops")
                 break

@@ -188,7 +188,7 @@ def federation(privacy, rounds, *, seed=0, nan_client=None, ledger=None, sigma=0
     for _ in range(rounds):
         eligible = None
         if ledger is not None:
-            eligible = [c for c in range(CLIENTS) if ledger.admits(c, sigma)]
+            eligible, _ = ledger.admit(range(CLIENTS), sigma)
             if len(eligible) < 4:
                 break
         plan, who = server.begin_round(4, eligible)

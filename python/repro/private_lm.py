@@ -82,6 +82,13 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--lora-rank", type=int, default=8)
     p.add_argument("--drop", type=float, default=0.0, help="chance a participant vanishes")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--noise-seed",
+        type=int,
+        default=None,
+        help="draw the DP noise from this seed (per round and client) so a run can be "
+        "repeated exactly; for experiments only (default: OS randomness, as deployed)",
+    )
     p.add_argument("--eval-every", type=int, default=25)
     p.add_argument("--eval-size", type=int, default=500)
     p.add_argument("--threads", type=int, default=2)
@@ -224,7 +231,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     server.receive(reply)
                     sent[i] = len(reply)
                 else:
-                    words[i] = clients[i].private_update(plan, batches, privacy)
+                    noise_seed = None
+                    if args.noise_seed is not None:
+                        noise_seed = (args.noise_seed * 1_000_003 + r) * 1_009 + i
+                    words[i] = clients[i].private_update(
+                        plan, batches, privacy, noise_seed=noise_seed
+                    )
                 norms.append(float(np.linalg.norm(clients[i].last_scalars)))
             except (PrivoptError, ConnectionError) as e:
                 dropped.append((r, i, str(e)))

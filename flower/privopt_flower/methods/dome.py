@@ -264,7 +264,14 @@ def handle(stage: str, req: Payload, state: State, node: Node, s: Settings) -> P
     reply: Payload = {}
     for part in parts:
         mine = {k[len(part) + 1 :]: v for k, v in req.items() if k.startswith(f"{part}_")}
-        out = _part(part, int(mine["round"]), mine, state, node, s)
+        try:
+            out = _part(part, int(mine["round"]), mine, state, node, s)
+        except PrivoptError as e:
+            if len(parts) == 1:
+                raise
+            # A refusal of one round's part (e.g. a sum below this client's floor) leaves
+            # the other round's part of the message standing.
+            out = {"error": f"party {node.party}: {type(e).__name__}: {e}"}
         reply.update({f"{part}_{k}": v for k, v in out.items()})
     return reply
 

@@ -141,6 +141,11 @@ class SumRound:
             reply = ex.replies[p]
             if p not in asked:
                 continue
+            if f"{part}_error" in reply:  # the client refused this part of its message
+                self.report.event(
+                    f"round {t}: party {p} dropped at {part} ({reply[f'{part}_error']})"
+                )
+                continue
             try:
                 self.server.receive(reply[f"{part}_msg"])
             except (PrivoptError, KeyError) as e:

@@ -21,7 +21,6 @@ that thins the noise (no ``noise_floor``) can take a client past the budget by t
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Any
 
@@ -43,6 +42,7 @@ from .secure_round import (
     client_part,
     close_ledger,
     drop_rounds,
+    noise_multiplier,
     set_floor,
 )
 
@@ -71,12 +71,6 @@ def _sum_round(s: Settings, t: int, parties: list[int], dim: int, report: Report
     return SumRound(LABEL, s.seed, t, parties, dim, cfg.graph, rates, report, reveal)
 
 
-@functools.cache
-def _sigma(epsilon: float, rounds: int, delta: float) -> float:
-    """The run's noise multiplier (server and clients compute it from the run config)."""
-    return dp.noise_multiplier(epsilon, rounds, delta, sampling="full") if epsilon else 0.0
-
-
 def _terms(s: Settings) -> tuple[float, float, float]:
     """The run's clip, noise multiplier σ and noise floor (0: off), checked."""
     cfg = _params(s)
@@ -84,7 +78,7 @@ def _terms(s: Settings) -> tuple[float, float, float]:
         raise ConfigError("dome: need clip > 0, epsilon >= 0 (0: no DP noise), 0 < delta < 1")
     if not 0 <= cfg.noise_floor <= 1:
         raise ConfigError(f"dome.noise_floor must be in [0, 1] (0: off), got {cfg.noise_floor}")
-    return cfg.clip, _sigma(cfg.epsilon, s.rounds, cfg.delta), cfg.noise_floor
+    return cfg.clip, noise_multiplier(cfg.epsilon, s.rounds, cfg.delta), cfg.noise_floor
 
 
 def serve(fed: Federation, s: Settings, report: Report) -> DomeOutcome:

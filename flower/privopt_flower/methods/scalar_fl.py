@@ -16,12 +16,10 @@ client is chosen once its next round would pass ``epsilon``."""
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Any, Literal
 
 import numpy as np
-from privopt import dp
 from privopt.errors import PrivoptError, ProtocolError
 from privopt.ledger import PrivacyLedger
 from privopt.protocols import scalar_fl
@@ -39,6 +37,7 @@ from .secure_round import (
     client_part,
     close_ledger,
     drop_rounds,
+    noise_multiplier,
     round_setup,
 )
 
@@ -71,12 +70,6 @@ def _spec(s: Settings) -> scalar_fl.Spec:
     )
 
 
-@functools.cache
-def _sigma(epsilon: float, participations: int, delta: float) -> float:
-    """The accountant's calibration, once per run (each client's advertise stage asks again)."""
-    return dp.noise_multiplier(epsilon, participations, delta, sampling="full")
-
-
 def _privacy(s: Settings, per_round: int) -> tuple[scalar_fl.Privacy | None, float, int]:
     """The run's privacy settings (``None``: clear scalars), σ and the accountant's count of
     participations per client."""
@@ -95,7 +88,7 @@ def _privacy(s: Settings, per_round: int) -> tuple[scalar_fl.Privacy | None, flo
         raise ConfigError(
             f"scalar_fl with SecAgg+ needs per_round >= {MIN_CLIENTS}, got {per_round}"
         )
-    sigma = _sigma(cfg.epsilon, count, cfg.delta) if cfg.epsilon else 0.0
+    sigma = noise_multiplier(cfg.epsilon, count, cfg.delta)
     try:
         privacy = scalar_fl.Privacy(cfg.clip, sigma, cfg.noise_floor)
     except PrivoptError as e:

@@ -10,12 +10,13 @@ the node's state under ``secagg/<round>`` between stages (at most two rounds liv
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Callable
 from typing import Literal
 
 import numpy as np
-from privopt import secagg
+from privopt import dp, secagg
 from privopt.errors import PrivoptError, ProtocolError
 from privopt.ledger import PrivacyLedger
 
@@ -31,6 +32,13 @@ PARTS: tuple[str, ...] = ("advertise", "share", "mask", "unmask")
 # Fewest clients a SecAgg+ round can have (its threshold must be ≥ 2 and above half of each
 # client's neighbours).
 MIN_CLIENTS = 3
+
+
+@functools.cache
+def noise_multiplier(epsilon: float, releases: int, delta: float) -> float:
+    """σ for ``releases`` full-participation releases per client at (ε, δ) (0 for ε = 0);
+    cached, since every client of a run derives it from the same run config."""
+    return dp.noise_multiplier(epsilon, releases, delta, sampling="full") if epsilon else 0.0
 
 
 def round_setup(

@@ -141,14 +141,7 @@ class PrivacyLedgerStrategy(Strategy):
             if self.ledger.admits(proxy.node_id, self.sigma):
                 admitted.append((proxy, ins))
             else:
-                log.warning(
-                    "round %s: node %s is at its privacy budget (ε = %.4g of %g) and takes "
-                    "no further part",
-                    server_round,
-                    proxy.node_id,
-                    self.ledger.epsilon(proxy.node_id),
-                    self.ledger.max_epsilon,
-                )
+                log.warning("round %s: %s", server_round, self.ledger.stop_reason(proxy.node_id))
         if chosen and not admitted:
             log.warning("round %s skipped: every sampled node is at its budget", server_round)
         return admitted

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
 from privopt import ckks, paillier
+from privopt.text import data_dir
 
 
 @pytest.fixture(scope="session")
@@ -31,3 +34,14 @@ def small_pair() -> paillier.KeyPair:
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(7)
+
+
+@pytest.fixture(scope="session")
+def minilm_fetched() -> None:
+    """Skips without the fetched model and snippets (CI fetches them: there it fails)."""
+    missing = [n for n in ("minilm", "movie-snippets") if not (data_dir() / n).is_dir()]
+    if missing:
+        message = f"run `privopt data fetch {' '.join(missing)}` (PRIVOPT_DATA={data_dir()})"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)

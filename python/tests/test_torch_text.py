@@ -7,7 +7,6 @@ client at its privacy budget."""
 from __future__ import annotations
 
 import copy
-import os
 
 import numpy as np
 import pytest
@@ -32,19 +31,8 @@ from privopt.torch.text import (
 )
 
 
-def fetched_minilm() -> None:
-    """Skips without the fetched model and snippets (CI fetches them: there it fails)."""
-    missing = [n for n in ("minilm", "movie-snippets") if not (data_dir() / n).is_dir()]
-    if missing:
-        message = f"run `privopt data fetch {' '.join(missing)}` (PRIVOPT_DATA={data_dir()})"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-
-
 @pytest.fixture(scope="module")
-def bitfit() -> Problem:
-    fetched_minilm()
+def bitfit(minilm_fetched: None) -> Problem:
     return Problem(
         {"dataset": "movie-snippets", "clients": 6},
         {"kind": "minilm", "trainable": "bitfit"},
@@ -54,8 +42,7 @@ def bitfit() -> Problem:
 
 
 @pytest.fixture(scope="module")
-def model() -> MiniLMClassifier:
-    fetched_minilm()
+def model(minilm_fetched: None) -> MiniLMClassifier:
     return MiniLMClassifier.from_pretrained()
 
 

@@ -18,6 +18,7 @@ from collections.abc import Container, Iterable, Mapping
 from pathlib import Path
 
 from . import dp
+from ._svg import line_chart
 
 
 class PrivacyLedger:
@@ -146,48 +147,6 @@ class PrivacyLedger:
                 "median": [col[len(col) // 2] for col in columns],
                 "min": [col[0] for col in columns],
             }
-        return _svg(rounds, series, self.max_epsilon)
-
-
-def _svg(xs: list[int], series: dict[str, list[float]], budget: float | None) -> str:
-    """A small line chart (no plotting library needed)."""
-    width, height, left, bottom, top, right = 640, 360, 60, 40, 20, 140
-    peak = max([v for ys in series.values() for v in ys] + [budget or 0.0, 1e-9])
-    x0, x1 = (min(xs), max(xs)) if xs else (0, 1)
-    span = max(x1 - x0, 1)
-
-    def px(x: float) -> float:
-        return left + (x - x0) / span * (width - left - right)
-
-    def py(y: float) -> float:
-        return top + (1 - y / peak) * (height - top - bottom)
-
-    colors = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"]
-    out = [
-        (
-            f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-            'font-family="sans-serif" font-size="11">'
-        ),
-        f'<line x1="{left}" y1="{py(0)}" x2="{width - right}" y2="{py(0)}" stroke="black"/>',
-        f'<line x1="{left}" y1="{py(0)}" x2="{left}" y2="{top}" stroke="black"/>',
-        f'<text x="{left - 8}" y="{top + 4}" text-anchor="end">{peak:.3g}</text>',
-        f'<text x="{left - 8}" y="{py(0)}" text-anchor="end">0</text>',
-        f'<text x="{left}" y="{height - 12}">round {x0}</text>',
-        f'<text x="{width - right}" y="{height - 12}" text-anchor="end">round {x1}</text>',
-        f'<text x="14" y="{height / 2}" transform="rotate(-90 14 {height / 2})">ε</text>',
-    ]
-    if budget is not None:
-        out.append(
-            f'<line x1="{left}" y1="{py(budget)}" x2="{width - right}" y2="{py(budget)}" '
-            'stroke="gray" stroke-dasharray="4 3"/>'
-        )
-        out.append(f'<text x="{width - right + 4}" y="{py(budget) + 4}">budget</text>')
-    for i, (name, ys) in enumerate(series.items()):
-        color = colors[i % len(colors)]
-        points = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in zip(xs, ys, strict=True))
-        out.append(f'<polyline fill="none" stroke="{color}" stroke-width="1.5" points="{points}"/>')
-        out.append(
-            f'<text x="{width - right + 4}" y="{top + 14 * (i + 1)}" fill="{color}">{name}</text>'
-        )
-    out.append("</svg>")
-    return "\n".join(out) + "\n"
+        budget = None if self.max_epsilon is None else ("budget", self.max_epsilon)
+        points = {name: list(zip(rounds, ys, strict=True)) for name, ys in series.items()}
+        return line_chart(points, y_label="ε", reference=budget)

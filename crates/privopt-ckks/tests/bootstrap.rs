@@ -134,6 +134,34 @@ fn bootstrapping_restores_levels_and_keeps_the_slots() {
     assert!(worst(&k.sk.decrypt_values(&sq).unwrap(), &want) < 4.0 * err);
 }
 
+/// Two threads run EvalMod's halves as two tasks and the row kernels in parallel; the
+/// ciphertext must be the one a single thread makes, to the bit.
+#[test]
+fn two_threads_bootstrap_to_the_same_bits_as_one() {
+    let ctx = context();
+    let boot = Bootstrapper::new(&ctx, &BootstrapConfig::default()).unwrap();
+    let mut rng = secret_rng(Some(12));
+    let sk = SecretKey::generate(&ctx, &mut rng);
+    let relin = sk.relin_key(&mut rng);
+    let galois = sk.galois_keys(&boot.rotations(), true, &mut rng);
+    let one = Evaluator::new(&ctx, Some(relin.clone()), galois.clone())
+        .with_threads(1)
+        .unwrap();
+    let two = Evaluator::new(&ctx, Some(relin), galois)
+        .with_threads(2)
+        .unwrap();
+    let v = values(ctx.slots(), 0.3);
+    let pt = encode_at(&ctx, &v, 0, ctx.level_scale(0)).unwrap();
+    let ct = sk.encrypt(&pt, &mut rng).unwrap();
+    let (a, b) = (
+        boot.bootstrap(&one, &ct).unwrap(),
+        boot.bootstrap(&two, &ct).unwrap(),
+    );
+    assert!(a == b, "one thread and two gave different ciphertexts");
+    let err = worst(&sk.decrypt_values(&b).unwrap(), &v);
+    assert!(err < 2f64.powi(-14), "max error {err:e}");
+}
+
 #[test]
 fn slots_beyond_one_bootstrap_when_divided_by_their_bound_first() {
     // Scale 2^56 under q_0 = 2^60: a message ratio of 2^4, the N16 preset's. The sine's

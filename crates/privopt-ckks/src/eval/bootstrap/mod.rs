@@ -609,10 +609,7 @@ impl Bootstrapper {
         let mod_raise = lap();
         let parts = self.coeffs_to_slots(ev, &x)?;
         let coeffs_to_slots = lap();
-        let parts = parts
-            .iter()
-            .map(|p| self.eval_mod.apply(ev, p))
-            .collect::<Result<Vec<_>, _>>()?;
+        let parts = self.eval_mod_parts(ev, &parts)?;
         let eval_mod = lap();
         let out = self.slots_to_coeffs(ev, &parts)?;
         let slots_to_coeffs = lap();
@@ -649,6 +646,29 @@ impl Bootstrapper {
         }
         let im = ev.mul_by_i(&ev.sub(&conj, &x)?)?; // −i(x − x̄) = 2 Im x
         Ok(vec![re, im])
+    }
+
+    /// EvalMod of each part CoeffsToSlots made. The real and imaginary halves are
+    /// independent, so on an evaluator with two or more threads they run as two tasks (their
+    /// row kernels share what is left of the pool; one thread runs them in turn). Each is the
+    /// same computation either way, so the result is the same to the bit.
+    fn eval_mod_parts(
+        &self,
+        ev: &Evaluator,
+        parts: &[Ciphertext],
+    ) -> Result<Vec<Ciphertext>, CkksError> {
+        match parts {
+            [re, im] => {
+                let (re, im) = ev.install(|| {
+                    ring::join(
+                        || self.eval_mod.apply(ev, re),
+                        || self.eval_mod.apply(ev, im),
+                    )
+                });
+                Ok(vec![re?, im?])
+            }
+            _ => parts.iter().map(|p| self.eval_mod.apply(ev, p)).collect(),
+        }
     }
 
     /// SlotsToCoeffs of EvalMod's outputs (as [`Bootstrapper::coeffs_to_slots`] made them)

@@ -347,9 +347,17 @@ impl BootstrapFixture {
         self.ev.set_threads(threads)
     }
 
-    /// One bootstrap of the level-0 input.
-    pub fn bootstrap(&self) -> Result<crate::eval::Ciphertext, CkksError> {
-        self.boot.bootstrap(&self.ev, &self.input)
+    /// One bootstrap of the level-0 input, with the seconds of each phase.
+    pub fn bootstrap(
+        &self,
+    ) -> Result<
+        (
+            crate::eval::Ciphertext,
+            crate::eval::bootstrap::PhaseSeconds,
+        ),
+        CkksError,
+    > {
+        self.boot.bootstrap_timed(&self.ev, &self.input)
     }
 
     /// `−log2` of the largest slot error of `out` (a bootstrap of the input), and its level.

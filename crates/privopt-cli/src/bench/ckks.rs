@@ -6,6 +6,8 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
+use privopt_ckks::eval::bootstrap::PhaseSeconds;
+
 use super::{Case, Measurement, Op, SELF_TIMED_BUDGET, median, peak_rss_mb, stdout_of};
 
 /// The period of the sparse-packing bootstrapping cases.
@@ -81,23 +83,25 @@ pub fn bootstrap_child(preset: &str, runs: usize, v: BootstrapVariant) -> Result
     }
     let babies = v.baby_group.map_or(BabySteps::Hoisted, BabySteps::Grouped);
     let mut f = BootstrapFixture::new(p, v.compact, [babies, BabySteps::Hoisted], v.slots)?;
-    let (median_ns, runs, out) = time_bootstraps(&f, runs)?;
+    let (median_ns, runs, out, phases) = time_bootstraps(&f, runs)?;
     let (bits, level) = f.precision_bits(&out)?;
     let threads = match v.also_threads {
         Some(t) if t < 2 => bail!("--also-threads needs at least 2 threads"),
         Some(t) => {
             f.set_threads(t)?;
-            let (t_ns, _, t_out) = time_bootstraps(&f, runs)?;
+            let (t_ns, _, t_out, t_phases) = time_bootstraps(&f, runs)?;
             if t_out != out {
                 bail!("the bootstrap on {t} threads differs from the one-thread bootstrap");
             }
             format!(
-                "one thread; {t} threads {:.2} s ({:.2}×, the same bits)",
+                "one thread ({}); {t} threads {:.2} s ({:.2}×, the same bits; {})",
+                phase_text(&phases),
                 t_ns / 1e9,
-                median_ns / t_ns
+                median_ns / t_ns,
+                phase_text(&t_phases)
             )
         }
-        None => "one thread".to_owned(),
+        None => format!("one thread ({})", phase_text(&phases)),
     };
     let m = Measurement {
         name: bootstrap_case_name(p.n(), v),
@@ -117,23 +121,42 @@ pub fn bootstrap_child(preset: &str, runs: usize, v: BootstrapVariant) -> Result
     Ok(())
 }
 
+/// Each phase's median seconds, as `ModRaise a, CtS b, EvalMod c, StC d`.
+fn phase_text(p: &PhaseSeconds) -> String {
+    format!(
+        "ModRaise {:.2}, CtS {:.2}, EvalMod {:.2}, StC {:.2} s",
+        p.mod_raise, p.coeffs_to_slots, p.eval_mod, p.slots_to_coeffs
+    )
+}
+
 /// One warm-up, then up to `runs` timed bootstraps within about a minute: the median in
-/// nanoseconds, the samples taken, and the last output.
+/// nanoseconds, the samples taken, the last output and each phase's median seconds.
 fn time_bootstraps(
     f: &privopt_ckks::bench_support::BootstrapFixture,
     runs: usize,
-) -> Result<(f64, usize, privopt_ckks::eval::Ciphertext)> {
+) -> Result<(f64, usize, privopt_ckks::eval::Ciphertext, PhaseSeconds)> {
     let clock = Instant::now();
-    let mut out = f.bootstrap()?;
+    let (mut out, _) = f.bootstrap()?;
     let first = clock.elapsed().as_secs_f64().max(1e-9);
     let runs = ((SELF_TIMED_BUDGET.as_secs_f64() / first) as usize).clamp(1, runs.max(1));
     let mut samples = Vec::with_capacity(runs);
+    let mut phases = Vec::with_capacity(runs);
     for _ in 0..runs {
         let clock = Instant::now();
-        out = f.bootstrap()?;
+        let (o, p) = f.bootstrap()?;
         samples.push(clock.elapsed().as_nanos() as f64);
+        out = o;
+        phases.push(p);
     }
-    Ok((median(&mut samples), runs, out))
+    let phase =
+        |get: fn(&PhaseSeconds) -> f64| median(&mut phases.iter().map(get).collect::<Vec<_>>());
+    let medians = PhaseSeconds {
+        mod_raise: phase(|p| p.mod_raise),
+        coeffs_to_slots: phase(|p| p.coeffs_to_slots),
+        eval_mod: phase(|p| p.eval_mod),
+        slots_to_coeffs: phase(|p| p.slots_to_coeffs),
+    };
+    Ok((median(&mut samples), runs, out, medians))
 }
 
 pub(super) fn ckks_suite() -> Result<Vec<Case>> {

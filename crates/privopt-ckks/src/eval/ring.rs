@@ -167,15 +167,29 @@ fn zip_new(
     a: &[u64],
     b: &[u64],
     indices: &[usize],
-    op: impl Fn(u64, u64, u64) -> u64,
+    op: impl Fn(u64, u64, u64) -> u64 + Sync,
 ) -> Vec<u64> {
-    // One pass that writes each output word once (no clone-then-update, no zeroing).
+    // One pass that writes each output word once (no clone-then-update, no zeroing), in
+    // parallel (at least a row per task) unless sequential.
     let n = ctx.n();
-    let mut out = Vec::with_capacity(indices.len() * n);
-    for ((x, y), &i) in a.chunks(n).zip(b.chunks(n)).zip(indices) {
-        let q = ctx.primes[i];
-        out.extend(x.iter().zip(y).map(|(&u, &v)| op(u, v, q)));
+    let len = indices.len() * n;
+    let (a, b) = (&a[..len], &b[..len]);
+    if sequential() {
+        let mut out = Vec::with_capacity(len);
+        for ((x, y), &i) in a.chunks(n).zip(b.chunks(n)).zip(indices) {
+            let q = ctx.primes[i];
+            out.extend(x.iter().zip(y).map(|(&u, &v)| op(u, v, q)));
+        }
+        return out;
     }
+    let shift = n.trailing_zeros();
+    let mut out = Vec::new();
+    a.par_iter()
+        .zip(b)
+        .enumerate()
+        .with_min_len(n)
+        .map(|(j, (&u, &v))| op(u, v, ctx.primes[indices[j >> shift]]))
+        .collect_into_vec(&mut out);
     out
 }
 

@@ -33,7 +33,7 @@ def line_chart(
     ``reference`` a dashed horizontal line with its label (a budget, a baseline). The y axis
     starts at 0 when ``from_zero``, else at the smallest value (loss curves that move by a few
     percent stay readable)."""
-    width, height, left, bottom, top, right = 660, 360, 60, 40, 20, 180
+    width, height, left, bottom, top, right = 720, 360, 60, 40, 20, 220
     ys = [y for points in series.values() for _, y in points]
     xs = [x for points in series.values() for x, _ in points]
     if reference is not None:
@@ -56,6 +56,8 @@ def line_chart(
             f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
             'font-family="sans-serif" font-size="11">'
         ),
+        # Opaque, so the chart reads on a dark page too.
+        f'<rect width="{width}" height="{height}" fill="white"/>',
         f'<line x1="{left}" y1="{py(low)}" x2="{width - right}" y2="{py(low)}" stroke="black"/>',
         f'<line x1="{left}" y1="{py(low)}" x2="{left}" y2="{top}" stroke="black"/>',
         f'<text x="{left - 8}" y="{top + 4}" text-anchor="end">{high:.4g}</text>',

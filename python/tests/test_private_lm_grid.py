@@ -90,3 +90,19 @@ def test_unknown_cells_are_refused_by_name(tmp_path: Path) -> None:
         grid.main(["--out", str(tmp_path), "--params", "bitfit", "--dry-run"])
     with pytest.raises(SystemExit, match="could not convert"):
         grid.main(["--out", str(tmp_path), "--epsilons", "eight", "--dry-run"])
+
+
+def test_a_chart_leaves_out_a_diverged_runs_values_and_keeps_its_range() -> None:
+    from privopt._svg import line_chart
+
+    svg = line_chart(
+        {
+            "stable": [(0, 0.61), (50, 0.58)],
+            "diverged": [(0, 0.61), (50, math.nan), (75, math.inf)],
+        },
+        y_label="test loss",
+        from_zero=False,
+    )
+    assert "nan" not in svg and "inf" not in svg and svg.count("<polyline") == 2
+    # The axis spans the finite values only.
+    assert ">0.61</text>" in svg and ">0.58</text>" in svg

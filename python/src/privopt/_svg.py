@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from html import escape
 
@@ -29,11 +30,17 @@ def line_chart(
     reference: tuple[str, float] | None = None,
     from_zero: bool = True,
 ) -> str:
-    """One polyline per named series of ``(x, y)`` points, its name in the legend;
+    """One polyline per named series of ``(x, y)`` points (non-finite ones left out), its
+    name in the legend;
     ``reference`` a dashed horizontal line with its label (a budget, a baseline). The y axis
     starts at 0 when ``from_zero``, else at the smallest value (loss curves that move by a few
     percent stay readable)."""
     width, height, left, bottom, top, right = 720, 360, 60, 40, 20, 220
+    # A diverged run's NaN or infinite values are left out (its line stops there).
+    series = {
+        name: [(x, y) for x, y in points if math.isfinite(x) and math.isfinite(y)]
+        for name, points in series.items()
+    }
     ys = [y for points in series.values() for _, y in points]
     xs = [x for points in series.values() for x, _ in points]
     if reference is not None:

@@ -108,6 +108,23 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def participation_budget(rounds: int, per_round: int, clients: int) -> int:
+    """Releases a client's budget covers: 1.2× the expected participations, so that the
+    server's uneven choices rarely stop a client early."""
+    return math.ceil(1.2 * rounds * per_round / clients)
+
+
+def client_noise_multiplier(epsilon: float, delta: float, budget: int) -> float:
+    """σ for client-level (ε, δ) over ``budget`` releases: no subsampling amplification, the
+    server picks the participants."""
+    return dp.noise_multiplier(epsilon, budget, delta, sampling="full")
+
+
+def first(batch: TextBatch, k: int | None) -> TextBatch:
+    """The first ``k`` examples of ``batch`` (all of them for ``None``)."""
+    return TextBatch(batch.ids[:k], batch.lengths[:k], batch.labels[:k])
+
+
 def write_metrics(out: Path, metrics: list[dict[str, float]]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "metrics.csv", "w", newline="") as f:
@@ -141,9 +158,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     )
     w0 = problem.init_params(args.seed)
     test = batch_from_rows(*problem.test_rows())
-    probe = TextBatch(
-        test.ids[: args.eval_size], test.lengths[: args.eval_size], test.labels[: args.eval_size]
-    )
+    probe = first(test, args.eval_size)
     rule = args.method
     spec = scalar_fl.Spec(
         lr=args.lr,
@@ -156,9 +171,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     ledger = None
     sigma = 0.0
     if private:
-        expected = args.rounds * args.per_round / args.clients
-        budget = args.participations or math.ceil(1.2 * expected)
-        sigma = dp.noise_multiplier(args.epsilon, budget, args.delta, sampling="full")
+        budget = args.participations or participation_budget(
+            args.rounds, args.per_round, args.clients
+        )
+        sigma = client_noise_multiplier(args.epsilon, args.delta, budget)
         privacy = scalar_fl.Privacy(args.clip, sigma, args.noise_floor)
         ledger = PrivacyLedger(args.clients, args.delta, max_epsilon=args.epsilon)
         print(
@@ -290,13 +306,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             evaluate(r + 1)
     elapsed = time.perf_counter() - started
     model = server.sync()
-    scored = test
-    if args.final_size is not None:
-        scored = TextBatch(
-            test.ids[: args.final_size],
-            test.lengths[: args.final_size],
-            test.labels[: args.final_size],
-        )
+    scored = first(test, args.final_size)
     final = accuracy(model, scored)
     summary: dict[str, Any] = {
         # Strict JSON: no Infinity (ε = inf is "no DP", written as null).

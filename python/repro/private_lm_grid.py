@@ -35,12 +35,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from privopt import dp
 from privopt._svg import line_chart
 
 HERE = Path(__file__).resolve().parent
-CLIENTS = 6
-DELTA = 1e-5
+sys.path.insert(0, str(HERE))
+import private_lm  # noqa: E402  (the script beside this one)
+
+# private_lm.py's own defaults: the federation and δ every cell shares.
+DEFAULTS = private_lm.parse(["--out", "."])
 # Without DP: (rate, participants per round, rounds between evaluations).
 CLEAR = {"lora": (1e-2, 3, 25), "full": (3e-4, 2, 50)}
 # Under DP: (clip C, spread s of the mean of 3 clipped scalars in clear runs).
@@ -71,8 +73,8 @@ def private_rate(params: str, epsilon: float, rounds: int) -> tuple[float, float
     """(η, σ) of a private cell: σ the accountant's for ε over a budget of 1.2× the expected
     participations (as ``private_lm.py`` computes it), η by the variance-matching rule,
     rounded to two significant digits."""
-    budget = math.ceil(1.2 * rounds * PRIVATE_PER_ROUND / CLIENTS)
-    sigma = dp.noise_multiplier(epsilon, budget, DELTA, sampling="full")
+    budget = private_lm.participation_budget(rounds, PRIVATE_PER_ROUND, DEFAULTS.clients)
+    sigma = private_lm.client_noise_multiplier(epsilon, DEFAULTS.delta, budget)
     clip, spread = PRIVATE[params]
     clear_lr = CLEAR[params][0]
     lr = clear_lr * spread / math.hypot(spread, sigma * clip / PRIVATE_PER_ROUND)

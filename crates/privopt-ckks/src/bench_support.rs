@@ -290,6 +290,8 @@ pub struct BootstrapFixture {
     pub galois_bytes: usize,
     /// Galois keys generated.
     pub galois_keys: usize,
+    /// Bytes of the transforms' encoded diagonals.
+    pub transform_bytes: usize,
 }
 
 impl BootstrapFixture {
@@ -317,6 +319,7 @@ impl BootstrapFixture {
         };
         let boot = Bootstrapper::new(&ctx, &config)?;
         let setup_seconds = clock.elapsed().as_secs_f64();
+        let transform_bytes = boot.transform_bytes();
         let clock = std::time::Instant::now();
         let mut rng = secret_rng(Some(0xb007));
         let sk = SecretKey::generate(&ctx, &mut rng);
@@ -339,6 +342,7 @@ impl BootstrapFixture {
             keygen_seconds,
             galois_bytes,
             galois_keys,
+            transform_bytes,
         })
     }
 

@@ -109,10 +109,11 @@ pub fn bootstrap_child(preset: &str, runs: usize, v: BootstrapVariant) -> Result
         runs,
         peak_rss_mb: peak_rss_mb(),
         detail: Some(format!(
-            "{bits:.1} bits, {level} levels left, {} Galois keys of {:.0} MB, setup {:.1} s, \
-             keygen {:.1} s, {threads}",
+            "{bits:.1} bits, {level} levels left, {} Galois keys of {:.0} MB, transforms {:.0} \
+             MB, setup {:.1} s, keygen {:.1} s, {threads}",
             f.galois_keys,
             f.galois_bytes as f64 / 1e6,
+            f.transform_bytes as f64 / 1e6,
             f.setup_seconds,
             f.keygen_seconds
         )),

@@ -7,8 +7,9 @@ without DP and at each ε, for each seed; one ``private_lm.py`` run per cell, th
 A cell whose ``summary.json`` exists is not run again, so an interrupted grid resumes where it
 stopped (``--dry-run`` lists what would run). Each cell's settings are the documented ones:
 
-- without DP, the rates and participants the clear runs chose: LoRA η = 1e-2 with 3 per round,
-  every weight η = 3e-4 with 2 per round (the Rust engine's ``hiso-minilm-full``);
+- without DP, the rates and participants the clear runs chose: LoRA η = 1e-2 (DeComFL) and
+  5e-3 (HiSo: at 1e-2 it destabilized after round 250) with 3 per round, every weight
+  η = 3e-4 with 2 per round (the Rust engine's ``hiso-minilm-full``);
 - under DP, 3 per round (SecAgg+'s least), clip C (LoRA 1.5, every weight 3.5: about the
   median norm of a round's 5 scalars), ``noise_floor`` 1 and a rate scaled so that the update's
   variance matches the clear run's: ``η = η_clear · s / √(s² + (σC/m)²)``, with ``s`` the spread
@@ -43,8 +44,14 @@ import private_lm  # noqa: E402  (the script beside this one)
 
 # private_lm.py's own defaults: the federation and δ every cell shares.
 DEFAULTS = private_lm.parse(["--out", "."])
-# Without DP: (rate, participants per round, rounds between evaluations).
-CLEAR = {"lora": (1e-2, 3, 25), "full": (3e-4, 2, 50)}
+# Without DP: (participants per round, rounds between evaluations), and each method's rate.
+CLEAR = {"lora": (3, 25), "full": (2, 50)}
+CLEAR_RATE = {
+    ("decomfl", "lora"): 1e-2,
+    ("hiso", "lora"): 5e-3,
+    ("decomfl", "full"): 3e-4,
+    ("hiso", "full"): 3e-4,
+}
 # Under DP: (clip C, spread s of the mean of 3 clipped scalars in clear runs).
 PRIVATE = {"lora": (1.5, 0.36), "full": (3.5, 0.87)}
 PRIVATE_PER_ROUND = 3
@@ -69,24 +76,24 @@ class Cell:
         return f"{NAMES[self.method]}, {NAMES[self.params]}, {eps}"
 
 
-def private_rate(params: str, epsilon: float, rounds: int) -> tuple[float, float]:
+def private_rate(method: str, params: str, epsilon: float, rounds: int) -> tuple[float, float]:
     """(η, σ) of a private cell: σ the accountant's for ε over a budget of 1.2× the expected
     participations (as ``private_lm.py`` computes it), η by the variance-matching rule,
     rounded to two significant digits."""
     budget = private_lm.participation_budget(rounds, PRIVATE_PER_ROUND, DEFAULTS.clients)
     sigma = private_lm.client_noise_multiplier(epsilon, DEFAULTS.delta, budget)
     clip, spread = PRIVATE[params]
-    clear_lr = CLEAR[params][0]
-    lr = clear_lr * spread / math.hypot(spread, sigma * clip / PRIVATE_PER_ROUND)
+    lr = CLEAR_RATE[method, params] * spread / math.hypot(spread, sigma * clip / PRIVATE_PER_ROUND)
     return float(f"{lr:.2g}"), sigma
 
 
 def cell_args(cell: Cell, rounds: int, threads: int, extra: list[str]) -> list[str]:
     args = ["--method", cell.method, "--params", cell.params, "--rounds", str(rounds)]
     args += ["--seed", str(cell.seed), "--threads", str(threads)]
-    lr, per_round, eval_every = CLEAR[cell.params]
+    lr = CLEAR_RATE[cell.method, cell.params]
+    per_round, eval_every = CLEAR[cell.params]
     if not math.isinf(cell.epsilon):
-        lr, _ = private_rate(cell.params, cell.epsilon, rounds)
+        lr, _ = private_rate(cell.method, cell.params, cell.epsilon, rounds)
         per_round = PRIVATE_PER_ROUND
         clip, _ = PRIVATE[cell.params]
         # Repeatable noise, distinct per seed and ε.

@@ -43,7 +43,7 @@ def test_the_grid_runs_its_cells_reports_them_and_resumes(
     private = json.loads((tmp_path / "decomfl-lora-eps8-seed0" / "summary.json").read_text())
     assert clear["noise_multiplier"] == 0.0 and clear["settings"]["per_round"] == 3
     assert clear["settings"]["lr"] == 1e-2 and clear["test_snippets"] == 24
-    lr, sigma = grid.private_rate("lora", 8.0, 2)
+    lr, sigma = grid.private_rate("decomfl", "lora", 8.0, 2)
     assert private["noise_multiplier"] == pytest.approx(sigma) and sigma > 0
     assert private["settings"]["lr"] == lr < 1e-2
     assert private["settings"]["clip"] == 1.5 and private["settings"]["noise_seed"] == 8
@@ -74,14 +74,17 @@ def test_the_grid_runs_its_cells_reports_them_and_resumes(
 
 def test_the_private_rate_follows_the_variance_rule() -> None:
     grid = grid_module()
-    lr8, sigma8 = grid.private_rate("lora", 8.0, 300)
-    lr2, sigma2 = grid.private_rate("lora", 2.0, 300)
+    lr8, sigma8 = grid.private_rate("decomfl", "lora", 8.0, 300)
+    lr2, sigma2 = grid.private_rate("decomfl", "lora", 2.0, 300)
     # The documented runs: σ 8.555 and 28.83 over 180 participations, η 8.4e-4 and 2.5e-4.
     assert sigma8 == pytest.approx(8.555, abs=1e-3) and sigma2 == pytest.approx(28.83, abs=1e-2)
     assert (lr8, lr2) == (8.4e-4, 2.5e-4)
     # More noise, smaller steps; never above the clear rate.
-    full8, _ = grid.private_rate("full", 8.0, 300)
+    full8, _ = grid.private_rate("hiso", "full", 8.0, 300)
     assert full8 < 3e-4 and lr2 < lr8 < 1e-2 and math.isfinite(full8)
+    # HiSo's LoRA cells scale its own clear rate, half DeComFL's.
+    hiso8, _ = grid.private_rate("hiso", "lora", 8.0, 300)
+    assert hiso8 == pytest.approx(lr8 / 2, rel=0.02)
 
 
 def test_unknown_cells_are_refused_by_name(tmp_path: Path) -> None:

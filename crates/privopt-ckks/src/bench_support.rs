@@ -295,28 +295,18 @@ pub struct BootstrapFixture {
 }
 
 impl BootstrapFixture {
-    /// Builds `preset` with one evaluation thread (seeded: benchmarks need no OS entropy);
-    /// `compact` trades time for memory (see `BootstrapConfig::compact`); `slots` is a sparse
-    /// packing's period (see `BootstrapConfig::slots`); `babies` how CoeffsToSlots and
-    /// SlotsToCoeffs (in that order) make their baby rotations (see
-    /// `BootstrapConfig::cts_babies`).
+    /// Builds `preset`'s parameters with `config` (the preset's own or a variant of it: see
+    /// `BootstrapPreset::config`) and one evaluation thread (seeded: benchmarks need no OS
+    /// entropy); the input repeats with the sparse packing's period if `config.slots` has one.
     pub fn new(
         preset: crate::eval::bootstrap::BootstrapPreset,
-        compact: bool,
-        babies: [crate::eval::BabySteps; 2],
-        slots: Option<usize>,
+        config: crate::eval::bootstrap::BootstrapConfig,
     ) -> Result<Self, CkksError> {
         use crate::eval::{Bootstrapper, EvalContext, SecretKey, encode_at};
         let params = preset.params().build()?;
         let ctx = EvalContext::new(&params)?;
         let clock = std::time::Instant::now();
-        let config = crate::eval::bootstrap::BootstrapConfig {
-            compact,
-            cts_babies: babies[0],
-            stc_babies: babies[1],
-            slots,
-            ..preset.config()
-        };
+        let slots = config.slots;
         let boot = Bootstrapper::new(&ctx, &config)?;
         let setup_seconds = clock.elapsed().as_secs_f64();
         let transform_bytes = boot.transform_bytes();

@@ -480,6 +480,21 @@ fn a_dense_secret_bootstraps_through_sparse_encapsulation() {
     );
     let lean_out = compact.bootstrap(&lean, &ct).unwrap();
     assert!(lean_out.to_bytes(&params) == out.to_bytes(&params));
+    // Compact transforms alone (N16's default): whole keys, the dense diagonals kept as
+    // coefficients, and again the same bootstrap to the bit.
+    let lean_transforms = Bootstrapper::new(
+        &ctx,
+        &BootstrapConfig {
+            compact_transforms: true,
+            ..cfg.clone()
+        },
+    )
+    .unwrap();
+    let (whole, kept) = (boot.transform_bytes(), lean_transforms.transform_bytes());
+    assert!(kept < whole / 2, "{kept} of {whole} transform bytes");
+    assert_eq!(compact.transform_bytes(), kept);
+    let out_lean_transforms = lean_transforms.bootstrap(&sized, &ct).unwrap();
+    assert!(out_lean_transforms.to_bytes(&params) == out.to_bytes(&params));
     // Baby steps one at a time (each transform's keys: the first baby, the stride and the
     // giant step): about half the key bytes here, for a little
     // precision, as each baby adds its key switch's noise to the next (measured 15.9 → 15.4

@@ -136,6 +136,10 @@ enum Command {
         /// diagonal's plaintext rebuilt where used).
         #[arg(long)]
         compact: bool,
+        /// Every diagonal stored whole (more memory, a little less time), where the preset
+        /// keeps the dense ones compact (n16).
+        #[arg(long)]
+        whole_transforms: bool,
         /// CoeffsToSlots' baby rotations this many at a time (a few Galois keys per transform
         /// instead of one per baby rotation: far less memory, a ModUp and a ModDown per group
         /// more, a little precision); default: all hoisted.
@@ -285,6 +289,7 @@ fn main() -> ExitCode {
             preset,
             runs,
             compact,
+            whole_transforms,
             baby_group,
             slots,
             also_threads,
@@ -293,6 +298,7 @@ fn main() -> ExitCode {
             runs,
             bench::BootstrapVariant {
                 compact,
+                whole_transforms,
                 baby_group,
                 slots,
                 also_threads,

@@ -19,10 +19,10 @@ use crate::errors;
 /// at :attr:`output_level` with the same slots (to the bootstrap's precision: about 17 bits
 /// at ``"n15"``, 24 at ``"n16"``, for slots of magnitude up to 1).
 ///
-/// ``Bootstrapper("n15")`` (n = 2^15, 16 384 slots, 3 levels left, about 4 s and 2.7 GB) or
-/// ``Bootstrapper("n16")`` (n = 2^16, 32 768 slots, 9 levels of 45 bits left, about 20 s and
-/// 6 GB) are 128-bit parameter sets with a dense secret, bootstrapped through a sparse
-/// encapsulation key (certified too). ``compact=True`` keeps the keys with seeded halves (about
+/// ``Bootstrapper("n15")`` (n = 2^15, 16 384 slots, 3 levels left, 2–7 s and 2.7 GB) or
+/// ``Bootstrapper("n16")`` (n = 2^16, 32 768 slots, 9 levels of 45 bits left, 9–30 s and
+/// 5.7 GB; the time depends on the CPU: AVX-512 IFMA or not) are 128-bit parameter sets
+/// with a dense secret, bootstrapped through a sparse encapsulation key (certified too). ``compact=True`` keeps the keys with seeded halves (about
 /// half the memory, a little slower); ``slots=k`` bootstraps ``k`` slots that repeat every
 /// ``k`` (sparse packing: cheaper); ``failure_bits=b`` widens EvalMod's range until one
 /// bootstrap fails (a wrong slot) with probability at most ``2^-b`` (default: about

@@ -18,6 +18,9 @@ pub(super) const SPARSE_CASE_SLOTS: usize = 1024;
 pub struct BootstrapVariant {
     /// Compact keys and transforms (`BootstrapConfig::compact`).
     pub compact: bool,
+    /// Every diagonal stored whole, against the preset's compact transforms
+    /// (`BootstrapConfig::compact_transforms`).
+    pub whole_transforms: bool,
     /// CoeffsToSlots' baby rotations this many at a time (`BabySteps::Grouped`); `None`: all
     /// hoisted. SlotsToCoeffs' stay hoisted: its keys are made at its low level and are
     /// small, and a chain there runs on the 57- and 60-bit primes (measured at N15: +0.25 s
@@ -71,7 +74,7 @@ fn run_child_case(preset: &str, runs: usize, v: BootstrapVariant) -> Result<Meas
 pub fn bootstrap_child(preset: &str, runs: usize, v: BootstrapVariant) -> Result<()> {
     use privopt_ckks::bench_support::BootstrapFixture;
     use privopt_ckks::eval::BabySteps;
-    use privopt_ckks::eval::bootstrap::BootstrapPreset;
+    use privopt_ckks::eval::bootstrap::{BootstrapConfig, BootstrapPreset};
     let Some(p) = BootstrapPreset::ALL
         .into_iter()
         .find(|p| p.name() == preset)
@@ -81,8 +84,19 @@ pub fn bootstrap_child(preset: &str, runs: usize, v: BootstrapVariant) -> Result
     if v.baby_group == Some(0) {
         bail!("--baby-group needs at least one baby rotation per group");
     }
-    let babies = v.baby_group.map_or(BabySteps::Hoisted, BabySteps::Grouped);
-    let mut f = BootstrapFixture::new(p, v.compact, [babies, BabySteps::Hoisted], v.slots)?;
+    if v.compact && v.whole_transforms {
+        bail!("--compact makes the transforms compact; it cannot go with --whole-transforms");
+    }
+    let base = p.config();
+    let config = BootstrapConfig {
+        compact: v.compact,
+        compact_transforms: base.compact_transforms && !v.whole_transforms,
+        cts_babies: v.baby_group.map_or(BabySteps::Hoisted, BabySteps::Grouped),
+        stc_babies: BabySteps::Hoisted,
+        slots: v.slots,
+        ..base
+    };
+    let mut f = BootstrapFixture::new(p, config)?;
     let (median_ns, runs, out, phases) = time_bootstraps(&f, runs)?;
     let (bits, level) = f.precision_bits(&out)?;
     let threads = match v.also_threads {

@@ -73,6 +73,13 @@ pub struct BootstrapConfig {
     /// each transform's giant step (every Horner step) and grouped babies' steps. The
     /// results are the same to the bit.
     pub compact: bool,
+    /// Keep only the transforms compact (the keys whole): each dense diagonal is stored as
+    /// one row of integer coefficients and encoded where it is multiplied (an NTT per prime
+    /// per use; the same plaintext to the bit). At [`BootstrapPreset::N16`] the dense
+    /// diagonals are CoeffsToSlots' first factor (32 diagonals over 32 primes, 537 MB whole)
+    /// and SlotsToCoeffs' last (285 MB): compact, the transforms take 86 MB instead of 874,
+    /// for about 1 500 row NTTs per bootstrap. `compact` implies it.
+    pub compact_transforms: bool,
     /// How CoeffsToSlots' transforms make their baby rotations: all hoisted from the input (a
     /// Galois key each, the fastest), or a few at a time (a few keys per transform, for a
     /// ModUp and a ModDown per group; see [`BabySteps`]). CtS runs at the top levels, where
@@ -105,6 +112,7 @@ impl Default for BootstrapConfig {
             arcsine_degree: 0,
             encapsulation: None,
             compact: false,
+            compact_transforms: false,
             cts_babies: BabySteps::Hoisted,
             stc_babies: BabySteps::Hoisted,
             slots: None,
@@ -303,7 +311,8 @@ impl Bootstrapper {
                 *f = spread(f);
             }
         }
-        let cts = prepare(ev, &cts_factors, top, 1, cfg.compact, cfg.cts_babies)?
+        let compact_transforms = cfg.compact || cfg.compact_transforms;
+        let cts = prepare(ev, &cts_factors, top, 1, compact_transforms, cfg.cts_babies)?
             .into_iter()
             .flatten()
             .collect();
@@ -313,7 +322,7 @@ impl Bootstrapper {
             &stc_factors,
             stc_top,
             cfg.stc_factors_per_level,
-            cfg.compact,
+            compact_transforms,
             cfg.stc_babies,
         )?;
         let sparse = match stc_shifted {
@@ -324,7 +333,7 @@ impl Bootstrapper {
                     &shifted,
                     stc_top,
                     scale,
-                    cfg.compact,
+                    compact_transforms,
                     cfg.stc_babies,
                 )?;
                 let sub_sum = std::iter::successors(Some(slots), |&k| Some(2 * k))

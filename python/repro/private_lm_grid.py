@@ -216,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
         ]
     except ValueError as e:
         sys.exit(f"private_lm_grid: {e}")
-    bad = [c for c in cells if c.method not in NAMES or c.params not in CLEAR or not c.epsilon > 0]
+    bad = [c for c in cells if (c.method, c.params) not in CLEAR_RATE or not c.epsilon > 0]
     if bad:
         sys.exit(
             f"private_lm_grid: unknown cell {bad[0].name} (methods decomfl, hiso; params "

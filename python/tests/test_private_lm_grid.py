@@ -91,6 +91,8 @@ def test_unknown_cells_are_refused_by_name(tmp_path: Path) -> None:
     grid = grid_module()
     with pytest.raises(SystemExit, match="unknown cell decomfl-bitfit"):
         grid.main(["--out", str(tmp_path), "--params", "bitfit", "--dry-run"])
+    with pytest.raises(SystemExit, match="unknown cell lora-lora"):
+        grid.main(["--out", str(tmp_path), "--methods", "lora", "--dry-run"])
     with pytest.raises(SystemExit, match="could not convert"):
         grid.main(["--out", str(tmp_path), "--epsilons", "eight", "--dry-run"])
 

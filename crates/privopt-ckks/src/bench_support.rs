@@ -306,7 +306,6 @@ impl BootstrapFixture {
         let params = preset.params().build()?;
         let ctx = EvalContext::new(&params)?;
         let clock = std::time::Instant::now();
-        let slots = config.slots;
         let boot = Bootstrapper::new(&ctx, &config)?;
         let setup_seconds = clock.elapsed().as_secs_f64();
         let transform_bytes = boot.transform_bytes();
@@ -317,7 +316,7 @@ impl BootstrapFixture {
         let galois = ev.galois_keys();
         let (galois_bytes, galois_keys) = (galois.byte_len(), galois.elements().count());
         let keygen_seconds = clock.elapsed().as_secs_f64();
-        let period = slots.unwrap_or(ctx.slots());
+        let period = config.slots.unwrap_or(ctx.slots());
         let values: Vec<f64> = (0..ctx.slots())
             .map(|i| ((i % period) as f64 * 0.731).sin())
             .collect();

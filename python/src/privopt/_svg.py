@@ -31,10 +31,9 @@ def line_chart(
     from_zero: bool = True,
 ) -> str:
     """One polyline per named series of ``(x, y)`` points (non-finite ones left out), its
-    name in the legend;
-    ``reference`` a dashed horizontal line with its label (a budget, a baseline). The y axis
-    starts at 0 when ``from_zero``, else at the smallest value (loss curves that move by a few
-    percent stay readable)."""
+    name in the legend; ``reference`` a dashed horizontal line with its label (a budget, a
+    baseline). The y axis starts at 0 when ``from_zero``, else at the smallest value (loss
+    curves that move by a few percent stay readable)."""
     width, height, left, bottom, top, right = 720, 360, 60, 40, 20, 220
     # A diverged run's NaN or infinite values are left out (its line stops there).
     series = {

@@ -92,7 +92,6 @@ pub fn bootstrap_child(preset: &str, runs: usize, v: BootstrapVariant) -> Result
         compact: v.compact,
         compact_transforms: base.compact_transforms && !v.whole_transforms,
         cts_babies: v.baby_group.map_or(BabySteps::Hoisted, BabySteps::Grouped),
-        stc_babies: BabySteps::Hoisted,
         slots: v.slots,
         ..base
     };

@@ -149,8 +149,9 @@ enum Command {
         /// below n/2).
         #[arg(long)]
         slots: Option<usize>,
-        /// Also time the bootstrap on this many threads, with the same keys (the output must
-        /// equal the one-thread output to the bit).
+        /// Also time the bootstrap on this many threads, with the same keys, alternating with
+        /// one-thread runs (the speed-up is the median of the pairs'; the output must equal
+        /// the one-thread output to the bit).
         #[arg(long)]
         also_threads: Option<usize>,
     },

@@ -394,6 +394,15 @@ fn bench_bootstrap_cases_refuse_an_unknown_preset_in_one_line() {
     let err = stderr(&o);
     assert!(err.contains("at least one baby rotation"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
+    // Refused before any key is made.
+    let o = privopt(
+        &["bench-bootstrap", "n16", "--also-threads", "1"],
+        tmp.path(),
+    );
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(err.contains("at least 2 threads"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
 
 #[test]

@@ -84,6 +84,9 @@ pub fn bootstrap_child(preset: &str, runs: usize, v: BootstrapVariant) -> Result
     if v.baby_group == Some(0) {
         bail!("--baby-group needs at least one baby rotation per group");
     }
+    if v.also_threads.is_some_and(|t| t < 2) {
+        bail!("--also-threads needs at least 2 threads");
+    }
     if v.compact && v.whole_transforms {
         bail!("--compact makes the transforms compact; it cannot go with --whole-transforms");
     }
@@ -96,26 +99,26 @@ pub fn bootstrap_child(preset: &str, runs: usize, v: BootstrapVariant) -> Result
         ..base
     };
     let mut f = BootstrapFixture::new(p, config)?;
-    let (median_ns, runs, out, phases) = time_bootstraps(&f, runs)?;
-    let (bits, level) = f.precision_bits(&out)?;
-    let threads = match v.also_threads {
-        Some(t) if t < 2 => bail!("--also-threads needs at least 2 threads"),
+    let (one, runs, threads) = match v.also_threads {
         Some(t) => {
-            f.set_threads(t)?;
-            let (t_ns, _, t_out, t_phases) = time_bootstraps(&f, runs)?;
-            if t_out != out {
-                bail!("the bootstrap on {t} threads differs from the one-thread bootstrap");
-            }
-            format!(
-                "one thread ({}); {t} threads {:.2} s ({:.2}×, the same bits; {})",
-                phase_text(&phases),
-                t_ns / 1e9,
-                median_ns / t_ns,
-                phase_text(&t_phases)
-            )
+            let (one, many, speedup, runs) = time_alternating(&mut f, t, runs)?;
+            let text = format!(
+                "one thread ({}); {t} threads {:.2} s ({speedup:.2}×, the median of {runs} \
+                 alternated pairs' ratios; the same bits; {})",
+                phase_text(&one.phases),
+                many.median_ns / 1e9,
+                phase_text(&many.phases)
+            );
+            (one, runs, text)
         }
-        None => format!("one thread ({})", phase_text(&phases)),
+        None => {
+            let (one, runs) = time_bootstraps(&f, runs)?;
+            let text = format!("one thread ({})", phase_text(&one.phases));
+            (one, runs, text)
+        }
     };
+    let (bits, level) = f.precision_bits(&one.out)?;
+    let median_ns = one.median_ns;
     let m = Measurement {
         name: bootstrap_case_name(p.n(), v),
         median_ns,
@@ -143,34 +146,108 @@ fn phase_text(p: &PhaseSeconds) -> String {
     )
 }
 
-/// One warm-up, then up to `runs` timed bootstraps within about a minute: the median in
-/// nanoseconds, the samples taken, the last output and each phase's median seconds.
+/// A bootstrap timed: the median of its samples, each phase's median, and an output.
+struct Timed {
+    median_ns: f64,
+    phases: PhaseSeconds,
+    out: privopt_ckks::eval::Ciphertext,
+}
+
+/// Samples of one setting, reduced to medians.
+#[derive(Default)]
+struct Samples {
+    ns: Vec<f64>,
+    phases: Vec<PhaseSeconds>,
+}
+
+impl Samples {
+    /// One bootstrap, recorded; its output.
+    fn take(
+        &mut self,
+        f: &privopt_ckks::bench_support::BootstrapFixture,
+    ) -> Result<privopt_ckks::eval::Ciphertext> {
+        let clock = Instant::now();
+        let (out, phases) = f.bootstrap()?;
+        self.ns.push(clock.elapsed().as_nanos() as f64);
+        self.phases.push(phases);
+        Ok(out)
+    }
+
+    fn timed(mut self, out: privopt_ckks::eval::Ciphertext) -> Timed {
+        let phases = &self.phases;
+        let phase =
+            |get: fn(&PhaseSeconds) -> f64| median(&mut phases.iter().map(get).collect::<Vec<_>>());
+        let phases = PhaseSeconds {
+            mod_raise: phase(|p| p.mod_raise),
+            coeffs_to_slots: phase(|p| p.coeffs_to_slots),
+            eval_mod: phase(|p| p.eval_mod),
+            slots_to_coeffs: phase(|p| p.slots_to_coeffs),
+        };
+        Timed {
+            median_ns: median(&mut self.ns),
+            phases,
+            out,
+        }
+    }
+}
+
+/// How many samples fit the self-timed budget (at least 1, at most `runs`) when one takes
+/// `first_ns`.
+fn samples_within_budget(first_ns: f64, runs: usize) -> usize {
+    ((SELF_TIMED_BUDGET.as_secs_f64() * 1e9 / first_ns.max(1.0)) as usize).clamp(1, runs.max(1))
+}
+
+/// One warm-up, then up to `runs` timed bootstraps within about a minute, and how many.
 fn time_bootstraps(
     f: &privopt_ckks::bench_support::BootstrapFixture,
     runs: usize,
-) -> Result<(f64, usize, privopt_ckks::eval::Ciphertext, PhaseSeconds)> {
-    let clock = Instant::now();
-    let (mut out, _) = f.bootstrap()?;
-    let first = clock.elapsed().as_secs_f64().max(1e-9);
-    let runs = ((SELF_TIMED_BUDGET.as_secs_f64() / first) as usize).clamp(1, runs.max(1));
-    let mut samples = Vec::with_capacity(runs);
-    let mut phases = Vec::with_capacity(runs);
+) -> Result<(Timed, usize)> {
+    let mut warm = Samples::default();
+    let mut out = warm.take(f)?;
+    let runs = samples_within_budget(warm.ns[0], runs);
+    let mut samples = Samples::default();
     for _ in 0..runs {
-        let clock = Instant::now();
-        let (o, p) = f.bootstrap()?;
-        samples.push(clock.elapsed().as_nanos() as f64);
-        out = o;
-        phases.push(p);
+        out = samples.take(f)?;
     }
-    let phase =
-        |get: fn(&PhaseSeconds) -> f64| median(&mut phases.iter().map(get).collect::<Vec<_>>());
-    let medians = PhaseSeconds {
-        mod_raise: phase(|p| p.mod_raise),
-        coeffs_to_slots: phase(|p| p.coeffs_to_slots),
-        eval_mod: phase(|p| p.eval_mod),
-        slots_to_coeffs: phase(|p| p.slots_to_coeffs),
-    };
-    Ok((median(&mut samples), runs, out, medians))
+    Ok((samples.timed(out), runs))
+}
+
+/// A one-thread bootstrap, then one on `threads` threads, which must give the same output.
+fn alternate(
+    f: &mut privopt_ckks::bench_support::BootstrapFixture,
+    threads: usize,
+    one: &mut Samples,
+    many: &mut Samples,
+) -> Result<privopt_ckks::eval::Ciphertext> {
+    f.set_threads(1)?;
+    let out = one.take(f)?;
+    f.set_threads(threads)?;
+    if many.take(f)? != out {
+        bail!("the bootstrap on {threads} threads differs from the one-thread bootstrap");
+    }
+    Ok(out)
+}
+
+/// One thread and `threads` threads in turn (a warm-up of each, then up to `runs` pairs within
+/// about two minutes), so that the machine's drift between windows (±15% on the 2-core VM of
+/// docs/ckks-eval.md) falls on both alike: each setting's medians, the median of the pairs'
+/// speed-ups, and how many pairs. Every many-thread output must equal the one-thread output
+/// to the bit.
+fn time_alternating(
+    f: &mut privopt_ckks::bench_support::BootstrapFixture,
+    threads: usize,
+    runs: usize,
+) -> Result<(Timed, Timed, f64, usize)> {
+    let (mut one, mut many) = (Samples::default(), Samples::default());
+    let (mut warm_one, mut warm_many) = (Samples::default(), Samples::default());
+    let mut out = alternate(f, threads, &mut warm_one, &mut warm_many)?;
+    let runs = samples_within_budget((warm_one.ns[0] + warm_many.ns[0]) / 2.0, runs);
+    for _ in 0..runs {
+        out = alternate(f, threads, &mut one, &mut many)?;
+    }
+    let mut ratios: Vec<f64> = one.ns.iter().zip(&many.ns).map(|(a, b)| a / b).collect();
+    let speedup = median(&mut ratios);
+    Ok((one.timed(out.clone()), many.timed(out), speedup, runs))
 }
 
 pub(super) fn ckks_suite() -> Result<Vec<Case>> {

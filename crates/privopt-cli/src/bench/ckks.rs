@@ -99,9 +99,9 @@ pub fn bootstrap_child(preset: &str, runs: usize, v: BootstrapVariant) -> Result
         ..base
     };
     let mut f = BootstrapFixture::new(p, config)?;
-    let (one, runs, threads) = match v.also_threads {
+    let (one, runs, out, threads) = match v.also_threads {
         Some(t) => {
-            let (one, many, speedup, runs) = time_alternating(&mut f, t, runs)?;
+            let (one, many, speedup, runs, out) = time_alternating(&mut f, t, runs)?;
             let text = format!(
                 "one thread ({}); {t} threads {:.2} s ({speedup:.2}×, the median of {runs} \
                  alternated pairs' ratios; the same bits; {})",
@@ -109,19 +109,18 @@ pub fn bootstrap_child(preset: &str, runs: usize, v: BootstrapVariant) -> Result
                 many.median_ns / 1e9,
                 phase_text(&many.phases)
             );
-            (one, runs, text)
+            (one, runs, out, text)
         }
         None => {
-            let (one, runs) = time_bootstraps(&f, runs)?;
+            let (one, runs, out) = time_bootstraps(&f, runs)?;
             let text = format!("one thread ({})", phase_text(&one.phases));
-            (one, runs, text)
+            (one, runs, out, text)
         }
     };
-    let (bits, level) = f.precision_bits(&one.out)?;
-    let median_ns = one.median_ns;
+    let (bits, level) = f.precision_bits(&out)?;
     let m = Measurement {
         name: bootstrap_case_name(p.n(), v),
-        median_ns,
+        median_ns: one.median_ns,
         runs,
         peak_rss_mb: peak_rss_mb(),
         detail: Some(format!(
@@ -146,11 +145,10 @@ fn phase_text(p: &PhaseSeconds) -> String {
     )
 }
 
-/// A bootstrap timed: the median of its samples, each phase's median, and an output.
+/// A bootstrap timed: the median of its samples and of each phase.
 struct Timed {
     median_ns: f64,
     phases: PhaseSeconds,
-    out: privopt_ckks::eval::Ciphertext,
 }
 
 /// Samples of one setting, reduced to medians.
@@ -173,7 +171,7 @@ impl Samples {
         Ok(out)
     }
 
-    fn timed(mut self, out: privopt_ckks::eval::Ciphertext) -> Timed {
+    fn timed(mut self) -> Timed {
         let phases = &self.phases;
         let phase =
             |get: fn(&PhaseSeconds) -> f64| median(&mut phases.iter().map(get).collect::<Vec<_>>());
@@ -186,7 +184,6 @@ impl Samples {
         Timed {
             median_ns: median(&mut self.ns),
             phases,
-            out,
         }
     }
 }
@@ -197,11 +194,12 @@ fn samples_within_budget(first_ns: f64, runs: usize) -> usize {
     ((SELF_TIMED_BUDGET.as_secs_f64() * 1e9 / first_ns.max(1.0)) as usize).clamp(1, runs.max(1))
 }
 
-/// One warm-up, then up to `runs` timed bootstraps within about a minute, and how many.
+/// One warm-up, then up to `runs` timed bootstraps within about a minute: their medians, how
+/// many, and the output.
 fn time_bootstraps(
     f: &privopt_ckks::bench_support::BootstrapFixture,
     runs: usize,
-) -> Result<(Timed, usize)> {
+) -> Result<(Timed, usize, privopt_ckks::eval::Ciphertext)> {
     let mut warm = Samples::default();
     let mut out = warm.take(f)?;
     let runs = samples_within_budget(warm.ns[0], runs);
@@ -209,7 +207,7 @@ fn time_bootstraps(
     for _ in 0..runs {
         out = samples.take(f)?;
     }
-    Ok((samples.timed(out), runs))
+    Ok((samples.timed(), runs, out))
 }
 
 /// A one-thread bootstrap, then one on `threads` threads, which must give the same output.
@@ -231,13 +229,13 @@ fn alternate(
 /// One thread and `threads` threads in turn (a warm-up of each, then up to `runs` pairs within
 /// about two minutes), so that the machine's drift between windows (±15% on the 2-core VM of
 /// docs/ckks-eval.md) falls on both alike: each setting's medians, the median of the pairs'
-/// speed-ups, and how many pairs. Every many-thread output must equal the one-thread output
-/// to the bit.
+/// speed-ups, how many pairs, and the output (every many-thread output must equal the
+/// one-thread output to the bit).
 fn time_alternating(
     f: &mut privopt_ckks::bench_support::BootstrapFixture,
     threads: usize,
     runs: usize,
-) -> Result<(Timed, Timed, f64, usize)> {
+) -> Result<(Timed, Timed, f64, usize, privopt_ckks::eval::Ciphertext)> {
     let (mut one, mut many) = (Samples::default(), Samples::default());
     let (mut warm_one, mut warm_many) = (Samples::default(), Samples::default());
     let mut out = alternate(f, threads, &mut warm_one, &mut warm_many)?;
@@ -247,7 +245,7 @@ fn time_alternating(
     }
     let mut ratios: Vec<f64> = one.ns.iter().zip(&many.ns).map(|(a, b)| a / b).collect();
     let speedup = median(&mut ratios);
-    Ok((one.timed(out.clone()), many.timed(out), speedup, runs))
+    Ok((one.timed(), many.timed(), speedup, runs, out))
 }
 
 pub(super) fn ckks_suite() -> Result<Vec<Case>> {

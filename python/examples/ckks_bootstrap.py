@@ -3,6 +3,7 @@ fresh level with its slots, at 128-bit security (the "n15" preset: n = 2^15, 16 
 
     python examples/ckks_bootstrap.py            # n15: about 15 s and 2.8 GB in all
     python examples/ckks_bootstrap.py --preset n16   # n = 2^16: about a minute and 6 GB
+    python examples/ckks_bootstrap.py --preset n16-stc-first   # SlotsToCoeffs first: inputs at level 3
 
 The secret key's owner makes the keys; whoever bootstraps needs only those keys (bytes).
 """
@@ -19,7 +20,7 @@ from privopt import ckks
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--preset", choices=["n15", "n16"], default="n15")
+    parser.add_argument("--preset", choices=["n15", "n16", "n16-stc-first"], default="n15")
     args = parser.parse_args()
 
     start = time.perf_counter()
@@ -34,9 +35,10 @@ def main() -> None:
     keys = boot.keys(sk)
     print(f"keys: {keys.nbytes / 2**30:.2f} GiB in memory, {time.perf_counter() - start:.1f} s")
 
-    # A computation that has used up its levels: encrypt at level 0.
+    # A computation that has used up its levels: encrypt at the bootstrapper's input level
+    # (0, or 3 when SlotsToCoeffs runs first and needs those levels).
     values = np.cos(np.linspace(0.0, 6.0, boot.slots))
-    ct = sk.encrypt(values, level=0)
+    ct = sk.encrypt(values, level=boot.input_level)
     start = time.perf_counter()
     fresh = boot.bootstrap(ct, keys)
     seconds = time.perf_counter() - start

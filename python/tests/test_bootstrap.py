@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from privopt import ckks
-from privopt.errors import MalformedMessage, ParameterError
+from privopt.errors import ComputationError, MalformedMessage, ParameterError
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +93,7 @@ def test_sparse_packing_bootstraps_repeated_slots(setup):
 
 
 def test_bad_presets_and_shallow_parameters_are_one_clear_error():
-    with pytest.raises(ParameterError, match="'n15' or 'n16'"):
+    with pytest.raises(ParameterError, match="'n15', 'n16', 'n16-stc-first'"):
         ckks.Bootstrapper("n17")  # type: ignore[arg-type]
     shallow = ckks.Params.leveled(4096, 60, 50, 5, [60, 60], insecure=True, secret_weight=64)
     with pytest.raises(ParameterError, match="level"):
@@ -109,3 +109,21 @@ def test_one_thread_and_two_give_the_same_bits(setup):
     assert boot.bootstrap(ct, one).to_bytes() == boot.bootstrap(ct, two).to_bytes()
     with pytest.raises(ParameterError, match="threads"):
         ckks.BootstrapKeys.from_bytes(boot, data, threads=0)
+
+
+def test_slots_to_coeffs_first_takes_inputs_at_its_input_level(setup):
+    usual, sk, _ = setup
+    boot = ckks.Bootstrapper.with_params(usual.context.params, slots_to_coeffs_first=True)
+    assert usual.input_level == 0 and boot.input_level == 3
+    # No arcsine in these defaults: EvalMod's output factor costs the one level.
+    assert boot.output_level - boot.input_level == usual.output_level - 1
+    assert boot.output_bits == pytest.approx(50 * (usual.output_level - 1), rel=1e-3)
+    keys = boot.keys(sk)
+    v = values(boot.slots, 4.0)
+    fresh = boot.bootstrap(sk.encrypt(v, level=boot.input_level + 1), keys)
+    assert fresh.level == boot.output_level
+    assert -np.log2(np.abs(sk.decrypt(fresh) - v).max()) >= 14
+    with pytest.raises(ComputationError, match="level 3 or above"):
+        boot.bootstrap(sk.encrypt(v, level=0), keys)
+    with pytest.raises(ParameterError, match="full packing"):
+        ckks.Bootstrapper.with_params(usual.context.params, slots=64, slots_to_coeffs_first=True)

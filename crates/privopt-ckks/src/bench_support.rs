@@ -320,7 +320,11 @@ impl BootstrapFixture {
         let values: Vec<f64> = (0..ctx.slots())
             .map(|i| ((i % period) as f64 * 0.731).sin())
             .collect();
-        let input = sk.encrypt(&encode_at(&ctx, &values, 0, ctx.level_scale(0))?, &mut rng)?;
+        let level = boot.input_level();
+        let input = sk.encrypt(
+            &encode_at(&ctx, &values, level, ctx.level_scale(level))?,
+            &mut rng,
+        )?;
         Ok(Self {
             boot,
             ev,
@@ -340,7 +344,8 @@ impl BootstrapFixture {
         self.ev.set_threads(threads)
     }
 
-    /// One bootstrap of the level-0 input, with the seconds of each phase.
+    /// One bootstrap of the input (at the bootstrapper's input level), with the seconds of
+    /// each phase.
     pub fn bootstrap(
         &self,
     ) -> Result<
@@ -353,7 +358,9 @@ impl BootstrapFixture {
         self.boot.bootstrap_timed(&self.ev, &self.input)
     }
 
-    /// `−log2` of the largest slot error of `out` (a bootstrap of the input), and its level.
+    /// `−log2` of the largest slot error of `out` (a bootstrap of the input), and the levels
+    /// it has above the bootstrapper's input level (what a circuit can spend before the next
+    /// bootstrap).
     pub fn precision_bits(&self, out: &crate::eval::Ciphertext) -> Result<(f64, usize), CkksError> {
         let got = self.sk.decrypt_values(out)?;
         let worst = got
@@ -361,6 +368,6 @@ impl BootstrapFixture {
             .zip(&self.values)
             .map(|(a, b)| (a - b).abs())
             .fold(0.0, f64::max);
-        Ok((-worst.log2(), out.level()))
+        Ok((-worst.log2(), out.level() - self.boot.input_level()))
     }
 }

@@ -587,3 +587,76 @@ fn presets_are_128_bit_including_the_encapsulation_key() {
         assert!(pe > moduli[0], "{}: p_e below q_0", preset.name());
     }
 }
+
+/// SlotsToCoeffs first: StC on the input at the bottom levels, then ModRaise, CtS and
+/// EvalMod, whose two halves are the slots' real and imaginary parts. Same chain, same
+/// levels between input and output as the usual order; complex slots kept.
+#[test]
+fn slots_to_coeffs_first_keeps_complex_slots_with_the_same_levels_between_bootstraps() {
+    let ctx = context();
+    // With an arcsine (as the presets have) the output factor q_0/(2πΔ_0) folds into its
+    // coefficients; without one it is a product of its own, one level.
+    let with_arcsine = BootstrapConfig {
+        arcsine_degree: 3,
+        ..BootstrapConfig::default()
+    };
+    let usual = Bootstrapper::new(&ctx, &with_arcsine).unwrap();
+    let cfg = BootstrapConfig {
+        slots_to_coeffs_first: true,
+        ..with_arcsine
+    };
+    let boot = Bootstrapper::new(&ctx, &cfg).unwrap();
+    assert_eq!(boot.input_level(), cfg.stc_levels);
+    assert_eq!(usual.input_level(), 0);
+    assert_eq!(
+        boot.output_level() - boot.input_level(),
+        usual.output_level()
+    );
+    let no_arcsine = BootstrapConfig {
+        slots_to_coeffs_first: true,
+        ..BootstrapConfig::default()
+    };
+    let plain = Bootstrapper::new(&ctx, &BootstrapConfig::default()).unwrap();
+    let first = Bootstrapper::new(&ctx, &no_arcsine).unwrap();
+    assert_eq!(
+        first.output_level() - first.input_level() + 1,
+        plain.output_level()
+    );
+    let mut k = keys(&ctx, &boot.rotations());
+    let v: Vec<Complex> = (0..ctx.slots())
+        .map(|j| Complex::new((j as f64 * 0.731).sin(), 0.8 * (j as f64 * 0.29).cos()))
+        .collect();
+    let level = boot.input_level();
+    let pt = encode_complex_at(&ctx, &v, level, ctx.level_scale(level)).unwrap();
+    let ct = k.sk.encrypt(&pt, &mut k.rng).unwrap();
+    let (out, phases) = boot.bootstrap_timed(&k.ev, &ct).unwrap();
+    let bits = -worst_complex(&ctx, &k, &out, &v).log2();
+    eprintln!(
+        "StC first: {bits:.1} bits, level {} out; StC {:.2} s, CtS {:.2} s, EvalMod {:.2} s",
+        out.level(),
+        phases.slots_to_coeffs,
+        phases.coeffs_to_slots,
+        phases.eval_mod
+    );
+    assert_eq!(out.level(), boot.output_level());
+    assert!(bits >= 14.0, "{bits:.1} bits");
+    // From higher up it drops to the input level first; the same result as from there.
+    let above = encode_complex_at(&ctx, &v, level + 2, ctx.level_scale(level + 2)).unwrap();
+    let above = k.sk.encrypt(&above, &mut k.rng).unwrap();
+    let bits_above = -worst_complex(&ctx, &k, &boot.bootstrap(&k.ev, &above).unwrap(), &v).log2();
+    assert!(bits_above >= 14.0, "{bits_above:.1} bits");
+    // Below the input level StC has no room: a one-line error naming the level.
+    let low = encode_complex_at(&ctx, &v, level - 1, ctx.level_scale(level - 1)).unwrap();
+    let low = k.sk.encrypt(&low, &mut k.rng).unwrap();
+    let e = boot.bootstrap(&k.ev, &low).unwrap_err();
+    assert!(e.to_string().contains(&format!("level {level} or above")), "{e}");
+    // StC is not run on EvalMod's outputs in this order; sparse packing is refused.
+    let parts = boot.coeffs_to_slots(&k.ev, &ct).unwrap_or_default();
+    assert!(boot.slots_to_coeffs(&k.ev, &parts).is_err());
+    let sparse = BootstrapConfig {
+        slots: Some(64),
+        ..cfg.clone()
+    };
+    let e = Bootstrapper::new(&ctx, &sparse).unwrap_err();
+    assert!(e.to_string().contains("full packing"), "{e}");
+}

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
-use privopt_ckks::eval::bootstrap::PhaseSeconds;
+use privopt_ckks::eval::bootstrap::{BootstrapPreset, PhaseSeconds};
 
 use super::{Case, Measurement, Op, SELF_TIMED_BUDGET, median, peak_rss_mb, stdout_of};
 
@@ -36,11 +36,17 @@ pub struct BootstrapVariant {
 /// `ckks/n<n>/bootstrap`, `…/bootstrap-compact` with compact keys and transforms,
 /// `…/bootstrap-g<M>` with CoeffsToSlots' baby rotations `M` at a time, and `…/bootstrap-s<S>` for sparse
 /// packing of period `S`.
-fn bootstrap_case_name(n: usize, v: BootstrapVariant) -> String {
+fn bootstrap_case_name(preset: BootstrapPreset, v: BootstrapVariant) -> String {
+    let n = preset.n();
+    let order = if preset.config().slots_to_coeffs_first {
+        "-stc-first"
+    } else {
+        ""
+    };
     let compact = if v.compact { "-compact" } else { "" };
     let group = v.baby_group.map(|m| format!("-g{m}")).unwrap_or_default();
     let sparse = v.slots.map(|s| format!("-s{s}")).unwrap_or_default();
-    format!("ckks/n{n}/bootstrap{compact}{group}{sparse}")
+    format!("ckks/n{n}/bootstrap{order}{compact}{group}{sparse}")
 }
 
 /// Runs `privopt bench-bootstrap PRESET` as a child process and reads its one JSON line.
@@ -74,12 +80,16 @@ fn run_child_case(preset: &str, runs: usize, v: BootstrapVariant) -> Result<Meas
 pub fn bootstrap_child(preset: &str, runs: usize, v: BootstrapVariant) -> Result<()> {
     use privopt_ckks::bench_support::BootstrapFixture;
     use privopt_ckks::eval::BabySteps;
-    use privopt_ckks::eval::bootstrap::{BootstrapConfig, BootstrapPreset};
+    use privopt_ckks::eval::bootstrap::BootstrapConfig;
     let Some(p) = BootstrapPreset::ALL
         .into_iter()
         .find(|p| p.name() == preset)
     else {
-        bail!("unknown bootstrapping preset `{preset}`; known: n15, n16");
+        let known: Vec<&str> = BootstrapPreset::ALL.iter().map(|p| p.name()).collect();
+        bail!(
+            "unknown bootstrapping preset `{preset}`; known: {}",
+            known.join(", ")
+        );
     };
     if v.baby_group == Some(0) {
         bail!("--baby-group needs at least one baby rotation per group");
@@ -119,7 +129,7 @@ pub fn bootstrap_child(preset: &str, runs: usize, v: BootstrapVariant) -> Result
     };
     let (bits, level) = f.precision_bits(&out)?;
     let m = Measurement {
-        name: bootstrap_case_name(p.n(), v),
+        name: bootstrap_case_name(p, v),
         median_ns: one.median_ns,
         runs,
         peak_rss_mb: peak_rss_mb(),
@@ -290,7 +300,7 @@ pub(super) fn ckks_suite() -> Result<Vec<Case>> {
     }
     // Full, compact and with CoeffsToSlots' baby rotations one at a time at full packing;
     // sparse packing of 1024 slots (the dpfhe MNIST weights' period).
-    for preset in privopt_ckks::eval::bootstrap::BootstrapPreset::ALL {
+    for preset in BootstrapPreset::ALL {
         for v in [
             BootstrapVariant {
                 also_threads: Some(2),
@@ -309,8 +319,12 @@ pub(super) fn ckks_suite() -> Result<Vec<Case>> {
                 ..BootstrapVariant::default()
             },
         ] {
+            // SlotsToCoeffs first is for full packing only.
+            if v.slots.is_some() && preset.config().slots_to_coeffs_first {
+                continue;
+            }
             cases.push(Case {
-                name: bootstrap_case_name(preset.n(), v),
+                name: bootstrap_case_name(preset, v),
                 op: Op::Child(Box::new(move |runs| run_child_case(preset.name(), runs, v))),
             });
         }

@@ -194,7 +194,7 @@ class BootstrapKeys:
 class Bootstrapper:
     def __new__(
         cls,
-        preset: Literal["n15", "n16"] = "n15",
+        preset: Literal["n15", "n16", "n16-stc-first"] = "n15",
         *,
         compact: bool = False,
         slots: int | None = None,
@@ -202,7 +202,11 @@ class Bootstrapper:
     ) -> Bootstrapper: ...
     @staticmethod
     def with_params(
-        params: Params, *, slots: int | None = None, failure_bits: float | None = None
+        params: Params,
+        *,
+        slots: int | None = None,
+        failure_bits: float | None = None,
+        slots_to_coeffs_first: bool = False,
     ) -> Bootstrapper: ...
     @property
     def context(self) -> Context: ...
@@ -210,6 +214,8 @@ class Bootstrapper:
     def preset(self) -> str | None: ...
     @property
     def output_level(self) -> int: ...
+    @property
+    def input_level(self) -> int: ...
     @property
     def output_bits(self) -> float: ...
     @property

@@ -9,6 +9,10 @@
 //! Optionally a Taylor polynomial of `arcsin` follows, so the output is `2π·(t mod 1)` without
 //! the sine's cubic error: it matters when the message ratio `q_0/Δ_0` is small (a larger
 //! scale), where `(2π·(t mod 1))²/6` is no longer negligible.
+//!
+//! [`EvalMod::scaled_output`] multiplies the result by a constant, folded into the arcsine's
+//! coefficients (or, without one, a product of its own: one level). SlotsToCoeffs-first
+//! bootstrapping needs it: no transform follows EvalMod there to undo `2π·Δ_0/q_0`.
 
 use privopt_approx::chebyshev::{ChebPoly, Interval, interpolate};
 
@@ -31,7 +35,8 @@ pub struct EvalMod {
     pub poly: ChebPoly,
     /// Sup error of the interpolant on a fine grid (before the double angles amplify it).
     pub interpolation_error: f64,
-    /// Power-basis coefficients of the `arcsin` Taylor polynomial applied last (empty: none).
+    /// Power-basis coefficients of the polynomial applied last: the `arcsin` Taylor
+    /// polynomial times [`EvalMod::scaled_output`]'s factor (empty: none).
     pub arcsine: Vec<f64>,
 }
 
@@ -93,8 +98,25 @@ impl EvalMod {
         })
     }
 
-    /// `sin(2πt)` (or `2π·(t mod 1)` with the arcsine) for a ciphertext holding `s = t/K` in
-    /// every slot.
+    /// The same approximation with its output multiplied by `factor`: folded into the
+    /// arcsine's coefficients, or (without an arcsine) a degree-1 polynomial of its own.
+    pub fn scaled_output(mut self, factor: f64) -> Result<Self, CkksError> {
+        if !(factor.is_finite() && factor != 0.0) {
+            return Err(CkksError::InvalidParams(format!(
+                "EvalMod's output factor must be finite and non-zero, got {factor}"
+            )));
+        }
+        if self.arcsine.is_empty() {
+            self.arcsine = vec![0.0, 1.0];
+        }
+        for c in &mut self.arcsine {
+            *c *= factor;
+        }
+        Ok(self)
+    }
+
+    /// `sin(2πt)` (or `2π·(t mod 1)` with the arcsine), times [`EvalMod::scaled_output`]'s
+    /// factor, for a ciphertext holding `s = t/K` in every slot.
     pub fn apply(&self, ev: &Evaluator, s: &Ciphertext) -> Result<Ciphertext, CkksError> {
         let mut y = ev.evaluate_polynomial(
             s,
@@ -154,5 +176,23 @@ mod tests {
                 assert!((got - eps).abs() < 1e-8, "I = {i}, ε = {eps}: {got}");
             }
         }
+    }
+
+    #[test]
+    fn a_scaled_output_is_the_same_map_times_the_factor() {
+        let tau = 2.0 * std::f64::consts::PI;
+        for degree in [0, 3] {
+            let plain = EvalMod::new(10.0, 3, 1e-13, degree).unwrap();
+            let scaled = plain.clone().scaled_output(1.0 / tau).unwrap();
+            // A degree-1 polynomial appears without an arcsine; the arcsine's is scaled.
+            assert_eq!(scaled.arcsine.len(), if degree == 0 { 2 } else { 4 });
+            for t in [-9.99, -3.01, 0.0, 0.004, 7.002] {
+                let want = plain.reference(t) / tau;
+                assert!((scaled.reference(t) - want).abs() < 1e-15, "t = {t}");
+            }
+        }
+        let m = EvalMod::new(10.0, 3, 1e-13, 0).unwrap();
+        assert!(m.clone().scaled_output(0.0).is_err());
+        assert!(m.scaled_output(f64::NAN).is_err());
     }
 }

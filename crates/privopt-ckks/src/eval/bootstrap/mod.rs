@@ -10,6 +10,10 @@
 //! 3. **EvalMod** on each part: `sin(2πt) ≈ 2π·c/q_0` ([`evalmod`]).
 //! 4. **SlotsToCoeffs**: the encoding transform back, which also undoes `2π/q_0·Δ_0`.
 //!
+//! [`BootstrapConfig::slots_to_coeffs_first`] runs step 4 first, on the input at the bottom
+//! levels (a fifth of the primes, so a fifth of the work): the coefficients then hold the
+//! slots' real and imaginary parts, and EvalMod's two halves are the slots themselves.
+//!
 //! `q_0/(2πΔ_0)` is folded into StC's first matrix and the scaling to `t/K` (about 2^-13)
 //! into CtS's matrices, so no level is spent on either. The scaling is spread evenly over
 //! CtS's `m` factors (`(t/K)^{1/m}` each): a plaintext's rounding is about `2^-log2 Δ_l`
@@ -97,6 +101,15 @@ pub struct BootstrapConfig {
     /// coefficients. Slots that do not repeat come out as their average over the period.
     /// `None` (or `n/2`): full packing.
     pub slots: Option<usize>,
+    /// SlotsToCoeffs first (full packing only): StC runs on the input, at the bottom
+    /// levels `stc_levels … 1` where a ciphertext has the fewest primes, then ModRaise,
+    /// CtS and EvalMod, whose output is the input's slots (`q_0/(2πΔ_0)` folded into
+    /// EvalMod's last polynomial, see [`EvalMod::scaled_output`]). Inputs then come at
+    /// [`Bootstrapper::input_level`] (`stc_levels`) instead of 0; the levels between input and
+    /// output are the same for the same chain. The message sits in the coefficients at its
+    /// own size rather than about `√(2/n)` of it, so the parameters want a larger message ratio
+    /// `q_0/Δ_0` (the preset [`BootstrapPreset::N16StcFirst`] has 2^8 against 2^4).
+    pub slots_to_coeffs_first: bool,
 }
 
 impl Default for BootstrapConfig {
@@ -116,6 +129,7 @@ impl Default for BootstrapConfig {
             cts_babies: BabySteps::Hoisted,
             stc_babies: BabySteps::Hoisted,
             slots: None,
+            slots_to_coeffs_first: false,
         }
     }
 }
@@ -162,7 +176,7 @@ pub struct PhaseSeconds {
     pub coeffs_to_slots: f64,
     /// EvalMod on both halves (one ciphertext with sparse packing).
     pub eval_mod: f64,
-    /// SlotsToCoeffs.
+    /// SlotsToCoeffs (first, under [`BootstrapConfig::slots_to_coeffs_first`]).
     pub slots_to_coeffs: f64,
 }
 
@@ -174,6 +188,10 @@ pub struct Bootstrapper {
     stc: Vec<Vec<LinearTransform>>,
     eval_mod: EvalMod,
     output_level: usize,
+    /// The level inputs are dropped to: 0, or StC's top under SlotsToCoeffs-first.
+    input_level: usize,
+    /// [`BootstrapConfig::slots_to_coeffs_first`].
+    stc_first: bool,
     /// The level CtS's output is conjugated at.
     conjugation_level: usize,
     /// The encapsulation weight the evaluator's keys must have, if any.
@@ -223,6 +241,13 @@ impl Bootstrapper {
             )));
         }
         let sparse = slots < full;
+        let stc_first = cfg.slots_to_coeffs_first;
+        if stc_first && sparse {
+            return Err(CkksError::InvalidParams(format!(
+                "SlotsToCoeffs-first bootstrapping needs full packing ({full} slots), got \
+                 {slots}"
+            )));
+        }
         let stages = slots.trailing_zeros() as usize;
         let stc_factors = cfg.stc_levels * cfg.stc_factors_per_level;
         for (what, factors) in [("CtS", cfg.cts_levels), ("StC", stc_factors)] {
@@ -256,13 +281,21 @@ impl Bootstrapper {
             (None, Some(bits)) => range_for_failure(overflow_terms, coefficients, bits)?,
             (None, None) => overflow_bound(weight),
         };
+        let q0 = ctx.primes[0] as f64;
+        // sin(2πt) ≈ 2π c/q_0 → c/Δ_0, the message: by StC's first matrix, or with StC first
+        // (no transform after EvalMod) by EvalMod's last polynomial.
+        let out = q0 / (2.0 * std::f64::consts::PI * ctx.level_scale(0));
         let eval_mod = EvalMod::new(
             k,
             cfg.double_angles,
             cfg.interpolation_error,
             cfg.arcsine_degree,
         )?;
-        let q0 = ctx.primes[0] as f64;
+        let eval_mod = if stc_first {
+            eval_mod.scaled_output(out)?
+        } else {
+            eval_mod
+        };
         let depth =
             cfg.cts_levels + eval_mod_depth(ctx, &eval_mod, cfg.cts_levels)? + cfg.stc_levels;
         if depth > top {
@@ -279,10 +312,10 @@ impl Bootstrapper {
         for (i, f) in cts_factors.iter_mut().enumerate() {
             *f = dft::scaled(f, if i == 0 { 0.5 * into } else { into });
         }
-        // StC: sin(2πt) ≈ 2π c/q_0 → c/Δ_0, the input message.
         let mut stc_factors = dft::slots_to_coeffs(slots, stc_factors);
-        let out = q0 / (2.0 * std::f64::consts::PI * ctx.level_scale(0));
-        stc_factors[0] = dft::scaled(&stc_factors[0], out);
+        if !stc_first {
+            stc_factors[0] = dft::scaled(&stc_factors[0], out);
+        }
         let spread = |f: &dft::Diagonals| dft::replicated(f, slots, full);
         let mut stc_shifted = None;
         if sparse {
@@ -316,7 +349,14 @@ impl Bootstrapper {
             .into_iter()
             .flatten()
             .collect();
-        let stc_top = cfg.stc_levels + (top - depth);
+        // StC's levels: below the user's (first) or between EvalMod and the user's.
+        let input_level = if stc_first { cfg.stc_levels } else { 0 };
+        let output_level = top - depth + input_level;
+        let stc_top = if stc_first {
+            cfg.stc_levels
+        } else {
+            cfg.stc_levels + output_level
+        };
         let stc = prepare(
             ev,
             &stc_factors,
@@ -352,7 +392,9 @@ impl Bootstrapper {
             cts,
             stc,
             eval_mod,
-            output_level: top - depth,
+            output_level,
+            input_level,
+            stc_first,
             conjugation_level: top - cfg.cts_levels,
             encapsulation: cfg.encapsulation,
             compact: cfg.compact,
@@ -370,6 +412,13 @@ impl Bootstrapper {
     /// The level bootstrapped ciphertexts come out at.
     pub fn output_level(&self) -> usize {
         self.output_level
+    }
+
+    /// The level inputs are dropped to before bootstrapping (they need at least it): 0, or
+    /// SlotsToCoeffs' levels under [`BootstrapConfig::slots_to_coeffs_first`]. A circuit has
+    /// `output_level − input_level` levels between bootstraps.
+    pub fn input_level(&self) -> usize {
+        self.input_level
     }
 
     /// The probability that one bootstrap fails (some slot comes out wrong, not merely
@@ -513,8 +562,8 @@ impl Bootstrapper {
 
     /// [`Bootstrapper::bootstrap`] for slots up to `2^bound_log2` in magnitude. EvalMod is
     /// accurate for messages of about 1 (the sine's period is `q_0/Δ_0` messages), so the
-    /// slots are divided by `2^bound_log2` on the way down to level 0 (which needs `ct`
-    /// above level 0) and multiplied back exactly afterwards (an integer product: no level).
+    /// slots are divided by `2^bound_log2` on the way down to the input level (which needs
+    /// `ct` above it) and multiplied back exactly afterwards (an integer product: no level).
     /// The absolute error grows by the same factor.
     pub fn bootstrap_bounded(
         &self,
@@ -530,19 +579,20 @@ impl Bootstrapper {
                 "a message bound of 2^{bound_log2} is beyond bootstrapping's precision"
             )));
         }
-        if ct.level() == 0 {
+        if ct.level() <= self.input_level {
             return Err(CkksError::LevelExhausted(format!(
                 "bootstrapping slots up to 2^{bound_log2} divides them first, which needs a \
-                 level above 0"
+                 level above {}",
+                self.input_level
             )));
         }
-        let shrunk = ev.mul_const_to(ct, (-f64::from(bound_log2)).exp2(), 0)?;
+        let shrunk = ev.mul_const_to(ct, (-f64::from(bound_log2)).exp2(), self.input_level)?;
         let fresh = self.bootstrap(ev, &shrunk)?;
         ev.mul_int(&fresh, 1i64 << bound_log2)
     }
 
     /// Two bootstraps for about twice the precision (META-BTS, Bae et al., 2022): with
-    /// `out = BTS(ct) = m + e_1`, the difference `ct − out` at level 0 holds `−e_1`, which is
+    /// `out = BTS(ct) = m + e_1`, the difference `ct − out` at the input level holds `−e_1`, which is
     /// small, so it is lifted by the integer `2^lift_log2` (no level) and bootstrapped too:
     /// `BTS(2^k·(ct − out)) = −2^k·e_1 + e_2`. Divided by `2^k` (one level) and added to `out`,
     /// it leaves `m + e_2/2^k`. The result is one level below [`Bootstrapper::output_level`].
@@ -566,9 +616,9 @@ impl Bootstrapper {
                 "a second bootstrap for precision needs a level left after bootstrapping".into(),
             ));
         }
-        let ct = ev.drop_to_level(ct, 0)?;
+        let ct = ev.drop_to_level(ct, self.input_level)?;
         let out = self.bootstrap(ev, &ct)?;
-        let residual = ev.sub(&ct, &ev.drop_to_level(&out, 0)?)?;
+        let residual = ev.sub(&ct, &ev.drop_to_level(&out, self.input_level)?)?;
         let lifted = ev.mul_int(&residual, 1i64 << lift_log2)?;
         let correction = self.bootstrap(ev, &lifted)?;
         let correction = ev.mul_const(&correction, (-f64::from(lift_log2)).exp2())?;
@@ -582,15 +632,23 @@ impl Bootstrapper {
         ct: &Ciphertext,
     ) -> Result<(Ciphertext, PhaseSeconds), CkksError> {
         let ctx = ev.context();
-        let ct = if ct.level() > 0 {
-            ev.drop_to_level(ct, 0)?
+        let level = self.input_level;
+        if ct.level() < level {
+            return Err(CkksError::LevelExhausted(format!(
+                "this bootstrapper takes ciphertexts at level {level} or above (SlotsToCoeffs \
+                 runs first), got level {}",
+                ct.level()
+            )));
+        }
+        let ct = if ct.level() > level {
+            ev.drop_to_level(ct, level)?
         } else {
             ct.clone()
         };
-        let want = ctx.level_scale(0);
+        let want = ctx.level_scale(level);
         if ((ct.scale() - want) / want).abs() > 1e-9 {
             return Err(CkksError::ScaleMismatch(format!(
-                "bootstrapping expects level 0's scale {want:e}, got {:e}",
+                "bootstrapping expects level {level}'s scale {want:e}, got {:e}",
                 ct.scale()
             )));
         }
@@ -599,6 +657,12 @@ impl Bootstrapper {
             let s = clock.elapsed().as_secs_f64();
             clock = std::time::Instant::now();
             s
+        };
+        let (ct, stc_seconds) = if self.stc_first {
+            let coeffs = self.stc_groups(ev, |first| first.apply_unscaled(ev, &ct))?;
+            (coeffs, lap())
+        } else {
+            (ct, 0.0)
         };
         let x = match self.encapsulation {
             None => mod_raise(ev, &ct),
@@ -619,9 +683,15 @@ impl Bootstrapper {
         let parts = self.coeffs_to_slots(ev, &x)?;
         let coeffs_to_slots = lap();
         let parts = self.eval_mod_parts(ev, &parts)?;
-        let eval_mod = lap();
-        let out = self.slots_to_coeffs(ev, &parts)?;
-        let slots_to_coeffs = lap();
+        let (out, eval_mod, slots_to_coeffs) = if self.stc_first {
+            // EvalMod's halves are the slots' real and imaginary parts.
+            let out = combine_halves(ev, &parts)?;
+            (out, lap(), stc_seconds)
+        } else {
+            let eval_mod = lap();
+            let out = self.slots_to_coeffs(ev, &parts)?;
+            (out, eval_mod, lap())
+        };
         Ok((
             out,
             PhaseSeconds {
@@ -681,26 +751,44 @@ impl Bootstrapper {
     }
 
     /// SlotsToCoeffs of EvalMod's outputs (as [`Bootstrapper::coeffs_to_slots`] made them)
-    /// through the encoding transform, scaled back to the input's message.
+    /// through the encoding transform, scaled back to the input's message. Not part of a
+    /// SlotsToCoeffs-first bootstrap (which applies StC to its input).
     pub fn slots_to_coeffs(
         &self,
         ev: &Evaluator,
         parts: &[Ciphertext],
     ) -> Result<Ciphertext, CkksError> {
-        let mut y: Option<Ciphertext> = None;
-        for group in &self.stc {
-            for t in group {
-                y = Some(match &y {
-                    Some(y) => t.apply_unscaled(ev, y)?,
-                    None => self.first_stc_factor(ev, t, parts)?,
-                });
-            }
-            let unscaled = y
-                .as_ref()
-                .ok_or_else(|| CkksError::InvalidParams("SlotsToCoeffs has no factors".into()))?;
-            y = Some(ev.rescale(unscaled)?);
+        if self.stc_first {
+            return Err(CkksError::InvalidParams(
+                "this bootstrapper runs SlotsToCoeffs first, on its input, not on EvalMod's \
+                 outputs"
+                    .into(),
+            ));
         }
-        y.ok_or_else(|| CkksError::InvalidParams("SlotsToCoeffs has no factors".into()))
+        self.stc_groups(ev, |first| self.first_stc_factor(ev, first, parts))
+    }
+
+    /// StC's factors, one group per level rescaled once, the first factor applied by
+    /// `first` (to the input, or to EvalMod's outputs).
+    fn stc_groups(
+        &self,
+        ev: &Evaluator,
+        first: impl FnOnce(&LinearTransform) -> Result<Ciphertext, CkksError>,
+    ) -> Result<Ciphertext, CkksError> {
+        let none = || CkksError::InvalidParams("SlotsToCoeffs has no factors".into());
+        let mut factors = self.stc.iter().map(|group| group.iter());
+        let mut group = factors.next().ok_or_else(none)?;
+        let mut y = first(group.next().ok_or_else(none)?)?;
+        loop {
+            for t in group {
+                y = t.apply_unscaled(ev, &y)?;
+            }
+            y = ev.rescale(&y)?;
+            match factors.next() {
+                Some(next) => group = next,
+                None => return Ok(y),
+            }
+        }
     }
 
     /// StC's first factor `a` on EvalMod's outputs, unrescaled: on `re + i·im`, or with
@@ -712,7 +800,7 @@ impl Bootstrapper {
         parts: &[Ciphertext],
     ) -> Result<Ciphertext, CkksError> {
         match (parts, &self.sparse) {
-            ([re, im], None) => a.apply_unscaled(ev, &ev.add(re, &ev.mul_by_i(im)?)?),
+            ([_, _], None) => a.apply_unscaled(ev, &combine_halves(ev, parts)?),
             ([v], Some(sparse)) => {
                 let shifted = ev.rotate(v, sparse.slots as i64)?;
                 ev.add(
@@ -725,6 +813,17 @@ impl Bootstrapper {
                 parts.len()
             ))),
         }
+    }
+}
+
+/// `re + i·im` of EvalMod's two halves (multiplying by `i` costs no level).
+fn combine_halves(ev: &Evaluator, parts: &[Ciphertext]) -> Result<Ciphertext, CkksError> {
+    match parts {
+        [re, im] => ev.add(re, &ev.mul_by_i(im)?),
+        _ => Err(CkksError::InvalidParams(format!(
+            "EvalMod made {} parts, not a real and an imaginary half",
+            parts.len()
+        ))),
     }
 }
 

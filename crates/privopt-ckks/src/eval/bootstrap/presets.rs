@@ -21,17 +21,26 @@ pub enum BootstrapPreset {
     N15,
     /// `n = 2^16`, 32 768 slots.
     N16,
+    /// `n = 2^16`, 32 768 slots, SlotsToCoeffs first (see
+    /// [`BootstrapConfig::slots_to_coeffs_first`]): inputs at level 3, the same nine levels
+    /// of 45 bits between input and output as [`BootstrapPreset::N16`]. Full packing only.
+    N16StcFirst,
 }
 
 impl BootstrapPreset {
     /// Every preset.
-    pub const ALL: [BootstrapPreset; 2] = [BootstrapPreset::N15, BootstrapPreset::N16];
+    pub const ALL: [BootstrapPreset; 3] = [
+        BootstrapPreset::N15,
+        BootstrapPreset::N16,
+        BootstrapPreset::N16StcFirst,
+    ];
 
     /// `n15` or `n16`.
     pub fn name(self) -> &'static str {
         match self {
             BootstrapPreset::N15 => "n15",
             BootstrapPreset::N16 => "n16",
+            BootstrapPreset::N16StcFirst => "n16-stc-first",
         }
     }
 
@@ -39,7 +48,7 @@ impl BootstrapPreset {
     pub fn n(self) -> usize {
         match self {
             BootstrapPreset::N15 => 1 << 15,
-            BootstrapPreset::N16 => 1 << 16,
+            BootstrapPreset::N16 | BootstrapPreset::N16StcFirst => 1 << 16,
         }
     }
 
@@ -54,6 +63,12 @@ impl BootstrapPreset {
             BootstrapPreset::N16 => {
                 CkksParamsBuilder::profiled(self.n(), N16_Q0, &N16_SCALES, &N16_SPECIAL)
             }
+            BootstrapPreset::N16StcFirst => CkksParamsBuilder::profiled(
+                self.n(),
+                N16_Q0,
+                &N16_STC_FIRST_SCALES,
+                &N16_SPECIAL,
+            ),
         };
         b.secret(SecretDistribution::Ternary)
     }
@@ -78,6 +93,10 @@ impl BootstrapPreset {
                 // where used they cost no time measurable here.
                 compact_transforms: true,
                 ..BootstrapConfig::default()
+            },
+            BootstrapPreset::N16StcFirst => BootstrapConfig {
+                slots_to_coeffs_first: true,
+                ..BootstrapPreset::N16.config()
             },
         }
     }
@@ -122,3 +141,16 @@ const N16_SCALES: [u32; 26] = [
     58, 58,
 ];
 const N16_SPECIAL: [u32; 6] = [60, 60, 60, 60, 60, 60];
+
+/// `n = 2^16` with SlotsToCoeffs first: the same primes as [`N16_SCALES`] rearranged. StC's
+/// three levels sit at the bottom (45-bit plaintexts on 45–49-bit primes, one digit each:
+/// about a fifth of the work at 11–13 primes), landing at `Δ_0 = 2^41` under `q_0` of 49 bits:
+/// a message ratio of 2^8, because the message now fills the coefficients at its own size
+/// (with the arcsine of degree 3 the sine's remaining fifth-order error is about 2^-25 of
+/// the largest slot). The nine user levels at 2^45 above them; EvalMod's last two levels
+/// ramp 58 → 56 → 52 → 45 to land its output at the user's scale; EvalMod and CtS at 2^58.
+/// log QP = 1712 (30 bits below [`N16_SCALES`]').
+const N16_STC_FIRST_SCALES: [u32; 26] = [
+    41, 45, 45, 45, 45, 45, 45, 45, 45, 45, 45, 45, 45, 52, 56, 58, 58, 58, 58, 58, 58, 58, 58, 58,
+    58, 58,
+];

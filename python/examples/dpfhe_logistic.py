@@ -31,7 +31,7 @@ def main() -> None:
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--encrypted-steps", type=int, default=4)
-    parser.add_argument("--bootstrap", choices=["n15", "n16"], default=None)
+    parser.add_argument("--bootstrap", choices=["n15", "n16", "n16-stc-first"], default=None)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
 

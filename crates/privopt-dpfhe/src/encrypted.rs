@@ -334,6 +334,9 @@ pub enum BootstrapChoice {
     N15,
     /// [`BootstrapPreset::N16`].
     N16,
+    /// [`BootstrapPreset::N16StcFirst`] (full packing: the weights too).
+    #[serde(rename = "n16-stc-first")]
+    N16StcFirst,
 }
 
 impl BootstrapChoice {
@@ -342,6 +345,7 @@ impl BootstrapChoice {
         match self {
             Self::N15 => BootstrapPreset::N15,
             Self::N16 => BootstrapPreset::N16,
+            Self::N16StcFirst => BootstrapPreset::N16StcFirst,
         }
     }
 }
@@ -412,11 +416,11 @@ impl EncryptedBackend {
         self.ctx.params()
     }
 
-    /// Levels a fresh (or freshly bootstrapped) ciphertext has.
+    /// Levels a fresh (or freshly bootstrapped) ciphertext can spend before the next refresh.
     pub fn levels(&self) -> usize {
-        self.boot
-            .as_ref()
-            .map_or(self.params().max_level(), |b| b.output_level())
+        self.boot.as_ref().map_or(self.params().max_level(), |b| {
+            b.output_level() - b.input_level()
+        })
     }
 
     /// The weights' sparse-packing bootstrapper for a dataset's block width: a period of at
@@ -428,6 +432,10 @@ impl EncryptedBackend {
         let (Some(choice), true) = (self.setup.bootstrap, self.setup.sparse_weights) else {
             return Ok(None);
         };
+        if choice.preset().config().slots_to_coeffs_first {
+            // Sparse packing has no SlotsToCoeffs-first form: the weights bootstrap in full.
+            return Ok(None);
+        }
         let period = block.max(MIN_SPARSE_PERIOD);
         if period >= self.ctx.slots() {
             return Ok(None);

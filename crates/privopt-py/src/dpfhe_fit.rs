@@ -180,9 +180,11 @@ fn fit_logistic<'py>(
         None => None,
         Some("n15") => Some(BootstrapChoice::N15),
         Some("n16") => Some(BootstrapChoice::N16),
+        Some("n16-stc-first") => Some(BootstrapChoice::N16StcFirst),
         Some(other) => {
             return Err(errors::parameter(format!(
-                "bootstrap must be None (the owner refreshes), 'n15' or 'n16', got {other:?}"
+                "bootstrap must be None (the owner refreshes), 'n15', 'n16' or \
+                 'n16-stc-first', got {other:?}"
             )));
         }
     };

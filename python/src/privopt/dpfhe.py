@@ -38,7 +38,7 @@ from .errors import ParameterError
 __all__ = ["LogisticRegression", "load_task"]
 
 Algorithm = Literal["noclip", "dpgd", "output"]
-Bootstrap = Literal["n15", "n16"]
+Bootstrap = Literal["n15", "n16", "n16-stc-first"]
 FloatArray = npt.NDArray[np.float64]
 
 
@@ -73,8 +73,9 @@ class LogisticRegression:
         Train on ciphertexts: a data owner (secret key, in this process) encrypts each
         step's batch and pre-sampled noise, a compute server (evaluation keys only) runs the
         step. Without ``bootstrap`` the owner refreshes ciphertexts that run out of levels
-        (n = 2^15, 128-bit); with ``bootstrap="n16"`` (or ``"n15"``) the server bootstraps
-        and never asks the owner.
+        (n = 2^15, 128-bit); with ``bootstrap="n16"`` (or ``"n15"``, or
+        ``"n16-stc-first"``: SlotsToCoeffs first, full-slot bootstraps only) the server
+        bootstraps and never asks the owner.
     steps, steps_noclip:
         The number of steps T the noise is calibrated for (``steps_noclip`` for the no-clip
         method, default ``steps``).

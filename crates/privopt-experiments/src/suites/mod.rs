@@ -154,6 +154,9 @@ impl SuiteConfig {
                             None => "n=2^15",
                             Some(dpfhe::BootstrapChoice::N15) => "n=2^15 bootstrapped",
                             Some(dpfhe::BootstrapChoice::N16) => "n=2^16 bootstrapped",
+                            Some(dpfhe::BootstrapChoice::N16StcFirst) => {
+                                "n=2^16 bootstrapped, SlotsToCoeffs first"
+                            }
                         },
                         dp.unwrap_or_default()
                     ),

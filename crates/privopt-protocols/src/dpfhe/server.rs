@@ -199,7 +199,10 @@ impl ComputeServer {
             )));
         }
         let need = circuit.step_depth();
-        for have in bootstrappers.all().map(|b| b.output_level()) {
+        for have in bootstrappers
+            .all()
+            .map(|b| b.output_level() - b.input_level())
+        {
             if need > have {
                 return Err(ProtocolError::Parameters(format!(
                     "a training step needs {need} levels, bootstrapping leaves {have}"
@@ -290,11 +293,16 @@ impl ComputeServer {
     /// bootstrapping server) or returns the refresh request to send.
     fn ensure(&self, step: &mut Step, slot: Slot, levels: usize) -> Result<Option<StepStatus>> {
         let ct = step.get(slot)?;
-        if ct.level() >= levels {
+        let boot = self.bootstrappers.as_ref().map(|b| b.for_slot(slot));
+        // A bootstrapper that runs SlotsToCoeffs first takes its inputs at its input level,
+        // so a ciphertext keeps that many levels in reserve.
+        let reserve = boot.map_or(0, |b| b.input_level());
+        if ct.level() >= levels + reserve {
             return Ok(None);
         }
-        let boot = self.bootstrappers.as_ref().map(|b| b.for_slot(slot));
-        let top = boot.map_or(self.ev.context().max_level(), |b| b.output_level());
+        let top = boot.map_or(self.ev.context().max_level(), |b| {
+            b.output_level() - b.input_level()
+        });
         if levels > top {
             return Err(ProtocolError::Parameters(format!(
                 "{slot:?} needs {levels} levels, a refreshed ciphertext has {top}"

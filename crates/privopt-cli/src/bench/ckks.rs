@@ -46,7 +46,7 @@ fn bootstrap_case_name(preset: BootstrapPreset, v: BootstrapVariant) -> String {
     let compact = if v.compact { "-compact" } else { "" };
     let group = v.baby_group.map(|m| format!("-g{m}")).unwrap_or_default();
     let sparse = v.slots.map(|s| format!("-s{s}")).unwrap_or_default();
-    format!("ckks/n{n}/bootstrap{order}{compact}{group}{sparse}")
+    format!("ckks/n{n}{order}/bootstrap{compact}{group}{sparse}")
 }
 
 /// Runs `privopt bench-bootstrap PRESET` as a child process and reads its one JSON line.

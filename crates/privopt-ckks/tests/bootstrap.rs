@@ -649,7 +649,10 @@ fn slots_to_coeffs_first_keeps_complex_slots_with_the_same_levels_between_bootst
     let low = encode_complex_at(&ctx, &v, level - 1, ctx.level_scale(level - 1)).unwrap();
     let low = k.sk.encrypt(&low, &mut k.rng).unwrap();
     let e = boot.bootstrap(&k.ev, &low).unwrap_err();
-    assert!(e.to_string().contains(&format!("level {level} or above")), "{e}");
+    assert!(
+        e.to_string().contains(&format!("level {level} or above")),
+        "{e}"
+    );
     // StC is not run on EvalMod's outputs in this order; sparse packing is refused.
     let parts = boot.coeffs_to_slots(&k.ev, &ct).unwrap_or_default();
     assert!(boot.slots_to_coeffs(&k.ev, &parts).is_err());

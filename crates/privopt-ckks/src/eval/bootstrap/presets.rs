@@ -63,12 +63,9 @@ impl BootstrapPreset {
             BootstrapPreset::N16 => {
                 CkksParamsBuilder::profiled(self.n(), N16_Q0, &N16_SCALES, &N16_SPECIAL)
             }
-            BootstrapPreset::N16StcFirst => CkksParamsBuilder::profiled(
-                self.n(),
-                N16_Q0,
-                &N16_STC_FIRST_SCALES,
-                &N16_SPECIAL,
-            ),
+            BootstrapPreset::N16StcFirst => {
+                CkksParamsBuilder::profiled(self.n(), N16_Q0, &N16_STC_FIRST_SCALES, &N16_SPECIAL)
+            }
         };
         b.secret(SecretDistribution::Ternary)
     }

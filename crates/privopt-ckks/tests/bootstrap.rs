@@ -645,6 +645,26 @@ fn slots_to_coeffs_first_keeps_complex_slots_with_the_same_levels_between_bootst
     let above = k.sk.encrypt(&above, &mut k.rng).unwrap();
     let bits_above = -worst_complex(&ctx, &k, &boot.bootstrap(&k.ev, &above).unwrap(), &v).log2();
     assert!(bits_above >= 14.0, "{bits_above:.1} bits");
+    // Slots bounded by 2 are divided on the way down to the input level, which needs a level
+    // above it; META-BTS subtracts at the input level.
+    let doubled: Vec<Complex> = v.iter().map(|z| z.scale(2.0)).collect();
+    let pt = encode_complex_at(&ctx, &doubled, level + 2, ctx.level_scale(level + 2)).unwrap();
+    let big = k.sk.encrypt(&pt, &mut k.rng).unwrap();
+    let bounded = boot.bootstrap_bounded(&k.ev, &big, 1).unwrap();
+    let bits_bounded = -worst_complex(&ctx, &k, &bounded, &doubled).log2();
+    assert!(bits_bounded >= 13.0, "{bits_bounded:.1} bits");
+    let e = boot.bootstrap_bounded(&k.ev, &ct, 1).unwrap_err();
+    assert!(
+        e.to_string().contains(&format!("level above {level}")),
+        "{e}"
+    );
+    let precise = boot.bootstrap_precise(&k.ev, &ct, 8).unwrap();
+    assert_eq!(precise.level() + 1, boot.output_level());
+    let bits_precise = -worst_complex(&ctx, &k, &precise, &v).log2();
+    assert!(
+        bits_precise >= bits - 1.0,
+        "{bits_precise:.1} against {bits:.1} bits"
+    );
     // Below the input level StC has no room: a one-line error naming the level.
     let low = encode_complex_at(&ctx, &v, level - 1, ctx.level_scale(level - 1)).unwrap();
     let low = k.sk.encrypt(&low, &mut k.rng).unwrap();

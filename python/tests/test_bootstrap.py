@@ -125,5 +125,11 @@ def test_slots_to_coeffs_first_takes_inputs_at_its_input_level(setup):
     assert -np.log2(np.abs(sk.decrypt(fresh) - v).max()) >= 14
     with pytest.raises(ComputationError, match="level 3 or above"):
         boot.bootstrap(sk.encrypt(v, level=0), keys)
-    with pytest.raises(ParameterError, match="full packing"):
-        ckks.Bootstrapper.with_params(usual.context.params, slots=64, slots_to_coeffs_first=True)
+    # Sparse packing too: one EvalMod, the mask folded into its last polynomial.
+    sparse = ckks.Bootstrapper.with_params(
+        usual.context.params, slots=64, slots_to_coeffs_first=True
+    )
+    assert sparse.input_level == 3 and sparse.output_level == boot.output_level
+    w = np.tile(values(64, 2.0), boot.context.slots // 64)
+    out = sparse.bootstrap(sk.encrypt(w, level=sparse.input_level), sparse.keys(sk))
+    assert -np.log2(np.abs(sk.decrypt(out) - w).max()) >= 14

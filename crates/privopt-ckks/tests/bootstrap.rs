@@ -673,13 +673,64 @@ fn slots_to_coeffs_first_keeps_complex_slots_with_the_same_levels_between_bootst
         e.to_string().contains(&format!("level {level} or above")),
         "{e}"
     );
-    // StC is not run on EvalMod's outputs in this order; sparse packing is refused.
+    // StC is not run on EvalMod's outputs in this order.
     let parts = boot.coeffs_to_slots(&k.ev, &ct).unwrap_or_default();
     assert!(boot.slots_to_coeffs(&k.ev, &parts).is_err());
-    let sparse = BootstrapConfig {
+}
+
+/// Sparse packing with StC first: one EvalMod on `Re z | Im z`, the mask `D_0` folded into
+/// its last polynomial, then `q + rot(q, s)`; with an arcsine (the mask in its two
+/// coefficients) and without (in the output factor's degree-1 polynomial). The same levels
+/// as full packing in the same order.
+#[test]
+fn slots_to_coeffs_first_bootstraps_repeated_complex_slots() {
+    let ctx = context();
+    for arcsine_degree in [3, 0] {
+        let full = BootstrapConfig {
+            slots_to_coeffs_first: true,
+            arcsine_degree,
+            ..BootstrapConfig::default()
+        };
+        let full_boot = Bootstrapper::new(&ctx, &full).unwrap();
+        for s in [64, ctx.slots() / 4] {
+            let cfg = BootstrapConfig {
+                slots: Some(s),
+                ..full.clone()
+            };
+            let boot = Bootstrapper::new(&ctx, &cfg).unwrap();
+            assert_eq!(boot.output_level(), full_boot.output_level());
+            assert_eq!(boot.input_level(), full_boot.input_level());
+            let mut k = keys(&ctx, &boot.rotations());
+            let base: Vec<Complex> = (0..s)
+                .map(|j| Complex::new((j as f64 * 0.731).sin(), 0.6 * (j as f64 * 0.3).cos()))
+                .collect();
+            let v: Vec<Complex> = (0..ctx.slots()).map(|j| base[j % s]).collect();
+            let level = boot.input_level();
+            let pt = encode_complex_at(&ctx, &v, level, ctx.level_scale(level)).unwrap();
+            let ct = k.sk.encrypt(&pt, &mut k.rng).unwrap();
+            let out = boot.bootstrap(&k.ev, &ct).unwrap();
+            let bits = -worst_complex(&ctx, &k, &out, &v).log2();
+            eprintln!("StC first, period {s}, arcsine {arcsine_degree}: {bits:.1} bits");
+            assert_eq!(out.level(), boot.output_level());
+            assert!(bits >= 14.0, "period {s}: {bits:.1} bits");
+        }
+    }
+    // Arcsines of degree 5 or 7 have no masked form (yet): refused when bootstrapping.
+    let deep = BootstrapConfig {
+        slots_to_coeffs_first: true,
+        arcsine_degree: 5,
         slots: Some(64),
-        ..cfg.clone()
+        ..BootstrapConfig::default()
     };
-    let e = Bootstrapper::new(&ctx, &sparse).unwrap_err();
-    assert!(e.to_string().contains("full packing"), "{e}");
+    if let Ok(boot) = Bootstrapper::new(&ctx, &deep) {
+        let mut k = keys(&ctx, &boot.rotations());
+        let v = values(ctx.slots(), 0.0);
+        let level = boot.input_level();
+        let ct = k
+            .sk
+            .encrypt(&encode_at(&ctx, &v, level, ctx.level_scale(level)).unwrap(), &mut k.rng)
+            .unwrap();
+        let e = boot.bootstrap(&k.ev, &ct).unwrap_err();
+        assert!(e.to_string().contains("masked"), "{e}");
+    }
 }

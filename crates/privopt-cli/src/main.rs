@@ -127,7 +127,7 @@ enum Command {
     /// own): `privopt bench ckks` runs it; prints one JSON line.
     #[command(hide = true)]
     BenchBootstrap {
-        /// Preset: n15, n16 or n16-stc-first (SlotsToCoeffs first; full slots only).
+        /// Preset: n15, n16 or n16-stc-first (SlotsToCoeffs first: inputs at level 3).
         preset: String,
         /// Timed samples (at most; the run stops after about a minute of samples).
         #[arg(long, default_value_t = 3)]

@@ -334,7 +334,7 @@ pub enum BootstrapChoice {
     N15,
     /// [`BootstrapPreset::N16`].
     N16,
-    /// [`BootstrapPreset::N16StcFirst`] (full packing: the weights too).
+    /// [`BootstrapPreset::N16StcFirst`].
     #[serde(rename = "n16-stc-first")]
     N16StcFirst,
 }
@@ -432,10 +432,6 @@ impl EncryptedBackend {
         let (Some(choice), true) = (self.setup.bootstrap, self.setup.sparse_weights) else {
             return Ok(None);
         };
-        if choice.preset().config().slots_to_coeffs_first {
-            // Sparse packing has no SlotsToCoeffs-first form: the weights bootstrap in full.
-            return Ok(None);
-        }
         let period = block.max(MIN_SPARSE_PERIOD);
         if period >= self.ctx.slots() {
             return Ok(None);

@@ -74,7 +74,7 @@ class LogisticRegression:
         step's batch and pre-sampled noise, a compute server (evaluation keys only) runs the
         step. Without ``bootstrap`` the owner refreshes ciphertexts that run out of levels
         (n = 2^15, 128-bit); with ``bootstrap="n16"`` (or ``"n15"``, or
-        ``"n16-stc-first"``: SlotsToCoeffs first, full-slot bootstraps only) the server
+        ``"n16-stc-first"``: SlotsToCoeffs first, faster at the same levels) the server
         bootstraps and never asks the owner.
     steps, steps_noclip:
         The number of steps T the noise is calibrated for (``steps_noclip`` for the no-clip

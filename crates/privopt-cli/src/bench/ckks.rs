@@ -319,10 +319,6 @@ pub(super) fn ckks_suite() -> Result<Vec<Case>> {
                 ..BootstrapVariant::default()
             },
         ] {
-            // SlotsToCoeffs first is for full packing only.
-            if v.slots.is_some() && preset.config().slots_to_coeffs_first {
-                continue;
-            }
             cases.push(Case {
                 name: bootstrap_case_name(preset, v),
                 op: Op::Child(Box::new(move |runs| run_child_case(preset.name(), runs, v))),

@@ -17,6 +17,7 @@
 use privopt_approx::chebyshev::{ChebPoly, Interval, interpolate};
 
 use super::super::ciphertext::Ciphertext;
+use crate::encoding::Complex;
 use super::super::evaluator::Evaluator;
 use super::super::polyeval::PolyBasis;
 use crate::error::CkksError;
@@ -118,6 +119,15 @@ impl EvalMod {
     /// `sin(2πt)` (or `2π·(t mod 1)` with the arcsine), times [`EvalMod::scaled_output`]'s
     /// factor, for a ciphertext holding `s = t/K` in every slot.
     pub fn apply(&self, ev: &Evaluator, s: &Ciphertext) -> Result<Ciphertext, CkksError> {
+        let y = self.sine(ev, s)?;
+        if self.arcsine.is_empty() {
+            return Ok(y);
+        }
+        ev.evaluate_polynomial(&y, &self.arcsine, PolyBasis::Power)
+    }
+
+    /// `sin(2πt)`: the interpolant and the double angles.
+    fn sine(&self, ev: &Evaluator, s: &Ciphertext) -> Result<Ciphertext, CkksError> {
         let mut y = ev.evaluate_polynomial(
             s,
             self.poly.coeffs(),
@@ -127,10 +137,47 @@ impl EvalMod {
             let sq = ev.square(&y)?;
             y = ev.add_const(&ev.mul_int(&sq, 2)?, -1.0)?;
         }
-        if !self.arcsine.is_empty() {
-            y = ev.evaluate_polynomial(&y, &self.arcsine, PolyBasis::Power)?;
-        }
         Ok(y)
+    }
+
+    /// [`EvalMod::apply`] times `mask` slot by slot (complex), in the levels `apply` uses: the
+    /// mask is folded into the last polynomial's coefficients, which must be `a_1·y` or
+    /// `a_1·y + a_3·y³` (an arcsine of degree 3, or [`EvalMod::scaled_output`] without one).
+    pub fn apply_masked(
+        &self,
+        ev: &Evaluator,
+        s: &Ciphertext,
+        mask: &[Complex],
+    ) -> Result<Ciphertext, CkksError> {
+        let (a1, a3) = match self.arcsine.as_slice() {
+            &[a0, a1] if a0 == 0.0 => (a1, None),
+            &[a0, a1, a2, a3] if a0 == 0.0 && a2 == 0.0 => (a1, Some(a3)),
+            other => {
+                return Err(CkksError::InvalidParams(format!(
+                    "a masked EvalMod folds the mask into a last polynomial a_1 y (+ a_3 y^3), \
+                     not one of {} coefficients",
+                    other.len()
+                )));
+            }
+        };
+        let y = self.sine(ev, s)?;
+        let times = |c: f64| -> Vec<Complex> { mask.iter().map(|m| m.scale(c)).collect() };
+        let l = y.level();
+        let Some(a3) = a3 else {
+            return ev.mul_plain(&y, &ev.encode_complex_for_product(&times(a1), l)?);
+        };
+        // y² and a_3·mask∘y one level down, their product two; a_1·mask∘y lands there too
+        // (dropped a level first, then a plaintext that rescales onto the level's scale).
+        let cube = ev.multiply(
+            &ev.square(&y)?,
+            &ev.mul_plain(&y, &ev.encode_complex_for_product(&times(a3), l)?)?,
+        )?;
+        let lower = ev.drop_to_level(&y, l - 1)?;
+        let linear = ev.mul_plain(
+            &lower,
+            &ev.encode_complex_for_product(&times(a1), l - 1)?,
+        )?;
+        ev.add(&linear, &cube)
     }
 
     /// The same map in the clear (for tests and error budgets).

@@ -102,14 +102,15 @@ pub struct BootstrapConfig {
     /// coefficients. Slots that do not repeat come out as their average over the period.
     /// `None` (or `n/2`): full packing.
     pub slots: Option<usize>,
-    /// SlotsToCoeffs first (full packing only): StC runs on the input, at the bottom
+    /// SlotsToCoeffs first: StC runs on the input, at the bottom
     /// levels `stc_levels … 1` where a ciphertext has the fewest primes, then ModRaise,
     /// CtS and EvalMod, whose output is the input's slots (`q_0/(2πΔ_0)` folded into
     /// EvalMod's last polynomial, see [`EvalMod::scaled_output`]). Inputs then come at
     /// [`Bootstrapper::input_level`] (`stc_levels`) instead of 0; the levels between input and
     /// output are the same for the same chain. The message sits in the coefficients at its
     /// own size rather than about `√(2/n)` of it, so the parameters want a larger message ratio
-    /// `q_0/Δ_0` (the preset [`BootstrapPreset::N16StcFirst`] has 2^8 against 2^4).
+    /// `q_0/Δ_0` (the preset [`BootstrapPreset::N16StcFirst`] has 2^8 against 2^4). Sparse
+    /// packing then needs an arcsine of degree 3 or none (see [`SparsePacking`]).
     pub slots_to_coeffs_first: bool,
 }
 
@@ -216,6 +217,11 @@ pub struct Bootstrapper {
 /// `[s, 2s)` (`Re(−i·w) = Im w`), real slots for one EvalMod. StC's first factor `A` then
 /// reads `w = v + i·rot(v, s)` on `[0, s)` (and `rot(v, s) + i·v` on `[s, 2s)`), split into
 /// `A·D_0` applied to `v` and `A·D_1` to `rot(v, s)`, which costs no level.
+///
+/// With SlotsToCoeffs first, EvalMod's output `v` holds the slots' `Re z` in `[0, s)` and
+/// `Im z` in `[s, 2s)`, and no transform follows: `q = D_0 ∘ p(v)` (`D_0` is 1 on the first
+/// half of each period `2s` and `i` on the second), folded into EvalMod's last polynomial
+/// ([`EvalMod::apply_masked`], no level), gives the slots as `q + rot(q, s)`.
 #[derive(Debug)]
 struct SparsePacking {
     /// The period `s`.
@@ -224,8 +230,18 @@ struct SparsePacking {
     /// of the powers of `X^{n/2s}` (the trace onto that subring, times `n/2s`): by
     /// `s, 2s, …, n/4`.
     sub_sum: Vec<i64>,
-    /// `A·D_1`, at StC's first level, for `rot(v, s)`.
-    stc_shifted: LinearTransform,
+    /// How EvalMod's output becomes the slots again.
+    rejoin: Rejoin,
+}
+
+/// See [`SparsePacking`].
+#[derive(Debug)]
+enum Rejoin {
+    /// StC last: `A·D_1`, at StC's first level, for `rot(v, s)`.
+    Shifted(LinearTransform),
+    /// StC first: `D_0` in every slot, for EvalMod's last polynomial; `rot(q, s)` runs at
+    /// the output level.
+    Masked(Vec<Complex>),
 }
 
 impl Bootstrapper {
@@ -243,12 +259,6 @@ impl Bootstrapper {
         }
         let sparse = slots < full;
         let stc_first = cfg.slots_to_coeffs_first;
-        if stc_first && sparse {
-            return Err(CkksError::InvalidParams(format!(
-                "SlotsToCoeffs-first bootstrapping needs full packing ({full} slots), got \
-                 {slots}"
-            )));
-        }
         let stages = slots.trailing_zeros() as usize;
         let stc_factors = cfg.stc_levels * cfg.stc_factors_per_level;
         for (what, factors) in [("CtS", cfg.cts_levels), ("StC", stc_factors)] {
@@ -319,9 +329,10 @@ impl Bootstrapper {
         }
         let spread = |f: &dft::Diagonals| dft::replicated(f, slots, full);
         let mut stc_shifted = None;
+        let mut mask = None;
         if sparse {
             // See `SparsePacking`: −i on the second half of each period 2s after CtS; StC's
-            // first factor split into A·D_0 and A·D_1.
+            // first factor split into A·D_0 and A·D_1, or (StC first) D_0 after EvalMod.
             let (one, i) = (Complex::new(1.0, 0.0), Complex::new(0.0, 1.0));
             let halves = |a: Complex, b: Complex| {
                 dft::diagonal(
@@ -335,14 +346,23 @@ impl Bootstrapper {
             let turned = dft::product(&halves(one, i.scale(-1.0)), &widened, 2 * slots);
             cts_factors = cts_factors[..last].iter().map(spread).collect();
             cts_factors.push(dft::replicated(&turned, 2 * slots, full));
-            let first = dft::replicated(&stc_factors[0], slots, 2 * slots);
-            let split = |d: dft::Diagonals| {
-                dft::replicated(&dft::product(&first, &d, 2 * slots), 2 * slots, full)
-            };
-            stc_shifted = Some(split(halves(i, one)));
-            stc_factors[0] = split(halves(one, i));
-            for f in &mut stc_factors[1..] {
-                *f = spread(f);
+            if stc_first {
+                mask = Some(
+                    (0..full)
+                        .map(|j| if j % (2 * slots) < slots { one } else { i })
+                        .collect(),
+                );
+                stc_factors = stc_factors.iter().map(spread).collect();
+            } else {
+                let first = dft::replicated(&stc_factors[0], slots, 2 * slots);
+                let split = |d: dft::Diagonals| {
+                    dft::replicated(&dft::product(&first, &d, 2 * slots), 2 * slots, full)
+                };
+                stc_shifted = Some(split(halves(i, one)));
+                stc_factors[0] = split(halves(one, i));
+                for f in &mut stc_factors[1..] {
+                    *f = spread(f);
+                }
             }
         }
         let compact_transforms = cfg.compact || cfg.compact_transforms;
@@ -366,29 +386,29 @@ impl Bootstrapper {
             compact_transforms,
             cfg.stc_babies,
         )?;
-        let sparse = match stc_shifted {
-            Some(shifted) => {
+        let rejoin = match (stc_shifted, mask) {
+            (Some(shifted), _) => {
                 let scale = group_scale(ev, stc_top, stc[0].len())?;
-                let stc_shifted = LinearTransform::build(
+                Some(Rejoin::Shifted(LinearTransform::build(
                     ev,
                     &shifted,
                     stc_top,
                     scale,
                     compact_transforms,
                     cfg.stc_babies,
-                )?;
-                let sub_sum = std::iter::successors(Some(slots), |&k| Some(2 * k))
-                    .take_while(|&k| k < full)
-                    .map(|k| k as i64)
-                    .collect();
-                Some(SparsePacking {
-                    slots,
-                    sub_sum,
-                    stc_shifted,
-                })
+                )?))
             }
-            None => None,
+            (None, Some(mask)) => Some(Rejoin::Masked(mask)),
+            (None, None) => None,
         };
+        let sparse = rejoin.map(|rejoin| SparsePacking {
+            slots,
+            sub_sum: std::iter::successors(Some(slots), |&k| Some(2 * k))
+                .take_while(|&k| k < full)
+                .map(|k| k as i64)
+                .collect(),
+            rejoin,
+        });
         Ok(Self {
             cts,
             stc,
@@ -446,7 +466,10 @@ impl Bootstrapper {
 
     /// The transforms, StC's shifted half included.
     fn transforms(&self) -> impl Iterator<Item = &LinearTransform> {
-        let shifted = self.sparse.as_ref().map(|s| &s.stc_shifted);
+        let shifted = self.sparse.as_ref().and_then(|s| match &s.rejoin {
+            Rejoin::Shifted(t) => Some(t),
+            Rejoin::Masked(_) => None,
+        });
         self.cts
             .iter()
             .chain(self.stc.iter().flatten())
@@ -460,7 +483,8 @@ impl Bootstrapper {
     }
 
     /// Rotations outside the transforms, each with the level it runs at: with sparse packing,
-    /// the sub-sum after ModRaise (at the top) and StC's `rot(v, s)`.
+    /// the sub-sum after ModRaise (at the top) and `rot(v, s)` (at StC's first level, or
+    /// with StC first at the output level).
     fn packing_rotations(&self) -> Vec<(i64, usize)> {
         let Some(sparse) = &self.sparse else {
             return Vec::new();
@@ -468,7 +492,11 @@ impl Bootstrapper {
         // ModRaise's level: CtS runs one level per transform down to the conjugation.
         let top = self.conjugation_level + self.cts.len();
         let mut out: Vec<(i64, usize)> = sparse.sub_sum.iter().map(|&k| (k, top)).collect();
-        out.push((sparse.slots as i64, sparse.stc_shifted.level()));
+        let rejoin_level = match &sparse.rejoin {
+            Rejoin::Shifted(t) => t.level(),
+            Rejoin::Masked(_) => self.output_level,
+        };
+        out.push((sparse.slots as i64, rejoin_level));
         out
     }
 
@@ -684,12 +712,11 @@ impl Bootstrapper {
         let mod_raise = lap();
         let parts = self.coeffs_to_slots(ev, &x)?;
         let coeffs_to_slots = lap();
-        let parts = self.eval_mod_parts(ev, &parts)?;
         let (out, eval_mod, slots_to_coeffs) = if self.stc_first {
-            // EvalMod's halves are the slots' real and imaginary parts.
-            let out = combine_halves(ev, &parts)?;
+            let out = self.eval_mod_to_slots(ev, &parts)?;
             (out, lap(), stc_seconds)
         } else {
+            let parts = self.eval_mod_parts(ev, &parts)?;
             let eval_mod = lap();
             let out = self.slots_to_coeffs(ev, &parts)?;
             (out, eval_mod, lap())
@@ -752,6 +779,28 @@ impl Bootstrapper {
         }
     }
 
+    /// With StC first, EvalMod of CtS's parts and back to the slots: the two halves are the
+    /// slots' real and imaginary parts (`re + i·im`); under sparse packing the one part's
+    /// `D_0`-masked output `q` gives `q + rot(q, s)` ([`SparsePacking`]).
+    fn eval_mod_to_slots(
+        &self,
+        ev: &Evaluator,
+        parts: &[Ciphertext],
+    ) -> Result<Ciphertext, CkksError> {
+        match (parts, &self.sparse) {
+            ([v], Some(sparse)) => {
+                let Rejoin::Masked(mask) = &sparse.rejoin else {
+                    return Err(CkksError::InvalidParams(
+                        "sparse packing with StC last has no mask to rejoin with".into(),
+                    ));
+                };
+                let q = self.eval_mod.apply_masked(ev, v, mask)?;
+                ev.add(&q, &ev.rotate(&q, sparse.slots as i64)?)
+            }
+            _ => combine_halves(ev, &self.eval_mod_parts(ev, parts)?),
+        }
+    }
+
     /// SlotsToCoeffs of EvalMod's outputs (as [`Bootstrapper::coeffs_to_slots`] made them)
     /// through the encoding transform, scaled back to the input's message. Not part of a
     /// SlotsToCoeffs-first bootstrap (which applies StC to its input).
@@ -804,10 +853,15 @@ impl Bootstrapper {
         match (parts, &self.sparse) {
             ([_, _], None) => a.apply_unscaled(ev, &combine_halves(ev, parts)?),
             ([v], Some(sparse)) => {
+                let Rejoin::Shifted(a_d1) = &sparse.rejoin else {
+                    return Err(CkksError::InvalidParams(
+                        "sparse packing with StC first has no shifted StC factor".into(),
+                    ));
+                };
                 let shifted = ev.rotate(v, sparse.slots as i64)?;
                 ev.add(
                     &a.apply_unscaled(ev, v)?,
-                    &sparse.stc_shifted.apply_unscaled(ev, &shifted)?,
+                    &a_d1.apply_unscaled(ev, &shifted)?,
                 )
             }
             _ => Err(CkksError::InvalidParams(format!(

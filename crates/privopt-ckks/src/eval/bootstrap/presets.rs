@@ -23,7 +23,7 @@ pub enum BootstrapPreset {
     N16,
     /// `n = 2^16`, 32 768 slots, SlotsToCoeffs first (see
     /// [`BootstrapConfig::slots_to_coeffs_first`]): inputs at level 3, the same nine levels
-    /// of 45 bits between input and output as [`BootstrapPreset::N16`]. Full packing only.
+    /// of 45 bits between input and output as [`BootstrapPreset::N16`].
     N16StcFirst,
 }
 

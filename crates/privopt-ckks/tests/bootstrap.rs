@@ -726,9 +726,11 @@ fn slots_to_coeffs_first_bootstraps_repeated_complex_slots() {
         let mut k = keys(&ctx, &boot.rotations());
         let v = values(ctx.slots(), 0.0);
         let level = boot.input_level();
-        let ct = k
-            .sk
-            .encrypt(&encode_at(&ctx, &v, level, ctx.level_scale(level)).unwrap(), &mut k.rng)
+        let ct =
+            k.sk.encrypt(
+                &encode_at(&ctx, &v, level, ctx.level_scale(level)).unwrap(),
+                &mut k.rng,
+            )
             .unwrap();
         let e = boot.bootstrap(&k.ev, &ct).unwrap_err();
         assert!(e.to_string().contains("masked"), "{e}");

@@ -24,7 +24,8 @@ use crate::errors;
 /// 5.7 GB; the time depends on the CPU: AVX-512 IFMA or not) and
 /// ``Bootstrapper("n16-stc-first")`` (the same 9 levels, about 10% faster and 1 bit more
 /// precise at full packing, 15–30% faster and 1.4 bits less precise at ``slots=1024``:
-/// SlotsToCoeffs runs first, so inputs come at :attr:`input_level` 3 rather than 0) are
+/// SlotsToCoeffs runs first, so inputs come at :attr:`input_level` 3 rather than 0, and
+/// the circuit between bootstraps runs three primes higher, which costs it more) are
 /// 128-bit parameter sets
 /// with a dense secret, bootstrapped through a sparse encapsulation key (certified too). ``compact=True`` keeps the keys with seeded halves (about
 /// half the memory, a little slower); ``slots=k`` bootstraps ``k`` slots that repeat every

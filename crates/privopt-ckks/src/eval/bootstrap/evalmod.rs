@@ -17,9 +17,9 @@
 use privopt_approx::chebyshev::{ChebPoly, Interval, interpolate};
 
 use super::super::ciphertext::Ciphertext;
-use crate::encoding::Complex;
 use super::super::evaluator::Evaluator;
 use super::super::polyeval::PolyBasis;
+use crate::encoding::Complex;
 use crate::error::CkksError;
 
 /// The largest interpolant degree tried (depth 6 plus the leaves).
@@ -150,8 +150,8 @@ impl EvalMod {
         mask: &[Complex],
     ) -> Result<Ciphertext, CkksError> {
         let (a1, a3) = match self.arcsine.as_slice() {
-            &[a0, a1] if a0 == 0.0 => (a1, None),
-            &[a0, a1, a2, a3] if a0 == 0.0 && a2 == 0.0 => (a1, Some(a3)),
+            &[0.0, a1] => (a1, None),
+            &[0.0, a1, 0.0, a3] => (a1, Some(a3)),
             other => {
                 return Err(CkksError::InvalidParams(format!(
                     "a masked EvalMod folds the mask into a last polynomial a_1 y (+ a_3 y^3), \
@@ -173,10 +173,7 @@ impl EvalMod {
             &ev.mul_plain(&y, &ev.encode_complex_for_product(&times(a3), l)?)?,
         )?;
         let lower = ev.drop_to_level(&y, l - 1)?;
-        let linear = ev.mul_plain(
-            &lower,
-            &ev.encode_complex_for_product(&times(a1), l - 1)?,
-        )?;
+        let linear = ev.mul_plain(&lower, &ev.encode_complex_for_product(&times(a1), l - 1)?)?;
         ev.add(&linear, &cube)
     }
 

@@ -154,11 +154,13 @@ fn both_algorithms_through_bytes_equal_the_in_process_run() {
 /// Trains `steps` steps on a server that bootstraps (n = 2^12, sparse secret, insecure; with
 /// `sparse_weights`, the weights by sparse packing of the block width) and, from the same
 /// keys' seed, on one that asks the owner; returns both decrypted weights, the refreshes the
-/// bootstrapping run asked for and the bootstraps it ran.
+/// bootstrapping run asked for and the bootstraps it ran. `stc_first`: both bootstrappers run
+/// SlotsToCoeffs first (inputs at level 3, which the server keeps in reserve).
 fn train_bootstrapping(
     alg4: bool,
     steps: u64,
     sparse_weights: bool,
+    stc_first: bool,
 ) -> (Vec<f64>, Vec<f64>, usize, usize) {
     let params = CkksParamsBuilder::leveled(1 << 12, 60, 50, 26, &[60, 60, 60])
         .secret(SecretDistribution::Sparse(64))
@@ -167,14 +169,19 @@ fn train_bootstrapping(
         .unwrap();
     let ctx = EvalContext::new(&params).unwrap();
     let circuit = circuit(&ctx, alg4);
-    let any = Arc::new(Bootstrapper::new(&ctx, &BootstrapConfig::default()).unwrap());
+    let order = BootstrapConfig {
+        slots_to_coeffs_first: stc_first,
+        ..BootstrapConfig::default()
+    };
+    let any = Arc::new(Bootstrapper::new(&ctx, &order).unwrap());
+    assert_eq!(any.input_level(), if stc_first { 3 } else { 0 });
     // A period of 16 blocks (three FFT stages at least, one per transform level).
     let sparse = |period: usize, levels: usize| {
         let cfg = BootstrapConfig {
             slots: Some(period),
             cts_levels: levels,
             stc_levels: levels,
-            ..BootstrapConfig::default()
+            ..order.clone()
         };
         Arc::new(Bootstrapper::new(&ctx, &cfg).unwrap())
     };
@@ -250,19 +257,27 @@ fn train_bootstrapping(
 
 #[test]
 fn a_bootstrapping_server_trains_without_the_owner() {
-    // Algorithm 5 also with its weights bootstrapped by sparse packing of the block width.
-    for (alg4, steps, sparse) in [(false, 2, false), (false, 2, true), (true, 1, false)] {
-        let (boot, refreshed, refreshes, bootstraps) = train_bootstrapping(alg4, steps, sparse);
+    // Algorithm 5 also with its weights bootstrapped by sparse packing of the block width,
+    // and with SlotsToCoeffs first.
+    for (alg4, steps, sparse, stc_first) in [
+        (false, 2, false, false),
+        (false, 2, true, false),
+        (true, 1, false, false),
+        (false, 2, true, true),
+    ] {
+        let (boot, refreshed, refreshes, bootstraps) =
+            train_bootstrapping(alg4, steps, sparse, stc_first);
         let diff = boot
             .iter()
             .zip(&refreshed)
             .map(|(a, b)| (a - b).abs())
             .fold(0.0, f64::max);
         eprintln!(
-            "algorithm {}{}: {bootstraps} bootstraps in {steps} steps, max |Δw| {diff:e} \
+            "algorithm {}{}{}: {bootstraps} bootstraps in {steps} steps, max |Δw| {diff:e} \
              against owner refreshes, w = {boot:?}",
             if alg4 { 4 } else { 5 },
-            if sparse { " (sparse weights)" } else { "" }
+            if sparse { " (sparse weights)" } else { "" },
+            if stc_first { " (StC first)" } else { "" }
         );
         assert_eq!(refreshes, 0);
         // Algorithm 5 outgrows a bootstrap's levels every step from the second on (the

@@ -102,17 +102,17 @@ pub struct BootstrapConfig {
     /// coefficients. Slots that do not repeat come out as their average over the period.
     /// `None` (or `n/2`): full packing.
     pub slots: Option<usize>,
-    /// SlotsToCoeffs first: StC runs on the input, at the bottom
-    /// levels `stc_levels … 1` where a ciphertext has the fewest primes, then ModRaise,
-    /// CtS and EvalMod, whose output is the input's slots (`q_0/(2πΔ_0)` folded into
-    /// EvalMod's last polynomial, see [`EvalMod::scaled_output`]). Inputs then come at
-    /// [`Bootstrapper::input_level`] (`stc_levels`) instead of 0; the levels between input and
-    /// output are the same for the same chain, but they sit `stc_levels` primes higher, so a
-    /// circuit's own operations between bootstraps cost more (about 30% at the top of the
-    /// 2^16 presets' nine levels): faster for bootstrap-bound circuits. The message sits in the coefficients at its
-    /// own size rather than about `√(2/n)` of it, so the parameters want a larger message ratio
-    /// `q_0/Δ_0` (the preset [`BootstrapPreset::N16StcFirst`] has 2^8 against 2^4). Sparse
-    /// packing then needs an arcsine of degree 3 or none (see [`SparsePacking`]).
+    /// SlotsToCoeffs first: StC runs on the input, at the bottom levels `stc_levels … 1` where
+    /// a ciphertext has the fewest primes, then ModRaise, CtS and EvalMod, whose output is the
+    /// input's slots (`q_0/(2πΔ_0)` folded into EvalMod's last polynomial, see
+    /// [`EvalMod::scaled_output`]). Inputs then come at [`Bootstrapper::input_level`]
+    /// (`stc_levels`) instead of 0; the levels between input and output are the same for the
+    /// same chain, but they sit `stc_levels` primes higher, so a circuit's own operations
+    /// between bootstraps cost more (about 30% at the top of the 2^16 presets' nine levels):
+    /// the order suits bootstrap-bound circuits. The message sits in the coefficients at its
+    /// own size rather than about `√(2/n)` of it, so the parameters want a larger message
+    /// ratio `q_0/Δ_0` (the preset [`BootstrapPreset::N16StcFirst`] has 2^8 against 2^4).
+    /// Sparse packing then needs an arcsine of degree 3 or none (see [`SparsePacking`]).
     pub slots_to_coeffs_first: bool,
 }
 

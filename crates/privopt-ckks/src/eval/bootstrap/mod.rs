@@ -112,7 +112,8 @@ pub struct BootstrapConfig {
     /// the order suits bootstrap-bound circuits. The message sits in the coefficients at its
     /// own size rather than about `√(2/n)` of it, so the parameters want a larger message
     /// ratio `q_0/Δ_0` (the preset [`BootstrapPreset::N16StcFirst`] has 2^8 against 2^4).
-    /// Sparse packing then needs an arcsine of degree 3 or none (see [`SparsePacking`]).
+    /// Sparse packing then needs an arcsine of degree 3 or none (see
+    /// [`EvalMod::apply_masked`]).
     pub slots_to_coeffs_first: bool,
 }
 

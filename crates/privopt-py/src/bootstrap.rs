@@ -51,19 +51,16 @@ pub struct PyBootstrapKeys {
 }
 
 fn preset_named(name: &str) -> PyResult<BootstrapPreset> {
-    BootstrapPreset::ALL
-        .into_iter()
-        .find(|p| p.name() == name)
-        .ok_or_else(|| {
-            let known: Vec<String> = BootstrapPreset::ALL
-                .iter()
-                .map(|p| format!("'{}'", p.name()))
-                .collect();
-            errors::parameter(format!(
-                "preset must be one of {}, got {name:?}",
-                known.join(", ")
-            ))
-        })
+    BootstrapPreset::named(name).ok_or_else(|| {
+        let known: Vec<String> = BootstrapPreset::names()
+            .iter()
+            .map(|n| format!("'{n}'"))
+            .collect();
+        errors::parameter(format!(
+            "preset must be one of {}, got {name:?}",
+            known.join(", ")
+        ))
+    })
 }
 
 impl PyBootstrapper {

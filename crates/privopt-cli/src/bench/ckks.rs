@@ -81,14 +81,10 @@ pub fn bootstrap_child(preset: &str, runs: usize, v: BootstrapVariant) -> Result
     use privopt_ckks::bench_support::BootstrapFixture;
     use privopt_ckks::eval::BabySteps;
     use privopt_ckks::eval::bootstrap::BootstrapConfig;
-    let Some(p) = BootstrapPreset::ALL
-        .into_iter()
-        .find(|p| p.name() == preset)
-    else {
-        let known: Vec<&str> = BootstrapPreset::ALL.iter().map(|p| p.name()).collect();
+    let Some(p) = BootstrapPreset::named(preset) else {
         bail!(
             "unknown bootstrapping preset `{preset}`; known: {}",
-            known.join(", ")
+            BootstrapPreset::names().join(", ")
         );
     };
     if v.baby_group == Some(0) {

@@ -193,10 +193,9 @@ pub struct Bootstrapper {
     stc: Vec<Vec<LinearTransform>>,
     eval_mod: EvalMod,
     output_level: usize,
-    /// The level inputs are dropped to: 0, or StC's top under SlotsToCoeffs-first.
+    /// The level inputs are dropped to: 0, or StC's top under SlotsToCoeffs-first (StC has
+    /// at least one level, so a positive input level means StC first).
     input_level: usize,
-    /// [`BootstrapConfig::slots_to_coeffs_first`].
-    stc_first: bool,
     /// The level CtS's output is conjugated at.
     conjugation_level: usize,
     /// The encapsulation weight the evaluator's keys must have, if any.
@@ -418,7 +417,6 @@ impl Bootstrapper {
             eval_mod,
             output_level,
             input_level,
-            stc_first,
             conjugation_level: top - cfg.cts_levels,
             encapsulation: cfg.encapsulation,
             compact: cfg.compact,
@@ -436,6 +434,11 @@ impl Bootstrapper {
     /// The level bootstrapped ciphertexts come out at.
     pub fn output_level(&self) -> usize {
         self.output_level
+    }
+
+    /// Whether SlotsToCoeffs runs first ([`BootstrapConfig::slots_to_coeffs_first`]).
+    fn stc_first(&self) -> bool {
+        self.input_level > 0
     }
 
     /// The level inputs are dropped to before bootstrapping (they need at least it): 0, or
@@ -691,7 +694,7 @@ impl Bootstrapper {
             clock = std::time::Instant::now();
             s
         };
-        let (ct, stc_seconds) = if self.stc_first {
+        let (ct, stc_seconds) = if self.stc_first() {
             let coeffs = self.stc_groups(ev, |first| first.apply_unscaled(ev, &ct))?;
             (coeffs, lap())
         } else {
@@ -715,7 +718,7 @@ impl Bootstrapper {
         let mod_raise = lap();
         let parts = self.coeffs_to_slots(ev, &x)?;
         let coeffs_to_slots = lap();
-        let (out, eval_mod, slots_to_coeffs) = if self.stc_first {
+        let (out, eval_mod, slots_to_coeffs) = if self.stc_first() {
             let out = self.eval_mod_to_slots(ev, &parts)?;
             (out, lap(), stc_seconds)
         } else {
@@ -812,7 +815,7 @@ impl Bootstrapper {
         ev: &Evaluator,
         parts: &[Ciphertext],
     ) -> Result<Ciphertext, CkksError> {
-        if self.stc_first {
+        if self.stc_first() {
             return Err(CkksError::InvalidParams(
                 "this bootstrapper runs SlotsToCoeffs first, on its input, not on EvalMod's \
                  outputs"

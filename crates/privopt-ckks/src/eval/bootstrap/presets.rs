@@ -35,7 +35,17 @@ impl BootstrapPreset {
         BootstrapPreset::N16StcFirst,
     ];
 
-    /// `n15` or `n16`.
+    /// The preset called `name` (see [`BootstrapPreset::name`]), if any.
+    pub fn named(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// Every preset's name (for errors that list them).
+    pub fn names() -> Vec<&'static str> {
+        Self::ALL.iter().map(|p| p.name()).collect()
+    }
+
+    /// `n15`, `n16` or `n16-stc-first`.
     pub fn name(self) -> &'static str {
         match self {
             BootstrapPreset::N15 => "n15",
